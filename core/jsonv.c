@@ -1,0 +1,270 @@
+#include "core/jsonv.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+const char *jv_path(char *buf, size_t n, const char *parent, const char *key) {
+    if (parent && parent[0])
+        snprintf(buf, n, "%s.%s", parent, key);
+    else
+        snprintf(buf, n, "%s", key);
+    return buf;
+}
+
+FpStatus jv_keys(const cJSON *obj, const char *path, const char *const *allowed, FpError *err) {
+    if (!cJSON_IsObject(obj))
+        return fp_fail(err, FP_EPARAM, "%s: must be an object", path && path[0] ? path : "(top level)");
+    for (const cJSON *it = obj->child; it; it = it->next) {
+        int ok = 0;
+        for (const char *const *a = allowed; *a; a++)
+            if (strcmp(*a, it->string) == 0)
+                ok = 1;
+        if (!ok) {
+            char p[256];
+            return fp_fail(err, FP_EPARAM, "%s: unknown key", jv_path(p, sizeof p, path, it->string));
+        }
+    }
+    return FP_OK;
+}
+
+FpStatus jv_number(const cJSON *obj, const char *path, const char *key, int required, double def, double lo,
+                   int lo_open, double hi, int hi_open, double *out, FpError *err) {
+    char p[256];
+    jv_path(p, sizeof p, path, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) {
+        if (required)
+            return fp_fail(err, FP_EPARAM, "%s: required number is missing", p);
+        *out = def;
+        return FP_OK;
+    }
+    if (!cJSON_IsNumber(v))
+        return fp_fail(err, FP_EPARAM, "%s: must be a number", p);
+    double x = v->valuedouble;
+    if (!isfinite(x))
+        return fp_fail(err, FP_EPARAM, "%s: must be finite", p);
+    if ((lo_open ? x <= lo : x < lo) || (hi_open ? x >= hi : x > hi)) {
+        char lob[32], hib[32];
+        snprintf(lob, sizeof lob, "%g", lo);
+        snprintf(hib, sizeof hib, "%g", hi);
+        return fp_fail(err, FP_EPARAM, "%s: must be in %s%s, %s%s, got %g", p, lo_open ? "(" : "[",
+                       isinf(lo) ? "-inf" : lob, isinf(hi) ? "inf" : hib, hi_open ? ")" : "]", x);
+    }
+    *out = x;
+    return FP_OK;
+}
+
+FpStatus jv_int(const cJSON *obj, const char *path, const char *key, int required, long long def, long long lo,
+                long long hi, long long *out, FpError *err) {
+    char p[256];
+    jv_path(p, sizeof p, path, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) {
+        if (required)
+            return fp_fail(err, FP_EPARAM, "%s: required integer is missing", p);
+        *out = def;
+        return FP_OK;
+    }
+    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || !isfinite(v->valuedouble))
+        return fp_fail(err, FP_EPARAM, "%s: must be an integer", p);
+    double x = v->valuedouble;
+    if (x < (double)lo || x > (double)hi)
+        return fp_fail(err, FP_EPARAM, "%s: must be in [%lld, %lld], got %g", p, lo, hi, x);
+    *out = (long long)x;
+    return FP_OK;
+}
+
+FpStatus jv_bool(const cJSON *obj, const char *path, const char *key, int def, int *out, FpError *err) {
+    char p[256];
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) {
+        *out = def;
+        return FP_OK;
+    }
+    if (!cJSON_IsBool(v))
+        return fp_fail(err, FP_EPARAM, "%s: must be true or false", jv_path(p, sizeof p, path, key));
+    *out = cJSON_IsTrue(v);
+    return FP_OK;
+}
+
+FpStatus jv_string(const cJSON *obj, const char *path, const char *key, int required, const char *def,
+                   const char **out, FpError *err) {
+    char p[256];
+    jv_path(p, sizeof p, path, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) {
+        if (required)
+            return fp_fail(err, FP_EPARAM, "%s: required string is missing", p);
+        *out = def;
+        return FP_OK;
+    }
+    if (!cJSON_IsString(v) || !v->valuestring)
+        return fp_fail(err, FP_EPARAM, "%s: must be a string", p);
+    *out = v->valuestring;
+    return FP_OK;
+}
+
+FpStatus jv_choice(const cJSON *obj, const char *path, const char *key, const char *const *choices, int def,
+                   int *out, FpError *err) {
+    const char *s = NULL;
+    FP_TRY(jv_string(obj, path, key, JV_OPTIONAL, NULL, &s, err));
+    if (!s) {
+        *out = def;
+        return FP_OK;
+    }
+    for (int i = 0; choices[i]; i++)
+        if (strcmp(choices[i], s) == 0) {
+            *out = i;
+            return FP_OK;
+        }
+    char p[256], list[512] = "";
+    for (int i = 0; choices[i]; i++) {
+        if (i)
+            strncat(list, ", ", sizeof list - strlen(list) - 1);
+        strncat(list, choices[i], sizeof list - strlen(list) - 1);
+    }
+    return fp_fail(err, FP_EPARAM, "%s: unknown value \"%.64s\" (expected one of: %s)", jv_path(p, sizeof p, path, key),
+                   s, list);
+}
+
+FpStatus jv_object(const cJSON *obj, const char *path, const char *key, int required, const cJSON **out,
+                   FpError *err) {
+    char p[256];
+    jv_path(p, sizeof p, path, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!v) {
+        if (required)
+            return fp_fail(err, FP_EPARAM, "%s: required object is missing", p);
+        *out = NULL;
+        return FP_OK;
+    }
+    if (!cJSON_IsObject(v))
+        return fp_fail(err, FP_EPARAM, "%s: must be an object", p);
+    *out = v;
+    return FP_OK;
+}
+
+FpStatus jv_number_array(const cJSON *obj, const char *path, const char *key, int required, int min_len,
+                         int max_len, double **out, int *n, FpError *err) {
+    char p[256];
+    jv_path(p, sizeof p, path, key);
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *out = NULL;
+    *n = 0;
+    if (!v) {
+        if (required)
+            return fp_fail(err, FP_EPARAM, "%s: required array is missing", p);
+        return FP_OK;
+    }
+    if (!cJSON_IsArray(v))
+        return fp_fail(err, FP_EPARAM, "%s: must be an array of numbers", p);
+    int len = cJSON_GetArraySize(v);
+    if (len < min_len || len > max_len)
+        return fp_fail(err, FP_EPARAM, "%s: must have %d to %d entries, got %d", p, min_len, max_len, len);
+    double *a = fp_malloc(sizeof(double) * (size_t)(len ? len : 1), err);
+    if (!a)
+        return FP_ENOMEM;
+    int i = 0;
+    for (const cJSON *it = v->child; it; it = it->next, i++) {
+        if (!cJSON_IsNumber(it) || !isfinite(it->valuedouble)) {
+            free(a);
+            return fp_fail(err, FP_EPARAM, "%s[%d]: must be a number", p, i);
+        }
+        a[i] = it->valuedouble;
+    }
+    *out = a;
+    *n = len;
+    return FP_OK;
+}
+
+FpStatus jv_load_file(const char *filename, cJSON **out, FpError *err) {
+    FILE *f = fopen(filename, "rb");
+    if (!f)
+        return fp_fail(err, FP_EIO, "%s: cannot open: %s", filename, strerror(errno));
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    if (!buf) {
+        fclose(f);
+        return fp_fail(err, FP_ENOMEM, "%s: out of memory", filename);
+    }
+    size_t got;
+    while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+        len += got;
+        if (len + 1 >= cap) {
+            if (cap > ((size_t)1 << 30)) {
+                free(buf);
+                fclose(f);
+                return fp_fail(err, FP_EFORMAT, "%s: JSON file larger than 1 GiB", filename);
+            }
+            char *nb = realloc(buf, cap * 2);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return fp_fail(err, FP_ENOMEM, "%s: out of memory", filename);
+            }
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    int rerr = ferror(f);
+    fclose(f);
+    if (rerr) {
+        free(buf);
+        return fp_fail(err, FP_EIO, "%s: read error", filename);
+    }
+    buf[len] = 0;
+    if (memchr(buf, 0, len)) {
+        free(buf);
+        return fp_fail(err, FP_EFORMAT, "%s: not a JSON text (contains NUL bytes)", filename);
+    }
+    const char *end = NULL;
+    cJSON *j = cJSON_ParseWithOpts(buf, &end, 1);
+    if (!j) {
+        size_t off = end ? (size_t)(end - buf) : 0;
+        int line = 1, col = 1;
+        for (size_t i = 0; i < off && i < len; i++) {
+            if (buf[i] == '\n') {
+                line++;
+                col = 1;
+            } else
+                col++;
+        }
+        free(buf);
+        return fp_fail(err, FP_EFORMAT, "%s:%d:%d: malformed JSON", filename, line, col);
+    }
+    free(buf);
+    *out = j;
+    return FP_OK;
+}
+
+FpStatus jv_write_file_atomic(const char *filename, const cJSON *json, FpError *err) {
+    char *text = cJSON_Print(json);
+    if (!text)
+        return fp_fail(err, FP_ENOMEM, "%s: out of memory serialising JSON", filename);
+    size_t n = strlen(text);
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%d", filename, (int)getpid());
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        free(text);
+        return fp_fail(err, FP_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+    }
+    int ok = fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int saved = errno;
+    ok = (fclose(f) == 0) && ok;
+    free(text);
+    if (!ok) {
+        unlink(tmp);
+        return fp_fail(err, FP_EIO, "%s: write failed: %s", filename, strerror(saved ? saved : EIO));
+    }
+    if (rename(tmp, filename) != 0) {
+        saved = errno;
+        unlink(tmp);
+        return fp_fail(err, FP_EIO, "%s: cannot rename into place: %s", filename, strerror(saved));
+    }
+    return FP_OK;
+}

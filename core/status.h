@@ -1,0 +1,45 @@
+// Status codes and error messages. Library code returns an FpStatus and fills an
+// FpError with one human-readable line; only cli/ turns a status into an exit code
+// (FP_EIO, FP_EFORMAT and FP_EPARAM are the user's bad input: exit 2).
+#ifndef FEDPRIV_CORE_STATUS_H
+#define FEDPRIV_CORE_STATUS_H
+
+#include <stddef.h>
+
+typedef enum {
+    FP_OK = 0,
+    FP_EIO,          // a file is missing, unreadable or unwritable
+    FP_EFORMAT,      // a file is malformed: wrong magic, truncated, bad JSON, bad sizes
+    FP_EPARAM,       // a parameter or config value is out of range, unknown or of the wrong type
+    FP_ENOMEM,       // an allocation failed (a model or dataset too large)
+    FP_EDIVERGED,    // training produced NaN or Inf
+    FP_EBACKEND,     // the compute backend failed (CUDA error, no device)
+    FP_EUNSUPPORTED, // the backend or model cannot do what was asked
+} FpStatus;
+
+typedef struct FpError {
+    FpStatus code;
+    char msg[512];
+} FpError;
+
+// Sets err (when not NULL) to code and a printf-style message; returns code so that
+// callers can write `return fp_fail(err, FP_EPARAM, "...")`.
+FpStatus fp_fail(FpError *err, FpStatus code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+// A short name for a status ("io", "format", ...).
+const char *fp_status_name(FpStatus code);
+
+// Propagate a non-OK status from a call that already filled the error.
+#define FP_TRY(expr)                         \
+    do {                                     \
+        FpStatus fp_try_status_ = (expr);    \
+        if (fp_try_status_ != FP_OK)         \
+            return fp_try_status_;           \
+    } while (0)
+
+// malloc/calloc that fill err with FP_ENOMEM and the requested size on failure.
+void *fp_malloc(size_t bytes, FpError *err);
+void *fp_calloc(size_t count, size_t size, FpError *err);
+
+#endif

@@ -1,0 +1,22 @@
+// The list of defenses. Add a defense: write defenses/NAME.c defining
+// `const DefenseOps defense_NAME`, declare it below and add it to the table.
+#include <string.h>
+
+#include "defenses/defense.h"
+
+extern const DefenseOps defense_none;
+
+static const DefenseOps *const all_defenses[] = {
+    &defense_none,
+};
+
+int defense_count(void) { return (int)(sizeof all_defenses / sizeof all_defenses[0]); }
+
+const DefenseOps *defense_at(int i) { return i >= 0 && i < defense_count() ? all_defenses[i] : NULL; }
+
+const DefenseOps *defense_find(const char *name) {
+    for (int i = 0; i < defense_count(); i++)
+        if (strcmp(all_defenses[i]->name, name) == 0)
+            return all_defenses[i];
+    return NULL;
+}
