@@ -26,7 +26,7 @@ endif
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
-CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wshadow -I. $(OPT) $(SANFLAGS) -MMD -MP $(PKG_CFLAGS) -pthread
+CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wshadow -I. $(OPT) $(SANFLAGS) -MMD -MP $(PKG_CFLAGS) -pthread
 LDLIBS  += $(PKG_LIBS) -lm -pthread
 LDFLAGS += $(SANFLAGS)
 

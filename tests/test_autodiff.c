@@ -1,0 +1,199 @@
+// First- and second-order finite-difference checks of every differentiable op, and a
+// check that a wrong derivative is caught.
+#include <check.h>
+#include <stdio.h>
+
+#include "core/autodiff.h"
+#include "tests/gradcheck.c.inc"
+
+#define TOL 2e-2
+
+static Var *b_matmul_nn(Tape *t, Var **x, void *c) { return ad_matmul(t, x[0], x[1], 0, 0); }
+static Var *b_matmul_nt(Tape *t, Var **x, void *c) { return ad_matmul(t, x[0], x[1], 0, 1); }
+static Var *b_matmul_tn(Tape *t, Var **x, void *c) { return ad_matmul(t, x[0], x[1], 1, 0); }
+static Var *b_matmul_tt(Tape *t, Var **x, void *c) { return ad_matmul(t, x[0], x[1], 1, 1); }
+static Var *b_unary(Tape *t, Var **x, void *c) { return ad_unary(t, *(UnaryOp *)c, x[0]); }
+static Var *b_affine(Tape *t, Var **x, void *c) { return ad_affine(t, x[0], -1.5f, 0.25f); }
+static Var *b_mul(Tape *t, Var **x, void *c) { return ad_mul(t, x[0], x[1]); }
+static Var *b_div(Tape *t, Var **x, void *c) { return ad_div(t, x[0], x[1]); }
+static Var *b_sub(Tape *t, Var **x, void *c) { return ad_sub(t, x[0], x[1]); }
+static Var *b_row_bias_mul(Tape *t, Var **x, void *c) { return ad_binary_bc(t, BIN_MUL, x[0], x[1], 1); }
+static Var *b_chan_div(Tape *t, Var **x, void *c) { return ad_binary_bc(t, BIN_DIV, x[0], x[1], 6); }
+static Var *b_col_sub(Tape *t, Var **x, void *c) { return ad_binary_bc(t, BIN_SUB, x[0], x[1], 4); }
+static Var *b_expand(Tape *t, Var **x, void *c) {
+    int shape[2] = {3, 4};
+    return ad_mul(t, ad_expand(t, x[0], 2, shape, 1), ad_expand(t, x[0], 2, shape, 1));
+}
+static Var *b_sumbc(Tape *t, Var **x, void *c) {
+    return ad_unary(t, UN_SQUARE, ad_sum_broadcast(t, x[0], 2, 3)); // x (2,3,2): per middle index
+}
+static Var *b_mean_sq(Tape *t, Var **x, void *c) { return ad_mean(t, ad_unary(t, UN_SQUARE, x[0])); }
+static Var *b_softmax(Tape *t, Var **x, void *c) { return ad_softmax(t, x[0]); }
+static Var *b_log_softmax(Tape *t, Var **x, void *c) { return ad_log_softmax(t, x[0]); }
+typedef struct { int stride, pad; } ConvCtx;
+static Var *b_conv(Tape *t, Var **x, void *c) {
+    ConvCtx *cc = c;
+    // square the output so the second derivative in x alone is non-zero
+    Var *y = ad_conv2d(t, x[0], x[1], cc->stride, cc->pad);
+    return ad_mul(t, y, y);
+}
+static Var *b_conv_bias_sig(Tape *t, Var **x, void *c) {
+    return ad_unary(t, UN_SIGMOID, ad_add_channel_bias(t, ad_conv2d(t, x[0], x[1], 2, 2), x[2]));
+}
+static Var *b_maxpool(Tape *t, Var **x, void *c) {
+    Var *y = ad_maxpool2d(t, x[0], 2, 2);
+    return ad_mul(t, y, y);
+}
+static Var *b_avgpool(Tape *t, Var **x, void *c) {
+    Var *y = ad_avgpool2d(t, x[0], 2, 2);
+    return ad_mul(t, y, y);
+}
+static Var *b_reshape_tr(Tape *t, Var **x, void *c) {
+    int shape[2] = {4, 3};
+    Var *r = ad_reshape(t, x[0], 2, shape);
+    return ad_mul(t, ad_transpose(t, r), ad_transpose(t, r));
+}
+static Var *b_slice_concat(Tape *t, Var **x, void *c) {
+    Var *a = ad_slice(t, x[0], 1, 1, 2);  // (3,2)
+    Var *b = ad_slice(t, x[0], 1, 0, 1);  // (3,1)
+    Var *cat = ad_concat(t, ad_unary(t, UN_SQUARE, a), b, 1); // (3,3)
+    return ad_mul(t, cat, cat);
+}
+static Var *b_linear_tanh(Tape *t, Var **x, void *c) { return ad_unary(t, UN_TANH, ad_linear(t, x[0], x[1], x[2])); }
+static Var *b_ce_soft(Tape *t, Var **x, void *c) { return ad_cross_entropy_soft(t, x[0], ad_softmax(t, x[1])); }
+static Var *b_ce_hard(Tape *t, Var **x, void *c) {
+    static const int32_t labels[3] = {2, 0, 3};
+    return ad_cross_entropy(t, x[0], labels);
+}
+static Var *b_mse(Tape *t, Var **x, void *c) { return ad_mse(t, ad_unary(t, UN_SIGMOID, x[0]), x[1]); }
+static Var *b_bn4(Tape *t, Var **x, void *c) {
+    Var *y = ad_batchnorm_train(t, x[0], x[1], x[2], 1e-5f, NULL, NULL);
+    return ad_mul(t, y, y);
+}
+static Var *b_bn2(Tape *t, Var **x, void *c) { return ad_unary(t, UN_TANH, ad_batchnorm_train(t, x[0], x[1], x[2], 1e-5f, NULL, NULL)); }
+static Var *b_bn_eval(Tape *t, Var **x, void *c) {
+    static const float mean[3] = {0.1f, -0.2f, 0.3f}, var[3] = {1.0f, 0.5f, 2.0f};
+    Var *y = ad_batchnorm_eval(t, x[0], x[1], x[2], mean, var, 1e-5f);
+    return ad_mul(t, y, y);
+}
+
+static UnaryOp un_ops[] = {UN_NEG, UN_EXP, UN_LOG, UN_SIGMOID, UN_TANH, UN_RELU, UN_SQUARE, UN_SQRT, UN_RECIP, UN_ABS};
+static const char *un_names[] = {"neg", "exp", "log", "sigmoid", "tanh", "relu", "square", "sqrt", "recip", "abs"};
+static ConvCtx conv_s1p0 = {1, 0}, conv_s2p2 = {2, 2}, conv_s1p2 = {1, 2};
+
+static GcCase cases[] = {
+    {"matmul_nn", 2, {2, 2}, {{3, 4}, {4, 2}}, -1, 1, b_matmul_nn, NULL, 1},
+    {"matmul_nt", 2, {2, 2}, {{3, 4}, {2, 4}}, -1, 1, b_matmul_nt, NULL, 1},
+    {"matmul_tn", 2, {2, 2}, {{4, 3}, {4, 2}}, -1, 1, b_matmul_tn, NULL, 1},
+    {"matmul_tt", 2, {2, 2}, {{4, 3}, {2, 4}}, -1, 1, b_matmul_tt, NULL, 1},
+    {"affine", 1, {2}, {{3, 4}}, -1, 1, b_affine, NULL, 1},
+    {"mul", 2, {2, 2}, {{3, 4}, {3, 4}}, -1, 1, b_mul, NULL, 1},
+    {"div", 2, {2, 2}, {{3, 4}, {3, 4}}, 0.5f, 1.5f, b_div, NULL, 1},
+    {"sub", 2, {2, 2}, {{3, 4}, {3, 4}}, -1, 1, b_sub, NULL, 1},
+    {"mul_row_broadcast", 2, {2, 1}, {{3, 4}, {4}}, -1, 1, b_row_bias_mul, NULL, 1},
+    {"div_channel_broadcast", 2, {4, 1}, {{2, 3, 2, 3}, {3}}, 0.5f, 1.5f, b_chan_div, NULL, 1},
+    {"sub_column_broadcast", 2, {2, 1}, {{3, 4}, {3}}, -1, 1, b_col_sub, NULL, 1},
+    {"expand", 1, {1}, {{4}}, -1, 1, b_expand, NULL, 1},
+    {"sum_broadcast", 1, {3}, {{2, 3, 2}}, -1, 1, b_sumbc, NULL, 1},
+    {"mean", 1, {2}, {{3, 4}}, -1, 1, b_mean_sq, NULL, 1},
+    {"softmax", 1, {2}, {{3, 5}}, -2, 2, b_softmax, NULL, 1},
+    {"log_softmax", 1, {2}, {{3, 5}}, -2, 2, b_log_softmax, NULL, 1},
+    {"conv2d_s1p0", 2, {4, 4}, {{2, 2, 5, 5}, {3, 2, 3, 3}}, -1, 1, b_conv, &conv_s1p0, 1},
+    {"conv2d_s2p2", 2, {4, 4}, {{2, 3, 6, 6}, {2, 3, 5, 5}}, -1, 1, b_conv, &conv_s2p2, 1},
+    {"conv2d_s1p2", 2, {4, 4}, {{1, 2, 4, 4}, {2, 2, 5, 5}}, -1, 1, b_conv, &conv_s1p2, 1},
+    {"conv2d_bias_sigmoid", 3, {4, 4, 1}, {{1, 3, 8, 8}, {4, 3, 5, 5}, {4}}, -0.5f, 0.5f, b_conv_bias_sig, NULL, 1},
+    {"maxpool", 1, {4}, {{2, 2, 4, 4}}, -4, 4, b_maxpool, NULL, 1},
+    {"avgpool", 1, {4}, {{2, 2, 4, 4}}, -1, 1, b_avgpool, NULL, 1},
+    {"reshape_transpose", 1, {2}, {{3, 4}}, -1, 1, b_reshape_tr, NULL, 1},
+    {"slice_concat", 1, {2}, {{3, 3}}, -1, 1, b_slice_concat, NULL, 1},
+    {"linear_tanh", 3, {2, 2, 1}, {{3, 5}, {4, 5}, {4}}, -1, 1, b_linear_tanh, NULL, 1},
+    {"cross_entropy_soft", 2, {2, 2}, {{3, 4}, {3, 4}}, -2, 2, b_ce_soft, NULL, 1},
+    {"cross_entropy_hard", 1, {2}, {{3, 4}}, -2, 2, b_ce_hard, NULL, 1},
+    {"mse", 2, {2, 2}, {{3, 4}, {3, 4}}, -1, 1, b_mse, NULL, 1},
+    {"batchnorm_4d", 3, {4, 1, 1}, {{3, 2, 2, 2}, {2}, {2}}, -1, 1, b_bn4, NULL, 1},
+    {"batchnorm_2d", 3, {2, 1, 1}, {{5, 3}, {3}, {3}}, -1, 1, b_bn2, NULL, 1},
+    {"batchnorm_eval", 3, {2, 1, 1}, {{4, 3}, {3}, {3}}, -1, 1, b_bn_eval, NULL, 1},
+};
+#define N_CASES ((int)(sizeof cases / sizeof cases[0]))
+
+START_TEST(op_first_order) {
+    double e = gradcheck(backend_cpu(), &cases[_i], 1, 11);
+    if (!(e >= 0 && e < TOL))
+        fprintf(stderr, "first order %s: relative error %g\n", cases[_i].name, e);
+    ck_assert_msg(e >= 0 && e < TOL, "%s: first-order relative error %g", cases[_i].name, e);
+}
+END_TEST
+
+START_TEST(op_second_order) {
+    double e = gradcheck(backend_cpu(), &cases[_i], 2, 12);
+    if (!(e >= 0 && e < TOL))
+        fprintf(stderr, "second order %s: relative error %g\n", cases[_i].name, e);
+    ck_assert_msg(e >= 0 && e < TOL, "%s: second-order relative error %g", cases[_i].name, e);
+}
+END_TEST
+
+START_TEST(unary_first_and_second_order) {
+    GcCase c = {un_names[_i], 1, {2}, {{3, 4}}, -1, 1, b_unary, &un_ops[_i], 1};
+    if (un_ops[_i] == UN_LOG || un_ops[_i] == UN_SQRT || un_ops[_i] == UN_RECIP) {
+        c.lo = 0.5f;
+        c.hi = 1.5f;
+    }
+    double e1 = gradcheck(backend_cpu(), &c, 1, 13), e2 = gradcheck(backend_cpu(), &c, 2, 14);
+    ck_assert_msg(e1 >= 0 && e1 < TOL, "%s: first-order relative error %g", c.name, e1);
+    ck_assert_msg(e2 >= 0 && e2 < TOL, "%s: second-order relative error %g", c.name, e2);
+}
+END_TEST
+
+// The checker must reject a derivative that does not belong to the function, as a
+// wrong backward rule would give: the analytic pass differentiates tanh while the finite
+// differences evaluate sigmoid; and a derivative 5% off.
+static Var *b_tanh(Tape *t, Var **x, void *c) { return ad_unary(t, UN_TANH, x[0]); }
+static Var *b_sigmoid(Tape *t, Var **x, void *c) { return ad_unary(t, UN_SIGMOID, x[0]); }
+
+START_TEST(wrong_backward_is_caught) {
+    GcCase mismatched = {"tanh_vs_sigmoid", 1, {2}, {{3, 4}}, -1, 1, b_tanh, NULL, 1, b_sigmoid, 0};
+    ck_assert_double_gt(gradcheck(backend_cpu(), &mismatched, 1, 21), TOL);
+    ck_assert_double_gt(gradcheck(backend_cpu(), &mismatched, 2, 22), TOL);
+    GcCase off = {"conv_5pct_off", 2, {4, 4}, {{2, 2, 5, 5}, {3, 2, 3, 3}}, -1, 1, b_conv, &conv_s1p0, 1, NULL, 1.05};
+    ck_assert_double_gt(gradcheck(backend_cpu(), &off, 1, 23), TOL);
+    ck_assert_double_gt(gradcheck(backend_cpu(), &off, 2, 24), TOL);
+    // and the same cases pass when nothing is wrong
+    mismatched.numeric_build = NULL;
+    off.analytic_scale = 0;
+    ck_assert_double_lt(gradcheck(backend_cpu(), &mismatched, 1, 21), TOL);
+    ck_assert_double_lt(gradcheck(backend_cpu(), &off, 2, 24), TOL);
+}
+END_TEST
+
+// The im2col convolution agrees with the direct loop.
+#include "core/cpu/cpu_kernels.h"
+START_TEST(conv_im2col_matches_naive) {
+    ConvGeom g = {.n = 3, .c_in = 3, .h_in = 9, .w_in = 7, .c_out = 4, .kh = 5, .kw = 3, .stride = 2, .pad = 2};
+    g.h_out = (g.h_in + 2 * g.pad - g.kh) / g.stride + 1;
+    g.w_out = (g.w_in + 2 * g.pad - g.kw) / g.stride + 1;
+    size_t nx = (size_t)g.n * g.c_in * g.h_in * g.w_in, nw = (size_t)g.c_out * g.c_in * g.kh * g.kw;
+    size_t ny = (size_t)g.n * g.c_out * g.h_out * g.w_out;
+    float *x = malloc(nx * 4), *w = malloc(nw * 4), *y1 = malloc(ny * 4), *y2 = malloc(ny * 4);
+    RngStream rs = rng_stream(5, RNG_TEST, 3, 0);
+    for (size_t i = 0; i < nx; i++) x[i] = (float)rng_next_normal(&rs);
+    for (size_t i = 0; i < nw; i++) w[i] = (float)rng_next_normal(&rs);
+    cpu_conv2d_forward(&g, x, w, y1);
+    cpu_conv2d_forward_naive(&g, x, w, y2);
+    for (size_t i = 0; i < ny; i++)
+        ck_assert_float_eq_tol(y1[i], y2[i], 1e-4f * (1 + fabsf(y2[i])));
+    free(x); free(w); free(y1); free(y2);
+}
+END_TEST
+
+Suite *suite_autodiff(void) {
+    Suite *s = suite_create("autodiff");
+    TCase *tc = tcase_create("gradcheck");
+    tcase_set_timeout(tc, 120);
+    tcase_add_loop_test(tc, op_first_order, 0, N_CASES);
+    tcase_add_loop_test(tc, op_second_order, 0, N_CASES);
+    tcase_add_loop_test(tc, unary_first_and_second_order, 0, (int)(sizeof un_ops / sizeof un_ops[0]));
+    tcase_add_test(tc, wrong_backward_is_caught);
+    tcase_add_test(tc, conv_im2col_matches_naive);
+    suite_add_tcase(s, tc);
+    return s;
+}
