@@ -14,6 +14,7 @@ typedef struct {
 static const Command commands[] = {
     // {"train"...} is added with the federated engine.
     {"list", cmd_list, "list models, datasets, defenses and attacks"},
+    {"accountant", cmd_accountant, "(epsilon, delta) by the RDP accountant, or sigma for a target epsilon"},
 };
 
 static void usage(FILE *f) {
