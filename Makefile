@@ -15,11 +15,11 @@ SANITIZE ?= 0
 CUDA    ?= auto
 
 ifeq ($(SANITIZE),1)
-BUILD   := build/san
+BUILD_KIND := san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 OPT     := -O1 -g
 else
-BUILD   := build/release
+BUILD_KIND := release
 SANFLAGS :=
 OPT     := -O3 -march=native -g
 endif
@@ -41,6 +41,9 @@ else ifeq ($(CUDA),1)
 else
   HAVE_CUDA := 0
 endif
+
+# Builds with and without the CUDA backend live apart, so switching never mixes objects.
+BUILD   := build/$(BUILD_KIND)$(if $(filter 1,$(HAVE_CUDA)),,-cpu)
 
 MODULES := core core/cpu models datasets fl defenses attacks eval reports cli
 LIB_SRC := $(filter-out cli/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))

@@ -2,13 +2,21 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "datasets/dataset.h"
 #include "defenses/defense.h"
+#include "models/model.h"
 
 int cmd_list(int argc, char **argv) {
     if (cli_wants_help(argc, argv)) {
         printf("usage: fedpriv list\n  Lists the models, datasets, defenses (with variants) and attacks.\n");
         return CLI_EXIT_OK;
     }
+    printf("models:\n");
+    for (int i = 0; i < model_count(); i++)
+        printf("  %-20s %s\n", model_at(i)->name, model_at(i)->summary);
+    printf("datasets:\n");
+    for (const char *const *n = dataset_names(); *n; n++)
+        printf("  %-20s %s\n", *n, dataset_summary(*n) ? dataset_summary(*n) : "");
     printf("defenses:\n");
     for (int i = 0; i < defense_count(); i++) {
         const DefenseOps *d = defense_at(i);

@@ -12,7 +12,7 @@ typedef struct {
 } Command;
 
 static const Command commands[] = {
-    // {"train"...} is added with the federated engine.
+    {"train", cmd_train, "train a federation under a defense: --config FILE.json [--out result.json]"},
     {"list", cmd_list, "list models, datasets, defenses and attacks"},
     {"accountant", cmd_accountant, "(epsilon, delta) by the RDP accountant, or sigma for a target epsilon"},
 };

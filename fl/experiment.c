@@ -1,0 +1,201 @@
+// Loading and describing experiments (see fl/experiment.h).
+#include "fl/experiment.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "core/jsonv.h"
+
+static FpStatus take_first(Dataset **d, long long n, FpError *err) {
+    if (n <= 0 || n >= (*d)->n)
+        return FP_OK;
+    uint32_t *idx = fp_malloc(sizeof(uint32_t) * (size_t)n, err);
+    if (!idx)
+        return FP_ENOMEM;
+    for (long long i = 0; i < n; i++)
+        idx[i] = (uint32_t)i;
+    Dataset *sub = dataset_subset(*d, idx, (int)n, err);
+    free(idx);
+    if (!sub)
+        return err ? err->code : FP_ENOMEM;
+    dataset_free(*d);
+    *d = sub;
+    return FP_OK;
+}
+
+FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train, Dataset **test, char *name_out,
+                              size_t name_size, FpError *err) {
+    static const char *const keys[] = {"name", "path", "train_samples", "test_samples", "split", NULL};
+    FP_TRY(jv_keys(dj, path, keys, err));
+    const char *name, *dpath;
+    long long ntrain, ntest;
+    FP_TRY(jv_string(dj, path, "name", JV_REQUIRED, NULL, &name, err));
+    FP_TRY(jv_string(dj, path, "path", JV_OPTIONAL, NULL, &dpath, err));
+    FP_TRY(jv_int(dj, path, "train_samples", JV_OPTIONAL, 0, 0, 1 << 30, &ntrain, err));
+    FP_TRY(jv_int(dj, path, "test_samples", JV_OPTIONAL, 0, 0, 1 << 30, &ntest, err));
+    const char *const *names = dataset_names();
+    int known = 0;
+    for (int i = 0; names[i]; i++)
+        known |= strcmp(names[i], name) == 0;
+    if (!known) {
+        char p[256];
+        return fp_fail(err, FP_EPARAM, "%s: unknown dataset \"%.64s\" (fedpriv list shows the datasets)",
+                       jv_path(p, sizeof p, path, "name"), name);
+    }
+    if (name_out)
+        snprintf(name_out, name_size, "%s", name);
+    *train = *test = NULL;
+    FpStatus st = dataset_open(name, "train", dpath, train, err);
+    if (st == FP_OK)
+        st = dataset_open(name, "test", dpath, test, err);
+    if (st == FP_OK)
+        st = take_first(train, ntrain, err);
+    if (st == FP_OK)
+        st = take_first(test, ntest, err);
+    if (st != FP_OK) {
+        dataset_free(*train);
+        dataset_free(*test);
+        *train = *test = NULL;
+    }
+    return st;
+}
+
+FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const char *device_override,
+                         int threads_override, Experiment *ex, FpError *err) {
+    memset(ex, 0, sizeof *ex);
+    const char *base[] = {"seed", "dataset", "model", "federation", "defense", "device", "threads", "description"};
+    const char *keys[40];
+    int nk = 0;
+    for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
+        keys[nk++] = base[i];
+    for (int i = 0; extra_keys && extra_keys[i] && nk < 39; i++)
+        keys[nk++] = extra_keys[i];
+    keys[nk] = NULL;
+    FP_TRY(jv_keys(root, "", keys, err));
+    long long seed, threads;
+    FP_TRY(jv_int(root, "", "seed", JV_OPTIONAL, 1, 0, (long long)1 << 53, &seed, err));
+    ex->seed = (uint64_t)seed;
+    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+    FP_TRY(jv_int(root, "", "threads", JV_OPTIONAL, ncpu > 0 ? ncpu : 1, 1, 256, &threads, err));
+    ex->threads = threads_override > 0 ? threads_override : (int)threads;
+    static const char *const devices[] = {"cpu", "cuda", NULL};
+    int dev;
+    FP_TRY(jv_choice(root, "", "device", devices, 0, &dev, err));
+    const char *device = device_override ? device_override : devices[dev];
+    ex->backend = backend_by_name(device, err);
+    if (!ex->backend)
+        return err ? err->code : FP_EBACKEND;
+    const cJSON *dj, *mj, *fj, *defj;
+    FP_TRY(jv_object(root, "", "dataset", JV_REQUIRED, &dj, err));
+    FP_TRY(jv_object(root, "", "model", JV_REQUIRED, &mj, err));
+    FP_TRY(jv_object(root, "", "federation", JV_OPTIONAL, &fj, err));
+    FP_TRY(jv_object(root, "", "defense", JV_OPTIONAL, &defj, err));
+    ex->dataset_json = dj;
+    ex->model_json = mj;
+    ex->defense_json = defj;
+    cJSON *empty = cJSON_CreateObject();
+    FpStatus st = fed_config_parse(fj ? fj : empty, "federation", &ex->fed, err);
+    cJSON_Delete(empty);
+    FP_TRY(st);
+    if (defj) {
+        const char *dname;
+        FP_TRY(jv_string(defj, "defense", "name", JV_REQUIRED, NULL, &dname, err));
+        ex->defense = defense_find(dname);
+        if (!ex->defense)
+            return fp_fail(err, FP_EPARAM, "defense.name: unknown defense \"%.64s\" (fedpriv list shows the defenses)",
+                           dname);
+    } else
+        ex->defense = defense_find("none");
+    // Validate the model config before loading data, so config errors come fast.
+    FP_TRY(experiment_load_data(dj, "dataset", &ex->train, &ex->test, ex->dataset_name, sizeof ex->dataset_name, err));
+    ex->shape = (DataShape){.c = ex->train->c, .h = ex->train->h, .w = ex->train->w,
+                            .n_classes = ex->train->n_classes, .target_dim = ex->train->target_dim};
+    ex->model = model_create(mj, "model", &ex->shape, ex->backend, err);
+    if (!ex->model) {
+        experiment_free(ex);
+        return err ? err->code : FP_EPARAM;
+    }
+    model_init(ex->model, ex->seed);
+    return FP_OK;
+}
+
+void experiment_free(Experiment *ex) {
+    model_free(ex->model);
+    dataset_free(ex->train);
+    dataset_free(ex->test);
+    memset(ex, 0, sizeof *ex);
+}
+
+Federation *experiment_federation(Experiment *ex, const FedHooks *hooks, int quiet, FpError *err) {
+    FedSetup s = {.cfg = ex->fed, .seed = ex->seed, .threads = ex->threads, .backend = ex->backend,
+                  .global = ex->model, .train = ex->train, .test = ex->test, .defense = ex->defense,
+                  .defense_json = ex->defense_json, .quiet = quiet};
+    if (hooks)
+        s.hooks = *hooks;
+    return fed_create(&s, err);
+}
+
+static void add_number_or_null(cJSON *o, const char *key, double v) {
+    if (isfinite(v))
+        cJSON_AddNumberToObject(o, key, v);
+    else if (isinf(v) && v > 0)
+        cJSON_AddStringToObject(o, key, "inf");
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+cJSON *privacy_record_json(const PrivacyRecord *p) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "unit", p->unit ? p->unit : "none");
+    cJSON *nom = cJSON_AddObjectToObject(j, "nominal");
+    add_number_or_null(nom, "epsilon_round", p->epsilon_round_nominal);
+    add_number_or_null(nom, "epsilon_total", p->epsilon_total_nominal);
+    cJSON_AddStringToObject(nom, "notion", p->nominal_notion ? p->nominal_notion : "");
+    cJSON *snd = cJSON_AddObjectToObject(j, "sound");
+    add_number_or_null(snd, "epsilon_total", p->epsilon_total_sound);
+    cJSON_AddNumberToObject(snd, "delta", p->delta);
+    cJSON_AddStringToObject(snd, "notion", p->sound_notion ? p->sound_notion : "");
+    if (p->sigma >= 0)
+        cJSON_AddNumberToObject(j, "sigma", p->sigma);
+    return j;
+}
+
+cJSON *fed_rounds_json(const Federation *f, int with_timings) {
+    cJSON *arr = cJSON_CreateArray();
+    for (int r = 0; r < fed_rounds_done(f); r++) {
+        const FedRoundResult *res = fed_round_result(f, r);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "round", res->round);
+        cJSON_AddNumberToObject(o, "participants", res->participants);
+        add_number_or_null(o, "test_accuracy", res->test_accuracy);
+        add_number_or_null(o, "test_loss", res->test_loss);
+        if (!isnan(res->test_mae))
+            add_number_or_null(o, "test_mae", res->test_mae);
+        cJSON_AddItemToObject(o, "privacy", privacy_record_json(&res->privacy));
+        if (with_timings)
+            cJSON_AddNumberToObject(o, "seconds", res->seconds);
+        cJSON_AddItemToArray(arr, o);
+    }
+    return arr;
+}
+
+void experiment_describe(const Experiment *ex, const Federation *f, cJSON *result) {
+    cJSON_AddStringToObject(result, "fedpriv_version", FEDPRIV_VERSION);
+    cJSON_AddNumberToObject(result, "seed", (double)ex->seed);
+    cJSON_AddStringToObject(result, "backend", ex->backend->name);
+    cJSON_AddNumberToObject(result, "threads", ex->threads);
+    cJSON_AddStringToObject(result, "rng", "philox4x32-10");
+    cJSON *cfg = cJSON_AddObjectToObject(result, "config");
+    cJSON *d = cJSON_AddObjectToObject(cfg, "dataset");
+    cJSON_AddStringToObject(d, "name", ex->dataset_name);
+    cJSON_AddNumberToObject(d, "train_samples", ex->train->n);
+    cJSON_AddNumberToObject(d, "test_samples", ex->test->n);
+    cJSON_AddItemToObject(cfg, "model", cJSON_Duplicate(ex->model_json, 1));
+    cJSON_AddNumberToObject(cJSON_GetObjectItem(cfg, "model"), "parameters", (double)ex->model->table.n_params);
+    cJSON_AddItemToObject(cfg, "federation", fed_config_to_json(&ex->fed));
+    if (f)
+        cJSON_AddItemToObject(cfg, "defense", fed_defense_json(f));
+}

@@ -1,0 +1,59 @@
+// An experiment: the common top of every config file (seed, dataset, model, federation,
+// defense, device, threads), loaded and validated in one place for `fedpriv train`, the
+// attacks and the matrix runner.
+//
+//   {"seed": 1,
+//    "dataset": {"name": "fashion-mnist", "path": "...", "train_samples": 0, "test_samples": 0},
+//    "model": {"name": "mlp"},
+//    "federation": {"clients": 10, "sample_rate": 1.0, "rounds": 5, ...},
+//    "defense": {"name": "none"},
+//    "device": "cpu", "threads": 2}
+#ifndef FEDPRIV_FL_EXPERIMENT_H
+#define FEDPRIV_FL_EXPERIMENT_H
+
+#include <cjson/cJSON.h>
+
+#include "fl/fed.h"
+
+typedef struct Experiment {
+    uint64_t seed;
+    const Backend *backend;
+    int threads;
+    Dataset *train, *test;
+    DataShape shape;
+    Model *model;              // initialised from the seed
+    FedConfig fed;
+    const DefenseOps *defense;
+    const cJSON *defense_json; // points into the config
+    const cJSON *model_json;   // points into the config
+    const cJSON *dataset_json;
+    char dataset_name[64];
+} Experiment;
+
+// Loads an experiment from a parsed config. extra_keys (NULL-terminated, may be NULL)
+// are the caller's own top-level keys (e.g. "attack"), validated by the caller.
+// device_override / threads_override (NULL / 0 = none) come from command-line options.
+FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const char *device_override,
+                         int threads_override, Experiment *ex, FpError *err);
+void experiment_free(Experiment *ex);
+
+// Loads train and test sets from a "dataset" object (also used by attacks that need
+// only data): keys name, path, train_samples, test_samples.
+FpStatus experiment_load_data(const cJSON *dataset_json, const char *path, Dataset **train, Dataset **test,
+                              char *name_out, size_t name_size, FpError *err);
+
+// A federation over the experiment (hooks optional).
+Federation *experiment_federation(Experiment *ex, const FedHooks *hooks, int quiet, FpError *err);
+
+// The run metadata every result carries: seed, backend, threads, version, and the
+// resolved dataset/model/federation/defense configs.
+void experiment_describe(const Experiment *ex, const Federation *f, cJSON *result);
+
+// Rounds as JSON: [{"round", "test_accuracy", "test_loss", ("test_mae"), "participants",
+// "privacy": {...}}, ...] and the final record.
+cJSON *fed_rounds_json(const Federation *f, int with_timings);
+cJSON *privacy_record_json(const PrivacyRecord *p);
+
+#define FEDPRIV_VERSION "0.1.0"
+
+#endif

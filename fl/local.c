@@ -1,0 +1,231 @@
+// Local training and evaluation on one backend: minibatch SGD over a client's samples,
+// and batched inference on a test set.
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fl/fed.h"
+
+Var *dataset_batch(Tape *t, const Dataset *d, const uint32_t *idx, int n, float *scratch) {
+    size_t ss = dataset_sample_size(d);
+    for (int i = 0; i < n; i++)
+        memcpy(scratch + (size_t)i * ss, d->x + (size_t)(idx ? idx[i] : (uint32_t)i) * ss, ss * sizeof(float));
+    int shape[4] = {n, d->c, d->h, d->w};
+    return ad_from_host(t, scratch, 4, shape, 0);
+}
+
+Var *batch_loss(Tape *t, Var *out, const Dataset *d, const uint32_t *idx, int n, float *scratch) {
+    if (!out)
+        return NULL;
+    if (d->n_classes > 0) {
+        int32_t *labels = (int32_t *)scratch;
+        for (int i = 0; i < n; i++)
+            labels[i] = d->y[idx ? idx[i] : (uint32_t)i];
+        return ad_cross_entropy(t, out, labels);
+    }
+    for (int i = 0; i < n; i++)
+        memcpy(scratch + (size_t)i * d->target_dim, d->target + (size_t)(idx ? idx[i] : (uint32_t)i) * d->target_dim,
+               sizeof(float) * d->target_dim);
+    Var *target = ad_from_host(t, scratch, out->t.ndim, out->t.shape, 0);
+    return ad_mse(t, out, target);
+}
+
+FpStatus local_train(Model *m, Tape *t, const Dataset *d, const uint32_t *idx, int n, const LocalTrainConfig *cfg,
+                     RngStream *shuffle, float *momentum_buf, FpError *err) {
+    const Backend *be = m->be;
+    int B = cfg->batch_size < n ? cfg->batch_size : n;
+    size_t ss = dataset_sample_size(d);
+    size_t scratch_n = (size_t)B * (ss > (size_t)d->target_dim ? ss : (size_t)d->target_dim) + B;
+    float *scratch = malloc(scratch_n * sizeof(float));
+    uint32_t *order = malloc(sizeof(uint32_t) * (size_t)n);
+    int L = m->table.n_layers;
+    Var **p = malloc(sizeof(Var *) * L * 2);
+    float *grad = be->alloc(m->table.n_params * sizeof(float));
+    FpStatus st = FP_OK;
+    if (!scratch || !order || !p || !grad) {
+        st = fp_fail(err, FP_ENOMEM, "out of memory in local training");
+        goto out;
+    }
+    be->fill(momentum_buf, m->table.n_params, 0.0f);
+    be->fill(grad, m->table.n_params, 0.0f);
+    int steps_per_epoch = (n + B - 1) / B;
+    long total = cfg->steps > 0 ? cfg->steps : (long)cfg->epochs * steps_per_epoch;
+    int pos = n; // forces a shuffle before the first step
+    for (long step = 0; step < total; step++) {
+        if (pos >= n) {
+            memcpy(order, idx, sizeof(uint32_t) * (size_t)n);
+            rng_shuffle_u32(shuffle, order, (uint32_t)n);
+            pos = 0;
+        }
+        int bs = n - pos < B ? n - pos : B;
+        tape_reset(t);
+        if (model_param_vars(m, t, 1, p) != FP_OK) {
+            st = fp_fail(err, FP_ENOMEM, "out of memory in local training");
+            goto out;
+        }
+        Var *x = dataset_batch(t, d, order + pos, bs, scratch);
+        Var *out = x ? model_forward(m, t, p, x, 1) : NULL;
+        Var *loss = batch_loss(t, out, d, order + pos, bs, scratch);
+        Var **g = p + L;
+        if (!loss || ad_grad(t, loss, p, L, g, 0) != FP_OK) {
+            st = fp_fail(err, tape_status(t) == FP_ENOMEM ? FP_ENOMEM : FP_EUNSUPPORTED,
+                         "local training failed: %s", tape_status(t) == FP_ENOMEM ? "out of memory" : "bad model graph");
+            goto out;
+        }
+        // Gather the layer gradients into the flat buffer, then one SGD step over it.
+        for (int i = 0; i < L; i++) {
+            const ParamLayer *l = &m->table.layers[i];
+            if (l->trainable)
+                be->copy(grad + l->offset, g[i]->t.data, l->count * sizeof(float));
+        }
+        for (int i = 0; i < L; i++) {
+            const ParamLayer *l = &m->table.layers[i];
+            if (l->trainable)
+                be->sgd_step(l->count, m->params + l->offset, grad + l->offset, momentum_buf + l->offset,
+                             (float)cfg->lr, (float)cfg->momentum, (float)cfg->weight_decay);
+        }
+        pos += bs;
+    }
+out:
+    if (grad)
+        be->free(grad);
+    free(scratch);
+    free(order);
+    free(p);
+    return st;
+}
+
+// -- evaluation -----------------------------------------------------------------------
+#define EVAL_BATCH 500
+
+typedef struct {
+    Model *m;
+    const Dataset *d;
+    const uint32_t *idx;
+    int begin, end;
+    float *probs;          // optional output (n × classes)
+    double correct, loss_sum, abs_sum;
+    FpStatus st;
+} EvalJob;
+
+static void *eval_worker(void *arg) {
+    EvalJob *j = arg;
+    Model *m = j->m;
+    const Dataset *d = j->d;
+    Tape *t = tape_create(m->be);
+    size_t ss = dataset_sample_size(d);
+    int outdim = d->n_classes ? d->n_classes : d->target_dim;
+    float *scratch = malloc(sizeof(float) * ((size_t)EVAL_BATCH * (ss > (size_t)outdim ? ss : (size_t)outdim) + EVAL_BATCH));
+    float *out_host = malloc(sizeof(float) * (size_t)EVAL_BATCH * outdim);
+    Var **p = malloc(sizeof(Var *) * m->table.n_layers);
+    uint32_t *ids = malloc(sizeof(uint32_t) * EVAL_BATCH);
+    if (!t || !scratch || !out_host || !p || !ids) {
+        j->st = FP_ENOMEM;
+        goto out;
+    }
+    for (int b0 = j->begin; b0 < j->end; b0 += EVAL_BATCH) {
+        int bs = j->end - b0 < EVAL_BATCH ? j->end - b0 : EVAL_BATCH;
+        for (int i = 0; i < bs; i++)
+            ids[i] = j->idx ? j->idx[b0 + i] : (uint32_t)(b0 + i);
+        tape_reset(t);
+        model_param_vars(m, t, 0, p);
+        Var *x = dataset_batch(t, d, ids, bs, scratch);
+        Var *out = x ? model_forward(m, t, p, x, 0) : NULL;
+        if (!out) {
+            j->st = tape_status(t) == FP_ENOMEM ? FP_ENOMEM : FP_EUNSUPPORTED;
+            goto out;
+        }
+        ad_to_host(t, out, out_host);
+        for (int i = 0; i < bs; i++) {
+            const float *o = out_host + (size_t)i * outdim;
+            if (d->n_classes) {
+                // Stable softmax in double: the loss and, when asked, the probabilities.
+                int best = 0;
+                double mx = o[0];
+                for (int c = 1; c < outdim; c++)
+                    if (o[c] > mx) {
+                        mx = o[c];
+                        best = c;
+                    }
+                double s = 0;
+                for (int c = 0; c < outdim; c++)
+                    s += exp(o[c] - mx);
+                int y = d->y[ids[i]];
+                j->loss_sum += -(o[y] - mx - log(s));
+                j->correct += best == y;
+                if (j->probs)
+                    for (int c = 0; c < outdim; c++)
+                        j->probs[(size_t)(b0 + i) * outdim + c] = (float)(exp(o[c] - mx) / s);
+            } else {
+                const float *tg = d->target + (size_t)ids[i] * d->target_dim;
+                for (int c = 0; c < outdim; c++) {
+                    double e = o[c] - tg[c];
+                    j->loss_sum += e * e / outdim;
+                    j->abs_sum += fabs(e) / outdim;
+                }
+                if (j->probs)
+                    memcpy(j->probs + (size_t)(b0 + i) * outdim, o, sizeof(float) * outdim);
+            }
+        }
+    }
+out:
+    tape_free(t);
+    free(scratch);
+    free(out_host);
+    free(p);
+    free(ids);
+    return NULL;
+}
+
+static FpStatus run_eval(Model *m, const Dataset *d, const uint32_t *idx, int n, int threads, float *probs,
+                         EvalJob *total, FpError *err) {
+    if (m->be->device != DEVICE_CPU || threads < 1)
+        threads = 1;
+    if (threads > 16)
+        threads = 16;
+    EvalJob jobs[16];
+    pthread_t tid[16];
+    int per = (n + threads - 1) / threads;
+    for (int k = 0; k < threads; k++) {
+        jobs[k] = (EvalJob){.m = m, .d = d, .idx = idx, .begin = k * per, .end = (k + 1) * per < n ? (k + 1) * per : n,
+                            .probs = probs};
+        if (jobs[k].begin > jobs[k].end)
+            jobs[k].begin = jobs[k].end;
+    }
+    for (int k = 1; k < threads; k++)
+        if (pthread_create(&tid[k], NULL, eval_worker, &jobs[k]) != 0)
+            return fp_fail(err, FP_ENOMEM, "cannot start an evaluation thread");
+    eval_worker(&jobs[0]);
+    for (int k = 1; k < threads; k++)
+        pthread_join(tid[k], NULL);
+    *total = (EvalJob){0};
+    for (int k = 0; k < threads; k++) {
+        if (jobs[k].st != FP_OK)
+            return fp_fail(err, jobs[k].st, "evaluation failed: %s", fp_status_name(jobs[k].st));
+        total->correct += jobs[k].correct;
+        total->loss_sum += jobs[k].loss_sum;
+        total->abs_sum += jobs[k].abs_sum;
+    }
+    return FP_OK;
+}
+
+FpStatus model_evaluate(Model *m, const Dataset *d, int threads, double *accuracy, double *loss, double *mae,
+                        FpError *err) {
+    if (d->n <= 0)
+        return fp_fail(err, FP_EPARAM, "evaluation set %s is empty", d->name);
+    EvalJob total;
+    FP_TRY(run_eval(m, d, NULL, d->n, threads, NULL, &total, err));
+    if (accuracy)
+        *accuracy = d->n_classes ? total.correct / d->n : NAN;
+    if (loss)
+        *loss = total.loss_sum / d->n;
+    if (mae)
+        *mae = d->n_classes ? NAN : total.abs_sum / d->n;
+    return FP_OK;
+}
+
+FpStatus model_predict(Model *m, const Dataset *d, const uint32_t *idx, int n, float *probs, FpError *err) {
+    EvalJob total;
+    return run_eval(m, d, idx, idx ? n : d->n, 1, probs, &total, err);
+}
