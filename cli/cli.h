@@ -23,6 +23,7 @@ int cli_parse_long(const char *cmd, const char *opt, const char *s, long long *o
 // Subcommands (one file each in cli/).
 int cmd_train(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+int cmd_attack(int argc, char **argv);
 int cmd_accountant(int argc, char **argv);
 
 #endif

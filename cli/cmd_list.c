@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "attacks/attack.h"
 #include "datasets/dataset.h"
 #include "defenses/defense.h"
 #include "models/model.h"
@@ -23,5 +24,8 @@ int cmd_list(int argc, char **argv) {
         printf("  %-20s %s%s%s%s\n", d->name, d->summary, d->variants ? " [variants: " : "",
                d->variants ? d->variants : "", d->variants ? "]" : "");
     }
+    printf("attacks:\n");
+    for (int i = 0; i < attack_count(); i++)
+        printf("  %-20s %s\n", attack_at(i)->name, attack_at(i)->summary);
     return CLI_EXIT_OK;
 }

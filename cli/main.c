@@ -14,6 +14,7 @@ typedef struct {
 static const Command commands[] = {
     {"train", cmd_train, "train a federation under a defense: --config FILE.json [--out result.json]"},
     {"list", cmd_list, "list models, datasets, defenses and attacks"},
+    {"attack", cmd_attack, "run one attack against a defense: NAME --config FILE.json --out DIR"},
     {"accountant", cmd_accountant, "(epsilon, delta) by the RDP accountant, or sigma for a target epsilon"},
 };
 

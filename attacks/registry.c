@@ -1,0 +1,20 @@
+// The list of attacks. Add an attack: write attacks/NAME.c defining
+// `const AttackOps attack_NAME`, declare it below and add it to the table.
+#include <string.h>
+
+#include "attacks/attack.h"
+
+static const AttackOps *const all_attacks[] = {
+    NULL, // end
+};
+
+int attack_count(void) { return (int)(sizeof all_attacks / sizeof all_attacks[0]) - 1; }
+
+const AttackOps *attack_at(int i) { return i >= 0 && i < attack_count() ? all_attacks[i] : NULL; }
+
+const AttackOps *attack_find(const char *name) {
+    for (int i = 0; i < attack_count(); i++)
+        if (strcmp(all_attacks[i]->name, name) == 0)
+            return all_attacks[i];
+    return NULL;
+}

@@ -1,0 +1,127 @@
+// `fedpriv attack NAME --config FILE.json --out DIR [--device cpu|cuda] [--threads N]`:
+// runs one registered attack against the defense the config names, and writes
+// DIR/result.json (metrics, artifacts relative to DIR, run metadata).
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "attacks/attack.h"
+#include "cli/cli.h"
+#include "core/jsonv.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: fedpriv attack NAME --config FILE.json --out DIR [--device cpu|cuda] [--threads N]\n"
+               "  Runs the attack NAME (fedpriv list shows them) as the config's \"attack\" object says,\n"
+               "  against the config's defense, and writes DIR/result.json. The config's attack.name,\n"
+               "  if present, must match NAME.\n");
+}
+
+static int make_dir(const char *dir, FpError *err) {
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        fp_fail(err, FP_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
+        return 0;
+    }
+    return 1;
+}
+
+int cmd_attack(int argc, char **argv) {
+    if (cli_wants_help(argc, argv) || argc < 2) {
+        usage(argc < 2 ? stderr : stdout);
+        return argc < 2 ? CLI_EXIT_BADINPUT : CLI_EXIT_OK;
+    }
+    const char *name = argv[1], *config = NULL, *out = NULL, *device = NULL;
+    long long threads = 0;
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (strcmp(a, "--config") == 0 && v)
+            config = argv[++i];
+        else if (strcmp(a, "--out") == 0 && v)
+            out = argv[++i];
+        else if (strcmp(a, "--device") == 0 && v)
+            device = argv[++i];
+        else if (strcmp(a, "--threads") == 0 && cli_parse_long("attack", a, v, &threads) && threads >= 1)
+            i++;
+        else {
+            fprintf(stderr, "fedpriv attack: unknown or incomplete option \"%s\" (fedpriv attack --help)\n", a);
+            return CLI_EXIT_BADINPUT;
+        }
+    }
+    const AttackOps *ops = attack_find(name);
+    if (!ops) {
+        fprintf(stderr, "fedpriv attack: unknown attack \"%s\" (fedpriv list shows the attacks)\n", name);
+        return CLI_EXIT_BADINPUT;
+    }
+    if (!config || !out) {
+        fprintf(stderr, "fedpriv attack: --config FILE.json and --out DIR are required\n");
+        return CLI_EXIT_BADINPUT;
+    }
+    FpError err = {0};
+    cJSON *root = NULL;
+    if (jv_load_file(config, &root, &err) != FP_OK)
+        return cli_report_error("attack", &err);
+    cJSON *attack_json = cJSON_GetObjectItemCaseSensitive(root, "attack");
+    cJSON *owned = NULL;
+    if (!attack_json) {
+        owned = cJSON_CreateObject();
+        attack_json = owned;
+    } else if (!cJSON_IsObject(attack_json)) {
+        fprintf(stderr, "fedpriv attack: %s: attack: must be an object\n", config);
+        cJSON_Delete(root);
+        return CLI_EXIT_BADINPUT;
+    }
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(attack_json, "name");
+    if (n && (!cJSON_IsString(n) || strcmp(n->valuestring, name) != 0)) {
+        fprintf(stderr, "fedpriv attack: %s: attack.name: \"%s\" does not match the command's attack \"%s\"\n", config,
+                cJSON_IsString(n) ? n->valuestring : "?", name);
+        cJSON_Delete(owned);
+        cJSON_Delete(root);
+        return CLI_EXIT_BADINPUT;
+    }
+    static const char *const extra[] = {"attack", NULL};
+    Experiment ex;
+    AttackEnv env = {.attack_json = attack_json, .path = "attack", .out_dir = out};
+    int rc = CLI_EXIT_OK;
+    if (experiment_load(root, extra, device, (int)threads, &ex, &err) != FP_OK) {
+        char msg[sizeof err.msg];
+        snprintf(msg, sizeof msg, "%.200s: %.300s", config, err.msg);
+        memcpy(err.msg, msg, sizeof msg);
+        cJSON_Delete(owned);
+        cJSON_Delete(root);
+        return cli_report_error("attack", &err);
+    }
+    env.ex = &ex;
+    if (ops->validate(&env, &err) != FP_OK || !make_dir(out, &err)) {
+        char msg[sizeof err.msg];
+        snprintf(msg, sizeof msg, "%.200s: %.300s", config, err.msg);
+        memcpy(err.msg, msg, sizeof msg);
+        rc = cli_report_error("attack", &err);
+        goto done;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    cJSON *res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "command", "attack");
+    cJSON_AddStringToObject(res, "attack", ops->name);
+    experiment_describe(&ex, NULL, res);
+    FpStatus st = ops->run(&env, res, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (st != FP_OK) {
+        rc = cli_report_error("attack", &err);
+        cJSON_Delete(res);
+        goto done;
+    }
+    cJSON_AddNumberToObject(res, "wall_seconds", (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/result.json", out);
+    if (jv_write_file_atomic(path, res, &err) != FP_OK)
+        rc = cli_report_error("attack", &err);
+    cJSON_Delete(res);
+done:
+    experiment_free(&ex);
+    cJSON_Delete(owned);
+    cJSON_Delete(root);
+    return rc;
+}
