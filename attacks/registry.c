@@ -4,7 +4,12 @@
 
 #include "attacks/attack.h"
 
+extern const AttackOps attack_dlg;
+extern const AttackOps attack_idlg;
+
 static const AttackOps *const all_attacks[] = {
+    &attack_dlg,
+    &attack_idlg,
     NULL, // end
 };
 

@@ -1,0 +1,331 @@
+// Gradient matching by L-BFGS (see attacks/inversion.h): the objective as a closure on
+// the tape, restarts, snapshots, and iDLG's label rule.
+//
+// One closure evaluation records on a fresh tape: the forward pass on x′, the loss,
+// ∇θL with create_graph = 1, the distance to the target, and then ∂D/∂z by a second
+// reverse sweep. Nothing is cached between evaluations except the parameter and target
+// buffers, so every evaluation is exact for the z it is given.
+#include "attacks/inversion.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/rng.h"
+
+struct InversionObjective {
+    Model *m;
+    const Backend *be;
+    Tape *t;
+    int B, c, h, w, K;
+    size_t nx, ny;          // sizes of x′ and y′ (ny = 0 for iDLG)
+    int32_t *labels;        // iDLG labels (B), else NULL
+    float *target;          // device copy of g (n_params)
+    double target_norm;     // ‖g‖ over trainable layers (cosine)
+    Var **p, **dw;          // per layer
+    InvDistance dist;
+    double tv;
+    long evals;
+};
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void inversion_objective_free(InversionObjective *o) {
+    if (!o)
+        return;
+    if (o->target)
+        o->be->free(o->target);
+    tape_free(o->t);
+    free(o->labels);
+    free(o->p);
+    free(o->dw);
+    free(o);
+}
+
+InversionObjective *inversion_objective_create(const InversionProblem *p, const InversionConfig *cfg, FpError *err) {
+    Model *m = p->model;
+    if (p->batch < 1 || m->in.n_classes < 2 || m->in.c < 1 || m->in.h < 1 || m->in.w < 1) {
+        fp_fail(err, FP_EPARAM, "gradient inversion needs a batch >= 1 and an image classifier (batch %d, %d classes)",
+                p->batch, m->in.n_classes);
+        return NULL;
+    }
+    InversionObjective *o = fp_calloc(1, sizeof *o, err);
+    if (!o)
+        return NULL;
+    o->m = m;
+    o->be = m->be;
+    o->B = p->batch;
+    o->c = m->in.c;
+    o->h = m->in.h;
+    o->w = m->in.w;
+    o->K = m->in.n_classes;
+    o->nx = (size_t)o->B * o->c * o->h * o->w;
+    o->ny = p->labels ? 0 : (size_t)o->B * o->K;
+    o->dist = cfg->distance;
+    o->tv = cfg->tv;
+    int L = m->table.n_layers;
+    size_t np = m->table.n_params;
+    o->t = tape_create(o->be);
+    o->p = malloc(sizeof(Var *) * L);
+    o->dw = malloc(sizeof(Var *) * L);
+    o->target = o->be->alloc(np * sizeof(float));
+    if (p->labels) {
+        o->labels = malloc(sizeof(int32_t) * o->B);
+        if (o->labels)
+            memcpy(o->labels, p->labels, sizeof(int32_t) * o->B);
+    }
+    if (!o->t || !o->p || !o->dw || !o->target || (p->labels && !o->labels)) {
+        inversion_objective_free(o);
+        fp_fail(err, FP_ENOMEM, "out of memory preparing the gradient-matching objective");
+        return NULL;
+    }
+    for (int i = 0; i < p->batch && p->labels; i++)
+        if (p->labels[i] < 0 || p->labels[i] >= m->in.n_classes) {
+            inversion_objective_free(o);
+            fp_fail(err, FP_EPARAM, "gradient inversion: label %d out of range [0, %d)", (int)p->labels[i],
+                    m->in.n_classes);
+            return NULL;
+        }
+    o->be->upload(o->target, p->target, np * sizeof(float));
+    double s = 0;
+    for (int i = 0; i < L; i++) {
+        const ParamLayer *l = &m->table.layers[i];
+        for (size_t k = 0; l->trainable && k < l->count; k++)
+            s += (double)p->target[l->offset + k] * p->target[l->offset + k];
+    }
+    o->target_norm = sqrt(s);
+    return o;
+}
+
+size_t inversion_objective_size(const InversionObjective *o) { return o->nx + o->ny; }
+
+// Anisotropic total variation (Geiping et al. 2020): mean |Δ_w x| + mean |Δ_h x|.
+static Var *total_variation(Tape *t, Var *x) {
+    int H = x->t.shape[2], W = x->t.shape[3];
+    Var *tv = NULL;
+    if (W > 1) {
+        Var *d = ad_sub(t, ad_slice(t, x, 3, 1, W - 1), ad_slice(t, x, 3, 0, W - 1));
+        tv = ad_mean(t, ad_unary(t, UN_ABS, d));
+    }
+    if (H > 1) {
+        Var *d = ad_sub(t, ad_slice(t, x, 2, 1, H - 1), ad_slice(t, x, 2, 0, H - 1));
+        Var *v = ad_mean(t, ad_unary(t, UN_ABS, d));
+        tv = tv ? ad_add(t, tv, v) : v;
+    }
+    return tv;
+}
+
+FpStatus inversion_objective_eval(InversionObjective *o, const float *z, float *grad, double *loss, FpError *err) {
+    Tape *t = o->t;
+    Model *m = o->m;
+    int L = m->table.n_layers;
+    tape_reset(t);
+    int xs[4] = {o->B, o->c, o->h, o->w}, ys[2] = {o->B, o->K};
+    Var *x = ad_from_host(t, z, 4, xs, 1);
+    Var *y = o->ny ? ad_from_host(t, z + o->nx, 2, ys, 1) : NULL;
+    if (model_param_vars(m, t, 1, o->p) != FP_OK)
+        return fp_fail(err, FP_ENOMEM, "out of memory in the gradient-matching objective");
+    Var *out = x ? model_forward(m, t, o->p, x, 1) : NULL;
+    Var *ce = o->ny ? ad_cross_entropy_soft(t, out, ad_softmax(t, y)) : ad_cross_entropy(t, out, o->labels);
+    // ∇θ L, recorded so that it can be differentiated again.
+    FpStatus st = ce ? ad_grad(t, ce, o->p, L, o->dw, 1) : FP_EUNSUPPORTED;
+    Var *d = NULL, *dot = NULL, *nrm = NULL;
+    for (int i = 0; st == FP_OK && i < L; i++) {
+        const ParamLayer *l = &m->table.layers[i];
+        if (!l->trainable)
+            continue;
+        Var *g = ad_leaf(t, o->target + l->offset, l->ndim, l->shape, 0);
+        if (o->dist == INV_DISTANCE_L2) {
+            Var *term = ad_sum(t, ad_unary(t, UN_SQUARE, ad_sub(t, o->dw[i], g)));
+            d = d ? ad_add(t, d, term) : term;
+        } else {
+            Var *a = ad_sum(t, ad_mul(t, o->dw[i], g)), *b = ad_sum(t, ad_unary(t, UN_SQUARE, o->dw[i]));
+            dot = dot ? ad_add(t, dot, a) : a;
+            nrm = nrm ? ad_add(t, nrm, b) : b;
+        }
+    }
+    if (o->dist == INV_DISTANCE_COSINE && dot) {
+        // 1 − ⟨∇θL, g⟩ / (‖∇θL‖ ‖g‖)
+        double gn = o->target_norm > 1e-30 ? o->target_norm : 1e-30;
+        d = ad_affine(t, ad_div(t, dot, ad_scale(t, ad_unary(t, UN_SQRT, nrm), (float)gn)), -1.0f, 1.0f);
+    }
+    if (d && o->tv > 0)
+        d = ad_add(t, d, ad_scale(t, total_variation(t, x), (float)o->tv));
+    if (st == FP_OK && !d)
+        st = tape_status(t) != FP_OK ? tape_status(t) : FP_EUNSUPPORTED;
+    if (st != FP_OK)
+        return fp_fail(err, st == FP_ENOMEM ? FP_ENOMEM : FP_EUNSUPPORTED,
+                       "gradient-matching objective failed (%s): the model's graph is not twice differentiable here",
+                       fp_status_name(st));
+    *loss = ad_item(t, d);
+    if (grad) {
+        Var *wrt[2] = {x, y}, *gz[2] = {NULL, NULL};
+        st = ad_grad(t, d, wrt, o->ny ? 2 : 1, gz, 0);
+        if (st != FP_OK || !gz[0] || (o->ny && !gz[1]))
+            return fp_fail(err, st == FP_ENOMEM ? FP_ENOMEM : FP_EUNSUPPORTED,
+                           "gradient-matching objective: second-order gradient failed (%s)", fp_status_name(st));
+        ad_to_host(t, gz[0], grad);
+        if (o->ny)
+            ad_to_host(t, gz[1], grad + o->nx);
+    }
+    o->evals++;
+    return FP_OK;
+}
+
+static FpStatus closure(void *ctx, const float *z, float *grad, double *loss, FpError *err) {
+    return inversion_objective_eval(ctx, z, grad, loss, err);
+}
+
+void inversion_result_free(InversionResult *r) {
+    if (!r)
+        return;
+    free(r->x);
+    free(r->label_probs);
+    free(r->loss_curve);
+    free(r->snapshot_steps);
+    free(r->snapshots);
+    free(r->restart_losses);
+    memset(r, 0, sizeof *r);
+}
+
+// NaN (a diverged run) ranks after every finite loss.
+static int better(double a, double b) { return !isnan(a) && (isnan(b) || a < b); }
+
+FpStatus inversion_run(const InversionProblem *p, const InversionConfig *cfg, InversionResult *out, FpError *err) {
+    memset(out, 0, sizeof *out);
+    if (cfg->steps < 1 || cfg->restarts < 1 || cfg->snapshot_every < 0 || !(cfg->tv >= 0))
+        return fp_fail(err, FP_EPARAM, "gradient inversion: bad configuration (steps %d, restarts %d)", cfg->steps,
+                       cfg->restarts);
+    InversionObjective *o = inversion_objective_create(p, cfg, err);
+    if (!o)
+        return err ? err->code : FP_ENOMEM;
+    size_t n = inversion_objective_size(o), nx = o->nx;
+    int n_snap = cfg->snapshot_every > 0 ? cfg->steps / cfg->snapshot_every : 0;
+    float *z = malloc(sizeof(float) * n), *cur_snap = malloc(sizeof(float) * nx * (n_snap ? n_snap : 1));
+    double *cur_curve = malloc(sizeof(double) * (cfg->steps + 1));
+    out->batch = o->B;
+    out->c = o->c;
+    out->h = o->h;
+    out->w = o->w;
+    out->classes = o->K;
+    out->n_curve = cfg->steps + 1;
+    out->n_snapshots = n_snap;
+    out->x = malloc(sizeof(float) * nx);
+    out->label_probs = o->ny ? malloc(sizeof(float) * o->ny) : NULL;
+    out->loss_curve = malloc(sizeof(double) * out->n_curve);
+    out->snapshot_steps = malloc(sizeof(int) * (n_snap ? n_snap : 1));
+    out->snapshots = malloc(sizeof(float) * nx * (n_snap ? n_snap : 1));
+    out->restart_losses = malloc(sizeof(double) * cfg->restarts);
+    float *best_y = o->ny ? malloc(sizeof(float) * o->ny) : NULL;
+    FpStatus st = FP_OK;
+    if (!z || !cur_snap || !cur_curve || !out->x || (o->ny && (!out->label_probs || !best_y)) || !out->loss_curve ||
+        !out->snapshot_steps || !out->snapshots || !out->restart_losses) {
+        st = fp_fail(err, FP_ENOMEM, "out of memory for the gradient inversion");
+        goto done;
+    }
+    for (int k = 0; k < n_snap; k++)
+        out->snapshot_steps[k] = (k + 1) * cfg->snapshot_every;
+    double t0 = now_seconds();
+    out->loss = NAN;
+    out->best_restart = -1;
+    for (int r = 0; r < cfg->restarts && st == FP_OK; r++) {
+        RngStream rs = rng_stream(p->seed, RNG_ATTACK, (uint32_t)r, p->stream);
+        for (size_t i = 0; i < n; i++)
+            z[i] = (float)rng_normal_at(&rs, i);
+        Lbfgs *opt = lbfgs_create(n, &cfg->lbfgs, err);
+        if (!opt) {
+            st = err ? err->code : FP_ENOMEM;
+            break;
+        }
+        for (int s = 0; s < cfg->steps && st == FP_OK; s++) {
+            st = lbfgs_step(opt, z, closure, o, &cur_curve[s], err);
+            if (cfg->snapshot_every > 0 && (s + 1) % cfg->snapshot_every == 0 && (s + 1) / cfg->snapshot_every <= n_snap)
+                memcpy(cur_snap + (size_t)((s + 1) / cfg->snapshot_every - 1) * nx, z, sizeof(float) * nx);
+        }
+        lbfgs_free(opt);
+        if (st == FP_OK) // the loss at the final point (PyTorch's optimiser never evaluates it)
+            st = inversion_objective_eval(o, z, NULL, &cur_curve[cfg->steps], err);
+        if (st != FP_OK)
+            break;
+        double final = cur_curve[cfg->steps];
+        out->restart_losses[r] = final;
+        if (out->best_restart < 0 || better(final, out->loss)) {
+            out->best_restart = r;
+            out->loss = final;
+            memcpy(out->x, z, sizeof(float) * nx);
+            if (o->ny)
+                memcpy(best_y, z + nx, sizeof(float) * o->ny);
+            memcpy(out->loss_curve, cur_curve, sizeof(double) * out->n_curve);
+            memcpy(out->snapshots, cur_snap, sizeof(float) * nx * n_snap);
+        }
+    }
+    out->seconds = now_seconds() - t0;
+    out->evaluations = o->evals;
+    // softmax(y′) per image: DLG's recovered soft label.
+    for (int b = 0; st == FP_OK && b < o->B && o->ny; b++) {
+        const float *row = best_y + (size_t)b * o->K;
+        double mx = row[0], s = 0;
+        for (int k = 1; k < o->K; k++)
+            mx = row[k] > mx ? row[k] : mx;
+        for (int k = 0; k < o->K; k++)
+            s += exp(row[k] - mx);
+        for (int k = 0; k < o->K; k++)
+            out->label_probs[(size_t)b * o->K + k] = (float)(exp(row[k] - mx) / s);
+    }
+done:
+    free(z);
+    free(cur_snap);
+    free(cur_curve);
+    free(best_y);
+    inversion_objective_free(o);
+    if (st != FP_OK)
+        inversion_result_free(out);
+    return st;
+}
+
+void idlg_labels(const float *gw, int classes, int hidden, int batch, int32_t *labels) {
+    double *sums = malloc(sizeof(double) * classes);
+    int *taken = calloc((size_t)classes, sizeof(int));
+    if (!sums || !taken) { // fall back to a rule that needs no memory: argmin, repeated
+        free(sums);
+        free(taken);
+        int best = 0;
+        double bv = INFINITY;
+        for (int c = 0; c < classes; c++) {
+            double s = 0;
+            for (int j = 0; j < hidden; j++)
+                s += gw[(size_t)c * hidden + j];
+            if (s < bv) {
+                bv = s;
+                best = c;
+            }
+        }
+        for (int b = 0; b < batch; b++)
+            labels[b] = best;
+        return;
+    }
+    for (int c = 0; c < classes; c++) {
+        double s = 0;
+        for (int j = 0; j < hidden; j++)
+            s += gw[(size_t)c * hidden + j];
+        sums[c] = s;
+    }
+    for (int b = 0; b < batch; b++) {
+        int best = -1;
+        for (int c = 0; c < classes; c++)
+            if (!taken[c] && (best < 0 || sums[c] < sums[best]))
+                best = c;
+        if (best < 0) // more images than classes: reuse the argmin
+            best = labels[0];
+        else
+            taken[best] = 1;
+        labels[b] = best;
+    }
+    free(sums);
+    free(taken);
+}
