@@ -63,7 +63,7 @@ endif
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
 LIB     := $(BUILD)/libfedpriv.a
 BIN     := $(BUILD)/fedpriv
-TEST_SRC := $(sort $(wildcard tests/test_*.c))
+TEST_SRC ?= $(sort $(wildcard tests/test_*.c))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/runner.o
 TEST_BIN := $(BUILD)/fedpriv-tests
 

@@ -174,9 +174,13 @@ cJSON *fed_rounds_json(const Federation *f, int with_timings) {
         add_number_or_null(o, "test_loss", res->test_loss);
         if (!isnan(res->test_mae))
             add_number_or_null(o, "test_mae", res->test_mae);
+        if (!isnan(res->test_mape))
+            add_number_or_null(o, "test_mape", res->test_mape);
         cJSON_AddItemToObject(o, "privacy", privacy_record_json(&res->privacy));
-        if (with_timings)
+        if (with_timings) {
             cJSON_AddNumberToObject(o, "seconds", res->seconds);
+            cJSON_AddNumberToObject(o, "train_seconds", res->train_seconds);
+        }
         cJSON_AddItemToArray(arr, o);
     }
     return arr;

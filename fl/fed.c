@@ -9,11 +9,12 @@
 #include <time.h>
 
 #include "core/jsonv.h"
+#include "datasets/power_load.h" // dataset_natural_partition
 
 #define MAX_THREADS 16
 
 static const char *const sampling_names[] = {"fixed", "bernoulli", NULL};
-static const char *const partition_names[] = {"iid", "dirichlet", "shards", NULL};
+static const char *const partition_names[] = {"iid", "dirichlet", "shards", "natural", NULL};
 static const char *const aggregation_names[] = {"weighted", "mean", NULL};
 
 FpStatus fed_config_parse(const cJSON *json, const char *path, FedConfig *c, FpError *err) {
@@ -95,6 +96,7 @@ struct Federation {
     int *round_clients;
     FedRoundResult *results;
     int rounds_done;
+    uint32_t *server_idx;  // training samples no client trains on (DefenseSetup.server_idx)
 };
 
 static double now_seconds(void) {
@@ -136,6 +138,8 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
         }
         if (c->partition == PARTITION_IID)
             st = partition_iid(setup->train->n, c->clients, &rs, &f->own_partition, err);
+        else if (c->partition == PARTITION_NATURAL)
+            st = dataset_natural_partition(setup->train, c->clients, &f->own_partition, err);
         else if (!setup->train->y) {
             fp_fail(err, FP_EPARAM, "federation.partition: label-based partitions need a classification dataset");
             goto fail;
@@ -161,6 +165,24 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
         if (n > f->dsetup.max_client_samples)
             f->dsetup.max_client_samples = n;
     }
+    // The server's held-out samples: those in no client's (capped) share.
+    char *used = calloc((size_t)setup->train->n, 1);
+    f->server_idx = malloc(sizeof(uint32_t) * (size_t)setup->train->n);
+    if (!used || !f->server_idx) {
+        free(used);
+        fp_fail(err, FP_ENOMEM, "out of memory preparing the federation");
+        goto fail;
+    }
+    for (int k = 0; k < c->clients; k++)
+        for (int i = 0; i < client_samples(f, k); i++)
+            used[f->part->idx[k][i]] = 1;
+    for (int i = 0; i < setup->train->n; i++)
+        if (!used[i])
+            f->server_idx[f->dsetup.n_server++] = (uint32_t)i;
+    free(used);
+    f->dsetup.model = setup->global;
+    f->dsetup.server_data = setup->train;
+    f->dsetup.server_idx = f->server_idx;
     cJSON *dflt = NULL;
     const cJSON *djson = setup->defense_json;
     if (!djson) {
@@ -221,6 +243,7 @@ void fed_free(Federation *f) {
     free(f->round_clients);
     free(f->global_host);
     free(f->results);
+    free(f->server_idx);
     partition_free(f->own_partition);
     free(f);
 }
@@ -447,16 +470,24 @@ FpStatus fed_run(Federation *f, int first_round, FpError *err) {
             f->s.defense->end_round(f->defense_state, r, n);
         FedRoundResult *res = &f->results[r];
         memset(res, 0, sizeof *res);
+        res->train_seconds = now_seconds() - t0;
         res->round = r + 1;
         res->participants = n;
         f->s.defense->privacy(f->defense_state, r + 1, &res->privacy);
         if (!all_finite(f->global_host, np)) {
-            res->test_accuracy = res->test_loss = res->test_mae = NAN;
+            res->test_accuracy = res->test_loss = res->test_mae = res->test_mape = NAN;
             f->rounds_done = r + 1;
             return fp_fail(err, FP_EDIVERGED, "training diverged in round %d: the global model is not finite", r + 1);
         }
-        FP_TRY(model_evaluate(f->s.global, f->s.test, f->threads, &res->test_accuracy, &res->test_loss, &res->test_mae,
-                              err));
+        res->test_mape = NAN;
+        if (f->s.test->n_classes)
+            FP_TRY(model_evaluate(f->s.global, f->s.test, f->threads, &res->test_accuracy, &res->test_loss,
+                                  &res->test_mae, err));
+        else { // regression: MSE, MAE and MAPE in one pass
+            res->test_accuracy = NAN;
+            FP_TRY(model_evaluate_regression(f->s.global, f->s.test, f->threads, &res->test_loss, &res->test_mae,
+                                             &res->test_mape, err));
+        }
         if (!isfinite(res->test_loss)) {
             f->rounds_done = r + 1;
             return fp_fail(err, FP_EDIVERGED, "training diverged in round %d: the test loss is not finite", r + 1);
@@ -471,8 +502,8 @@ FpStatus fed_run(Federation *f, int first_round, FpError *err) {
                 fprintf(stderr, "round %d/%d: %d clients, test accuracy %.4f, loss %.4f (%.1f s, ETA %.0f s)\n", r + 1,
                         c->rounds, n, res->test_accuracy, res->test_loss, res->seconds, eta);
             else
-                fprintf(stderr, "round %d/%d: %d clients, test MSE %.5f, MAE %.5f (%.1f s, ETA %.0f s)\n", r + 1,
-                        c->rounds, n, res->test_loss, res->test_mae, res->seconds, eta);
+                fprintf(stderr, "round %d/%d: %d clients, test MSE %.5f, MAE %.5f, MAPE %.4f (%.1f s, ETA %.0f s)\n",
+                        r + 1, c->rounds, n, res->test_loss, res->test_mae, res->test_mape, res->seconds, eta);
         }
     }
     return FP_OK;

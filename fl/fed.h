@@ -25,7 +25,9 @@
 #include "models/model.h"
 
 typedef enum { SAMPLING_FIXED = 0, SAMPLING_BERNOULLI = 1 } ClientSampling;
-typedef enum { PARTITION_IID = 0, PARTITION_DIRICHLET = 1, PARTITION_SHARDS = 2 } PartitionKind;
+// PARTITION_NATURAL: the split the dataset brings (power-load: one client per zone;
+// datasets/power_load.h dataset_natural_partition).
+typedef enum { PARTITION_IID = 0, PARTITION_DIRICHLET = 1, PARTITION_SHARDS = 2, PARTITION_NATURAL = 3 } PartitionKind;
 typedef enum { AGG_WEIGHTED = 0, AGG_MEAN = 1 } AggregationKind;
 
 typedef struct FedConfig {
@@ -71,7 +73,9 @@ typedef struct FedRoundResult {
     double test_accuracy;     // classification; NaN for regression
     double test_loss;         // cross-entropy, or MSE for regression
     double test_mae;          // regression only (NaN otherwise)
-    double seconds;
+    double test_mape;         // regression only: mean |ŷ−y|/|y| over targets y ≠ 0, a fraction (NaN otherwise)
+    double seconds;           // the whole round
+    double train_seconds;     // local training, defense and aggregation (no evaluation)
     PrivacyRecord privacy;
 } FedRoundResult;
 
@@ -109,6 +113,10 @@ FpStatus local_train(Model *m, Tape *t, const Dataset *d, const uint32_t *idx, i
 // Test accuracy and mean loss of m on d (accuracy NaN for regression; mae for regression).
 FpStatus model_evaluate(Model *m, const Dataset *d, int threads, double *accuracy, double *loss, double *mae,
                         FpError *err);
+// Regression metrics of m on d: MSE, MAE and MAPE (mean |ŷ−y|/|y| over the outputs with
+// y ≠ 0, as a fraction; NaN when every y is 0). Any output pointer may be NULL.
+FpStatus model_evaluate_regression(Model *m, const Dataset *d, int threads, double *mse, double *mae, double *mape,
+                                   FpError *err);
 // Per-sample softmax outputs (n × classes, host) of m on samples idx (NULL = all) of d.
 FpStatus model_predict(Model *m, const Dataset *d, const uint32_t *idx, int n, float *probs, FpError *err);
 // Builds the batch x (host → tape) for samples idx[0..n) of d.

@@ -99,13 +99,21 @@ out:
 // -- evaluation -----------------------------------------------------------------------
 #define EVAL_BATCH 500
 
+// Batches have fixed boundaries (multiples of EVAL_BATCH) and are dealt round-robin to
+// threads; each batch's sums land in its own slot and are added in batch order, so the
+// figures are bit-identical whatever the thread count.
+typedef struct {
+    double correct, loss_sum, abs_sum;
+    double ape_sum, ape_count; // regression: Σ |ŷ−y|/|y| over targets y ≠ 0, and their count
+} BatchSums;
+
 typedef struct {
     Model *m;
     const Dataset *d;
     const uint32_t *idx;
-    int begin, end;
-    float *probs;          // optional output (n × classes)
-    double correct, loss_sum, abs_sum;
+    int n, first, stride;  // batches first, first + stride, ...
+    float *probs;          // optional output (n × outputs)
+    BatchSums *sums;       // one per batch
     FpStatus st;
 } EvalJob;
 
@@ -124,8 +132,10 @@ static void *eval_worker(void *arg) {
         j->st = FP_ENOMEM;
         goto out;
     }
-    for (int b0 = j->begin; b0 < j->end; b0 += EVAL_BATCH) {
-        int bs = j->end - b0 < EVAL_BATCH ? j->end - b0 : EVAL_BATCH;
+    int n_batches = (j->n + EVAL_BATCH - 1) / EVAL_BATCH;
+    for (int b = j->first; b < n_batches; b += j->stride) {
+        int b0 = b * EVAL_BATCH, bs = j->n - b0 < EVAL_BATCH ? j->n - b0 : EVAL_BATCH;
+        BatchSums *sum = &j->sums[b];
         for (int i = 0; i < bs; i++)
             ids[i] = j->idx ? j->idx[b0 + i] : (uint32_t)(b0 + i);
         tape_reset(t);
@@ -152,8 +162,8 @@ static void *eval_worker(void *arg) {
                 for (int c = 0; c < outdim; c++)
                     s += exp(o[c] - mx);
                 int y = d->y[ids[i]];
-                j->loss_sum += -(o[y] - mx - log(s));
-                j->correct += best == y;
+                sum->loss_sum += -(o[y] - mx - log(s));
+                sum->correct += best == y;
                 if (j->probs)
                     for (int c = 0; c < outdim; c++)
                         j->probs[(size_t)(b0 + i) * outdim + c] = (float)(exp(o[c] - mx) / s);
@@ -161,8 +171,12 @@ static void *eval_worker(void *arg) {
                 const float *tg = d->target + (size_t)ids[i] * d->target_dim;
                 for (int c = 0; c < outdim; c++) {
                     double e = o[c] - tg[c];
-                    j->loss_sum += e * e / outdim;
-                    j->abs_sum += fabs(e) / outdim;
+                    sum->loss_sum += e * e / outdim;
+                    sum->abs_sum += fabs(e) / outdim;
+                    if (tg[c] != 0.0f) {
+                        sum->ape_sum += fabs(e) / fabs((double)tg[c]);
+                        sum->ape_count += 1;
+                    }
                 }
                 if (j->probs)
                     memcpy(j->probs + (size_t)(b0 + i) * outdim, o, sizeof(float) * outdim);
@@ -179,42 +193,51 @@ out:
 }
 
 static FpStatus run_eval(Model *m, const Dataset *d, const uint32_t *idx, int n, int threads, float *probs,
-                         EvalJob *total, FpError *err) {
+                         BatchSums *total, FpError *err) {
     if (m->be->device != DEVICE_CPU || threads < 1)
         threads = 1;
     if (threads > 16)
         threads = 16;
+    int n_batches = (n + EVAL_BATCH - 1) / EVAL_BATCH;
+    BatchSums *sums = calloc((size_t)(n_batches ? n_batches : 1), sizeof(BatchSums));
+    if (!sums)
+        return fp_fail(err, FP_ENOMEM, "out of memory in evaluation");
     EvalJob jobs[16];
     pthread_t tid[16];
-    int per = (n + threads - 1) / threads;
-    for (int k = 0; k < threads; k++) {
-        jobs[k] = (EvalJob){.m = m, .d = d, .idx = idx, .begin = k * per, .end = (k + 1) * per < n ? (k + 1) * per : n,
-                            .probs = probs};
-        if (jobs[k].begin > jobs[k].end)
-            jobs[k].begin = jobs[k].end;
-    }
+    int started[16] = {0};
+    for (int k = 0; k < threads; k++)
+        jobs[k] = (EvalJob){.m = m, .d = d, .idx = idx, .n = n, .first = k, .stride = threads, .probs = probs,
+                            .sums = sums};
     for (int k = 1; k < threads; k++)
-        if (pthread_create(&tid[k], NULL, eval_worker, &jobs[k]) != 0)
-            return fp_fail(err, FP_ENOMEM, "cannot start an evaluation thread");
+        started[k] = pthread_create(&tid[k], NULL, eval_worker, &jobs[k]) == 0;
     eval_worker(&jobs[0]);
-    for (int k = 1; k < threads; k++)
-        pthread_join(tid[k], NULL);
-    *total = (EvalJob){0};
-    for (int k = 0; k < threads; k++) {
-        if (jobs[k].st != FP_OK)
-            return fp_fail(err, jobs[k].st, "evaluation failed: %s", fp_status_name(jobs[k].st));
-        total->correct += jobs[k].correct;
-        total->loss_sum += jobs[k].loss_sum;
-        total->abs_sum += jobs[k].abs_sum;
+    for (int k = 1; k < threads; k++) {
+        if (started[k])
+            pthread_join(tid[k], NULL);
+        else
+            eval_worker(&jobs[k]);
     }
-    return FP_OK;
+    *total = (BatchSums){0};
+    FpStatus st = FP_OK;
+    for (int k = 0; k < threads; k++)
+        if (jobs[k].st != FP_OK && st == FP_OK)
+            st = fp_fail(err, jobs[k].st, "evaluation failed: %s", fp_status_name(jobs[k].st));
+    for (int b = 0; b < n_batches; b++) {
+        total->correct += sums[b].correct;
+        total->loss_sum += sums[b].loss_sum;
+        total->abs_sum += sums[b].abs_sum;
+        total->ape_sum += sums[b].ape_sum;
+        total->ape_count += sums[b].ape_count;
+    }
+    free(sums);
+    return st;
 }
 
 FpStatus model_evaluate(Model *m, const Dataset *d, int threads, double *accuracy, double *loss, double *mae,
                         FpError *err) {
     if (d->n <= 0)
         return fp_fail(err, FP_EPARAM, "evaluation set %s is empty", d->name);
-    EvalJob total;
+    BatchSums total;
     FP_TRY(run_eval(m, d, NULL, d->n, threads, NULL, &total, err));
     if (accuracy)
         *accuracy = d->n_classes ? total.correct / d->n : NAN;
@@ -225,7 +248,24 @@ FpStatus model_evaluate(Model *m, const Dataset *d, int threads, double *accurac
     return FP_OK;
 }
 
+FpStatus model_evaluate_regression(Model *m, const Dataset *d, int threads, double *mse, double *mae, double *mape,
+                                   FpError *err) {
+    if (d->n <= 0)
+        return fp_fail(err, FP_EPARAM, "evaluation set %s is empty", d->name);
+    if (d->n_classes)
+        return fp_fail(err, FP_EPARAM, "%s is a classification set: no regression metrics", d->name);
+    BatchSums total;
+    FP_TRY(run_eval(m, d, NULL, d->n, threads, NULL, &total, err));
+    if (mse)
+        *mse = total.loss_sum / d->n;
+    if (mae)
+        *mae = total.abs_sum / d->n;
+    if (mape)
+        *mape = total.ape_count ? total.ape_sum / total.ape_count : NAN;
+    return FP_OK;
+}
+
 FpStatus model_predict(Model *m, const Dataset *d, const uint32_t *idx, int n, float *probs, FpError *err) {
-    EvalJob total;
-    return run_eval(m, d, idx, idx ? n : d->n, 1, probs, &total, err);
+    BatchSums total;
+    return run_eval(m, d, idx, idx ? n : d->n, 2, probs, &total, err);
 }
