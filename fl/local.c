@@ -9,10 +9,16 @@
 
 Var *dataset_batch(Tape *t, const Dataset *d, const uint32_t *idx, int n, float *scratch) {
     size_t ss = dataset_sample_size(d);
-    for (int i = 0; i < n; i++)
-        memcpy(scratch + (size_t)i * ss, d->x + (size_t)(idx ? idx[i] : (uint32_t)i) * ss, ss * sizeof(float));
     int shape[4] = {n, d->c, d->h, d->w};
-    return ad_from_host(t, scratch, 4, shape, 0);
+    // On the CPU the batch is gathered straight into tape memory (one copy, not two).
+    int direct = tape_backend(t)->device == DEVICE_CPU;
+    Var *x = direct ? ad_empty(t, 4, shape) : NULL;
+    float *dst = direct ? (x ? x->t.data : NULL) : scratch;
+    if (!dst)
+        return NULL;
+    for (int i = 0; i < n; i++)
+        memcpy(dst + (size_t)i * ss, d->x + (size_t)(idx ? idx[i] : (uint32_t)i) * ss, ss * sizeof(float));
+    return direct ? x : ad_from_host(t, scratch, 4, shape, 0);
 }
 
 Var *batch_loss(Tape *t, Var *out, const Dataset *d, const uint32_t *idx, int n, float *scratch) {
@@ -41,14 +47,13 @@ FpStatus local_train(Model *m, Tape *t, const Dataset *d, const uint32_t *idx, i
     uint32_t *order = malloc(sizeof(uint32_t) * (size_t)n);
     int L = m->table.n_layers;
     Var **p = malloc(sizeof(Var *) * L * 2);
-    float *grad = be->alloc(m->table.n_params * sizeof(float));
     FpStatus st = FP_OK;
-    if (!scratch || !order || !p || !grad) {
+    if (!scratch || !order || !p) {
         st = fp_fail(err, FP_ENOMEM, "out of memory in local training");
         goto out;
     }
-    be->fill(momentum_buf, m->table.n_params, 0.0f);
-    be->fill(grad, m->table.n_params, 0.0f);
+    if (cfg->momentum != 0)
+        be->fill(momentum_buf, m->table.n_params, 0.0f);
     int steps_per_epoch = (n + B - 1) / B;
     long total = cfg->steps > 0 ? cfg->steps : (long)cfg->epochs * steps_per_epoch;
     int pos = n; // forces a shuffle before the first step
@@ -73,23 +78,16 @@ FpStatus local_train(Model *m, Tape *t, const Dataset *d, const uint32_t *idx, i
                          "local training failed: %s", tape_status(t) == FP_ENOMEM ? "out of memory" : "bad model graph");
             goto out;
         }
-        // Gather the layer gradients into the flat buffer, then one SGD step over it.
+        // One SGD step per trainable layer, straight from the gradient's tape memory.
         for (int i = 0; i < L; i++) {
             const ParamLayer *l = &m->table.layers[i];
             if (l->trainable)
-                be->copy(grad + l->offset, g[i]->t.data, l->count * sizeof(float));
-        }
-        for (int i = 0; i < L; i++) {
-            const ParamLayer *l = &m->table.layers[i];
-            if (l->trainable)
-                be->sgd_step(l->count, m->params + l->offset, grad + l->offset, momentum_buf + l->offset,
+                be->sgd_step(l->count, m->params + l->offset, g[i]->t.data, momentum_buf + l->offset,
                              (float)cfg->lr, (float)cfg->momentum, (float)cfg->weight_decay);
         }
         pos += bs;
     }
 out:
-    if (grad)
-        be->free(grad);
     free(scratch);
     free(order);
     free(p);

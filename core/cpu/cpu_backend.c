@@ -89,6 +89,12 @@ static void cpu_affine(size_t n, const float *x, float alpha, float beta, float 
                 float av = a[i], bv = b[i];                                                                \
                 y[i] = (EXPR);                                                                             \
             }                                                                                              \
+        } else if (inner == 1 && n % nb == 0) { /* row broadcast: b along each row of (n/nb, nb) */        \
+            for (size_t r = 0; r < n; r += nb)                                                             \
+                for (size_t j = 0; j < nb; j++) {                                                          \
+                    float av = a[r + j], bv = b[j];                                                        \
+                    y[r + j] = (EXPR);                                                                     \
+                }                                                                                          \
         } else {                                                                                           \
             for (size_t i0 = 0, j = 0; i0 < n; i0 += inner, j = (j + 1 == nb) ? 0 : j + 1) {               \
                 float bv = b[j];                                                                           \
@@ -122,6 +128,15 @@ static void cpu_expand(size_t n, const float *b, size_t inner, size_t nb, float 
 static void cpu_sum_broadcast(size_t n, const float *x, size_t inner, size_t nb, float *y) {
     // Accumulate in double per output so large reductions stay accurate.
     double *acc = calloc(nb, sizeof(double));
+    if (inner == 1 && n % nb == 0) { // column sums of (n/nb, nb): rows in order, vectorised
+        for (size_t r = 0; r < n; r += nb)
+            for (size_t j = 0; j < nb; j++)
+                acc[j] += x[r + j];
+        for (size_t j = 0; j < nb; j++)
+            y[j] = (float)acc[j];
+        free(acc);
+        return;
+    }
     for (size_t i0 = 0, j = 0; i0 < n; i0 += inner, j = (j + 1 == nb) ? 0 : j + 1) {
         size_t end = i0 + inner < n ? i0 + inner : n;
         float s = 0.0f;
