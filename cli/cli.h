@@ -25,5 +25,6 @@ int cmd_train(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_attack(int argc, char **argv);
 int cmd_accountant(int argc, char **argv);
+int cmd_ssim(int argc, char **argv);
 
 #endif
