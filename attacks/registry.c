@@ -6,10 +6,18 @@
 
 extern const AttackOps attack_dlg;
 extern const AttackOps attack_idlg;
+extern const AttackOps attack_basic_mia;
+extern const AttackOps attack_ml_leaks;
+extern const AttackOps attack_cs_mia;
+extern const AttackOps attack_lira;
 
 static const AttackOps *const all_attacks[] = {
     &attack_dlg,
     &attack_idlg,
+    &attack_basic_mia,
+    &attack_ml_leaks,
+    &attack_cs_mia,
+    &attack_lira,
     NULL, // end
 };
 

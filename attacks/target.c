@@ -1,0 +1,643 @@
+// Membership-inference targets, shadow models and the cache (see attacks/target.h for
+// the data plan and the target kinds). Every model here, target, shadow or attack
+// model, is trained by fl/ (fed_run or local_train): there is no second training path.
+#include "attacks/target.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/jsonv.h"
+
+struct AttackCache {
+    MiaTarget *head;
+};
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// A 64-bit seed for a derived model (shadow j, an attack model): the first block of
+// its own stream, so it never coincides with the run seed's other streams.
+uint64_t mia_derived_seed(uint64_t seed, RngPurpose purpose, uint32_t round, uint32_t client) {
+    RngStream s = rng_stream(seed, purpose, round, client);
+    uint32_t w[4];
+    rng_block(&s, 0, w);
+    return ((uint64_t)w[0] << 21 ^ w[1]) & (((uint64_t)1 << 53) - 1); // JSON-exact
+}
+
+// ---------------------------------------------------------------------------------
+// Options and sizes
+
+static const char *const kind_names[] = {"global", "client", "central", NULL};
+static const char *const view_names[] = {"uploaded", "raw", NULL};
+
+FpStatus mia_target_parse(const AttackEnv *env, MiaTargetConfig *cfg, FpError *err) {
+    const cJSON *j = env->attack_json;
+    const char *path = env->path;
+    const Experiment *ex = env->ex;
+    char p[256];
+    memset(cfg, 0, sizeof *cfg);
+    int c;
+    long long v;
+    FP_TRY(jv_choice(j, path, "target", kind_names, MIA_TARGET_GLOBAL, &c, err));
+    cfg->kind = (MiaTargetKind)c;
+    FP_TRY(jv_int(j, path, "target_client", JV_OPTIONAL, 0, 0, 1000000, &v, err));
+    cfg->client = (int)v;
+    FP_TRY(jv_choice(j, path, "client_model", view_names, MIA_CLIENT_UPLOADED, &c, err));
+    cfg->view = (MiaClientView)c;
+    FP_TRY(jv_int(j, path, "members", JV_OPTIONAL, 0, 0, 1 << 30, &v, err));
+    cfg->members = (int)v;
+    FP_TRY(jv_int(j, path, "central_epochs", JV_OPTIONAL, 0, 0, 1000000, &v, err));
+    cfg->central_epochs = (int)v;
+    if (cfg->kind == MIA_TARGET_CLIENT && cfg->client >= ex->fed.clients)
+        return fp_fail(err, FP_EPARAM, "%s: client %d does not exist (federation.clients is %d)",
+                       jv_path(p, sizeof p, path, "target_client"), cfg->client, ex->fed.clients);
+    if (cfg->kind != MIA_TARGET_CLIENT) { // meaningless there: keep the cache key canonical
+        cfg->client = 0;
+        cfg->view = MIA_CLIENT_UPLOADED;
+    }
+    if (cfg->kind == MIA_TARGET_CENTRAL && cfg->central_epochs == 0)
+        cfg->central_epochs = ex->fed.rounds * (ex->fed.local_steps > 0 ? 1 : ex->fed.local_epochs);
+    if (cfg->kind != MIA_TARGET_CENTRAL)
+        cfg->central_epochs = 0;
+    if (ex->train->n_classes < 2 || !ex->train->y)
+        return fp_fail(err, FP_EPARAM, "dataset.name: membership inference needs a classification dataset, \"%s\" "
+                       "is not one", ex->dataset_name);
+    if (cfg->kind != MIA_TARGET_CENTRAL && ex->fed.partition != PARTITION_IID)
+        return fp_fail(err, FP_EPARAM, "federation.partition: membership-inference targets split their client data "
+                       "IID (samples_per_client each); \"iid\" is the only partition supported here");
+    return FP_OK;
+}
+
+// The member range [*first, *first + count) of a model trained on n samples split in
+// `clients` contiguous pieces (pieces k·n/clients ..): the target client's piece, or all.
+static int member_range(const MiaTargetConfig *cfg, int clients, int n, int *first) {
+    if (cfg->kind == MIA_TARGET_CLIENT) {
+        long long a = (long long)cfg->client * n / clients, b = (long long)(cfg->client + 1) * n / clients;
+        *first = (int)a;
+        return (int)(b - a);
+    }
+    *first = 0;
+    return n;
+}
+
+FpStatus mia_sizes(const AttackEnv *env, const MiaTargetConfig *cfg, MiaSizes *sz, FpError *err) {
+    const Experiment *ex = env->ex;
+    char p[256];
+    memset(sz, 0, sizeof *sz);
+    sz->n_data = ex->train->n;
+    sz->clients = ex->fed.clients;
+    sz->per_client = ex->fed.samples_per_client > 0 ? ex->fed.samples_per_client : sz->n_data / (4 * sz->clients);
+    if (sz->per_client < 1)
+        return fp_fail(err, FP_EPARAM, "federation.clients: %d clients are too many for %d training samples",
+                       sz->clients, sz->n_data);
+    long long n_train = (long long)sz->clients * sz->per_client;
+    sz->adversary = cfg->kind == MIA_TARGET_GLOBAL && sz->clients >= 2 ? sz->clients - 1 : -1;
+    sz->adv_out = sz->adversary >= 0 ? sz->per_client : 0;
+    if (n_train + sz->adv_out + 1 > sz->n_data)
+        return fp_fail(err, FP_EPARAM, "federation.samples_per_client: %d clients × %d samples%s leave no non-members "
+                       "among the %d training samples of the dataset", sz->clients, sz->per_client,
+                       sz->adv_out ? " (+ the adversary's held-out set)" : "", sz->n_data);
+    sz->n_train = (int)n_train;
+    int first;
+    sz->available = cfg->kind == MIA_TARGET_CLIENT ? member_range(cfg, sz->clients, sz->n_train, &first)
+                    : sz->adversary >= 0           ? (sz->clients - 1) * sz->per_client
+                                                   : sz->n_train;
+    int room = sz->n_data - sz->n_train - sz->adv_out; // for non-members and the pool
+    if (cfg->members > 0) {
+        if (cfg->members > sz->available)
+            return fp_fail(err, FP_EPARAM, "%s: %d members asked for, but the %s target trains on only %d samples "
+                           "that can be evaluated", jv_path(p, sizeof p, env->path, "members"), cfg->members,
+                           kind_names[cfg->kind], sz->available);
+        if (cfg->members > room)
+            return fp_fail(err, FP_EPARAM, "%s: %d members need as many non-members, but only %d samples remain "
+                           "outside the target's training data", jv_path(p, sizeof p, env->path, "members"),
+                           cfg->members, room);
+        sz->members = cfg->members;
+    } else
+        sz->members = sz->available < room ? sz->available : room;
+    sz->pool = room - sz->members;
+    sz->model_members = member_range(cfg, sz->clients, sz->n_train, &first);
+    return FP_OK;
+}
+
+FpStatus mia_shadow_size(const AttackEnv *env, const MiaSizes *sz, long long requested, int need_out, int *size,
+                         FpError *err) {
+    MiaTargetConfig cfg;
+    FP_TRY(mia_target_parse(env, &cfg, err));
+    char p[256];
+    jv_path(p, sizeof p, env->path, "shadow_size");
+    int first;
+    if (requested > 0) {
+        long long need = requested + (need_out ? member_range(&cfg, sz->clients, (int)requested, &first) : 0);
+        if (requested < sz->clients)
+            return fp_fail(err, FP_EPARAM, "%s: %lld samples cannot be split among %d clients", p, requested,
+                           sz->clients);
+        if (need > sz->pool)
+            return fp_fail(err, FP_EPARAM, "%s: the shadow set needs %lld samples%s, larger than the %d left for "
+                           "shadows (dataset %d = target training %d + eval non-members %d%s + shadow pool)", p,
+                           need, need_out ? " (shadow-in and shadow-out)" : "", sz->pool, sz->n_data, sz->n_train,
+                           sz->members, sz->adv_out ? " + adversary's held-out set" : "");
+        *size = (int)requested;
+        return FP_OK;
+    }
+    // Default: the target's own training size (four equal parts), shrunk to what the pool holds.
+    int s = sz->n_train;
+    while (s >= sz->clients && s + (need_out ? member_range(&cfg, sz->clients, s, &first) : 0) > sz->pool)
+        s = s * 15 / 16 < s - 1 ? s * 15 / 16 : s - 1;
+    if (s < sz->clients)
+        return fp_fail(err, FP_EPARAM, "%s: the shadow pool holds only %d samples (dataset %d = target training %d + "
+                       "eval non-members %d + shadow pool): lower federation.samples_per_client or members", p,
+                       sz->pool, sz->n_data, sz->n_train, sz->members);
+    *size = s;
+    return FP_OK;
+}
+
+// ---------------------------------------------------------------------------------
+// Training a target or shadow model (the same procedure for both)
+
+typedef struct TrainHooks {
+    const Experiment *ex;
+    int threads;
+    // client target: the model the server receives (or the raw local model) from the
+    // last round the client took part in
+    int client;                 // -1: none
+    MiaClientView view;
+    float *start_global;        // this round's starting global weights (host)
+    float *captured;
+    int captured_round;         // 1-based, 0 = never
+    // confidence series of the global model (NULL idx: none)
+    const uint32_t *series_idx;
+    int n_series, rounds;
+    float *series_logits, *series_py, *series_mentr;
+    FpStatus st;
+    FpError err;
+} TrainHooks;
+
+static void hook_upload(void *ctx, int round, int client, const float *upload, UploadKind kind,
+                        const ParamTable *table) {
+    TrainHooks *h = ctx;
+    if (client != h->client || h->view != MIA_CLIENT_UPLOADED)
+        return;
+    const float *g = h->start_global;
+    float lr = (float)h->ex->fed.lr;
+    for (size_t i = 0; i < table->n_params; i++)
+        h->captured[i] = kind == UPLOAD_WEIGHTS ? upload[i] : kind == UPLOAD_DELTA ? g[i] + upload[i]
+                                                                                   : g[i] - lr * upload[i];
+    h->captured_round = round + 1;
+}
+
+static void hook_local(void *ctx, int round, int client, Model *local) {
+    TrainHooks *h = ctx; // called from a worker thread: only the target client's call writes
+    if (client != h->client || h->view != MIA_CLIENT_RAW)
+        return;
+    model_get_params(local, h->captured);
+    h->captured_round = round + 1;
+}
+
+static void hook_global(void *ctx, int round, Model *global) {
+    TrainHooks *h = ctx;
+    if (h->start_global)
+        model_get_params(global, h->start_global);
+    if (!h->series_idx || h->st != FP_OK || round >= h->rounds)
+        return;
+    h->st = mia_logits(global, h->ex->train, h->series_idx, h->n_series, h->threads, h->series_logits, &h->err);
+    if (h->st != FP_OK)
+        return;
+    int C = h->ex->train->n_classes;
+    for (int i = 0; i < h->n_series; i++) {
+        const float *z = h->series_logits + (size_t)i * C;
+        int y = h->ex->train->y[h->series_idx[i]];
+        h->series_py[(size_t)round * h->n_series + i] = (float)(1.0 / (1.0 + exp(-mia_phi(z, C, y))));
+        h->series_mentr[(size_t)round * h->n_series + i] = (float)mia_mentr(z, C, y);
+    }
+}
+
+// Trains a model of the experiment's architecture on idx[0..n) as cfg says. fresh: a new
+// initialisation from seed (shadows); else the experiment's initial model (the target).
+// hooks: optional series recording (global). *round_out: the client target's round.
+static FpStatus train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n,
+                            uint64_t seed, int fresh, const Dataset *test, int quiet, TrainHooks *series,
+                            Model **out, int *round_out, FpError *err) {
+    Experiment *ex = env->ex;
+    const Backend *be = ex->backend;
+    *out = NULL;
+    Model *m = model_clone(ex->model, be, err);
+    if (!m)
+        return err ? err->code : FP_ENOMEM;
+    if (fresh)
+        model_init(m, seed);
+    size_t np = m->table.n_params;
+    FpStatus st = FP_OK;
+    if (cfg->kind == MIA_TARGET_CENTRAL) {
+        Tape *t = tape_create(be);
+        float *mom = be->alloc(np * sizeof(float));
+        LocalTrainConfig lc = {.epochs = cfg->central_epochs, .steps = 0, .batch_size = ex->fed.batch_size,
+                               .lr = ex->fed.lr, .momentum = ex->fed.momentum, .weight_decay = ex->fed.weight_decay};
+        RngStream shuffle = rng_stream(seed, RNG_SHUFFLE, 0, 0);
+        if (!t || !mom)
+            st = fp_fail(err, FP_ENOMEM, "out of memory preparing central training");
+        else
+            st = local_train(m, t, ex->train, idx, n, &lc, &shuffle, mom, err);
+        tape_free(t);
+        if (mom)
+            be->free(mom);
+        if (round_out)
+            *round_out = 0;
+    } else {
+        int K = ex->fed.clients;
+        int *counts = malloc(sizeof(int) * (size_t)K);
+        if (!counts) {
+            model_free(m);
+            return fp_fail(err, FP_ENOMEM, "out of memory");
+        }
+        for (int k = 0; k < K; k++)
+            counts[k] = (int)((long long)(k + 1) * n / K - (long long)k * n / K);
+        Partition *part = partition_create(K, counts, err);
+        free(counts);
+        if (!part) {
+            model_free(m);
+            return err ? err->code : FP_ENOMEM;
+        }
+        for (int k = 0; k < K; k++)
+            memcpy(part->idx[k], idx + (long long)k * n / K, sizeof(uint32_t) * (size_t)part->count[k]);
+        TrainHooks local = {0};
+        TrainHooks *h = series ? series : &local;
+        h->ex = ex;
+        h->threads = ex->threads;
+        h->client = cfg->kind == MIA_TARGET_CLIENT ? cfg->client : -1;
+        h->view = cfg->view;
+        if (h->client >= 0) {
+            h->start_global = malloc(np * sizeof(float));
+            h->captured = malloc(np * sizeof(float));
+            if (h->start_global)
+                model_get_params(m, h->start_global);
+        }
+        FedSetup s = {.cfg = ex->fed, .seed = seed, .threads = ex->threads, .backend = be, .global = m,
+                      .train = ex->train, .test = test, .partition = part, .defense = ex->defense,
+                      .defense_json = ex->defense_json, .quiet = quiet,
+                      .hooks = {.ctx = h, .on_upload = hook_upload, .on_local_model = hook_local,
+                                .on_global = hook_global}};
+        s.cfg.samples_per_client = 0; // the partition holds exactly the plan's pieces
+        Federation *f = NULL;
+        if (h->client >= 0 && (!h->start_global || !h->captured))
+            st = fp_fail(err, FP_ENOMEM, "out of memory");
+        else if (!(f = fed_create(&s, err)))
+            st = err ? err->code : FP_ENOMEM;
+        else
+            st = fed_run(f, 0, err);
+        if (st == FP_OK && h->st != FP_OK) {
+            st = h->st;
+            if (err)
+                *err = h->err;
+        }
+        if (st == FP_OK && h->client >= 0) {
+            if (!h->captured_round)
+                st = fp_fail(err, FP_EPARAM, "target_client: client %d never took part in training (raise "
+                             "federation.sample_rate or rounds)", h->client);
+            else
+                model_set_params(m, h->captured);
+        }
+        if (round_out)
+            *round_out = h->captured_round;
+        fed_free(f);
+        partition_free(part);
+        free(h->start_global);
+        free(h->captured);
+        h->start_global = h->captured = NULL;
+    }
+    if (st != FP_OK) {
+        model_free(m);
+        return st;
+    }
+    *out = m;
+    return FP_OK;
+}
+
+// Mean CE and accuracy of m on samples idx of the training set.
+static FpStatus loss_on(const Experiment *ex, Model *m, const uint32_t *idx, int n, double *loss, double *acc,
+                        FpError *err) {
+    int C = ex->train->n_classes;
+    float *z = malloc(sizeof(float) * (size_t)n * C);
+    if (!z)
+        return fp_fail(err, FP_ENOMEM, "out of memory");
+    FpStatus st = mia_logits(m, ex->train, idx, n, ex->threads, z, err);
+    double sum = 0, correct = 0;
+    for (int i = 0; st == FP_OK && i < n; i++) {
+        const float *r = z + (size_t)i * C;
+        int y = ex->train->y[idx[i]], best = 0;
+        for (int c = 1; c < C; c++)
+            if (r[c] > r[best])
+                best = c;
+        correct += best == y;
+        sum += mia_loss_of_phi(mia_phi(r, C, y));
+    }
+    free(z);
+    *loss = n ? sum / n : NAN;
+    *acc = n ? correct / n : NAN;
+    return st;
+}
+
+// ---------------------------------------------------------------------------------
+// The target and its cache
+
+static void target_free(MiaTarget *t) {
+    if (!t)
+        return;
+    free(t->perm);
+    free(t->eval_idx);
+    free(t->eval_logits);
+    free(t->series_py);
+    free(t->series_mentr);
+    free(t->shadow_idx);
+    free(t->shadow_logits);
+    free(t->lira_phi);
+    dataset_free(t->shadow_test);
+    free(t);
+}
+
+AttackCache *attack_cache_create(void) { return calloc(1, sizeof(AttackCache)); }
+
+void attack_cache_free(AttackCache *c) {
+    if (!c)
+        return;
+    for (MiaTarget *t = c->head, *next; t; t = next) {
+        next = t->next;
+        target_free(t);
+    }
+    free(c);
+}
+
+static void target_key(const Experiment *ex, const MiaTargetConfig *cfg, char *key, size_t n) {
+    snprintf(key, n, "seed=%llu data=%d kind=%d client=%d view=%d members=%d central_epochs=%d",
+             (unsigned long long)ex->seed, ex->train->n, cfg->kind, cfg->client, cfg->view, cfg->members,
+             cfg->central_epochs);
+}
+
+static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, MiaTarget *t, FpError *err) {
+    Experiment *ex = env->ex;
+    FP_TRY(mia_sizes(env, cfg, &t->sz, err));
+    const MiaSizes *sz = &t->sz;
+    t->cfg = *cfg;
+    t->n_classes = ex->train->n_classes;
+    int C = t->n_classes, M = sz->members, m = sz->per_client;
+    // The data plan: one permutation of the training set, cut into pieces.
+    t->perm = fp_malloc(sizeof(uint32_t) * (size_t)sz->n_data, err);
+    t->eval_idx = fp_malloc(sizeof(uint32_t) * 2 * (size_t)M, err);
+    t->eval_logits = fp_malloc(sizeof(float) * 2 * (size_t)M * C, err);
+    if (!t->perm || !t->eval_idx || !t->eval_logits)
+        return FP_ENOMEM;
+    for (int i = 0; i < sz->n_data; i++)
+        t->perm[i] = (uint32_t)i;
+    RngStream rs = rng_stream(ex->seed, RNG_ATTACK, 0, 0);
+    rng_shuffle_u32(&rs, t->perm, (uint32_t)sz->n_data);
+    t->train_idx = t->perm;
+    const uint32_t *non_members = t->perm + sz->n_train;
+    t->adv_in = sz->adversary >= 0 ? t->train_idx + (size_t)sz->adversary * m : NULL;
+    t->adv_out = sz->adversary >= 0 ? non_members + M : NULL;
+    t->pool_idx = non_members + M + sz->adv_out;
+    // Eval members: M drawn uniformly from the target's evaluable members.
+    int first = 0;
+    if (cfg->kind == MIA_TARGET_CLIENT)
+        member_range(cfg, sz->clients, sz->n_train, &first);
+    uint32_t *avail = fp_malloc(sizeof(uint32_t) * (size_t)sz->available, err);
+    if (!avail)
+        return FP_ENOMEM;
+    memcpy(avail, t->train_idx + first, sizeof(uint32_t) * (size_t)sz->available);
+    RngStream rm = rng_stream(ex->seed, RNG_ATTACK, 1, 0);
+    rng_shuffle_u32(&rm, avail, (uint32_t)sz->available);
+    memcpy(t->eval_idx, avail, sizeof(uint32_t) * (size_t)M);
+    memcpy(t->eval_idx + M, non_members, sizeof(uint32_t) * (size_t)M);
+    free(avail);
+    // A small test set for the shadows' progress lines (the target uses the full one).
+    int nt = ex->test->n < 2000 ? ex->test->n : 2000;
+    uint32_t *tidx = fp_malloc(sizeof(uint32_t) * (size_t)nt, err);
+    if (!tidx)
+        return FP_ENOMEM;
+    for (int i = 0; i < nt; i++)
+        tidx[i] = (uint32_t)i;
+    t->shadow_test = dataset_subset(ex->test, tidx, nt, err);
+    free(tidx);
+    if (!t->shadow_test)
+        return err ? err->code : FP_ENOMEM;
+    // Train the target, recording the confidence series when asked.
+    TrainHooks series = {0};
+    if (cfg->series && cfg->kind == MIA_TARGET_GLOBAL) {
+        t->n_series = 2 * M + 2 * sz->adv_out;
+        t->series_rounds = ex->fed.rounds;
+        size_t cells = (size_t)t->series_rounds * t->n_series;
+        uint32_t *sidx = fp_malloc(sizeof(uint32_t) * (size_t)t->n_series, err);
+        t->series_py = fp_malloc(sizeof(float) * cells, err);
+        t->series_mentr = fp_malloc(sizeof(float) * cells, err);
+        series.series_logits = fp_malloc(sizeof(float) * (size_t)t->n_series * C, err);
+        if (!sidx || !t->series_py || !t->series_mentr || !series.series_logits) {
+            free(sidx);
+            free(series.series_logits);
+            return FP_ENOMEM;
+        }
+        memcpy(sidx, t->eval_idx, sizeof(uint32_t) * 2 * (size_t)M);
+        if (sz->adv_out) {
+            memcpy(sidx + 2 * M, t->adv_in, sizeof(uint32_t) * (size_t)m);
+            memcpy(sidx + 2 * M + m, t->adv_out, sizeof(uint32_t) * (size_t)m);
+        }
+        series.series_idx = sidx;
+        series.n_series = t->n_series;
+        series.rounds = t->series_rounds;
+        series.series_py = t->series_py;
+        series.series_mentr = t->series_mentr;
+    }
+    double t0 = now_seconds();
+    Model *model = NULL;
+    FpStatus st = train_model(env, cfg, t->train_idx, sz->n_train, ex->seed, 0, ex->test, env->quiet,
+                              series.series_idx ? &series : NULL, &model, &t->participated_round, err);
+    free((void *)series.series_idx);
+    free(series.series_logits);
+    FP_TRY(st);
+    t->train_seconds = now_seconds() - t0;
+    // What the attacks read: logits on the eval samples, Yeom's τ, accuracies.
+    int first_train = 0, n_tr = member_range(cfg, sz->clients, sz->n_train, &first_train);
+    st = mia_logits(model, ex->train, t->eval_idx, 2 * M, ex->threads, t->eval_logits, err);
+    if (st == FP_OK)
+        st = loss_on(ex, model, t->train_idx + first_train, n_tr, &t->train_loss, &t->train_accuracy, err);
+    if (st == FP_OK)
+        st = model_evaluate(model, ex->test, ex->threads, &t->test_accuracy, &t->test_loss, NULL, err);
+    model_free(model);
+    return st;
+}
+
+FpStatus mia_target_acquire(const AttackEnv *env, const MiaTargetConfig *cfg, MiaTarget **out, FpError *err) {
+    char key[160];
+    target_key(env->ex, cfg, key, sizeof key);
+    *out = NULL;
+    if (env->cache)
+        for (MiaTarget *t = env->cache->head; t; t = t->next)
+            if (strcmp(t->key, key) == 0 && (!cfg->series || t->series_py)) {
+                t->acquisitions++;
+                *out = t;
+                return FP_OK;
+            }
+    MiaTarget *t = fp_calloc(1, sizeof *t, err);
+    if (!t)
+        return FP_ENOMEM;
+    snprintf(t->key, sizeof t->key, "%s", key);
+    FpStatus st = target_build(env, cfg, t, err);
+    if (st != FP_OK) {
+        target_free(t);
+        return st;
+    }
+    t->acquisitions = 1;
+    if (env->cache) { // newest first: a rebuilt target with a series shadows the older one
+        t->next = env->cache->head;
+        env->cache->head = t;
+    }
+    *out = t;
+    return FP_OK;
+}
+
+void mia_target_release(const AttackEnv *env, MiaTarget *t) {
+    if (!env->cache)
+        target_free(t);
+}
+
+// ---------------------------------------------------------------------------------
+// Shadow models
+
+FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, FpError *err) {
+    if (t->shadow_size == shadow_size)
+        return FP_OK;
+    Experiment *ex = env->ex;
+    int C = t->n_classes, first;
+    int members = member_range(&t->cfg, t->sz.clients, shadow_size, &first);
+    if (shadow_size + members > t->sz.pool)
+        return fp_fail(err, FP_EPARAM, "%s.shadow_size: %d + %d shadow samples exceed the pool of %d", env->path,
+                       shadow_size, members, t->sz.pool);
+    free(t->shadow_idx);
+    free(t->shadow_logits);
+    t->shadow_size = 0;
+    t->shadow_idx = fp_malloc(sizeof(uint32_t) * 2 * (size_t)members, err);
+    t->shadow_logits = fp_malloc(sizeof(float) * 2 * (size_t)members * C, err);
+    if (!t->shadow_idx || !t->shadow_logits)
+        return FP_ENOMEM;
+    // shadow-in = pool[0, S): trained on; its member set, then as many shadow-out = pool[S, S + members).
+    memcpy(t->shadow_idx, t->pool_idx + first, sizeof(uint32_t) * (size_t)members);
+    memcpy(t->shadow_idx + members, t->pool_idx + shadow_size, sizeof(uint32_t) * (size_t)members);
+    double t0 = now_seconds();
+    Model *m = NULL;
+    FP_TRY(train_model(env, &t->cfg, t->pool_idx, shadow_size, mia_derived_seed(ex->seed, RNG_SHADOW, 0, 0), 1,
+                       t->shadow_test, 1, NULL, &m, NULL, err));
+    FpStatus st = mia_logits(m, ex->train, t->shadow_idx, 2 * members, ex->threads, t->shadow_logits, err);
+    if (st == FP_OK)
+        st = model_evaluate(m, t->shadow_test, ex->threads, &t->shadow_test_accuracy, NULL, NULL, err);
+    model_free(m);
+    FP_TRY(st);
+    t->shadow_seconds = now_seconds() - t0;
+    t->shadow_n = members;
+    t->shadow_size = shadow_size;
+    if (!env->quiet)
+        fprintf(stderr, "mia: shadow model trained on %d samples in %.1f s (test accuracy %.4f)\n", shadow_size,
+                t->shadow_seconds, t->shadow_test_accuracy);
+    return FP_OK;
+}
+
+FpStatus mia_target_lira(const AttackEnv *env, MiaTarget *t, int n_models, int shadow_size, FpError *err) {
+    Experiment *ex = env->ex;
+    int C = t->n_classes, n_eval = 2 * t->sz.members;
+    if (shadow_size > t->sz.pool)
+        return fp_fail(err, FP_EPARAM, "%s.shadow_size: %d exceeds the shadow pool of %d", env->path, shadow_size,
+                       t->sz.pool);
+    if (t->lira_size != shadow_size) { // other sizes are other shadows: start over
+        t->lira_n = 0;
+        t->lira_seconds = 0;
+        t->lira_test_accuracy = 0;
+        t->lira_size = shadow_size;
+    }
+    if (n_models > t->lira_cap) {
+        double *p = realloc(t->lira_phi, sizeof(double) * (size_t)n_models * n_eval);
+        if (!p)
+            return fp_fail(err, FP_ENOMEM, "out of memory for %d LiRA shadow models", n_models);
+        t->lira_phi = p;
+        t->lira_cap = n_models;
+    }
+    uint32_t *subset = fp_malloc(sizeof(uint32_t) * (size_t)t->sz.pool, err);
+    float *z = fp_malloc(sizeof(float) * (size_t)n_eval * C, err);
+    FpStatus st = subset && z ? FP_OK : FP_ENOMEM;
+    double acc_sum = t->lira_test_accuracy * t->lira_n;
+    for (int j = t->lira_n; st == FP_OK && j < n_models; j++) {
+        double t0 = now_seconds();
+        // Shadow j's training set: a uniformly random shadow_size-subset of the pool.
+        memcpy(subset, t->pool_idx, sizeof(uint32_t) * (size_t)t->sz.pool);
+        RngStream rs = rng_stream(ex->seed, RNG_SHADOW, 2, (uint32_t)j);
+        rng_shuffle_u32(&rs, subset, (uint32_t)t->sz.pool);
+        Model *m = NULL;
+        st = train_model(env, &t->cfg, subset, shadow_size, mia_derived_seed(ex->seed, RNG_SHADOW, 1, (uint32_t)j), 1,
+                         t->shadow_test, 1, NULL, &m, NULL, err);
+        double acc = NAN;
+        if (st == FP_OK)
+            st = mia_logits(m, ex->train, t->eval_idx, n_eval, ex->threads, z, err);
+        if (st == FP_OK)
+            st = model_evaluate(m, t->shadow_test, ex->threads, &acc, NULL, NULL, err);
+        model_free(m);
+        if (st != FP_OK)
+            break;
+        for (int i = 0; i < n_eval; i++)
+            t->lira_phi[(size_t)j * n_eval + i] = mia_phi(z + (size_t)i * C, C, ex->train->y[t->eval_idx[i]]);
+        double dt = now_seconds() - t0;
+        t->lira_seconds += dt;
+        acc_sum += acc;
+        t->lira_n = j + 1;
+        t->lira_test_accuracy = acc_sum / t->lira_n;
+        if (!env->quiet)
+            fprintf(stderr, "lira: shadow %d/%d trained on %d samples in %.1f s (test accuracy %.4f)\n", j + 1,
+                    n_models, shadow_size, dt, acc);
+    }
+    free(subset);
+    free(z);
+    return st;
+}
+
+// ---------------------------------------------------------------------------------
+// Describing the target
+
+void mia_target_describe(const MiaTarget *t, cJSON *result) {
+    const MiaSizes *sz = &t->sz;
+    cJSON *o = cJSON_AddObjectToObject(result, "target");
+    cJSON_AddStringToObject(o, "kind", kind_names[t->cfg.kind]);
+    if (t->cfg.kind == MIA_TARGET_CLIENT) {
+        cJSON_AddNumberToObject(o, "client", t->cfg.client);
+        cJSON_AddStringToObject(o, "client_model", t->cfg.view == MIA_CLIENT_UPLOADED
+                                                       ? "uploaded (after the defense, as the server receives it)"
+                                                       : "raw (the local model before the defense)");
+        cJSON_AddNumberToObject(o, "from_round", t->participated_round);
+    }
+    if (t->cfg.kind == MIA_TARGET_CENTRAL)
+        cJSON_AddNumberToObject(o, "central_epochs", t->cfg.central_epochs);
+    cJSON_AddBoolToObject(o, "defense_applied", t->cfg.kind != MIA_TARGET_CENTRAL);
+    cJSON_AddNumberToObject(o, "clients", sz->clients);
+    cJSON_AddNumberToObject(o, "samples_per_client", sz->per_client);
+    cJSON_AddNumberToObject(o, "training_samples", sz->n_train);
+    cJSON_AddNumberToObject(o, "members_trained_on", sz->model_members);
+    cJSON_AddNumberToObject(o, "eval_members", sz->members);
+    cJSON_AddNumberToObject(o, "eval_non_members", sz->members);
+    cJSON_AddNumberToObject(o, "train_accuracy", t->train_accuracy);
+    cJSON_AddNumberToObject(o, "train_loss", t->train_loss);
+    cJSON_AddNumberToObject(o, "test_accuracy", t->test_accuracy);
+    cJSON_AddNumberToObject(o, "test_loss", t->test_loss);
+    cJSON_AddNumberToObject(o, "train_seconds", t->train_seconds);
+    cJSON_AddBoolToObject(o, "shared_from_earlier_attack", t->acquisitions > 1);
+    cJSON *plan = cJSON_AddObjectToObject(o, "data_plan");
+    cJSON_AddNumberToObject(plan, "dataset_samples", sz->n_data);
+    cJSON_AddNumberToObject(plan, "client_data", sz->n_train);
+    cJSON_AddNumberToObject(plan, "eval_non_members", sz->members);
+    cJSON_AddNumberToObject(plan, "adversary_held_out", sz->adv_out);
+    cJSON_AddNumberToObject(plan, "shadow_pool", sz->pool);
+    if (sz->adversary >= 0)
+        cJSON_AddNumberToObject(plan, "adversary_client", sz->adversary);
+    cJSON_AddStringToObject(plan, "split", "one RNG_ATTACK permutation of the training set, cut in this order; "
+                                           "client data split IID");
+}
+

@@ -1,0 +1,199 @@
+// Membership-inference targets: who is a member, how the target (and every shadow
+// model) is trained, and the cache that lets several attacks of one matrix cell share
+// one trained federation. Used by basic_mia.c, ml_leaks.c, cs_mia.c and lira.c.
+//
+// Data plan. The experiment's training set is permuted once (RNG_ATTACK, round 0) and
+// cut into disjoint pieces, in this order:
+//
+//   [ client data: clients × m ][ eval non-members: M ][ adversary's D_test: m ][ shadow pool ]
+//
+//   m   = federation.samples_per_client, or n / (4·clients) when that is 0 (so that by
+//         default the target trains on a quarter of the data, as in ML-Leaks' four
+//         equal parts). Client k owns piece k of the client data.
+//   M   = eval members = eval non-members (balanced): "members" in the attack config,
+//         default all the target's members that the data can balance.
+//   The adversary's D_test exists for the global target when clients >= 2: CS-MIA's
+//   adversary is the last client, contributing its piece (D_train) to training and
+//   keeping D_test back. Its piece is never an eval member.
+//   The shadow pool is what the target never saw: shadow models draw from it only.
+//
+// Targets ("target" in the attack config):
+//   "global"  the final global model of a federation over the client data under the
+//             experiment's defense (default). Members: every client's piece but the
+//             adversary's.
+//   "client"  one client's model ("target_client", default 0): as the server receives
+//             it, i.e. the upload after the defense turned back into weights
+//             ("client_model": "uploaded", default), or the raw local model before the
+//             defense ("raw"), from the last round that client took part in.
+//             Members: that client's piece.
+//   "central" one model trained centrally with local_train on all the client data for
+//             "central_epochs" (default rounds × local_epochs) epochs; no defense applies.
+// A shadow model is trained by exactly the same procedure (same fl/ code, same defense,
+// same federation settings, a fresh initialisation and seed) on data from the shadow
+// pool; its member set is defined the same way (without an adversary).
+//
+// Per-sample features come from logits in double precision: with a = logsumexp over
+// the wrong classes, φ = z_y − a = log(p_y / (1 − p_y)) (LiRA's logit-scaled
+// confidence), the loss is softplus(−φ) = −log p_y and p_y = sigmoid(φ). So ranking
+// by loss, by confidence or by φ is the same global-threshold attack; working from φ
+// avoids the ties that float probabilities of exactly 1 would create.
+//
+// The cache is not thread-safe: the attacks of one cell run one after another.
+#ifndef FEDPRIV_ATTACKS_TARGET_H
+#define FEDPRIV_ATTACKS_TARGET_H
+
+#include <cjson/cJSON.h>
+#include <stdint.h>
+
+#include "attacks/attack.h"
+
+typedef struct AttackCache AttackCache;
+
+typedef enum { MIA_TARGET_GLOBAL = 0, MIA_TARGET_CLIENT = 1, MIA_TARGET_CENTRAL = 2 } MiaTargetKind;
+typedef enum { MIA_CLIENT_UPLOADED = 0, MIA_CLIENT_RAW = 1 } MiaClientView;
+
+// The target options every MIA accepts (they decide which trained target is shared).
+typedef struct MiaTargetConfig {
+    MiaTargetKind kind;
+    int client;            // the target client (kind client)
+    MiaClientView view;
+    int members;           // requested eval members (0 = as many as balance allows)
+    int central_epochs;    // 0 = rounds × local_epochs
+    int series;            // record the global model's confidence series (CS-MIA); not part
+                           // of the cache key: a cached target without a series is retrained
+} MiaTargetConfig;
+
+// The JSON keys mia_target_parse reads; an attack lists them with its own keys.
+#define MIA_TARGET_KEYS "target", "target_client", "client_model", "members", "central_epochs"
+
+// Sizes of the data plan (computed without allocating; validate() uses them).
+typedef struct MiaSizes {
+    int n_data;            // training-set size of the experiment
+    int clients;
+    int per_client;        // m
+    int n_train;           // clients × m: the data the target trains on
+    int available;         // the target's members that could be evaluated
+    int members;           // M (eval non-members = M)
+    int adversary;         // CS-MIA's client, or -1
+    int adv_out;           // size of the adversary's D_test (m or 0)
+    int pool;              // shadow pool size
+    int model_members;     // member-set size of a model trained on n_train samples (shadows)
+} MiaSizes;
+
+// A trained target and what the attacks read from it. Owned by the cache (or by the
+// attack when there is no cache: mia_target_release frees it then).
+typedef struct MiaTarget {
+    char key[160];               // canonical target options (cache key)
+    MiaTargetConfig cfg;
+    MiaSizes sz;
+    int n_classes;
+    uint32_t *perm;              // the permuted training set (n_data indices) all pieces point into
+    const uint32_t *train_idx;   // client data (n_train); client k owns [k·m, (k+1)·m)
+    uint32_t *eval_idx;          // 2M: members then non-members
+    const uint32_t *adv_in;      // adversary's piece (m), or NULL
+    const uint32_t *adv_out;     // adversary's D_test (m), or NULL
+    const uint32_t *pool_idx;    // shadow pool (sz.pool)
+    float *eval_logits;          // 2M × C: the target's logits on eval_idx
+    double train_loss;           // mean CE of the target over its training data (Yeom's τ)
+    double test_loss;            // mean CE on the experiment's test set
+    double test_accuracy;
+    double train_accuracy;       // on its training data
+    double train_seconds;
+    Dataset *shadow_test;        // the first ≤ 2000 test samples (shadow federations evaluate on it)
+    int participated_round;      // client target: the round its model comes from (1-based), else 0
+    // Confidence series (global target): rounds × n_series, samples eval_idx (2M), then
+    // adv_in (m), then adv_out (m). p_y and Mentr of the global model after each round.
+    int series_rounds, n_series;
+    float *series_py, *series_mentr;
+    // ML-Leaks / Basic-MIA shadow (one model): logits on its members then as many
+    // shadow-out samples (labels from ex->train via shadow_idx).
+    int shadow_size;             // 0 = not trained yet
+    int shadow_n;                // members (= non-members) of the shadow set
+    uint32_t *shadow_idx;        // 2·shadow_n
+    float *shadow_logits;        // 2·shadow_n × C
+    double shadow_seconds, shadow_test_accuracy;
+    // LiRA OUT shadows: φ of shadow j on eval sample i at lira_phi[j·2M + i].
+    int lira_size, lira_n, lira_cap;
+    double *lira_phi;
+    double lira_seconds;         // total training + scoring time of the lira_n shadows
+    double lira_test_accuracy;   // mean over the shadows
+    int acquisitions;            // how many attacks used it (> 1: shared through the cache)
+    struct MiaTarget *next;
+} MiaTarget;
+
+// Parses the target options from env->attack_json (the caller checks the keys).
+FpStatus mia_target_parse(const AttackEnv *env, MiaTargetConfig *cfg, FpError *err);
+// Plan sizes for this experiment; FP_EPARAM names the JSON path when the data are too few.
+FpStatus mia_sizes(const AttackEnv *env, const MiaTargetConfig *cfg, MiaSizes *sz, FpError *err);
+// The shadow training-set size an attack asks for ("shadow_size", 0 = the target's
+// n_train), checked against the pool: need_out = 1 also needs as many shadow-out
+// samples as the shadow has members (ML-Leaks, Basic-MIA). Too large → FP_EPARAM.
+FpStatus mia_shadow_size(const AttackEnv *env, const MiaSizes *sz, long long requested, int need_out, int *size,
+                         FpError *err);
+
+// The trained target for cfg: from env->cache when there, else trained (and stored in
+// the cache when there is one). Release with mia_target_release.
+FpStatus mia_target_acquire(const AttackEnv *env, const MiaTargetConfig *cfg, MiaTarget **out, FpError *err);
+void mia_target_release(const AttackEnv *env, MiaTarget *t);
+// Trains (once; cached on t) the one shadow model of ML-Leaks / Basic-MIA on shadow_size
+// pool samples; its shadow-out set follows in the pool.
+FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, FpError *err);
+// Ensures t holds at least n_models offline-LiRA OUT shadows of shadow_size samples each
+// (random subsets of the pool), scored on the eval samples.
+FpStatus mia_target_lira(const AttackEnv *env, MiaTarget *t, int n_models, int shadow_size, FpError *err);
+
+// A 64-bit seed (below 2^53, exact in JSON) for a derived model: shadow j, an attack model.
+uint64_t mia_derived_seed(uint64_t seed, RngPurpose purpose, uint32_t round, uint32_t client);
+
+// Per-sample features from one row of logits z (C classes), true label y.
+double mia_phi(const float *z, int n_classes, int y);   // log(p_y / (1 − p_y))
+double mia_loss_of_phi(double phi);                     // −log p_y = softplus(−φ)
+double mia_mentr(const float *z, int n_classes, int y); // Song & Mittal's modified entropy
+void mia_top_probs(const float *z, int n_classes, int k, float *out); // softmax, sorted descending, first k
+
+// Logits (n × C) of model m on samples idx of d, threads in parallel (CPU).
+FpStatus mia_logits(Model *m, const Dataset *d, const uint32_t *idx, int n, int threads, float *logits, FpError *err);
+
+// An attack model from the model zoo (`mlp`, one hidden ReLU layer, 2 softmax outputs)
+// trained with local_train on feature rows (dim floats each, label 1 = member); the
+// score of each test row is its member log-odds z_1 − z_0 (P(member) ≥ ½ ⇔ score ≥ 0).
+typedef struct MiaMlpConfig {
+    int hidden, epochs, batch_size;
+    double lr, momentum, weight_decay;
+    int standardize;       // z-score features with the training rows' mean and std
+} MiaMlpConfig;
+FpStatus mia_mlp_scores(int dim, const float *x_train, const int32_t *y_train, int n_train, const float *x_test,
+                        int n_test, const MiaMlpConfig *cfg, uint64_t seed, uint32_t attack_id, double *scores,
+                        FpError *err);
+// Reads "attack_model": {"hidden", "epochs", "batch_size", "lr", "momentum", "weight_decay",
+// "standardize"} over the defaults in cfg.
+FpStatus mia_mlp_parse(const cJSON *attack_json, const char *path, MiaMlpConfig *cfg, FpError *err);
+cJSON *mia_mlp_json(const MiaMlpConfig *cfg);
+
+// The metrics every MIA reports, into result: on the balanced eval set (labels[i] = 1
+// for members), from the scores (higher = more likely a member) and the attack's own
+// decisions (1 = member; NULL: decide score >= decision_threshold).
+//   auc, tpr_at_fpr {"0.01", "0.001"} with the rule stated, best_balanced_accuracy,
+//   best_advantage; balanced_accuracy, precision, recall, advantage, tpr, fpr at the
+//   decision rule (described by rule); roc {fpr, tpr} thinned to <= 200 points that
+//   keep the low-FPR region; members / non_members.
+FpStatus mia_report(cJSON *result, const double *scores, const int32_t *labels, int n, const unsigned char *decisions,
+                    double decision_threshold, const char *rule, FpError *err);
+// The confusion metrics of decisions (1 = member) against labels (1 = member): tp, fp,
+// tn, fn, tpr, fpr, balanced_accuracy, precision (0 when nothing is predicted a member),
+// recall, advantage = tpr − fpr.
+cJSON *mia_decision_json(const unsigned char *decisions, const int32_t *labels, int n);
+// The threshold τ with the best balanced accuracy of "member iff score >= τ" on a
+// labelled set (τ halfway between the last score taken and the next lower one);
+// *best_accuracy gets that accuracy.
+double mia_best_threshold(const double *scores, const int32_t *labels, int n, double *best_accuracy);
+
+// The target block of a result ("target": kind, sizes, accuracies, training time,
+// whether an earlier attack of the cell trained it).
+void mia_target_describe(const MiaTarget *t, cJSON *result);
+
+// A cache of trained targets for the attacks of one matrix cell.
+AttackCache *attack_cache_create(void);
+void attack_cache_free(AttackCache *c);
+
+#endif
