@@ -1,0 +1,306 @@
+// `avp`: amplitude-varying perturbation (Yuan, Ni, Ding, Wei, Li, Poor, IEEE TIFS 2023,
+// "Amplitude-varying perturbation for balancing privacy and utility in federated
+// learning"; digest: shared spec amplitude-varying), and `nbafl`, its constant-noise
+// baseline (Wei et al., TIFS 2020, "noising before aggregation") at the same budget.
+//
+// Client (upload = its local weights after training, trainable layers):
+//   w ← w / max(1, ‖w‖₂/C)                              (NbAFL's parameter clipping)
+//   w̃ = w + N(0, Θ(m) I),  Θ(m) = ϑ^{m−1}·σ²,  m = 1..M the aggregation (round)
+// with σ from the seed's Theorem 1,
+//   σ = (Δs/ε)·√(2q·S_M·ln(1/δ)),  S_M = Σ_{m=1..M} ϑ^{1−m} = (ϑ − ϑ^{1−M})/(ϑ − 1),
+// Δs = 2C/min_k |D_k| (NbAFL's uplink sensitivity, an assumption the seed inherits),
+// q the sampling rate and M the planned rounds. nbafl is ϑ = 1: σ = (Δs/ε)√(2qM ln(1/δ)).
+// The server averages with the engine's weights (|D_k|/Σ|D_j|).
+//
+// Accounting, side by side (PrivacyRecord):
+//   nominal: the seed's composition rule ε² = 2q ln(1/δ)·Σ_m Δs²/Θ(m) (it drops zCDP's
+//     additive ρ and amplifies linearly in q: a heuristic, digest §1.4); after M rounds
+//     it equals the target ε by construction;
+//   sound: RDP of the Poisson-subsampled Gaussian, round m with multiplier √Θ(m)/Δs at
+//     rate q, composed over the rounds run, Balle et al. 2020 conversion (valid given Δs;
+//     against an observer of the uploads who knows who took part there is no
+//     amplification: describe() gives that ε as well, exact for a Gaussian composition).
+//
+// Online refinement (Theorem 2), an event planned in the config: after round
+// m0 = "refine_at" the remaining rounds up to M' = federation.rounds switch schedule.
+//   corrected (default): the digest's sound rule. B = ε²/(2q ln(1/δ)) is the budget,
+//     B_spent = Σ_{i≤m0} Δs²/Θ(i) what the rounds run have used; the remaining M'−m0
+//     rounds get the constant variance V = Δs²(M'−m0)/(B − B_spent), so the nominal
+//     ledger ends exactly at ε.
+//   paper: Theorem 2 as printed: σ'² = (Δs/ε)²·2q·[S_{m0} + M' − m0]·ln(1/δ) held
+//     constant (ϑ > 1), (Δs/ε)²·2q·M'·ln(1/δ) (ϑ = 1), and for ϑ < 1 the printed
+//     (ϑ^{1−m0} − ϑ + ϑ^{m0−M'})/(1 − ϑ) with round m0+j at σ'²ϑ^j. It treats rounds
+//     1..m0 as if they had used σ', so the nominal ledger can end above ε.
+// Without refine_at both variants are the same mechanism.
+//
+// Params: {"name": "avp", "variant", "clip" (5), "epsilon" (10), "delta" (1e-5),
+// "vartheta" (1.05; avp only), "sensitivity" (2C/min|D_k|), "planned_rounds" (M,
+// federation.rounds), "refine_at" (0 = never)}.
+#include <math.h>
+#include <stdlib.h>
+
+#include "core/jsonv.h"
+#include "defenses/accountant.h"
+#include "defenses/clip.h"
+#include "defenses/defense.h"
+
+typedef struct Avp {
+    int paper, nbafl;
+    double clip, epsilon, delta, vartheta, sens, q;
+    int sens_given;
+    int min_samples;
+    int planned;           // M of Theorem 1
+    int rounds;            // M' = federation.rounds
+    int refine_at;         // m0 (0 = never)
+    double s_m;            // S_M
+    double var1;           // σ² of Theorem 1 (the variance of round 1)
+    double var_refined;    // the variance after m0 (corrected), σ'² (paper)
+    const ParamTable *table;
+    RdpAccountant *acc;    // the sound ledger, advanced by end_round
+    int acc_rounds;
+} Avp;
+
+// Σ_{m=1..M} ϑ^{1−m}, summed explicitly (no 0/0 near ϑ = 1).
+static double geometric_sum(double vartheta, int m) {
+    double s = 0, term = 1;
+    for (int i = 0; i < m; i++) {
+        s += term;
+        term /= vartheta;
+    }
+    return s;
+}
+
+// Θ(m), m = 1, 2, ...: the noise variance of round m.
+static double avp_variance(const Avp *s, int m) {
+    if (s->refine_at == 0 || m <= s->refine_at)
+        return pow(s->vartheta, m - 1) * s->var1;
+    if (s->paper && s->vartheta < 1)
+        return s->var_refined * pow(s->vartheta, m - s->refine_at);
+    return s->var_refined;
+}
+
+// The seed's per-round and cumulative ε: √(2q ln(1/δ)·Σ Δs²/Θ).
+static double nominal_epsilon(const Avp *s, int from, int to) {
+    double b = 0;
+    for (int m = from; m <= to; m++)
+        b += s->sens * s->sens / avp_variance(s, m);
+    return sqrt(2 * s->q * log(1 / s->delta) * b);
+}
+
+static FpStatus avp_create_common(const cJSON *params, const char *path, const DefenseSetup *setup, int nbafl,
+                                  void **state, FpError *err) {
+    static const char *const avp_keys[] = {"name", "variant", "clip", "epsilon", "delta", "vartheta", "sensitivity",
+                                           "planned_rounds", "refine_at", NULL};
+    static const char *const nbafl_keys[] = {"name", "variant", "clip", "epsilon", "delta", "sensitivity",
+                                             "planned_rounds", "refine_at", NULL};
+    static const char *const variants[] = {"corrected", "paper", NULL};
+    char p[256];
+    FP_TRY(jv_keys(params, path, nbafl ? nbafl_keys : avp_keys, err));
+    int variant;
+    FP_TRY(jv_choice(params, path, "variant", variants, 0, &variant, err));
+    Avp s = {.paper = variant == 1, .nbafl = nbafl, .table = setup->params, .rounds = setup->rounds,
+             .min_samples = setup->min_client_samples};
+    FP_TRY(jv_number(params, path, "clip", JV_OPTIONAL, 5.0, 0, 1, INFINITY, 0, &s.clip, err));
+    FP_TRY(jv_number(params, path, "epsilon", JV_OPTIONAL, 10.0, 0, 1, INFINITY, 0, &s.epsilon, err));
+    FP_TRY(jv_number(params, path, "delta", JV_OPTIONAL, 1e-5, 0, 1, 1, 1, &s.delta, err));
+    s.vartheta = 1.0;
+    if (!nbafl)
+        FP_TRY(jv_number(params, path, "vartheta", JV_OPTIONAL, 1.05, 0, 1, 1e6, 0, &s.vartheta, err));
+    s.sens_given = cJSON_GetObjectItemCaseSensitive(params, "sensitivity") != NULL;
+    if (s.sens_given)
+        FP_TRY(jv_number(params, path, "sensitivity", JV_REQUIRED, 0, 0, 1, INFINITY, 0, &s.sens, err));
+    else if (setup->min_client_samples < 1)
+        return fp_fail(err, FP_EPARAM, "%s: the smallest client has no samples, so 2C/min|D_k| is undefined; give "
+                                       "the sensitivity", jv_path(p, sizeof p, path, "sensitivity"));
+    else
+        s.sens = 2 * s.clip / setup->min_client_samples;
+    long long v;
+    FP_TRY(jv_int(params, path, "planned_rounds", JV_OPTIONAL, setup->rounds, 1, 1000000, &v, err));
+    s.planned = (int)v;
+    FP_TRY(jv_int(params, path, "refine_at", JV_OPTIONAL, 0, 0, 1000000, &v, err));
+    s.refine_at = (int)v;
+    if (s.refine_at > 0 && (s.refine_at >= s.rounds || s.refine_at >= s.planned))
+        return fp_fail(err, FP_EPARAM, "%s: must be below federation.rounds (%d) and planned_rounds (%d), got %d",
+                       jv_path(p, sizeof p, path, "refine_at"), s.rounds, s.planned, s.refine_at);
+    // The accountant's rate, as for the client-level defenses (defenses/clip.c).
+    int n = setup->n_clients > 0 ? setup->n_clients : 1;
+    s.q = fmin(1.0, fmax(setup->sample_rate, fmax(1.0, (double)lround(setup->sample_rate * n)) / n));
+    double c2 = 2 * s.q * log(1 / s.delta);
+    s.s_m = geometric_sum(s.vartheta, s.planned);
+    s.var1 = (s.sens / s.epsilon) * (s.sens / s.epsilon) * c2 * s.s_m; // Theorem 1
+    if (s.refine_at > 0) {
+        int m0 = s.refine_at, mp = s.rounds;
+        if (s.paper) {
+            double w;
+            if (s.vartheta > 1)
+                w = geometric_sum(s.vartheta, m0) + mp - m0;
+            else if (s.vartheta == 1)
+                w = mp;
+            else
+                w = (pow(s.vartheta, 1 - m0) - s.vartheta + pow(s.vartheta, m0 - mp)) / (1 - s.vartheta);
+            s.var_refined = (s.sens / s.epsilon) * (s.sens / s.epsilon) * c2 * w;
+        } else {
+            double budget = s.epsilon * s.epsilon / c2, spent = 0;
+            for (int m = 1; m <= m0; m++)
+                spent += s.sens * s.sens / avp_variance(&s, m);
+            if (!(budget - spent > 0))
+                return fp_fail(err, FP_EPARAM, "%s: no budget left after round %d",
+                               jv_path(p, sizeof p, path, "refine_at"), m0);
+            s.var_refined = s.sens * s.sens * (mp - m0) / (budget - spent);
+        }
+    }
+    double orders[RDP_EXTENDED_ORDER_COUNT];
+    int no = rdp_extended_orders(orders);
+    FP_TRY(rdp_accountant_create(orders, no, &s.acc, err));
+    Avp *out = fp_calloc(1, sizeof *out, err);
+    if (!out) {
+        rdp_accountant_free(s.acc);
+        return FP_ENOMEM;
+    }
+    *out = s;
+    *state = out;
+    return FP_OK;
+}
+
+static FpStatus avp_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
+                           FpError *err) {
+    return avp_create_common(params, path, setup, 0, state, err);
+}
+
+static FpStatus nbafl_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
+                             FpError *err) {
+    return avp_create_common(params, path, setup, 1, state, err);
+}
+
+static void avp_destroy(void *state) {
+    Avp *s = state;
+    if (!s)
+        return;
+    rdp_accountant_free(s->acc);
+    free(s);
+}
+
+static UploadKind avp_upload_kind(const void *state) { return UPLOAD_WEIGHTS; }
+
+static FpStatus avp_perturb(void *state, float *upload, const DefenseRound *round, FpError *err) {
+    const Avp *s = state;
+    clip_to_norm(upload, s->table, s->clip);
+    clip_add_gaussian(upload, s->table, &round->rng, sqrt(avp_variance(s, round->round + 1)));
+    return FP_OK;
+}
+
+static void avp_end_round(void *state, int round, int n_participants) {
+    Avp *s = state;
+    if (s->acc_rounds != round)
+        return; // out of order: privacy() recomputes from scratch
+    if (rdp_accountant_add(s->acc, s->q, sqrt(avp_variance(s, round + 1)) / s->sens, 1, NULL) == FP_OK)
+        s->acc_rounds++;
+}
+
+// Sound ε after `rounds` rounds (subsampled RDP), from the ledger when it matches.
+static double sound_epsilon(const Avp *s, int rounds) {
+    if (rounds <= 0)
+        return 0;
+    double eps = INFINITY;
+    if (rounds == s->acc_rounds) {
+        if (rdp_accountant_epsilon(s->acc, s->delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
+            eps = INFINITY;
+        return eps;
+    }
+    double orders[RDP_EXTENDED_ORDER_COUNT];
+    int no = rdp_extended_orders(orders);
+    RdpAccountant *acc = NULL;
+    if (rdp_accountant_create(orders, no, &acc, NULL) == FP_OK) {
+        int ok = 1;
+        for (int m = 1; m <= rounds && ok; m++)
+            ok = rdp_accountant_add(acc, s->q, sqrt(avp_variance(s, m)) / s->sens, 1, NULL) == FP_OK;
+        if (!ok || rdp_accountant_epsilon(acc, s->delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
+            eps = INFINITY;
+    }
+    rdp_accountant_free(acc);
+    return eps;
+}
+
+static void avp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
+    const Avp *s = state;
+    int m = rounds_done > 0 ? rounds_done : 1;
+    *rec = (PrivacyRecord){
+        .unit = "record",
+        .epsilon_round_nominal = nominal_epsilon(s, m, m),
+        .epsilon_total_nominal = rounds_done > 0 ? nominal_epsilon(s, 1, rounds_done) : 0,
+        .nominal_notion = "(eps, delta)-DP by the seed's Theorem 1 rule eps^2 = 2q ln(1/delta) sum_m ds^2/Theta(m) "
+                          "(ds = 2C/min|D_k|; drops zCDP's additive rho, linear-in-q amplification)",
+        .epsilon_total_sound = sound_epsilon(s, rounds_done),
+        .delta = s->delta,
+        .sound_notion = "record-level (eps, delta)-DP given ds: RDP of the Poisson-subsampled Gaussian, round m "
+                        "with multiplier sqrt(Theta(m))/ds at rate q, Balle et al. 2020 conversion",
+        .sigma = sqrt(avp_variance(s, m)),
+    };
+}
+
+static void avp_describe(const void *state, cJSON *out) {
+    const Avp *s = state;
+    cJSON_AddStringToObject(out, "variant", s->paper ? "paper" : "corrected");
+    cJSON_AddNumberToObject(out, "clip", s->clip);
+    cJSON_AddNumberToObject(out, "epsilon", s->epsilon);
+    cJSON_AddNumberToObject(out, "delta", s->delta);
+    cJSON_AddNumberToObject(out, "vartheta", s->vartheta);
+    cJSON_AddNumberToObject(out, "sensitivity", s->sens);
+    cJSON_AddStringToObject(out, "sensitivity_rule", s->sens_given ? "given" : "2C/min|D_k|");
+    cJSON_AddNumberToObject(out, "min_client_samples", s->min_samples);
+    cJSON_AddNumberToObject(out, "sample_rate", s->q);
+    cJSON_AddNumberToObject(out, "planned_rounds", s->planned);
+    cJSON_AddNumberToObject(out, "S_M", s->s_m);
+    cJSON_AddNumberToObject(out, "sigma_initial", sqrt(s->var1));
+    cJSON_AddNumberToObject(out, "refine_at", s->refine_at);
+    if (s->refine_at > 0)
+        cJSON_AddNumberToObject(out, "sigma_refined", sqrt(s->var_refined));
+    double *ratio = malloc(sizeof(double) * (s->rounds > 0 ? s->rounds : 1));
+    cJSON *sched = cJSON_AddArrayToObject(out, "sigma_schedule");
+    double rho = 0;
+    for (int m = 1; m <= s->rounds; m++) {
+        double v = avp_variance(s, m);
+        cJSON_AddItemToArray(sched, cJSON_CreateNumber(sqrt(v)));
+        if (ratio)
+            ratio[m - 1] = sqrt(v) / s->sens;
+        rho += s->sens * s->sens / (2 * v);
+    }
+    cJSON_AddNumberToObject(out, "epsilon_nominal_after_all_rounds", nominal_epsilon(s, 1, s->rounds));
+    double e = sound_epsilon(s, s->rounds);
+    if (isfinite(e))
+        cJSON_AddNumberToObject(out, "epsilon_sound_after_all_rounds", e);
+    // Without amplification (an observer of the uploads who knows who took part):
+    // a composition of Gaussians is one Gaussian (exact), and zCDP (Bun & Steinke).
+    double ex;
+    if (ratio && gaussian_exact_epsilon(ratio, s->rounds, s->delta, &ex, NULL) == FP_OK && isfinite(ex))
+        cJSON_AddNumberToObject(out, "epsilon_upload_observer_exact", ex);
+    cJSON_AddNumberToObject(out, "zcdp_rho_upload_observer", rho);
+    cJSON_AddNumberToObject(out, "epsilon_upload_observer_zcdp", zcdp_to_epsilon(rho, s->delta));
+    free(ratio);
+}
+
+const DefenseOps defense_avp = {
+    .name = "avp",
+    .summary = "amplitude-varying Gaussian noise on clipped local weights, Theta(m) = vartheta^(m-1) sigma^2",
+    .variants = "corrected,paper",
+    .create = avp_create,
+    .destroy = avp_destroy,
+    .upload_kind = avp_upload_kind,
+    .client_perturb = avp_perturb,
+    .end_round = avp_end_round,
+    .privacy = avp_privacy,
+    .describe = avp_describe,
+};
+
+const DefenseOps defense_nbafl = {
+    .name = "nbafl",
+    .summary = "NbAFL: constant Gaussian noise on clipped local weights, the same budget as avp (vartheta = 1)",
+    .variants = "corrected,paper",
+    .create = nbafl_create,
+    .destroy = avp_destroy,
+    .upload_kind = avp_upload_kind,
+    .client_perturb = avp_perturb,
+    .end_round = avp_end_round,
+    .privacy = avp_privacy,
+    .describe = avp_describe,
+};

@@ -1,0 +1,367 @@
+// `dp-fedasgp`: significant-gradient protection (Zhang, Mao, He, Huang, Wu, IEEE Trans.
+// Computers 2024, "Balancing privacy and accuracy using significant gradient protection
+// in federated learning"; digest: shared spec dp-fedasgp-and-mias §1.3).
+//
+// Client (upload = the summed local gradient G = (w_global − w_local)/η, trainable
+// layers only, d coordinates):
+//   g' = G · min(1, C/‖G‖₂)                                  clipped once (Alg. 1 line 20)
+// variant "paper" (Alg. 1 with eq. 13's noise law and eq. 14's threshold):
+//   s = sort_ascending(g')  (or of |g'| with "significance": "abs")
+//   λ_t = min(s[⌈t·d/T⌉], s[⌈0.9·d⌉])                         eq. 14, 1-based, t = 1..T
+//   α ~ Lap(ΔS/ε1), β ~ Lap(ΔS/ε2), each drawn ONCE per upload   Alg. 1 line 21 (no q)
+//   g_j = g'_j + Lap(q·ΔS/ε3)  if g'_j + α ≥ λ_t + β           eq. 1 / eq. 13
+//   g_j = g'_j                 otherwise (sent exactly)
+//   ε = ε1 + ε2 + ε3, ε1 + ε2 = test_share·ε, ε1 : ε2 = q^{2/3} : 1 (Thm 2; Lyu et al. 2017)
+// This claims ε-DP per upload but has none (digest §1.5 items 2–4): λ_t is an exact
+// quantile of the private g', the test is an uncapped SVT with α drawn once, and every
+// coordinate below the threshold is released without noise. Its sound ε is INFINITY.
+//
+// variant "corrected" (default): the sparse vector technique as Lyu, Su, Li 2017
+// ("Understanding the sparse vector technique", Alg. 1, non-monotone queries) with a
+// public threshold and a cap, followed by Laplace on the selected values:
+//   scan the d coordinates in a public random order (RNG_DEFENSE_AUX);
+//   ρ ~ Lap(ΔS/ε2) once; for each coordinate ν_j ~ Lap(2c·ΔS/ε1) fresh;
+//   select j if |g'_j| + ν_j ≥ T + ρ; stop after c selections (c = ⌈fraction·d⌉);
+//   g_j = g'_j + Lap(√c·ΔS/ε3) on the selected, 0 elsewhere;
+//   ε1 : ε2 = (2c)^{2/3} : 1 (Lyu's optimum for non-monotone queries).
+// The query |g'_j| and every coordinate change by at most ΔS between neighbours whose
+// clipped updates differ by ΔS in L2, and any ≤ c selected coordinates by at most √c·ΔS
+// in L1, so each upload is (ε1 + ε2 + ε3)-DP for that neighbour relation; with the
+// default ΔS = 2C it holds for ANY change of the client's data (client-level local DP).
+// Rounds compose sequentially. T is public ("threshold", default C/√d, the RMS value
+// of a coordinate of a vector of norm C).
+//
+// Server: γ_i = ½(n_i/n + L_i/L) over the round's participants (eq. 16) and
+// g = Σ γ_i g_i (eq. 3); the engine then steps W ← W − η·g (eq. 20). L_i is the mean
+// cross-entropy of the client's trained local model on its own data (Alg. 1 line 19
+// leaves "ΔM(W)_e" undefined); like n_i it is sent in the clear, as in the paper. When
+// no loss is known (no model given, regression) γ_i = n_i/n.
+//
+// Params: {"name": "dp-fedasgp", "variant", "epsilon" (per upload, required), "clip"
+// (1), "sensitivity" ΔS (paper: = clip; corrected: 2·clip), "svt_q" (paper's q, 1),
+// "test_share" ((ε1+ε2)/ε, 0.1), "significance" ("signed" paper / "abs" corrected),
+// "max_selected_fraction" (corrected, 0.01), "threshold" (corrected, C/√d)}.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jsonv.h"
+#include "defenses/clip.h"
+#include "defenses/defense.h"
+#include "fl/fed.h"
+
+typedef struct DpFedAsgp {
+    int paper;
+    int abs_test;          // significance on |g'_j| (1) or on the signed g'_j (0)
+    double epsilon, clip, sensitivity, svt_q, test_share;
+    double eps1, eps2, eps3;                    // query (α / ν), threshold (β / ρ), values (N)
+    double query_scale, threshold_scale, noise_scale;
+    double threshold;      // corrected: the public T
+    size_t cap;            // corrected: c
+    double cap_fraction;
+    int rounds;
+    int n_clients;
+    const ParamTable *table;
+    size_t d;              // trainable coordinates
+    double *loss;          // per client id: L_i of its last upload (NaN when unknown)
+    int *n_samples;        // per client id: n_i
+    size_t *selected;      // per client id: coordinates noised in its last upload
+} DpFedAsgp;
+
+static FpStatus asgp_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
+                            FpError *err) {
+    static const char *const keys[] = {"name", "variant", "epsilon", "clip", "sensitivity", "svt_q", "test_share",
+                                       "significance", "max_selected_fraction", "threshold", NULL};
+    static const char *const variants[] = {"corrected", "paper", NULL};
+    static const char *const tests[] = {"signed", "abs", NULL};
+    char p[256];
+    FP_TRY(jv_keys(params, path, keys, err));
+    int variant;
+    FP_TRY(jv_choice(params, path, "variant", variants, 0, &variant, err));
+    DpFedAsgp s = {.paper = variant == 1, .rounds = setup->rounds, .n_clients = setup->n_clients,
+                   .table = setup->params, .d = setup->params->n_trainable};
+    FP_TRY(jv_number(params, path, "epsilon", JV_REQUIRED, 0, 0, 1, INFINITY, 0, &s.epsilon, err));
+    FP_TRY(jv_number(params, path, "clip", JV_OPTIONAL, 1.0, 0, 1, INFINITY, 0, &s.clip, err));
+    FP_TRY(jv_number(params, path, "sensitivity", JV_OPTIONAL, s.paper ? s.clip : 2 * s.clip, 0, 1, INFINITY, 0,
+                     &s.sensitivity, err));
+    FP_TRY(jv_number(params, path, "test_share", JV_OPTIONAL, 0.1, 0, 1, 1, 1, &s.test_share, err));
+    int sig;
+    FP_TRY(jv_choice(params, path, "significance", tests, s.paper ? 0 : 1, &sig, err));
+    s.abs_test = sig == 1;
+    if (s.paper) {
+        if (cJSON_GetObjectItemCaseSensitive(params, "max_selected_fraction") ||
+            cJSON_GetObjectItemCaseSensitive(params, "threshold"))
+            return fp_fail(err, FP_EPARAM, "%s: max_selected_fraction and threshold belong to the corrected variant "
+                                           "(the paper's threshold is eq. 14's quantile)", path);
+        FP_TRY(jv_number(params, path, "svt_q", JV_OPTIONAL, 1.0, 0, 1, INFINITY, 0, &s.svt_q, err));
+    } else {
+        if (cJSON_GetObjectItemCaseSensitive(params, "svt_q"))
+            return fp_fail(err, FP_EPARAM, "%s: the corrected variant's cap is max_selected_fraction",
+                           jv_path(p, sizeof p, path, "svt_q"));
+        if (!s.abs_test)
+            return fp_fail(err, FP_EPARAM, "%s: the corrected variant tests |g'| (a public threshold on the "
+                                           "magnitude)", jv_path(p, sizeof p, path, "significance"));
+        FP_TRY(jv_number(params, path, "max_selected_fraction", JV_OPTIONAL, 0.01, 0, 1, 1, 0, &s.cap_fraction, err));
+        double dflt = s.d > 0 ? s.clip / sqrt((double)s.d) : 0;
+        FP_TRY(jv_number(params, path, "threshold", JV_OPTIONAL, dflt, 0, 0, INFINITY, 0, &s.threshold, err));
+        s.cap = (size_t)ceil(s.cap_fraction * (double)s.d - 1e-9);
+        if (s.cap < 1)
+            s.cap = 1;
+        s.svt_q = 2.0 * (double)s.cap; // Lyu's non-monotone split: ε1 : ε2 = (2c)^{2/3} : 1
+    }
+    double r = pow(s.svt_q, 2.0 / 3.0), test = s.test_share * s.epsilon;
+    s.eps1 = test * r / (1 + r);
+    s.eps2 = test / (1 + r);
+    s.eps3 = s.epsilon - test;
+    if (s.paper) {
+        s.query_scale = s.sensitivity / s.eps1;                  // α (Alg. 1: no q)
+        s.threshold_scale = s.sensitivity / s.eps2;              // β
+        s.noise_scale = s.svt_q * s.sensitivity / s.eps3;        // N (eq. 13)
+    } else {
+        s.query_scale = 2.0 * (double)s.cap * s.sensitivity / s.eps1;
+        s.threshold_scale = s.sensitivity / s.eps2;
+        s.noise_scale = sqrt((double)s.cap) * s.sensitivity / s.eps3;
+    }
+    DpFedAsgp *out = fp_calloc(1, sizeof *out, err);
+    if (!out)
+        return FP_ENOMEM;
+    *out = s;
+    size_t nc = setup->n_clients > 0 ? (size_t)setup->n_clients : 1;
+    out->loss = malloc(sizeof(double) * nc);
+    out->n_samples = calloc(nc, sizeof(int));
+    out->selected = calloc(nc, sizeof(size_t));
+    if (!out->loss || !out->n_samples || !out->selected) {
+        free(out->loss);
+        free(out->n_samples);
+        free(out->selected);
+        free(out);
+        return fp_fail(err, FP_ENOMEM, "out of memory for dp-fedasgp's per-client state (%zu clients)", nc);
+    }
+    for (size_t i = 0; i < nc; i++)
+        out->loss[i] = NAN;
+    *state = out;
+    return FP_OK;
+}
+
+static void asgp_destroy(void *state) {
+    DpFedAsgp *s = state;
+    if (!s)
+        return;
+    free(s->loss);
+    free(s->n_samples);
+    free(s->selected);
+    free(s);
+}
+
+static UploadKind asgp_upload_kind(const void *state) { return UPLOAD_GRADIENT; }
+
+// Mean cross-entropy of the client's local model on its own samples (NaN when unknown).
+static double local_loss(const DefenseRound *round) {
+    if (!round->model || !round->local_data || !round->local_idx || round->n_local <= 0 ||
+        round->local_data->n_classes <= 0)
+        return NAN;
+    int nc = round->local_data->n_classes;
+    float *probs = malloc(sizeof(float) * (size_t)round->n_local * nc);
+    if (!probs)
+        return NAN;
+    double sum = NAN;
+    // model_predict only reads the model's parameters (it builds its own tape).
+    if (model_predict((Model *)round->model, round->local_data, round->local_idx, round->n_local, probs, NULL) ==
+        FP_OK) {
+        sum = 0;
+        for (int i = 0; i < round->n_local; i++) {
+            double py = probs[(size_t)i * nc + round->local_data->y[round->local_idx[i]]];
+            sum += -log(py > 1e-30 ? py : 1e-30);
+        }
+        sum /= round->n_local;
+    }
+    free(probs);
+    return sum;
+}
+
+static FpStatus perturb_paper(const DpFedAsgp *s, float *upload, const uint32_t *idx, float *buf,
+                              const DefenseRound *round, size_t *selected) {
+    size_t d = s->d;
+    for (size_t j = 0; j < d; j++) {
+        float v = upload[idx[j]];
+        buf[j] = s->abs_test ? fabsf(v) : v;
+    }
+    // eq. 14: rank r_t = min(⌈t·d/T⌉, ⌈0.9·d⌉), 1-based, t = 1..T.
+    double t = round->round + 1;
+    double r1 = ceil(t * (double)d / (double)s->rounds), r2 = ceil(0.9 * (double)d);
+    double r = fmin(r1, r2);
+    if (r < 1)
+        r = 1;
+    float lambda = clip_select_kth(buf, d, (size_t)r - 1);
+    RngStream aux = round->aux_rng;
+    double alpha = s->query_scale * rng_next_laplace(&aux);
+    double beta = s->threshold_scale * rng_next_laplace(&aux);
+    size_t n = 0;
+    for (size_t j = 0; j < d; j++) {
+        uint32_t i = idx[j];
+        double x = s->abs_test ? fabs(upload[i]) : upload[i];
+        if (x + alpha >= lambda + beta) {
+            upload[i] = (float)(upload[i] + s->noise_scale * rng_laplace_at(&round->rng, i));
+            n++;
+        }
+    }
+    *selected = n;
+    return FP_OK;
+}
+
+static FpStatus perturb_corrected(const DpFedAsgp *s, float *upload, const uint32_t *idx, uint32_t *order,
+                                  unsigned char *keep, const DefenseRound *round, size_t *selected) {
+    size_t d = s->d, np = s->table->n_params;
+    // A public scan order: independent of the data, so it costs no privacy.
+    RngStream aux = round->aux_rng;
+    for (size_t j = 0; j < d; j++)
+        order[j] = (uint32_t)j;
+    rng_shuffle_u32(&aux, order, (uint32_t)d);
+    double rho = s->threshold_scale * rng_next_laplace(&aux);
+    memset(keep, 0, d);
+    size_t n = 0;
+    for (size_t k = 0; k < d && n < s->cap; k++) {
+        uint32_t j = order[k], i = idx[j];
+        // ν_j: the RNG_DEFENSE stream past the parameter indices (N_j uses index i).
+        double nu = s->query_scale * rng_laplace_at(&round->rng, (uint64_t)np + i);
+        if (fabs(upload[i]) + nu >= s->threshold + rho) {
+            keep[j] = 1;
+            n++;
+        }
+    }
+    for (size_t j = 0; j < d; j++) {
+        uint32_t i = idx[j];
+        upload[i] = keep[j] ? (float)(upload[i] + s->noise_scale * rng_laplace_at(&round->rng, i)) : 0.0f;
+    }
+    *selected = n;
+    return FP_OK;
+}
+
+static FpStatus asgp_perturb(void *state, float *upload, const DefenseRound *round, FpError *err) {
+    DpFedAsgp *s = state;
+    size_t d = s->d;
+    if (d == 0)
+        return FP_OK;
+    clip_to_norm(upload, s->table, s->clip);
+    uint32_t *idx = malloc(sizeof(uint32_t) * d);
+    float *buf = malloc(sizeof(float) * d);
+    uint32_t *order = s->paper ? NULL : malloc(sizeof(uint32_t) * d);
+    unsigned char *keep = s->paper ? NULL : malloc(d);
+    FpStatus st = FP_OK;
+    size_t selected = 0;
+    if (!idx || !buf || (!s->paper && (!order || !keep)))
+        st = fp_fail(err, FP_ENOMEM, "out of memory in dp-fedasgp (%zu coordinates)", d);
+    else {
+        clip_trainable_index(s->table, idx);
+        st = s->paper ? perturb_paper(s, upload, idx, buf, round, &selected)
+                      : perturb_corrected(s, upload, idx, order, keep, round, &selected);
+    }
+    free(idx);
+    free(buf);
+    free(order);
+    free(keep);
+    if (st == FP_OK && round->client >= 0 && round->client < s->n_clients) {
+        // Each client id is written by the one thread that handles it this round.
+        s->loss[round->client] = local_loss(round);
+        s->n_samples[round->client] = round->n_local_samples;
+        s->selected[round->client] = selected;
+    }
+    return st;
+}
+
+static FpStatus asgp_aggregate(void *state, int round, const float *const *uploads, const double *weights,
+                               const int *clients, int k, float *out, FpError *err) {
+    DpFedAsgp *s = state;
+    double *gamma = malloc(sizeof(double) * (k > 0 ? k : 1));
+    if (!gamma)
+        return fp_fail(err, FP_ENOMEM, "out of memory aggregating");
+    double n = 0, L = 0;
+    int losses_known = 1;
+    for (int c = 0; c < k; c++) {
+        int id = clients[c];
+        int ok = id >= 0 && id < s->n_clients;
+        n += ok ? s->n_samples[id] : 0;
+        double li = ok ? s->loss[id] : NAN;
+        if (!isfinite(li) || li < 0)
+            losses_known = 0;
+        else
+            L += li;
+    }
+    for (int c = 0; c < k; c++) {
+        int id = clients[c];
+        double share = n > 0 ? s->n_samples[id] / n : weights[c];
+        // eq. 16: γ_i = ½(n_i/n + L_i/L); sums to 1 over the participants.
+        gamma[c] = losses_known && L > 0 ? 0.5 * (share + s->loss[id] / L) : share;
+    }
+    size_t np = s->table->n_params;
+    for (size_t i = 0; i < np; i++) {
+        double acc = 0;
+        for (int c = 0; c < k; c++)
+            acc += gamma[c] * uploads[c][i];
+        out[i] = (float)acc;
+    }
+    free(gamma);
+    return FP_OK;
+}
+
+static void asgp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
+    const DpFedAsgp *s = state;
+    *rec = (PrivacyRecord){
+        .unit = "client upload",
+        .epsilon_round_nominal = s->epsilon,
+        .epsilon_total_nominal = s->epsilon * rounds_done,
+        .nominal_notion = "eps-DP per upload (paper Thm 2: eps1 + eps2 + eps3, Laplace, sensitivity dS), "
+                          "sequential composition over rounds (the paper composes none)",
+        .delta = 0,
+        .sigma = s->noise_scale,
+    };
+    if (s->paper) {
+        rec->epsilon_total_sound = INFINITY;
+        rec->sound_notion = "no guarantee: lambda_t is an exact quantile of the private gradient, the SVT is "
+                            "uncapped with alpha drawn once, and coordinates below the threshold are sent exactly";
+    } else {
+        rec->epsilon_total_sound = s->epsilon * rounds_done;
+        rec->sound_notion = "pure eps-DP per client upload (capped SVT, Lyu et al. 2017 Alg. 1, public threshold; "
+                            "Laplace on at most c coordinates, zeros elsewhere) for clipped updates within dS in L2 "
+                            "(dS = 2C: any change of the client's data); sequential composition over rounds";
+    }
+}
+
+static void asgp_describe(const void *state, cJSON *out) {
+    const DpFedAsgp *s = state;
+    cJSON_AddStringToObject(out, "variant", s->paper ? "paper" : "corrected");
+    cJSON_AddStringToObject(out, "guarantee",
+                            s->paper ? "none (nominal only): exact quantile threshold, uncapped SVT, exact "
+                                       "non-significant coordinates"
+                                     : "capped SVT with a public threshold and fresh query noise, Laplace on the "
+                                       "selected coordinates, zeros elsewhere: eps-DP per upload");
+    cJSON_AddNumberToObject(out, "epsilon", s->epsilon);
+    cJSON_AddNumberToObject(out, "epsilon1_query", s->eps1);
+    cJSON_AddNumberToObject(out, "epsilon2_threshold", s->eps2);
+    cJSON_AddNumberToObject(out, "epsilon3_values", s->eps3);
+    cJSON_AddNumberToObject(out, "clip", s->clip);
+    cJSON_AddNumberToObject(out, "sensitivity", s->sensitivity);
+    cJSON_AddNumberToObject(out, "svt_q", s->svt_q);
+    cJSON_AddStringToObject(out, "significance", s->abs_test ? "abs" : "signed");
+    cJSON_AddNumberToObject(out, "query_noise_scale", s->query_scale);
+    cJSON_AddNumberToObject(out, "threshold_noise_scale", s->threshold_scale);
+    cJSON_AddNumberToObject(out, "laplace_scale", s->noise_scale);
+    if (!s->paper) {
+        cJSON_AddNumberToObject(out, "threshold", s->threshold);
+        cJSON_AddNumberToObject(out, "max_selected", (double)s->cap);
+    }
+    cJSON_AddStringToObject(out, "aggregation", "gamma_i = (n_i/n + L_i/L)/2, L_i = local model's mean loss on its data");
+}
+
+const DefenseOps defense_dp_fedasgp = {
+    .name = "dp-fedasgp",
+    .summary = "DP-FedASGP: clip the summed gradient, SVT significance test, Laplace on significant coordinates",
+    .variants = "corrected,paper",
+    .create = asgp_create,
+    .destroy = asgp_destroy,
+    .upload_kind = asgp_upload_kind,
+    .client_perturb = asgp_perturb,
+    .server_aggregate = asgp_aggregate,
+    .privacy = asgp_privacy,
+    .describe = asgp_describe,
+};
