@@ -96,13 +96,15 @@ static FpStatus read_body(PngReader *r, const char *path, int *c, int *h, int *w
 
     // Interleaved samples → CHW planes; alpha (the last sample when channels is 2 or 4)
     // is dropped. 16-bit samples are big-endian in the PNG byte order.
-    const float scale = bits == 16 ? 1.0f / 65535.0f : 1.0f / 255.0f;
+    // Divided (not multiplied by a rounded reciprocal) so that v / 255 is the nearest
+    // float to the exact value, as a caller computing (float)v / 255 gets.
+    const float maxval = bits == 16 ? 65535.0f : 255.0f;
     for (png_uint_32 y = 0; y < height; y++)
         for (png_uint_32 x = 0; x < width; x++)
             for (int k = 0; k < out_c; k++) {
                 const unsigned char *s = r->rows[y] + ((size_t)x * channels + k) * (bits / 8);
                 unsigned v = bits == 16 ? (unsigned)s[0] << 8 | s[1] : s[0];
-                r->img[(size_t)k * plane + (size_t)y * width + x] = (float)v * scale;
+                r->img[(size_t)k * plane + (size_t)y * width + x] = (float)v / maxval;
             }
     *c = out_c;
     *h = (int)height;
