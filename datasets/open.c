@@ -2,6 +2,7 @@
 // path) finds the files for a split, loads them with the format's loader, and names
 // the result "<name>/<split>". The table below is what `fedpriv list` prints.
 #include "datasets/dataset.h"
+#include "datasets/power_load.h" // "power-load" (datasets/power_load.c)
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,10 +30,14 @@ static const struct {
     {"csv", open_csv,
      "a CSV file with a header; column \"label\" = classes or \"target\" = regression; "
      "\"{split}\" in the path picks a file per split, else 1/6 held out"},
+    // -- power-load (datasets/power_load.c) --
+    {"power-load", power_load_open,
+     "hourly load of 20 zones, windows of 24 h x 7 features -> next hour (synthetic GEFCom2012 stand-in; "
+     "path = a CSV hour,weekday,holiday,temperature,<zone loads...>); partition \"natural\": one zone per client"},
 };
 #define N_NAMED ((int)(sizeof named / sizeof named[0]))
 
-static const char *const names_list[] = {"fashion-mnist", "mnist", "cifar10", "csv", NULL};
+static const char *const names_list[] = {"fashion-mnist", "mnist", "cifar10", "csv", "power-load", NULL};
 _Static_assert(sizeof names_list / sizeof names_list[0] == sizeof named / sizeof named[0] + 1,
                "names_list must list every entry of named[]");
 
@@ -187,6 +192,6 @@ FpStatus dataset_open(const char *name, const char *split, const char *path, Dat
     for (int i = 0; name && i < N_NAMED; i++)
         if (strcmp(named[i].name, name) == 0)
             return named[i].open(split, path && path[0] ? path : NULL, out, err);
-    return fp_fail(err, FP_EPARAM, "unknown dataset \"%s\" (one of: fashion-mnist, mnist, cifar10, csv)",
+    return fp_fail(err, FP_EPARAM, "unknown dataset \"%s\" (one of: fashion-mnist, mnist, cifar10, csv, power-load)",
                    name ? name : "(null)");
 }

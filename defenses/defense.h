@@ -43,6 +43,15 @@ typedef struct DefenseSetup {
     double lr;
     int min_client_samples;  // smallest local dataset (for sensitivities like 2C/|D_k|)
     int max_client_samples;
+    // The server's side, for defenses that replace aggregation with a data-driven merge
+    // (layerwise's Shapley merge). All borrowed, valid for the federation's lifetime:
+    // the model architecture (read only; clone it), the training set, and the indices of
+    // its samples that no client trains on (a held-out server evaluation set: e.g. the
+    // 5% the natural power-load split keeps back). n_server = 0 when there are none.
+    const struct Model *model;
+    const struct Dataset *server_data;
+    const uint32_t *server_idx;
+    int n_server;
 } DefenseSetup;
 
 // What a defense knows when it perturbs one client's upload in one round.
