@@ -347,7 +347,7 @@ static FpStatus write_png(const char *dir, const char *rel, const float *img, in
 
 // -- the attack -------------------------------------------------------------------------------
 typedef struct RunTotals {
-    double ssim_sum, psnr_sum, mse_sum, seconds;
+    double ssim_sum, psnr_sum, mse_sum, seconds, cpu_seconds;
     int n, labels_ok, ssim_95;
     long evals;
 } RunTotals;
@@ -476,6 +476,7 @@ static FpStatus run_batch(const AttackEnv *env, const DlgOptions *o, Observer *o
     }
     tot->evals += res.evaluations;
     tot->seconds += res.seconds;
+    tot->cpu_seconds += res.cpu_seconds;
     if (!env->quiet && st == FP_OK) {
         fprintf(stderr, "%s: batch %d/%d (image %d%s): SSIM %.4f, matching loss %.3g, %ld evaluations, %.1f s\n",
                 o->idlg ? "idlg" : "dlg", bi + 1, o->n_images / B, (int)idx[0], B > 1 ? ", ..." : "",
@@ -569,6 +570,8 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
         cJSON_AddNumberToObject(result, "closure_evaluations", (double)tot.evals);
         cJSON_AddNumberToObject(result, "optimisation_seconds", tot.seconds);
         cJSON_AddNumberToObject(result, "ms_per_evaluation", tot.evals ? 1e3 * tot.seconds / tot.evals : 0.0);
+        cJSON_AddNumberToObject(result, "optimisation_cpu_seconds", tot.cpu_seconds);
+        cJSON_AddNumberToObject(result, "cpu_ms_per_evaluation", tot.evals ? 1e3 * tot.cpu_seconds / tot.evals : 0.0);
     }
     free(grid);
     observer_free(&ob);

@@ -71,11 +71,17 @@ void lbfgs_free(Lbfgs *o) {
 long lbfgs_func_evals(const Lbfgs *o) { return o->func_evals; }
 long lbfgs_iterations(const Lbfgs *o) { return o->n_iter; }
 
+// Σ a_i b_i in double, in 8 interleaved partial sums (a fixed order, so results are
+// reproducible, and one the compiler can keep in vector registers).
 static double dot(size_t n, const float *a, const float *b) {
-    double s = 0;
-    for (size_t i = 0; i < n; i++)
-        s += (double)a[i] * b[i];
-    return s;
+    double s[8] = {0};
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int k = 0; k < 8; k++)
+            s[k] += (double)a[i + k] * b[i + k];
+    for (; i < n; i++)
+        s[0] += (double)a[i] * b[i];
+    return ((s[0] + s[4]) + (s[1] + s[5])) + ((s[2] + s[6]) + (s[3] + s[7]));
 }
 
 static double abs_max(size_t n, const float *a) {

@@ -1,15 +1,14 @@
-// Membership-inference metrics (declared in attacks/target.h): the ROC of a score on a
-// balanced eval set, AUC, TPR at low FPR (the last ROC point with FPR <= t), the best
-// threshold, the confusion metrics of an attack's own decisions, and ROC points thinned
-// for the report.
+// Membership-inference metrics (declared in attacks/target.h) on top of eval/roc.h: the
+// ROC of a score on a balanced eval set, AUC, TPR at low FPR (the last ROC point with
+// FPR <= t), the best threshold, the confusion metrics of an attack's own decisions
+// (which need not be a threshold on the reported score), and ROC points thinned for
+// the report.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attacks/target.h"
-
-// ---------------------------------------------------------------------------------
-// Metrics
+#include "eval/roc.h"
 
 cJSON *mia_decision_json(const unsigned char *dec, const int32_t *labels, int n) {
     double tp = 0, fp = 0, tn = 0, fn = 0;
@@ -34,127 +33,51 @@ cJSON *mia_decision_json(const unsigned char *dec, const int32_t *labels, int n)
     return o;
 }
 
-typedef struct {
-    double s;
-    int32_t y;
-} ScoredLabel;
-
-static int by_score_desc(const void *a, const void *b) {
-    double x = ((const ScoredLabel *)a)->s, y = ((const ScoredLabel *)b)->s;
-    return x > y ? -1 : x < y ? 1 : 0;
-}
-
 double mia_best_threshold(const double *scores, const int32_t *labels, int n, double *best_accuracy) {
-    ScoredLabel *v = malloc(sizeof *v * (size_t)(n > 0 ? n : 1));
-    double P = 0, N = 0;
-    for (int i = 0; i < n; i++) {
-        P += labels[i] != 0;
-        N += labels[i] == 0;
-    }
-    if (!v || n == 0 || P == 0 || N == 0) {
-        free(v);
+    Roc roc;
+    if (roc_compute(scores, labels, n, &roc, NULL) != FP_OK) { // no members or no non-members
         *best_accuracy = 0.5;
         return INFINITY;
     }
-    for (int i = 0; i < n; i++)
-        v[i] = (ScoredLabel){scores[i], labels[i] != 0};
-    qsort(v, (size_t)n, sizeof *v, by_score_desc);
-    // Nothing predicted a member: accuracy ½, threshold above every score.
-    double best = 0.5, tau = INFINITY, tp = 0, fp = 0;
-    for (int i = 0; i < n;) {
-        int j = i;
-        for (; j < n && v[j].s == v[i].s; j++) // a tie group is taken whole
-            v[j].y ? tp++ : fp++;
-        double acc = 0.5 * (tp / P + 1 - fp / N);
-        if (acc > best) {
-            best = acc;
-            tau = j < n ? 0.5 * (v[i].s + v[j].s) : v[i].s;
-            if (!isfinite(tau)) // halfway to −inf
-                tau = v[i].s;
+    double t;
+    *best_accuracy = roc_best_balanced_accuracy(&roc, &t);
+    // Halfway between the chosen score and the next lower one: the same rule on the
+    // shadow data, and on new data it splits the gap evenly instead of at its edge.
+    for (int i = 0; i + 1 < roc.n_points; i++)
+        if (roc.thresholds[i] == t && isfinite(t) && isfinite(roc.thresholds[i + 1])) {
+            t = 0.5 * (t + roc.thresholds[i + 1]);
+            break;
         }
-        i = j;
-    }
-    free(v);
-    *best_accuracy = best;
-    return tau;
-}
-
-// ROC points of "member iff score >= t" for every distinct score t, descending, after
-// (0, 0): fpr/tpr get up to n + 1 values; returns their count.
-static int roc_points(const double *scores, const int32_t *labels, int n, double *fpr, double *tpr) {
-    ScoredLabel *v = malloc(sizeof *v * (size_t)n);
-    if (!v)
-        return -1;
-    double P = 0, N = 0;
-    for (int i = 0; i < n; i++) {
-        v[i] = (ScoredLabel){scores[i], labels[i] != 0};
-        P += v[i].y;
-    }
-    N = n - P;
-    qsort(v, (size_t)n, sizeof *v, by_score_desc);
-    int k = 0;
-    double tp = 0, fp = 0;
-    fpr[k] = tpr[k] = 0;
-    k++;
-    for (int i = 0; i < n;) {
-        int j = i;
-        for (; j < n && v[j].s == v[i].s; j++)
-            v[j].y ? tp++ : fp++;
-        fpr[k] = fp / N;
-        tpr[k] = tp / P;
-        k++;
-        i = j;
-    }
-    free(v);
-    return k;
-}
-
-// The last point with FPR <= t (TPR is non-decreasing along the curve, so this is the
-// largest TPR with FPR <= t).
-static double tpr_at(const double *fpr, const double *tpr, int k, double t) {
-    double best = 0;
-    for (int i = 0; i < k && fpr[i] <= t; i++)
-        best = tpr[i];
-    return best;
+    roc_free(&roc);
+    return t;
 }
 
 #define MIA_ROC_MAX_POINTS 200
 
 FpStatus mia_report(cJSON *result, const double *scores, const int32_t *labels, int n, const unsigned char *decisions,
                     double decision_threshold, const char *rule, FpError *err) {
-    int P = 0;
-    for (int i = 0; i < n; i++) {
-        if (!isfinite(scores[i]) && !isinf(scores[i]))
-            return fp_fail(err, FP_EDIVERGED, "membership inference: a score is NaN");
-        P += labels[i] != 0;
-    }
-    if (P == 0 || P == n)
-        return fp_fail(err, FP_EPARAM, "membership inference: the eval set needs members and non-members");
-    double *fpr = malloc(sizeof(double) * ((size_t)n + 1)), *tpr = malloc(sizeof(double) * ((size_t)n + 1));
+    for (int i = 0; i < n; i++) // a NaN score is a failed model, not bad input
+        if (isnan(scores[i]))
+            return fp_fail(err, FP_EDIVERGED, "membership inference: score %d is NaN (the model diverged)", i);
+    Roc roc;
+    FpStatus st = roc_compute(scores, labels, n, &roc, err);
+    if (st != FP_OK)
+        return st;
     unsigned char *dec = malloc((size_t)n);
-    int k = fpr && tpr && dec ? roc_points(scores, labels, n, fpr, tpr) : -1;
-    if (k < 0) {
-        free(fpr);
-        free(tpr);
-        free(dec);
+    if (!dec) {
+        roc_free(&roc);
         return fp_fail(err, FP_ENOMEM, "out of memory for the ROC");
     }
-    double auc = 0, best_bacc = 0.5, best_adv = 0;
-    for (int i = 1; i < k; i++) {
-        auc += (fpr[i] - fpr[i - 1]) * 0.5 * (tpr[i] + tpr[i - 1]);
-        if (0.5 * (tpr[i] + 1 - fpr[i]) > best_bacc)
-            best_bacc = 0.5 * (tpr[i] + 1 - fpr[i]);
-        if (tpr[i] - fpr[i] > best_adv)
-            best_adv = tpr[i] - fpr[i];
-    }
-    cJSON_AddNumberToObject(result, "auc", auc);
+    int k = roc.n_points, P = roc.n_pos;
+    const double *fpr = roc.fpr, *tpr = roc.tpr;
+    cJSON_AddNumberToObject(result, "auc", roc.auc);
     cJSON *tf = cJSON_AddObjectToObject(result, "tpr_at_fpr");
-    cJSON_AddNumberToObject(tf, "0.01", tpr_at(fpr, tpr, k, 0.01));
-    cJSON_AddNumberToObject(tf, "0.001", tpr_at(fpr, tpr, k, 0.001));
+    cJSON_AddNumberToObject(tf, "0.01", roc_tpr_at_fpr(&roc, 0.01));
+    cJSON_AddNumberToObject(tf, "0.001", roc_tpr_at_fpr(&roc, 0.001));
     cJSON_AddStringToObject(result, "tpr_at_fpr_rule", "TPR of the last ROC point with FPR <= t (points by decreasing "
                                                        "threshold, member iff score >= threshold)");
-    cJSON_AddNumberToObject(result, "best_balanced_accuracy", best_bacc);
-    cJSON_AddNumberToObject(result, "best_advantage", best_adv);
+    cJSON_AddNumberToObject(result, "best_balanced_accuracy", roc_best_balanced_accuracy(&roc, NULL));
+    cJSON_AddNumberToObject(result, "best_advantage", roc_advantage(&roc, NULL));
     for (int i = 0; i < n; i++)
         dec[i] = decisions ? decisions[i] : scores[i] >= decision_threshold;
     cJSON *d = mia_decision_json(dec, labels, n);
@@ -170,12 +93,11 @@ FpStatus mia_report(cJSON *result, const double *scores, const int32_t *labels, 
     // ROC points for plotting: all when few, else the ends plus, for a log-spaced grid g
     // (the low-FPR region, from the smallest non-zero FPR, 1/non-members, to 1) and a
     // linear grid, the last point with FPR <= g.
-    cJSON *roc = cJSON_AddObjectToObject(result, "roc");
-    cJSON *af = cJSON_AddArrayToObject(roc, "fpr"), *at = cJSON_AddArrayToObject(roc, "tpr");
+    cJSON *rj = cJSON_AddObjectToObject(result, "roc");
+    cJSON *af = cJSON_AddArrayToObject(rj, "fpr"), *at = cJSON_AddArrayToObject(rj, "tpr");
     unsigned char *keep = calloc((size_t)k, 1);
     if (!keep) {
-        free(fpr);
-        free(tpr);
+        roc_free(&roc);
         free(dec);
         return fp_fail(err, FP_ENOMEM, "out of memory for the ROC");
     }
@@ -204,10 +126,9 @@ FpStatus mia_report(cJSON *result, const double *scores, const int32_t *labels, 
             cJSON_AddItemToArray(at, cJSON_CreateNumber(tpr[i]));
         }
     free(keep);
-    cJSON_AddNumberToObject(roc, "points_total", k);
-    cJSON_AddBoolToObject(roc, "thinned", k > MIA_ROC_MAX_POINTS);
-    free(fpr);
-    free(tpr);
+    cJSON_AddNumberToObject(rj, "points_total", k);
+    cJSON_AddBoolToObject(rj, "thinned", k > MIA_ROC_MAX_POINTS);
+    roc_free(&roc);
     free(dec);
     return FP_OK;
 }
