@@ -114,5 +114,10 @@ static inline void expect_close(const char *what, const float *ref, const float 
 #define EXACT(what, ref, got, n) expect_close(what, ref, got, n, 0.0, 0.0)
 #define IEEE_RTOL 2.5e-7
 #define TRANSC_RTOL 2e-6
+// Multiply-then-add ops (affine, axpy, SGD) are bit-exact as long as neither side fuses
+// them into an FMA (the kernels use __fmul_rn/__fadd_rn; GCC in ISO C mode does not fuse).
+// Should a host compiler fuse anyway, a result moves by an ulp of the product (inputs are
+// O(1)), which can be large relative to a cancelled sum: hence a small absolute allowance.
+#define MULADD_ATOL 1e-6
 
 #endif

@@ -14,8 +14,10 @@
 // and the first candidate that
 //   - has status CUDNN_STATUS_SUCCESS,
 //   - is CUDNN_DETERMINISTIC (no atomics: the same inputs give the same bits),
-//   - uses CUDNN_FMA_MATH (plain FP32; the descriptor is set to FMA math so no TF32
-//     tensor-core rounding is allowed — CUDNN_DEFAULT_MATH would allow TF32 on A100+),
+//   - was ranked for CUDNN_FMA_MATH (plain FP32), or failing any such, for
+//     CUDNN_DEFAULT_MATH; either way it runs with the descriptor's math type, which is
+//     always CUDNN_FMA_MATH, so no TF32 tensor-core rounding is ever allowed
+//     (CUDNN_DEFAULT_MATH would allow TF32 on A100 and later),
 //   - needs at most CONV_WS_LIMIT bytes of workspace and that workspace can be allocated.
 // If none qualifies, or the chosen algorithm fails when run (an engine that rejects an
 // alignment, say), the plan walks a fixed list of deterministic algorithms, led by the
@@ -124,16 +126,23 @@ static int ws_size(CudaCtx *c, const ConvPlan *p, int dir, int algo, size_t *byt
     return s == CUDNN_STATUS_SUCCESS ? 0 : -1;
 }
 
-static int acceptable(CudaCtx *c, ConvPlan *p, int dir, int algo, cudnnStatus_t status, cudnnDeterminism_t det,
-                      cudnnMathType_t math) {
+// One heuristic candidate, whatever the direction.
+typedef struct Candidate {
+    int algo;
+    cudnnStatus_t status;
+    cudnnDeterminism_t determinism;
+    cudnnMathType_t math;
+} Candidate;
+
+static int acceptable(CudaCtx *c, ConvPlan *p, int dir, const Candidate *k, cudnnMathType_t math) {
     size_t bytes = 0;
-    if (status != CUDNN_STATUS_SUCCESS || det != CUDNN_DETERMINISTIC || math != CUDNN_FMA_MATH)
+    if (k->status != CUDNN_STATUS_SUCCESS || k->determinism != CUDNN_DETERMINISTIC || k->math != math)
         return 0;
-    if (ws_size(c, p, dir, algo, &bytes) != 0 || bytes > CONV_WS_LIMIT)
+    if (ws_size(c, p, dir, k->algo, &bytes) != 0 || bytes > CONV_WS_LIMIT)
         return 0;
     if (bytes && !cuda_workspace(c, bytes))
         return 0;
-    p->algo[dir] = algo;
+    p->algo[dir] = k->algo;
     p->ws[dir] = bytes;
     return 1;
 }
@@ -166,36 +175,53 @@ static int use_fallback(CudaCtx *c, ConvPlan *p, int dir) {
     return 0;
 }
 
+#define COPY_CANDIDATES(perf, got, out)                                                                    \
+    for (int i_ = 0; i_ < (got) && i_ < CONV_MAX_ALGOS; i_++)                                             \
+    (out)[i_] = (Candidate){(int)(perf)[i_].algo, (perf)[i_].status, (perf)[i_].determinism, (perf)[i_].mathType}
+
 static void choose(CudaCtx *c, ConvPlan *p, int dir) {
-    int max = 0, got = 0, ok = 0;
+    Candidate cand[CONV_MAX_ALGOS];
+    int max = 0, got = 0;
     if (dir == DIR_FWD) {
         cudnnConvolutionFwdAlgoPerf_t perf[CONV_MAX_ALGOS];
-        if (cudnnGetConvolutionForwardAlgorithmMaxCount(c->dnn, &max) == CUDNN_STATUS_SUCCESS &&
+        if (cudnnGetConvolutionForwardAlgorithmMaxCount(c->dnn, &max) != CUDNN_STATUS_SUCCESS ||
             cudnnGetConvolutionForwardAlgorithm_v7(c->dnn, p->x, p->w, p->conv, p->y,
                                                    max < CONV_MAX_ALGOS ? max : CONV_MAX_ALGOS, &got,
-                                                   perf) == CUDNN_STATUS_SUCCESS)
-            for (int i = 0; i < got && !ok; i++)
-                ok = acceptable(c, p, dir, perf[i].algo, perf[i].status, perf[i].determinism, perf[i].mathType);
+                                                   perf) != CUDNN_STATUS_SUCCESS)
+            got = 0;
+        COPY_CANDIDATES(perf, got, cand);
     } else if (dir == DIR_BWD_DATA) {
         cudnnConvolutionBwdDataAlgoPerf_t perf[CONV_MAX_ALGOS];
-        if (cudnnGetConvolutionBackwardDataAlgorithmMaxCount(c->dnn, &max) == CUDNN_STATUS_SUCCESS &&
+        if (cudnnGetConvolutionBackwardDataAlgorithmMaxCount(c->dnn, &max) != CUDNN_STATUS_SUCCESS ||
             cudnnGetConvolutionBackwardDataAlgorithm_v7(c->dnn, p->w, p->y, p->conv, p->x,
                                                         max < CONV_MAX_ALGOS ? max : CONV_MAX_ALGOS, &got,
-                                                        perf) == CUDNN_STATUS_SUCCESS)
-            for (int i = 0; i < got && !ok; i++)
-                ok = acceptable(c, p, dir, perf[i].algo, perf[i].status, perf[i].determinism, perf[i].mathType);
+                                                        perf) != CUDNN_STATUS_SUCCESS)
+            got = 0;
+        COPY_CANDIDATES(perf, got, cand);
     } else {
         cudnnConvolutionBwdFilterAlgoPerf_t perf[CONV_MAX_ALGOS];
-        if (cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(c->dnn, &max) == CUDNN_STATUS_SUCCESS &&
+        if (cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(c->dnn, &max) != CUDNN_STATUS_SUCCESS ||
             cudnnGetConvolutionBackwardFilterAlgorithm_v7(c->dnn, p->x, p->y, p->conv, p->w,
                                                           max < CONV_MAX_ALGOS ? max : CONV_MAX_ALGOS, &got,
-                                                          perf) == CUDNN_STATUS_SUCCESS)
-            for (int i = 0; i < got && !ok; i++)
-                ok = acceptable(c, p, dir, perf[i].algo, perf[i].status, perf[i].determinism, perf[i].mathType);
+                                                          perf) != CUDNN_STATUS_SUCCESS)
+            got = 0;
+        COPY_CANDIDATES(perf, got, cand);
     }
-    if (ok)
-        p->chosen[dir] = 1;
-    else if (!use_fallback(c, p, dir))
+    if (got > CONV_MAX_ALGOS)
+        got = CONV_MAX_ALGOS;
+    // Candidates cuDNN ranked for FMA math first; then any it ranked for default math,
+    // which still run with the descriptor's FMA math (never TF32).
+    for (int i = 0; i < got; i++)
+        if (acceptable(c, p, dir, &cand[i], CUDNN_FMA_MATH)) {
+            p->chosen[dir] = 1;
+            return;
+        }
+    for (int i = 0; i < got; i++)
+        if (acceptable(c, p, dir, &cand[i], CUDNN_DEFAULT_MATH)) {
+            p->chosen[dir] = 1;
+            return;
+        }
+    if (!use_fallback(c, p, dir))
         cuda_fatal(__FILE__, __LINE__, "convolution algorithm choice",
                    "cuDNN accepts no deterministic FP32 algorithm for this geometry");
 }
