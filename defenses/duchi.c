@@ -1,0 +1,23 @@
+// `duchi`: the Duchi et al. one-dimensional mechanism on every trainable scalar, clipped
+// into the configured range (defenses/mech_duchi.c).
+#include "defenses/mech_defense.h"
+
+static FpStatus duchi_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
+                             FpError *err) {
+    MechDefense *d = NULL;
+    FpStatus st = mech_defense_create(MECH_DUCHI, params, path, setup, NULL, &d, err);
+    *state = d;
+    return st;
+}
+
+const DefenseOps defense_duchi = {
+    .name = "duchi",
+    .summary = "Duchi et al. one-dimensional LDP per clipped scalar (needs clip or range)",
+    .variants = NULL,
+    .create = duchi_create,
+    .destroy = mech_defense_destroy,
+    .upload_kind = mech_defense_upload_kind,
+    .client_perturb = mech_defense_perturb,
+    .privacy = mech_defense_privacy,
+    .describe = mech_defense_describe,
+};

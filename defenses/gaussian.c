@@ -1,0 +1,24 @@
+// `gaussian`: local Gaussian noise on every trainable scalar, clipped into the configured
+// range, sigma for (eps, delta) per scalar: analytic (default, Balle & Wang 2018) or classic
+// (Dwork & Roth Thm A.1, eps < 1) (defenses/mech_laplace_gauss.c).
+#include "defenses/mech_defense.h"
+
+static FpStatus gaussian_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
+                                FpError *err) {
+    MechDefense *d = NULL;
+    FpStatus st = mech_defense_create(MECH_GAUSSIAN, params, path, setup, NULL, &d, err);
+    *state = d;
+    return st;
+}
+
+const DefenseOps defense_gaussian = {
+    .name = "gaussian",
+    .summary = "Gaussian noise per clipped scalar for (eps, delta) (local DP)",
+    .variants = "analytic,classic",
+    .create = gaussian_create,
+    .destroy = mech_defense_destroy,
+    .upload_kind = mech_defense_upload_kind,
+    .client_perturb = mech_defense_perturb,
+    .privacy = mech_defense_privacy,
+    .describe = mech_defense_describe,
+};

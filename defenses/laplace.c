@@ -1,0 +1,23 @@
+// `laplace`: local Laplace noise on every trainable scalar, clipped into the configured
+// range, scale (hi - lo)/eps (defenses/mech_laplace_gauss.c).
+#include "defenses/mech_defense.h"
+
+static FpStatus laplace_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
+                               FpError *err) {
+    MechDefense *d = NULL;
+    FpStatus st = mech_defense_create(MECH_LAPLACE, params, path, setup, NULL, &d, err);
+    *state = d;
+    return st;
+}
+
+const DefenseOps defense_laplace = {
+    .name = "laplace",
+    .summary = "Laplace noise per clipped scalar, scale (hi-lo)/eps (local DP)",
+    .variants = NULL,
+    .create = laplace_create,
+    .destroy = mech_defense_destroy,
+    .upload_kind = mech_defense_upload_kind,
+    .client_perturb = mech_defense_perturb,
+    .privacy = mech_defense_privacy,
+    .describe = mech_defense_describe,
+};

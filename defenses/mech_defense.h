@@ -1,0 +1,46 @@
+// The shared body of the local-DP defenses that perturb every trainable scalar of an
+// upload independently with one scalar mechanism of defenses/mech.h: spm, duchi, pm,
+// ldp-fl, laplace and gaussian (defenses/<name>.c are their DefenseOps tables). The
+// parameters are the mechanism's (see mech_spec_parse) plus
+//   "upload": "weights" (default: SPM's Alg. 1 perturbs the trained weights), "delta" or
+//             "gradient": what the client perturbs;
+//   "range": "layer" (ldp-fl): each layer's [c - r, c + r] is the [min, max] of that layer
+//             in the round's global model (public), r at least "min_radius" (1e-3).
+// Element i of the upload draws from rng_block(&round->rng, i / 4) (mech.h), so the
+// noise does not depend on the layer loop or the thread that runs the client.
+// Privacy: the unit is one scalar. The nominal ε is the paper's per scalar per round
+// (total: rounds × ε). The sound total is the whole upload's: d scalars by sequential
+// composition, each round (a client may take part in every round): d·rounds·ε for the
+// ε-LDP mechanisms; for gaussian the Gaussian mechanism on the upload (L2 sensitivity
+// (hi-lo)·√d) composed exactly over the rounds at the configured δ; none for spm, which
+// protects the sign only (its magnitude is revealed within a factor C).
+#ifndef FEDPRIV_DEFENSES_MECH_DEFENSE_H
+#define FEDPRIV_DEFENSES_MECH_DEFENSE_H
+
+#include "defenses/defense.h"
+#include "defenses/mech.h"
+
+typedef struct MechDefense {
+    Mech mech;
+    UploadKind upload;
+    int n_layers;
+    ParamLayer *layers;     // a copy of the table's layers
+    size_t d;               // trainable scalars per upload
+    int n_units;            // trainable layers
+    int self_sampling;      // adaptive-harmony only
+} MechDefense;
+
+// Parses params for mechanism `kind` (path e.g. "defense"); extra_keys are the
+// defense's own keys besides "upload" (NULL-terminated, may be NULL).
+FpStatus mech_defense_create(MechKind kind, const cJSON *params, const char *path, const DefenseSetup *setup,
+                             const char *const *extra_keys, MechDefense **out, FpError *err);
+void mech_defense_destroy(void *state);
+UploadKind mech_defense_upload_kind(const void *state);
+// The mechanism for layer l in this round: the configured one, or with the layer's
+// range from the round's global weights ("range": "layer").
+FpStatus mech_defense_layer_mech(const MechDefense *d, int l, const DefenseRound *round, Mech *out, FpError *err);
+FpStatus mech_defense_perturb(void *state, float *upload, const DefenseRound *round, FpError *err);
+void mech_defense_privacy(const void *state, int rounds_done, PrivacyRecord *rec);
+void mech_defense_describe(const void *state, cJSON *out);
+
+#endif

@@ -1,0 +1,23 @@
+// `pm`: the Piecewise Mechanism (Wang et al. ICDE 2019) on every trainable scalar, clipped
+// into the configured range (defenses/mech_pm.c).
+#include "defenses/mech_defense.h"
+
+static FpStatus pm_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
+                          FpError *err) {
+    MechDefense *d = NULL;
+    FpStatus st = mech_defense_create(MECH_PM, params, path, setup, NULL, &d, err);
+    *state = d;
+    return st;
+}
+
+const DefenseOps defense_pm = {
+    .name = "pm",
+    .summary = "Piecewise Mechanism (Wang et al. 2019) per clipped scalar (needs clip or range)",
+    .variants = NULL,
+    .create = pm_create,
+    .destroy = mech_defense_destroy,
+    .upload_kind = mech_defense_upload_kind,
+    .client_perturb = mech_defense_perturb,
+    .privacy = mech_defense_privacy,
+    .describe = mech_defense_describe,
+};

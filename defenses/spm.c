@@ -1,0 +1,25 @@
+// `spm`: SPM (Chen & Zheng, Electronics 2024) on every trainable scalar of the uploaded
+// weights, per the reconstructed Alg. 1 (shared spec spm.md §2.2). Variants corrected
+// (default, unbiased), paper (Alg. 2 as printed, biased by e^eps/(e^eps+1)) and pnpm (the
+// PNPM reconstruction); formulas in defenses/mech_spm.c. No clipping: SPM takes any real.
+#include "defenses/mech_defense.h"
+
+static FpStatus spm_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
+                           FpError *err) {
+    MechDefense *d = NULL;
+    FpStatus st = mech_defense_create(MECH_SPM, params, path, setup, NULL, &d, err);
+    *state = d;
+    return st;
+}
+
+const DefenseOps defense_spm = {
+    .name = "spm",
+    .summary = "SPM (Chen & Zheng 2024): sign-keeping piecewise noise on every trainable weight",
+    .variants = "corrected,paper,pnpm",
+    .create = spm_create,
+    .destroy = mech_defense_destroy,
+    .upload_kind = mech_defense_upload_kind,
+    .client_perturb = mech_defense_perturb,
+    .privacy = mech_defense_privacy,
+    .describe = mech_defense_describe,
+};
