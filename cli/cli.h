@@ -25,6 +25,7 @@ int cmd_train(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_attack(int argc, char **argv);
 int cmd_accountant(int argc, char **argv);
+int cmd_forecast(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_ssim(int argc, char **argv);
 

@@ -16,6 +16,7 @@ static const Command commands[] = {
     {"list", cmd_list, "list models, datasets, defenses and attacks"},
     {"attack", cmd_attack, "run one attack against a defense: NAME --config FILE.json --out DIR"},
     {"accountant", cmd_accountant, "(epsilon, delta) by the RDP accountant, or sigma for a target epsilon"},
+    {"forecast", cmd_forecast, "power-load reference forecasts and a saved model's error per zone: --config FILE.json"},
     {"audit", cmd_audit, "audit a local-DP mechanism: bias, variance and an epsilon lower bound"},
     {"ssim", cmd_ssim, "SSIM, PSNR and MSE of two PNG images: A.png B.png [--json]"},
 };

@@ -193,8 +193,21 @@ FpStatus power_load_read_csv(const char *path, PowerLoadSeries **out, FpError *e
     static const char *const fixed[] = {"hour", "weekday", "holiday", "temperature"};
     *out = NULL;
     Dataset *d = NULL;
-    // csv_load checks the cells (numbers, ragged rows) and names line and column.
-    FP_TRY(csv_load(path, NULL, NULL, &d, err));
+    // csv_load checks the cells (numbers, ragged rows) and names the line and, for a bad
+    // cell, the column; a ragged row's message names only the line, so add the column
+    // where the row goes wrong (the first missing or extra field).
+    FpStatus cst = csv_load(path, NULL, NULL, &d, err);
+    if (cst != FP_OK) {
+        size_t pl = strlen(path);
+        int line, got, want;
+        const char *has = err ? strstr(err->msg, "the header has ") : NULL;
+        if (cst == FP_EFORMAT && has && strncmp(err->msg, path, pl) == 0 &&
+            sscanf(err->msg + pl, ":%d: %d field", &line, &got) == 2 && sscanf(has, "the header has %d", &want) == 1)
+            fp_fail(err, FP_EFORMAT, "%s:%d:%d: %d field%s, the header has %d (column %d is %s)", path, line,
+                    (got < want ? got : want) + 1, got, got == 1 ? "" : "s", want, (got < want ? got : want) + 1,
+                    got < want ? "missing" : "extra");
+        return cst;
+    }
     char names[8][64];
     int nf = header_fields(path, names, 8, err);
     FpStatus st = FP_OK;
@@ -332,7 +345,7 @@ FpStatus power_load_windows(const PowerLoadSeries *s, const PowerLoadConfig *cfg
         test = 1;
     else
         return fp_fail(err, FP_EPARAM, "power-load: split must be \"train\" or \"test\"");
-    int train_hours, first;
+    int train_hours = 0, first = 0;
     FP_TRY(split_hours(s, cfg, &train_hours, err));
     Norm nm = {0};
     FP_TRY(norm_compute(s, train_hours, &nm, err));
@@ -448,7 +461,7 @@ FpStatus power_load_seasonal_naive(const char *path, int lag_hours, ForecastMetr
     PowerLoadSeries *s = NULL;
     FP_TRY(load_series(path, &s, err));
     PowerLoadConfig cfg = power_load_defaults();
-    int train_hours, first;
+    int train_hours = 0, first = 0;
     Norm nm = {0};
     FpStatus st = split_hours(s, &cfg, &train_hours, err);
     if (st == FP_OK)

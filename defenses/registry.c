@@ -5,12 +5,14 @@
 #include "defenses/defense.h"
 
 extern const DefenseOps defense_none;
+extern const DefenseOps defense_layerwise, defense_flat_laplace;
 extern const DefenseOps defense_spm, defense_duchi, defense_pm, defense_ldp_fl, defense_laplace, defense_gaussian,
     defense_adaptive_harmony;
 extern const DefenseOps defense_gaussian_dpfedavg, defense_dp_fedasgp, defense_fedsmp, defense_avp, defense_nbafl;
 
 static const DefenseOps *const all_defenses[] = {
     &defense_none,
+    &defense_layerwise, &defense_flat_laplace,
     &defense_spm, &defense_duchi, &defense_pm, &defense_ldp_fl, &defense_laplace, &defense_gaussian,
     &defense_adaptive_harmony,
     &defense_gaussian_dpfedavg, &defense_dp_fedasgp, &defense_fedsmp, &defense_avp, &defense_nbafl,

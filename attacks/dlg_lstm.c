@@ -1,0 +1,455 @@
+// `dlg-regression`: DLG (Zhu et al., NeurIPS 2019) on a sequence-regression model (the
+// lstm load forecaster) with a continuous target, as the layer-wise DP paper's Fig. 7
+// runs it: `fedpriv attack dlg-regression --config FILE.json --out DIR`.
+//
+// Threat model: an honest-but-curious server that sees one client's upload for a round
+// in which the client held one window (batch 1) and took one SGD step: the upload is the
+// gradient g of the MSE loss at the global weights θ (the model as initialised from the
+// seed). A gradient-level defense (layerwise, flat-laplace) perturbs g, with the local
+// model w = θ − lr·g, the client's one sample as its data, and round 0 of a federation of
+// federation.rounds rounds, so its round budget is what round 0 of training spends
+// (ε_total/rounds); a weight-level defense perturbs the weights after that step and the
+// server estimates g = (θ − w̃)/lr. Each target sample is its own client.
+//
+// Attack: the dummy window x′ and target y′ start from N(0,1) (rng_stream(seed,
+// RNG_ATTACK, target, 0), the same start for every defense) and L-BFGS (attacks/lbfgs.h,
+// PyTorch's defaults unless attack.lbfgs says otherwise) minimises the matching loss
+//   D(x′, y′) = Σ_layers ‖∇θ MSE(f_θ(x′), y′) − g̃‖²
+// through exact second-order derivatives. After every L-BFGS step the curves record D
+// ("data Loss" in the paper) and MSE(x′, x) over the window's entries ("data Mse"),
+// averaged over the targets, plus |y′ − y| and the MSE of the last attack.recent_steps
+// hours (default 6): through an LSTM the gradient of early hours vanishes, so DLG
+// recovers the recent hours and the target far better than the whole window. Curves: the undefended gradient
+// (reference, i.e. FedAvg) and the config's defense at each of attack.epsilons (its
+// epsilon_total; default: the config's own). "uninformed_mse" is MSE(x̄, x) with x̄ the
+// training set's mean window: what an attacker gets without any gradient.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attacks/attack.h"
+#include "attacks/lbfgs.h"
+#include "core/jsonv.h"
+
+#define DLGR_MAX_TARGETS 256
+#define DLGR_MAX_EPS 16
+
+typedef struct DlgrOptions {
+    int *samples, n_samples;
+    int steps;
+    double eps[DLGR_MAX_EPS];
+    int n_eps;                 // 0: the config's defense as it is
+    int reference;
+    int recent;                // the last `recent` time steps: the hours DLG recovers on an LSTM
+    LbfgsConfig lbfgs;
+} DlgrOptions;
+
+static FpStatus dlgr_parse(const AttackEnv *env, DlgrOptions *o, FpError *err) {
+    memset(o, 0, sizeof *o);
+    const cJSON *j = env->attack_json;
+    const char *path = env->path;
+    const Experiment *ex = env->ex;
+    char p[256];
+    static const char *const keys[] = {"name", "samples", "steps", "epsilons", "reference", "recent_steps", "lbfgs",
+                                       NULL};
+    FP_TRY(jv_keys(j, path, keys, err));
+    if (ex->shape.target_dim < 1 || ex->train->n_classes)
+        return fp_fail(err, FP_EPARAM, "dataset.name: dlg-regression needs a regression dataset (e.g. power-load)");
+    long long v;
+    FP_TRY(jv_int(j, path, "steps", JV_OPTIONAL, 100, 1, 1000000, &v, err));
+    o->steps = (int)v;
+    FP_TRY(jv_bool(j, path, "reference", 1, &o->reference, err));
+    FP_TRY(jv_int(j, path, "recent_steps", JV_OPTIONAL, 6 < ex->shape.h ? 6 : ex->shape.h, 1, ex->shape.h, &v, err));
+    o->recent = (int)v;
+    o->lbfgs = lbfgs_defaults();
+    const cJSON *lj;
+    FP_TRY(jv_object(j, path, "lbfgs", JV_OPTIONAL, &lj, err));
+    if (lj) {
+        static const char *const lk[] = {"lr", "max_iter", "history_size", NULL};
+        const char *lp = jv_path(p, sizeof p, path, "lbfgs");
+        FP_TRY(jv_keys(lj, lp, lk, err));
+        FP_TRY(jv_number(lj, lp, "lr", JV_OPTIONAL, o->lbfgs.lr, 0, 1, 1e6, 0, &o->lbfgs.lr, err));
+        FP_TRY(jv_int(lj, lp, "max_iter", JV_OPTIONAL, o->lbfgs.max_iter, 1, 100000, &v, err));
+        o->lbfgs.max_iter = (int)v;
+        o->lbfgs.max_eval = o->lbfgs.max_iter * 5 / 4;
+        FP_TRY(jv_int(lj, lp, "history_size", JV_OPTIONAL, o->lbfgs.history_size, 1, 10000, &v, err));
+        o->lbfgs.history_size = (int)v;
+    }
+    double *e = NULL;
+    int ne = 0;
+    FP_TRY(jv_number_array(j, path, "epsilons", JV_OPTIONAL, 1, DLGR_MAX_EPS, &e, &ne, err));
+    for (int i = 0; i < ne; i++) {
+        if (!(e[i] > 0) || !isfinite(e[i])) {
+            free(e);
+            return fp_fail(err, FP_EPARAM, "%s[%d]: must be > 0", jv_path(p, sizeof p, path, "epsilons"), i);
+        }
+        o->eps[i] = e[i];
+    }
+    free(e);
+    o->n_eps = ne;
+    if (ne && strcmp(ex->defense->name, "none") == 0)
+        return fp_fail(err, FP_EPARAM, "%s: the defense is \"none\": there is no epsilon to sweep",
+                       jv_path(p, sizeof p, path, "epsilons"));
+    double *s = NULL;
+    int n = 0;
+    FP_TRY(jv_number_array(j, path, "samples", JV_OPTIONAL, 1, DLGR_MAX_TARGETS, &s, &n, err));
+    if (!s) { // default: 4 samples spread over the training set (different zones)
+        n = ex->train->n < 4 ? ex->train->n : 4;
+        s = fp_malloc(sizeof(double) * n, err);
+        if (!s)
+            return FP_ENOMEM;
+        for (int i = 0; i < n; i++)
+            s[i] = (double)((long)ex->train->n * i / n + i);
+    }
+    o->samples = fp_malloc(sizeof(int) * n, err);
+    if (!o->samples) {
+        free(s);
+        return FP_ENOMEM;
+    }
+    o->n_samples = n;
+    FpStatus st = FP_OK;
+    jv_path(p, sizeof p, path, "samples");
+    for (int i = 0; i < n && st == FP_OK; i++) {
+        if (s[i] != floor(s[i]) || s[i] < 0 || s[i] >= ex->train->n)
+            st = fp_fail(err, FP_EPARAM, "%s[%d]: must be an index in [0, %d) of the train split, got %g", p, i,
+                         ex->train->n, s[i]);
+        else
+            o->samples[i] = (int)s[i];
+    }
+    free(s);
+    if (st != FP_OK) {
+        free(o->samples);
+        o->samples = NULL;
+    }
+    return st;
+}
+
+static FpStatus dlgr_validate(const AttackEnv *env, FpError *err) {
+    DlgrOptions o;
+    FP_TRY(dlgr_parse(env, &o, err));
+    free(o.samples);
+    return FP_OK;
+}
+
+// -- what the server observes ----------------------------------------------------------------
+// The clean batch-1 gradient of sample idx at the weights in m (host, n_params).
+static FpStatus sample_gradient(Model *m, Tape *t, const Dataset *d, uint32_t idx, float *g, float *scratch,
+                                FpError *err) {
+    int L = m->table.n_layers;
+    Var *p[64], *dw[64];
+    if (L > 64)
+        return fp_fail(err, FP_EUNSUPPORTED, "dlg-regression: more than 64 parameter tensors");
+    tape_reset(t);
+    model_param_vars(m, t, 1, p);
+    Var *x = dataset_batch(t, d, &idx, 1, scratch);
+    Var *loss = batch_loss(t, x ? model_forward(m, t, p, x, 1) : NULL, d, &idx, 1, scratch);
+    if (!loss || ad_grad(t, loss, p, L, dw, 0) != FP_OK)
+        return fp_fail(err, FP_ENOMEM, "dlg-regression: the client's gradient failed");
+    memset(g, 0, sizeof(float) * m->table.n_params);
+    for (int i = 0; i < L; i++)
+        if (m->table.layers[i].trainable)
+            ad_to_host(t, dw[i], g + m->table.layers[i].offset);
+    return FP_OK;
+}
+
+// The server's view of target k's gradient under the defense (eps <= 0: the config's ε).
+static FpStatus observe(const Experiment *ex, const DlgrOptions *o, double eps, float *targets, FpError *err) {
+    Model *gm = ex->model;
+    size_t np = gm->table.n_params, ss = dataset_sample_size(ex->train);
+    const FedConfig *fc = &ex->fed;
+    int K = o->n_samples;
+    // The server's held-out set for defenses that need one: the samples not attacked.
+    uint32_t *server = fp_malloc(sizeof(uint32_t) * ex->train->n, err);
+    int ns = 0;
+    for (int i = 0; server && i < ex->train->n; i++) {
+        int attacked = 0;
+        for (int k = 0; k < K; k++)
+            attacked |= o->samples[k] == i;
+        if (!attacked)
+            server[ns++] = (uint32_t)i;
+    }
+    DefenseSetup su = {.seed = ex->seed, .params = &gm->table, .n_clients = K, .rounds = fc->rounds,
+                       .sample_rate = 1.0, .local_epochs = 1, .batch_size = 1, .lr = fc->lr,
+                       .min_client_samples = 1, .max_client_samples = 1, .model = gm, .server_data = ex->train,
+                       .server_idx = server, .n_server = ns};
+    cJSON *dj = ex->defense_json ? cJSON_Duplicate(ex->defense_json, 1) : cJSON_CreateObject();
+    if (!ex->defense_json)
+        cJSON_AddStringToObject(dj, "name", ex->defense->name);
+    if (eps > 0) {
+        cJSON_DeleteItemFromObjectCaseSensitive(dj, "epsilon_total");
+        cJSON_AddNumberToObject(dj, "epsilon_total", eps);
+    }
+    void *state = NULL;
+    Model *local = model_clone(gm, gm->be, err);
+    Tape *t = tape_create(gm->be);
+    float *global = malloc(sizeof(float) * np), *up = malloc(sizeof(float) * np), *scratch = malloc(sizeof(float) * (ss + 8));
+    FpStatus st = server && local && t && global && up && scratch ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
+    if (st == FP_OK)
+        st = ex->defense->create(dj, "defense", &su, &state, err);
+    UploadKind kind = st == FP_OK ? ex->defense->upload_kind(state) : UPLOAD_GRADIENT;
+    if (st == FP_OK)
+        model_get_params(gm, global);
+    for (int k = 0; st == FP_OK && k < K; k++) {
+        uint32_t idx = (uint32_t)o->samples[k];
+        float *g = targets + (size_t)k * np;
+        model_set_params(local, global);
+        st = sample_gradient(local, t, ex->train, idx, g, scratch, err);
+        if (st != FP_OK)
+            break;
+        // One SGD step (lr, no momentum on the first step): w = θ − lr·g.
+        for (size_t i = 0; i < np; i++)
+            up[i] = (float)(global[i] - fc->lr * g[i]);
+        model_set_params(local, up);
+        if (kind == UPLOAD_GRADIENT)
+            memcpy(up, g, sizeof(float) * np);
+        else if (kind == UPLOAD_DELTA)
+            for (size_t i = 0; i < np; i++)
+                up[i] -= global[i];
+        DefenseRound dr = {.round = 0, .client = k, .rng = rng_stream(ex->seed, RNG_DEFENSE, 0, (uint32_t)k),
+                           .aux_rng = rng_stream(ex->seed, RNG_DEFENSE_AUX, 0, (uint32_t)k), .global = global,
+                           .n_local_samples = 1, .model = local, .local_data = ex->train, .local_idx = &idx,
+                           .n_local = 1};
+        st = ex->defense->client_perturb(state, up, &dr, err);
+        for (size_t i = 0; st == FP_OK && i < np; i++)
+            g[i] = kind == UPLOAD_GRADIENT ? up[i]
+                   : kind == UPLOAD_DELTA  ? (float)(-up[i] / fc->lr)
+                                           : (float)((global[i] - up[i]) / fc->lr);
+    }
+    if (state)
+        ex->defense->destroy(state);
+    cJSON_Delete(dj);
+    model_free(local);
+    tape_free(t);
+    free(server);
+    free(global);
+    free(up);
+    free(scratch);
+    return st;
+}
+
+// -- the matching objective -------------------------------------------------------------------
+typedef struct {
+    Model *m;
+    Tape *t;
+    const float *target; // host, n_params
+    float *target_dev;
+    int T, F;
+    long evals;
+} Objective;
+
+// z = [x′ (T·F), y′ (1)]: D(z) and ∂D/∂z.
+static FpStatus objective(void *ctx, const float *z, float *grad, double *loss, FpError *err) {
+    Objective *o = ctx;
+    Tape *t = o->t;
+    Model *m = o->m;
+    int L = m->table.n_layers;
+    Var *p[64], *dw[64];
+    tape_reset(t);
+    int xs[4] = {1, 1, o->T, o->F}, ys[2] = {1, 1};
+    Var *x = ad_from_host(t, z, 4, xs, 1), *y = ad_from_host(t, z + o->T * o->F, 2, ys, 1);
+    model_param_vars(m, t, 1, p);
+    Var *out = x ? model_forward(m, t, p, x, 1) : NULL;
+    Var *l = out && y ? ad_mse(t, out, y) : NULL;
+    FpStatus st = l ? ad_grad(t, l, p, L, dw, 1) : FP_EUNSUPPORTED;
+    for (int i = 0; i < L; i++) // only ∂D/∂z is wanted from the second sweep
+        p[i]->requires_grad = 0;
+    Var *d = NULL;
+    for (int i = 0; st == FP_OK && i < L; i++) {
+        const ParamLayer *pl = &m->table.layers[i];
+        if (!pl->trainable)
+            continue;
+        Var *g = ad_leaf(t, o->target_dev + pl->offset, pl->ndim, pl->shape, 0);
+        Var *term = ad_sum(t, ad_unary(t, UN_SQUARE, ad_sub(t, dw[i], g)));
+        d = d ? ad_add(t, d, term) : term;
+    }
+    if (st != FP_OK || !d)
+        return fp_fail(err, FP_EUNSUPPORTED, "dlg-regression: the matching objective failed (%s)",
+                       fp_status_name(st != FP_OK ? st : tape_status(t)));
+    *loss = ad_item(t, d);
+    if (grad) {
+        Var *wrt[2] = {x, y}, *gz[2] = {NULL, NULL};
+        if (ad_grad(t, d, wrt, 2, gz, 0) != FP_OK || !gz[0] || !gz[1])
+            return fp_fail(err, FP_EUNSUPPORTED, "dlg-regression: the second-order gradient failed");
+        ad_to_host(t, gz[0], grad);
+        ad_to_host(t, gz[1], grad + o->T * o->F);
+    }
+    o->evals++;
+    return FP_OK;
+}
+
+static double window_mse(const float *a, const float *b, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += ((double)a[i] - b[i]) * ((double)a[i] - b[i]);
+    return s / n;
+}
+
+static void add_number(cJSON *o, const char *key, double v) {
+    if (isfinite(v))
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+static cJSON *curve_json(const double *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++)
+        cJSON_AddItemToArray(a, isfinite(v[i]) ? cJSON_CreateNumber(v[i]) : cJSON_CreateNull());
+    return a;
+}
+
+// Attacks every target against the gradients in targets; fills one curve object.
+static FpStatus attack_curve(const AttackEnv *env, const DlgrOptions *o, const float *targets, cJSON *curve,
+                             FpError *err) {
+    const Experiment *ex = env->ex;
+    Model *m = ex->model;
+    const Dataset *d = ex->train;
+    size_t np = m->table.n_params, nx = dataset_sample_size(d), nz = nx + 1;
+    int S = o->steps, K = o->n_samples;
+    Objective ob = {.m = m, .t = tape_create(m->be), .T = d->h, .F = d->w};
+    ob.target_dev = m->be->alloc(np * sizeof(float));
+    double *loss_c = calloc((size_t)S + 1, sizeof(double)), *mse_c = calloc((size_t)S + 1, sizeof(double));
+    double *yerr_c = calloc((size_t)S + 1, sizeof(double)), *rec_c = calloc((size_t)S + 1, sizeof(double));
+    size_t off = (size_t)(ob.T - o->recent) * ob.F, nr = (size_t)o->recent * ob.F; // the recent rows
+    float *z = malloc(sizeof(float) * nz);
+    cJSON *per = cJSON_AddArrayToObject(curve, "targets");
+    FpStatus st = ob.t && ob.target_dev && loss_c && mse_c && yerr_c && rec_c && z ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
+    for (int k = 0; st == FP_OK && k < K; k++) {
+        const float *x = d->x + (size_t)o->samples[k] * nx;
+        float y = d->target[(size_t)o->samples[k] * d->target_dim];
+        m->be->upload(ob.target_dev, targets + (size_t)k * np, np * sizeof(float));
+        RngStream rs = rng_stream(ex->seed, RNG_ATTACK, (uint32_t)k, 0);
+        for (size_t i = 0; i < nz; i++)
+            z[i] = (float)rng_normal_at(&rs, i);
+        Lbfgs *opt = lbfgs_create(nz, &o->lbfgs, err);
+        if (!opt) {
+            st = err ? err->code : FP_ENOMEM;
+            break;
+        }
+        double dval = NAN;
+        for (int s = 0; s <= S && st == FP_OK; s++) {
+            if (s > 0)
+                st = lbfgs_step(opt, z, objective, &ob, NULL, err);
+            if (st == FP_OK)
+                st = objective(&ob, z, NULL, &dval, err);
+            if (st != FP_OK)
+                break;
+            loss_c[s] += dval / K;
+            mse_c[s] += window_mse(z, x, nx) / K;
+            rec_c[s] += window_mse(z + off, x + off, nr) / K;
+            yerr_c[s] += fabs((double)z[nx] - y) / K;
+        }
+        lbfgs_free(opt);
+        if (st == FP_OK) {
+            cJSON *t = cJSON_CreateObject();
+            cJSON_AddNumberToObject(t, "sample", o->samples[k]);
+            add_number(t, "final_matching_loss", dval);
+            add_number(t, "final_window_mse", window_mse(z, x, nx));
+            add_number(t, "final_recent_mse", window_mse(z + off, x + off, nr));
+            add_number(t, "final_target_abs_error", fabs((double)z[nx] - y));
+            // Per time step (window rows), the reconstruction's MSE: which hours leak.
+            cJSON *rows = cJSON_AddArrayToObject(t, "window_mse_per_step");
+            for (int r = 0; r < ob.T; r++)
+                cJSON_AddItemToArray(rows, cJSON_CreateNumber(window_mse(z + (size_t)r * ob.F, x + (size_t)r * ob.F, ob.F)));
+            cJSON_AddItemToArray(per, t);
+        }
+    }
+    if (st == FP_OK) {
+        add_number(curve, "final_matching_loss_mean", loss_c[S]);
+        add_number(curve, "final_window_mse_mean", mse_c[S]);
+        add_number(curve, "final_recent_mse_mean", rec_c[S]);
+        add_number(curve, "final_target_abs_error_mean", yerr_c[S]);
+        cJSON_AddItemToObject(curve, "matching_loss", curve_json(loss_c, S + 1));
+        cJSON_AddItemToObject(curve, "window_mse", curve_json(mse_c, S + 1));
+        cJSON_AddItemToObject(curve, "recent_mse", curve_json(rec_c, S + 1));
+        cJSON_AddItemToObject(curve, "target_abs_error", curve_json(yerr_c, S + 1));
+        cJSON_AddNumberToObject(curve, "evaluations", (double)ob.evals);
+    }
+    if (ob.target_dev)
+        m->be->free(ob.target_dev);
+    tape_free(ob.t);
+    free(loss_c);
+    free(mse_c);
+    free(yerr_c);
+    free(rec_c);
+    free(z);
+    return st;
+}
+
+static FpStatus dlgr_run(const AttackEnv *env, cJSON *result, FpError *err) {
+    DlgrOptions o;
+    FP_TRY(dlgr_parse(env, &o, err));
+    const Experiment *ex = env->ex;
+    const Dataset *d = ex->train;
+    size_t np = ex->model->table.n_params, nx = dataset_sample_size(d);
+    float *targets = malloc(sizeof(float) * np * o.n_samples);
+    double *mean = calloc(nx, sizeof(double));
+    FpStatus st = targets && mean ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
+    // What no gradient tells: the training set's mean window.
+    double uninformed = 0;
+    for (int i = 0; st == FP_OK && i < d->n; i++)
+        for (size_t j = 0; j < nx; j++)
+            mean[j] += d->x[(size_t)i * nx + j] / d->n;
+    for (int k = 0; st == FP_OK && k < o.n_samples; k++) {
+        double s = 0;
+        for (size_t j = 0; j < nx; j++) {
+            double e = mean[j] - d->x[(size_t)o.samples[k] * nx + j];
+            s += e * e;
+        }
+        uninformed += s / nx / o.n_samples;
+    }
+    cJSON *curves = cJSON_AddArrayToObject(result, "curves");
+    double headline = NAN;
+    int undefended = strcmp(ex->defense->name, "none") == 0;
+    int n_runs = (o.reference ? 1 : 0) + (o.n_eps ? o.n_eps : (undefended && o.reference) ? 0 : 1);
+    for (int c = 0; st == FP_OK && c < n_runs; c++) {
+        int ref = o.reference && c == 0;
+        double eps = ref ? 0 : o.n_eps ? o.eps[c - (o.reference ? 1 : 0)] : 0;
+        cJSON *curve = cJSON_CreateObject();
+        cJSON_AddItemToArray(curves, curve);
+        cJSON_AddStringToObject(curve, "defense", ref ? "none (FedAvg: the clean gradient)" : ex->defense->name);
+        if (!ref && eps > 0)
+            cJSON_AddNumberToObject(curve, "epsilon_total", eps);
+        if (ref) { // the clean gradient
+            Experiment clean = *ex;
+            clean.defense = defense_find("none");
+            clean.defense_json = NULL;
+            st = observe(&clean, &o, 0, targets, err);
+        } else
+            st = observe(ex, &o, eps, targets, err);
+        if (st == FP_OK) {
+            if (!env->quiet)
+                fprintf(stderr, "dlg-regression: curve %d/%d (%s%s)\n", c + 1, n_runs, ref ? "reference" : ex->defense->name,
+                        eps > 0 ? ", swept epsilon" : "");
+            st = attack_curve(env, &o, targets, curve, err);
+        }
+        if (st == FP_OK && !ref && isnan(headline))
+            headline = cJSON_GetNumberValue(cJSON_GetObjectItem(curve, "final_window_mse_mean"));
+    }
+    if (st == FP_OK) {
+        cJSON_AddNumberToObject(result, "uninformed_mse", uninformed);
+        cJSON_AddNumberToObject(result, "steps", o.steps);
+        cJSON_AddNumberToObject(result, "recent_steps", o.recent);
+        cJSON *s = cJSON_AddArrayToObject(result, "samples");
+        for (int k = 0; k < o.n_samples; k++)
+            cJSON_AddItemToArray(s, cJSON_CreateNumber(o.samples[k]));
+        if (isnan(headline)) // only the reference ran
+            headline = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(curves, 0), "final_window_mse_mean"));
+        add_number(result, "window_mse_final", headline);
+    }
+    free(targets);
+    free(mean);
+    free(o.samples);
+    return st;
+}
+
+const AttackOps attack_dlg_regression = {
+    .name = "dlg-regression",
+    .summary = "DLG on a regression model (lstm load windows, continuous target): matching loss and window MSE per "
+               "L-BFGS step, clean vs defended",
+    .headline = "window_mse_final",
+    .headline_higher_leaks = 0,
+    .validate = dlgr_validate,
+    .run = dlgr_run,
+};
