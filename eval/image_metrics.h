@@ -15,6 +15,8 @@
 // data_range=1) in the versions that crop, and pytorch-msssim ssim(win_size=11,
 // win_sigma=1.5, data_range=1) without padding. It is computed with libvips image
 // operations; libvips is initialised once per process on first use (thread-safe).
+// libvips runs worker threads: a process that forks workers should fork before its
+// first SSIM, or compute SSIM in the workers only.
 #ifndef FEDPRIV_EVAL_IMAGE_METRICS_H
 #define FEDPRIV_EVAL_IMAGE_METRICS_H
 
@@ -29,7 +31,7 @@ typedef struct {
     double mse;   // mean of (a - b)^2 over all c*h*w values
 } ImageMetrics;
 
-// SSIM of two CHW images of the same shape. h or w < 11, c < 1 → FP_EPARAM;
+// SSIM of two CHW images of the same shape. h or w < 11, c outside 1..64 → FP_EPARAM;
 // a libvips failure → FP_EBACKEND. Builds a libvips pipeline for the call (an
 // SsimPlan) and releases it; code that scores many pairs of one shape (a DLG run
 // every few steps) keeps a plan instead, which skips the pipeline construction.
