@@ -49,20 +49,37 @@ double mia_mentr(const float *z, int n_classes, int y) {
     return m;
 }
 
-void mia_top_probs(const float *z, int n_classes, int k, float *out) {
-    double lse = logsumexp_except(z, n_classes, -1);
+// The classes of the k largest logits, largest first (k is small: insertion is enough);
+// -1 where there are fewer than k classes.
+static void top_classes(const float *z, int n_classes, int k, int *cls) {
     for (int j = 0; j < k; j++)
-        out[j] = 0.0f;
-    // Insertion into the k largest (k is 3: no need for anything cleverer).
-    for (int c = 0; c < n_classes; c++) {
-        float p = (float)exp((double)z[c] - lse);
+        cls[j] = -1;
+    for (int c = 0; c < n_classes; c++)
         for (int j = 0; j < k; j++)
-            if (p > out[j]) {
+            if (cls[j] < 0 || z[c] > z[cls[j]]) {
                 for (int q = k - 1; q > j; q--)
-                    out[q] = out[q - 1];
-                out[j] = p;
+                    cls[q] = cls[q - 1];
+                cls[j] = c;
                 break;
             }
+}
+
+void mia_top_probs(const float *z, int n_classes, int k, float *out) {
+    double lse = logsumexp_except(z, n_classes, -1);
+    int cls[64];
+    top_classes(z, n_classes, k, cls);
+    for (int j = 0; j < k; j++)
+        out[j] = cls[j] < 0 ? 0.0f : (float)exp((double)z[cls[j]] - lse);
+}
+
+// log(p / (1 − p)) of the top-k posteriors, from the logits (no saturation at p = 1);
+// a missing class (k > classes) counts as p = 0, clamped to −100.
+void mia_top_logodds(const float *z, int n_classes, int k, float *out) {
+    int cls[64];
+    top_classes(z, n_classes, k, cls);
+    for (int j = 0; j < k; j++) {
+        double v = cls[j] < 0 ? -100.0 : mia_phi(z, n_classes, cls[j]);
+        out[j] = (float)(v < -100.0 ? -100.0 : v);
     }
 }
 
@@ -123,10 +140,16 @@ FpStatus mia_logits(Model *m, const Dataset *d, const uint32_t *idx, int n, int 
     LogitJob jobs[16];
     pthread_t tid[16];
     int started[16] = {0};
-    int per = (n + threads - 1) / threads;
+    // Whole batches per thread, at fixed boundaries: a sample's batch-mates, hence its
+    // logits bit for bit, do not depend on the thread count.
+    int batches = (n + MIA_EVAL_BATCH - 1) / MIA_EVAL_BATCH, per = (batches + threads - 1) / threads;
     for (int k = 0; k < threads; k++) {
-        int b = k * per, e = (k + 1) * per < n ? (k + 1) * per : n;
-        jobs[k] = (LogitJob){.m = m, .d = d, .idx = idx, .begin = b < e ? b : e, .end = e, .n_out = d->n_classes,
+        long long b = (long long)k * per * MIA_EVAL_BATCH, e = (long long)(k + 1) * per * MIA_EVAL_BATCH;
+        if (e > n)
+            e = n;
+        if (b > e)
+            b = e;
+        jobs[k] = (LogitJob){.m = m, .d = d, .idx = idx, .begin = (int)b, .end = (int)e, .n_out = d->n_classes,
                              .logits = logits};
     }
     for (int k = 1; k < threads; k++)

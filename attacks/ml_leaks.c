@@ -16,6 +16,11 @@
 // no nonlinearity). We follow the paper: 3→64→2 from the model zoo (`mlp`, hidden [64];
 // ReLU, where the code's `nn` path has tanh), with the code's epochs, batch size, lr and
 // L2, trained by the core's SGD (momentum 0.9: the core has no Adam).
+//
+// "features": "posteriors" (default, the paper's) or "logodds": log(p/(1−p)) of the
+// same top-k posteriors, computed from the logits. Still label-free and a monotone
+// rescaling of each feature, but an overfit model's posteriors crowd within 1e-4 of 1,
+// where raw inputs give the attack MLP almost nothing to separate.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +35,9 @@ static double now_seconds(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static const char *const leaks_keys[] = {"name", MIA_TARGET_KEYS, "shadow_size", "top_k", "attack_model", NULL};
+static const char *const leaks_keys[] = {"name", MIA_TARGET_KEYS, "shadow_size", "top_k", "features", "attack_model",
+                                         NULL};
+static const char *const feature_names[] = {"posteriors", "logodds", NULL};
 
 static const MiaMlpConfig leaks_mlp_default = {
     .hidden = 64, .epochs = 50, .batch_size = 10, .lr = 0.01, .momentum = 0.9, .weight_decay = 1e-6,
@@ -39,7 +46,7 @@ static const MiaMlpConfig leaks_mlp_default = {
 typedef struct {
     MiaTargetConfig cfg;
     MiaSizes sz;
-    int shadow_size, top_k;
+    int shadow_size, top_k, logodds;
     MiaMlpConfig mlp;
 } LeaksOptions;
 
@@ -50,9 +57,11 @@ static FpStatus leaks_options(const AttackEnv *env, LeaksOptions *o, FpError *er
     long long v;
     FP_TRY(jv_int(env->attack_json, env->path, "shadow_size", JV_OPTIONAL, 0, 0, 1 << 30, &v, err));
     FP_TRY(mia_shadow_size(env, &o->sz, v, 1, &o->shadow_size, err));
-    FP_TRY(jv_int(env->attack_json, env->path, "top_k", JV_OPTIONAL, 3, 1, 1000, &v, err));
+    FP_TRY(jv_int(env->attack_json, env->path, "top_k", JV_OPTIONAL, 3, 1, 64, &v, err));
     o->top_k = (int)v;
+    FP_TRY(jv_choice(env->attack_json, env->path, "features", feature_names, 0, &o->logodds, err));
     o->mlp = leaks_mlp_default;
+    o->mlp.standardize = o->logodds; // log-odds span tens of units: z-score them (raw posteriors: as the paper)
     return mia_mlp_parse(env->attack_json, env->path, &o->mlp, err);
 }
 
@@ -80,12 +89,13 @@ static FpStatus leaks_run(const AttackEnv *env, cJSON *result, FpError *err) {
         st = fp_fail(err, FP_ENOMEM, "out of memory");
         goto out;
     }
+    void (*feature)(const float *, int, int, float *) = o.logodds ? mia_top_logodds : mia_top_probs;
     for (int i = 0; i < ns; i++) {
-        mia_top_probs(t->shadow_logits + (size_t)i * C, C, k, xs + (size_t)i * k);
+        feature(t->shadow_logits + (size_t)i * C, C, k, xs + (size_t)i * k);
         ys[i] = i < t->shadow_n;
     }
     for (int i = 0; i < n; i++) {
-        mia_top_probs(t->eval_logits + (size_t)i * C, C, k, xt + (size_t)i * k);
+        feature(t->eval_logits + (size_t)i * C, C, k, xt + (size_t)i * k);
         label[i] = i < M;
     }
     st = mia_mlp_scores(k, xs, ys, ns, xt, n, &o.mlp, env->ex->seed, 1, score, err);
@@ -97,6 +107,9 @@ static FpStatus leaks_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON_AddStringToObject(result, "score", "the attack model's member log-odds on the target's top-k sorted "
                                              "posteriors");
     cJSON_AddNumberToObject(result, "top_k", k);
+    cJSON_AddStringToObject(result, "features", o.logodds ? "logodds: log(p/(1-p)) of the top-k posteriors (from "
+                                                            "the logits; a monotone rescaling that does not saturate)"
+                                                          : "posteriors: the top-k softmax outputs (the paper's)");
     cJSON *am = mia_mlp_json(&o.mlp);
     cJSON_AddNumberToObject(am, "inputs", k);
     cJSON_AddStringToObject(am, "reference_discrepancy",

@@ -4,6 +4,7 @@
 #include "attacks/target.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -222,7 +223,7 @@ static void hook_global(void *ctx, int round, Model *global) {
 // initialisation from seed (shadows); else the experiment's initial model (the target).
 // hooks: optional series recording (global). *round_out: the client target's round.
 static FpStatus train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n,
-                            uint64_t seed, int fresh, const Dataset *test, int quiet, TrainHooks *series,
+                            uint64_t seed, int fresh, const Dataset *test, int quiet, int threads, TrainHooks *series,
                             Model **out, int *round_out, FpError *err) {
     Experiment *ex = env->ex;
     const Backend *be = ex->backend;
@@ -269,7 +270,7 @@ static FpStatus train_model(const AttackEnv *env, const MiaTargetConfig *cfg, co
         TrainHooks local = {0};
         TrainHooks *h = series ? series : &local;
         h->ex = ex;
-        h->threads = ex->threads;
+        h->threads = threads;
         h->client = cfg->kind == MIA_TARGET_CLIENT ? cfg->client : -1;
         h->view = cfg->view;
         if (h->client >= 0) {
@@ -278,7 +279,7 @@ static FpStatus train_model(const AttackEnv *env, const MiaTargetConfig *cfg, co
             if (h->start_global)
                 model_get_params(m, h->start_global);
         }
-        FedSetup s = {.cfg = ex->fed, .seed = seed, .threads = ex->threads, .backend = be, .global = m,
+        FedSetup s = {.cfg = ex->fed, .seed = seed, .threads = threads, .backend = be, .global = m,
                       .train = ex->train, .test = test, .partition = part, .defense = ex->defense,
                       .defense_json = ex->defense_json, .quiet = quiet,
                       .hooks = {.ctx = h, .on_upload = hook_upload, .on_local_model = hook_local,
@@ -453,7 +454,7 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
     }
     double t0 = now_seconds();
     Model *model = NULL;
-    FpStatus st = train_model(env, cfg, t->train_idx, sz->n_train, ex->seed, 0, ex->test, env->quiet,
+    FpStatus st = train_model(env, cfg, t->train_idx, sz->n_train, ex->seed, 0, ex->test, env->quiet, ex->threads,
                               series.series_idx ? &series : NULL, &model, &t->participated_round, err);
     free((void *)series.series_idx);
     free(series.series_logits);
@@ -529,7 +530,7 @@ FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, 
     double t0 = now_seconds();
     Model *m = NULL;
     FP_TRY(train_model(env, &t->cfg, t->pool_idx, shadow_size, mia_derived_seed(ex->seed, RNG_SHADOW, 0, 0), 1,
-                       t->shadow_test, 1, NULL, &m, NULL, err));
+                       t->shadow_test, 1, ex->threads, NULL, &m, NULL, err));
     FpStatus st = mia_logits(m, ex->train, t->shadow_idx, 2 * members, ex->threads, t->shadow_logits, err);
     if (st == FP_OK)
         st = model_evaluate(m, t->shadow_test, ex->threads, &t->shadow_test_accuracy, NULL, NULL, err);
@@ -544,9 +545,61 @@ FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, 
     return FP_OK;
 }
 
-FpStatus mia_target_lira(const AttackEnv *env, MiaTarget *t, int n_models, int shadow_size, FpError *err) {
+// LiRA shadows are independent: workers train them in parallel, each shadow on one
+// thread (its federation and BLAS single-threaded), so the results do not depend on
+// the thread count.
+typedef struct {
+    const AttackEnv *env;
+    MiaTarget *t;
+    int first, step, end, shadow_size;
+    double *seconds, *accuracy;   // per shadow
+    FpStatus st;
+    FpError err;
+} LiraJob;
+
+static FpStatus lira_shadow(const AttackEnv *env, MiaTarget *t, int j, int shadow_size, int threads,
+                            uint32_t *subset, float *z, double *seconds, double *accuracy, FpError *err) {
     Experiment *ex = env->ex;
     int C = t->n_classes, n_eval = 2 * t->sz.members;
+    double t0 = now_seconds();
+    // Shadow j's training set: a uniformly random shadow_size-subset of the pool.
+    memcpy(subset, t->pool_idx, sizeof(uint32_t) * (size_t)t->sz.pool);
+    RngStream rs = rng_stream(ex->seed, RNG_SHADOW, 2, (uint32_t)j);
+    rng_shuffle_u32(&rs, subset, (uint32_t)t->sz.pool);
+    Model *m = NULL;
+    FP_TRY(train_model(env, &t->cfg, subset, shadow_size, mia_derived_seed(ex->seed, RNG_SHADOW, 1, (uint32_t)j), 1,
+                       t->shadow_test, 1, threads, NULL, &m, NULL, err));
+    FpStatus st = mia_logits(m, ex->train, t->eval_idx, n_eval, threads, z, err);
+    if (st == FP_OK)
+        st = model_evaluate(m, t->shadow_test, threads, accuracy, NULL, NULL, err);
+    model_free(m);
+    FP_TRY(st);
+    for (int i = 0; i < n_eval; i++)
+        t->lira_phi[(size_t)j * n_eval + i] = mia_phi(z + (size_t)i * C, C, ex->train->y[t->eval_idx[i]]);
+    *seconds = now_seconds() - t0;
+    if (!env->quiet)
+        fprintf(stderr, "lira: shadow %d trained on %d samples in %.1f s (test accuracy %.4f)\n", j + 1, shadow_size,
+                *seconds, *accuracy);
+    return FP_OK;
+}
+
+static void *lira_worker(void *arg) {
+    LiraJob *jb = arg;
+    MiaTarget *t = jb->t;
+    uint32_t *subset = malloc(sizeof(uint32_t) * (size_t)t->sz.pool);
+    float *z = malloc(sizeof(float) * 2 * (size_t)t->sz.members * t->n_classes);
+    if (!subset || !z)
+        jb->st = fp_fail(&jb->err, FP_ENOMEM, "out of memory for a LiRA shadow model");
+    for (int j = jb->first; jb->st == FP_OK && j < jb->end; j += jb->step)
+        jb->st = lira_shadow(jb->env, t, j, jb->shadow_size, 1, subset, z, &jb->seconds[j], &jb->accuracy[j], &jb->err);
+    free(subset);
+    free(z);
+    return NULL;
+}
+
+FpStatus mia_target_lira(const AttackEnv *env, MiaTarget *t, int n_models, int shadow_size, FpError *err) {
+    Experiment *ex = env->ex;
+    int n_eval = 2 * t->sz.members;
     if (shadow_size > t->sz.pool)
         return fp_fail(err, FP_EPARAM, "%s.shadow_size: %d exceeds the shadow pool of %d", env->path, shadow_size,
                        t->sz.pool);
@@ -556,6 +609,8 @@ FpStatus mia_target_lira(const AttackEnv *env, MiaTarget *t, int n_models, int s
         t->lira_test_accuracy = 0;
         t->lira_size = shadow_size;
     }
+    if (n_models <= t->lira_n)
+        return FP_OK;
     if (n_models > t->lira_cap) {
         double *p = realloc(t->lira_phi, sizeof(double) * (size_t)n_models * n_eval);
         if (!p)
@@ -563,40 +618,61 @@ FpStatus mia_target_lira(const AttackEnv *env, MiaTarget *t, int n_models, int s
         t->lira_phi = p;
         t->lira_cap = n_models;
     }
-    uint32_t *subset = fp_malloc(sizeof(uint32_t) * (size_t)t->sz.pool, err);
-    float *z = fp_malloc(sizeof(float) * (size_t)n_eval * C, err);
-    FpStatus st = subset && z ? FP_OK : FP_ENOMEM;
-    double acc_sum = t->lira_test_accuracy * t->lira_n;
-    for (int j = t->lira_n; st == FP_OK && j < n_models; j++) {
-        double t0 = now_seconds();
-        // Shadow j's training set: a uniformly random shadow_size-subset of the pool.
-        memcpy(subset, t->pool_idx, sizeof(uint32_t) * (size_t)t->sz.pool);
-        RngStream rs = rng_stream(ex->seed, RNG_SHADOW, 2, (uint32_t)j);
-        rng_shuffle_u32(&rs, subset, (uint32_t)t->sz.pool);
-        Model *m = NULL;
-        st = train_model(env, &t->cfg, subset, shadow_size, mia_derived_seed(ex->seed, RNG_SHADOW, 1, (uint32_t)j), 1,
-                         t->shadow_test, 1, NULL, &m, NULL, err);
-        double acc = NAN;
-        if (st == FP_OK)
-            st = mia_logits(m, ex->train, t->eval_idx, n_eval, ex->threads, z, err);
-        if (st == FP_OK)
-            st = model_evaluate(m, t->shadow_test, ex->threads, &acc, NULL, NULL, err);
-        model_free(m);
-        if (st != FP_OK)
-            break;
-        for (int i = 0; i < n_eval; i++)
-            t->lira_phi[(size_t)j * n_eval + i] = mia_phi(z + (size_t)i * C, C, ex->train->y[t->eval_idx[i]]);
-        double dt = now_seconds() - t0;
-        t->lira_seconds += dt;
-        acc_sum += acc;
-        t->lira_n = j + 1;
-        t->lira_test_accuracy = acc_sum / t->lira_n;
-        if (!env->quiet)
-            fprintf(stderr, "lira: shadow %d/%d trained on %d samples in %.1f s (test accuracy %.4f)\n", j + 1,
-                    n_models, shadow_size, dt, acc);
+    double *seconds = calloc((size_t)n_models, sizeof(double)), *accuracy = calloc((size_t)n_models, sizeof(double));
+    if (!seconds || !accuracy) {
+        free(seconds);
+        free(accuracy);
+        return fp_fail(err, FP_ENOMEM, "out of memory");
     }
-    free(subset);
-    free(z);
+    int todo = n_models - t->lira_n;
+    int workers = ex->backend->device != DEVICE_CPU ? 1 : ex->threads < 16 ? ex->threads : 16;
+    if (workers > todo)
+        workers = todo;
+    double t0 = now_seconds();
+    FpStatus st = FP_OK;
+    if (workers <= 1) {
+        uint32_t *subset = fp_malloc(sizeof(uint32_t) * (size_t)t->sz.pool, err);
+        float *z = fp_malloc(sizeof(float) * (size_t)n_eval * t->n_classes, err);
+        st = subset && z ? FP_OK : FP_ENOMEM;
+        for (int j = t->lira_n; st == FP_OK && j < n_models; j++)
+            st = lira_shadow(env, t, j, shadow_size, ex->threads, subset, z, &seconds[j], &accuracy[j], err);
+        free(subset);
+        free(z);
+    } else {
+        if (ex->backend->set_threads)
+            ex->backend->set_threads(1);
+        LiraJob jobs[16];
+        pthread_t tid[16];
+        int started[16] = {0};
+        for (int w = 0; w < workers; w++)
+            jobs[w] = (LiraJob){.env = env, .t = t, .first = t->lira_n + w, .step = workers, .end = n_models,
+                                .shadow_size = shadow_size, .seconds = seconds, .accuracy = accuracy};
+        for (int w = 1; w < workers; w++)
+            started[w] = pthread_create(&tid[w], NULL, lira_worker, &jobs[w]) == 0;
+        lira_worker(&jobs[0]);
+        for (int w = 1; w < workers; w++) {
+            if (started[w])
+                pthread_join(tid[w], NULL);
+            else
+                lira_worker(&jobs[w]);
+        }
+        for (int w = 0; w < workers && st == FP_OK; w++)
+            if (jobs[w].st != FP_OK) {
+                st = jobs[w].st;
+                if (err)
+                    *err = jobs[w].err;
+            }
+    }
+    if (st == FP_OK) {
+        double acc = t->lira_test_accuracy * t->lira_n;
+        for (int j = t->lira_n; j < n_models; j++)
+            acc += accuracy[j];
+        t->lira_seconds += now_seconds() - t0; // wall time of the shadows (training and scoring)
+        t->lira_n = n_models;
+        t->lira_test_accuracy = acc / n_models;
+    }
+    free(seconds);
+    free(accuracy);
     return st;
 }
 

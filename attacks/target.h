@@ -115,7 +115,7 @@ typedef struct MiaTarget {
     // LiRA OUT shadows: φ of shadow j on eval sample i at lira_phi[j·2M + i].
     int lira_size, lira_n, lira_cap;
     double *lira_phi;
-    double lira_seconds;         // total training + scoring time of the lira_n shadows
+    double lira_seconds;         // wall time spent training and scoring the lira_n shadows
     double lira_test_accuracy;   // mean over the shadows
     int acquisitions;            // how many attacks used it (> 1: shared through the cache)
     struct MiaTarget *next;
@@ -149,7 +149,8 @@ uint64_t mia_derived_seed(uint64_t seed, RngPurpose purpose, uint32_t round, uin
 double mia_phi(const float *z, int n_classes, int y);   // log(p_y / (1 − p_y))
 double mia_loss_of_phi(double phi);                     // −log p_y = softplus(−φ)
 double mia_mentr(const float *z, int n_classes, int y); // Song & Mittal's modified entropy
-void mia_top_probs(const float *z, int n_classes, int k, float *out); // softmax, sorted descending, first k
+void mia_top_probs(const float *z, int n_classes, int k, float *out); // softmax, sorted descending, first k (<= 64)
+void mia_top_logodds(const float *z, int n_classes, int k, float *out); // log(p/(1-p)) of those, from logits
 
 // Logits (n × C) of model m on samples idx of d, threads in parallel (CPU).
 FpStatus mia_logits(Model *m, const Dataset *d, const uint32_t *idx, int n, int threads, float *logits, FpError *err);

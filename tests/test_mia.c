@@ -163,6 +163,13 @@ START_TEST(features_match_direct_formulas) {
     ck_assert_float_eq_tol(top[0], (float)(e[3] / s), 1e-6f);
     ck_assert_float_eq_tol(top[1], (float)(e[0] / s), 1e-6f);
     ck_assert_float_eq_tol(top[2], (float)(e[2] / s), 1e-6f);
+    mia_top_logodds(z, 5, 3, top);
+    ck_assert_float_eq_tol(top[0], (float)log(e[3] / (s - e[3])), 1e-5f);
+    ck_assert_float_eq_tol(top[2], (float)log(e[2] / (s - e[2])), 1e-5f);
+    float pad[7];
+    mia_top_probs(z, 5, 7, pad); // more than the classes: zero posteriors
+    ck_assert_float_eq(pad[5], 0.0f);
+    ck_assert_float_eq(pad[6], 0.0f);
     // Saturated logits: the float softmax says p_y = 1 exactly, φ still resolves.
     const float big[3] = {40.0f, 0.0f, 1.0f};
     ck_assert_double_eq_tol(mia_phi(big, 3, 0), 40.0 - log(exp(0.0) + exp(1.0)), 1e-9);
@@ -387,6 +394,25 @@ START_TEST(e2e_overfit_target_leaks_and_cache_shares) {
 }
 END_TEST
 
+START_TEST(e2e_lira_independent_of_threads) {
+    // Shadows train in parallel workers; the numbers must not depend on how many.
+    Fixture fx;
+    fixture_open(&fx, 0.1, 100);
+    cJSON *r[2];
+    for (int k = 0; k < 2; k++) {
+        fx.ex.threads = k + 1;
+        r[k] = run_attack(&fx, "lira", "{\"shadow_models\": 3}", NULL);
+    }
+    ck_assert_double_eq(num(r[0], "auc"), num(r[1], "auc"));
+    ck_assert_double_eq(num(r[0], "pooled_sigma"), num(r[1], "pooled_sigma"));
+    ck_assert(cJSON_Compare(cJSON_GetObjectItem(r[0], "roc"), cJSON_GetObjectItem(r[1], "roc"), 1));
+    ck_assert(cJSON_Compare(cJSON_GetObjectItem(r[0], "tpr_at_fpr"), cJSON_GetObjectItem(r[1], "tpr_at_fpr"), 1));
+    cJSON_Delete(r[0]);
+    cJSON_Delete(r[1]);
+    fixture_close(&fx);
+}
+END_TEST
+
 START_TEST(e2e_cs_mia_series_and_client_target) {
     Fixture fx;
     fixture_open(&fx, 0.1, 100);
@@ -428,12 +454,18 @@ START_TEST(e2e_ml_leaks_on_central_target) {
     // 2 × 300 samples trained centrally for 60 epochs: 600 members, so 6 sd is 0.10.
     Fixture fx;
     fixture_open(&fx, 0.1, 300);
-    cJSON *r = run_attack(&fx, "ml-leaks", "{\"target\": \"central\", \"central_epochs\": 60}", NULL);
-    check_result_shape(r, 600);
-    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "target"), "kind")->valuestring, "central");
-    ck_assert_msg(num(r, "auc") > 0.5 + auc_6sd(600), "ml-leaks auc %g", num(r, "auc"));
-    ck_assert_int_eq((int)num(cJSON_GetObjectItem(r, "shadow"), "members"), 600);
-    cJSON_Delete(r);
+    AttackCache *cache = attack_cache_create();
+    const char *opts[2] = {"{\"target\": \"central\", \"central_epochs\": 60}",
+                           "{\"target\": \"central\", \"central_epochs\": 60, \"features\": \"logodds\"}"};
+    for (int k = 0; k < 2; k++) {
+        cJSON *r = run_attack(&fx, "ml-leaks", opts[k], cache);
+        check_result_shape(r, 600);
+        ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "target"), "kind")->valuestring, "central");
+        ck_assert_msg(num(r, "auc") > 0.5 + auc_6sd(600), "ml-leaks auc %g", num(r, "auc"));
+        ck_assert_int_eq((int)num(cJSON_GetObjectItem(r, "shadow"), "members"), 600);
+        cJSON_Delete(r);
+    }
+    attack_cache_free(cache);
     fixture_close(&fx);
 }
 END_TEST
@@ -560,6 +592,7 @@ Suite *suite_mia(void) {
     TCase *e = tcase_create("end_to_end");
     tcase_set_timeout(e, 120);
     tcase_add_test(e, e2e_overfit_target_leaks_and_cache_shares);
+    tcase_add_test(e, e2e_lira_independent_of_threads);
     tcase_add_test(e, e2e_cs_mia_series_and_client_target);
     tcase_add_test(e, e2e_ml_leaks_on_central_target);
     tcase_add_test(e, e2e_untrained_target_does_not_leak);
