@@ -1,0 +1,579 @@
+// Matrix files: validation, expansion into cells, cell identity, and reading a run
+// back (see reports/matrix.h; running the cells is reports/matrix_run.c).
+//
+// A defense entry expands into the product of its "epsilon" list (a number counts as
+// a list of one) and each "sweep" list, in that order: epsilon outermost, then the
+// sweep keys as written. The cell's defense object is the entry with the list
+// replaced by one value and "sweep" removed, which is exactly what the defense parses.
+#include "reports/matrix_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/jsonv.h"
+
+const char *cell_status_name(CellStatus s) {
+    switch (s) {
+    case CELL_DONE: return "done";
+    case CELL_DIVERGED: return "diverged";
+    case CELL_FAILED: return "failed";
+    default: return "pending";
+    }
+}
+
+int cell_status_parse(const char *s) {
+    for (int i = CELL_PENDING; i <= CELL_FAILED; i++)
+        if (s && strcmp(s, cell_status_name((CellStatus)i)) == 0)
+            return i;
+    return -1;
+}
+
+const DefenseOps *matrix_defense_find(const Matrix *m, const char *name) {
+    return m->reg.defense_find ? m->reg.defense_find(name) : defense_find(name);
+}
+
+const AttackOps *matrix_attack_find(const Matrix *m, const char *name) {
+    return m->reg.attack_find ? m->reg.attack_find(name) : attack_find(name);
+}
+
+// FNV-1a, 64 bits: a cell's identity, not a security boundary.
+static uint64_t fnv1a(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+// A file-name-safe slug of a label: [a-z0-9.], other runs become one '-'.
+static void slugify(const char *in, char *out, size_t n) {
+    size_t k = 0;
+    int dash = 0;
+    for (const unsigned char *p = (const unsigned char *)in; *p && k + 1 < n; p++) {
+        unsigned char c = *p;
+        if (c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c - 'A' + 'a');
+        if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.') {
+            out[k++] = (char)c;
+            dash = 0;
+        } else if (!dash && k > 0) {
+            out[k++] = '-';
+            dash = 1;
+        }
+    }
+    while (k > 0 && out[k - 1] == '-')
+        k--;
+    out[k] = 0;
+    if (k == 0)
+        snprintf(out, n, "cell");
+}
+
+int matrix_id_is_safe(const char *id) {
+    if (!id || !id[0] || strlen(id) > 120 || id[0] == '.')
+        return 0;
+    for (const char *p = id; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '.' ||
+              *p == '-' || *p == '_'))
+            return 0;
+    return 1;
+}
+
+// "defense.epsilon: ..." from a defense's create() → "defenses[2].epsilon: ...".
+static void rebase_message(FpError *err, const char *from, const char *to) {
+    if (!err)
+        return;
+    size_t n = strlen(from);
+    if (strncmp(err->msg, from, n) != 0 || (err->msg[n] != '.' && err->msg[n] != ':' && err->msg[n] != '['))
+        return;
+    char msg[sizeof err->msg];
+    snprintf(msg, sizeof msg, "%s%s", to, err->msg + n);
+    memcpy(err->msg, msg, sizeof msg);
+}
+
+static char *compact(const cJSON *v) {
+    char *s = cJSON_PrintUnformatted(v);
+    return s ? s : strdup("?");
+}
+
+static FpStatus add_cell(Matrix *m, int di, const char *dpath, const cJSON *entry, const DefenseOps *ops,
+                         cJSON *defense, const cJSON *swept, FpError *err) {
+    if (m->n_cells == m->cap_cells) {
+        int cap = m->cap_cells ? 2 * m->cap_cells : 16;
+        Cell *c = realloc(m->cells, sizeof(Cell) * (size_t)cap);
+        if (!c) {
+            cJSON_Delete(defense);
+            return fp_fail(err, FP_ENOMEM, "out of memory expanding the matrix");
+        }
+        m->cells = c;
+        m->cap_cells = cap;
+    }
+    Cell *c = &m->cells[m->n_cells++];
+    memset(c, 0, sizeof *c);
+    c->defense_index = di;
+    c->ops = ops;
+    c->defense = defense;
+    c->params = cJSON_Duplicate(swept, 1);
+    snprintf(c->path, sizeof c->path, "%s", dpath);
+    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(defense, "epsilon");
+    c->epsilon = cJSON_IsNumber(eps) ? eps->valuedouble : NAN;
+    // The label: name, variant, ε, then the swept parameters.
+    size_t k = 0;
+    k += (size_t)snprintf(c->label + k, sizeof c->label - k, "%s", ops->name);
+    const cJSON *variant = cJSON_GetObjectItemCaseSensitive(entry, "variant");
+    if (cJSON_IsString(variant) && k < sizeof c->label)
+        k += (size_t)snprintf(c->label + k, sizeof c->label - k, " %s", variant->valuestring);
+    if (!isnan(c->epsilon) && k < sizeof c->label)
+        k += (size_t)snprintf(c->label + k, sizeof c->label - k, " ε=%g", c->epsilon);
+    for (const cJSON *it = swept->child; it && k < sizeof c->label; it = it->next) {
+        char *v = compact(it);
+        k += (size_t)snprintf(c->label + k, sizeof c->label - k, " %s=%s", it->string, v);
+        free(v);
+    }
+    return FP_OK;
+}
+
+// One defense entry → its cells.
+static FpStatus expand_defense(Matrix *m, int di, const cJSON *entry, FpError *err) {
+    char path[64], p[128];
+    snprintf(path, sizeof path, "defenses[%d]", di);
+    if (!cJSON_IsObject(entry))
+        return fp_fail(err, FP_EPARAM, "%s: must be an object", path);
+    const char *name;
+    FP_TRY(jv_string(entry, path, "name", JV_REQUIRED, NULL, &name, err));
+    const DefenseOps *ops = matrix_defense_find(m, name);
+    if (!ops)
+        return fp_fail(err, FP_EPARAM, "%s: unknown defense \"%.64s\" (fedpriv list shows the defenses)",
+                       jv_path(p, sizeof p, path, "name"), name);
+    // The sweep dimensions: epsilon first, then "sweep" keys as written.
+    const cJSON *dims[17];
+    const char *dim_names[17];
+    int nd = 0;
+    const cJSON *eps = cJSON_GetObjectItemCaseSensitive(entry, "epsilon");
+    if (eps && cJSON_IsArray(eps)) {
+        dims[nd] = eps;
+        dim_names[nd++] = "epsilon";
+    } else if (eps && !cJSON_IsNumber(eps))
+        return fp_fail(err, FP_EPARAM, "%s: must be a number or a list of numbers", jv_path(p, sizeof p, path, "epsilon"));
+    const cJSON *sweep = cJSON_GetObjectItemCaseSensitive(entry, "sweep");
+    if (sweep) {
+        if (!cJSON_IsObject(sweep))
+            return fp_fail(err, FP_EPARAM, "%s: must be an object of parameter lists", jv_path(p, sizeof p, path, "sweep"));
+        for (const cJSON *it = sweep->child; it; it = it->next) {
+            char sp[160];
+            snprintf(sp, sizeof sp, "%s.sweep.%.64s", path, it->string);
+            if (!cJSON_IsArray(it))
+                return fp_fail(err, FP_EPARAM, "%s: must be a list of values", sp);
+            if (strcmp(it->string, "name") == 0 || strcmp(it->string, "epsilon") == 0 ||
+                cJSON_GetObjectItemCaseSensitive(entry, it->string))
+                return fp_fail(err, FP_EPARAM, "%s: cannot sweep \"%s\" (give epsilon lists directly; a key set "
+                               "outright cannot also be swept)", sp, it->string);
+            if (nd == 16)
+                return fp_fail(err, FP_EPARAM, "%s: at most 16 swept parameters", sp);
+            dims[nd] = it;
+            dim_names[nd++] = it->string;
+        }
+    }
+    int len[17], at[17] = {0};
+    long total = 1;
+    for (int d = 0; d < nd; d++) {
+        len[d] = cJSON_GetArraySize(dims[d]);
+        char dp[160];
+        if (d == 0 && dims[0] == eps)
+            snprintf(dp, sizeof dp, "%s.epsilon", path);
+        else
+            snprintf(dp, sizeof dp, "%s.sweep.%.64s", path, dim_names[d]);
+        if (len[d] == 0)
+            return fp_fail(err, FP_EPARAM, "%s: empty list", dp);
+        if (dims[d] == eps)
+            for (int j = 0; j < len[d]; j++) {
+                const cJSON *v = cJSON_GetArrayItem(eps, j);
+                if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
+                    return fp_fail(err, FP_EPARAM, "%s[%d]: must be a number", dp, j);
+            }
+        total *= len[d];
+        if (total > 100000)
+            return fp_fail(err, FP_EPARAM, "%s: more than 100000 cells", path);
+    }
+    for (long c = 0; c < total; c++) {
+        cJSON *defense = cJSON_Duplicate(entry, 1);
+        cJSON *swept = cJSON_CreateObject();
+        if (!defense || !swept) {
+            cJSON_Delete(defense);
+            cJSON_Delete(swept);
+            return fp_fail(err, FP_ENOMEM, "out of memory expanding the matrix");
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(defense, "sweep");
+        for (int d = 0; d < nd; d++) {
+            cJSON *v = cJSON_Duplicate(cJSON_GetArrayItem(dims[d], at[d]), 1);
+            if (cJSON_GetObjectItemCaseSensitive(defense, dim_names[d]))
+                cJSON_ReplaceItemInObjectCaseSensitive(defense, dim_names[d], v);
+            else
+                cJSON_AddItemToObject(defense, dim_names[d], v);
+            if (dims[d] != eps)
+                cJSON_AddItemToObject(swept, dim_names[d], cJSON_Duplicate(v, 1));
+        }
+        FpStatus st = add_cell(m, di, path, entry, ops, defense, swept, err);
+        cJSON_Delete(swept);
+        FP_TRY(st);
+        for (int d = nd - 1; d >= 0; d--) { // odometer, last dimension fastest
+            if (++at[d] < len[d])
+                break;
+            at[d] = 0;
+        }
+    }
+    return FP_OK;
+}
+
+static FpStatus load_attacks(Matrix *m, const cJSON *arr, FpError *err) {
+    if (!arr)
+        return FP_OK;
+    if (!cJSON_IsArray(arr))
+        return fp_fail(err, FP_EPARAM, "attacks: must be a list of attack objects");
+    int n = cJSON_GetArraySize(arr);
+    m->attacks = calloc((size_t)(n ? n : 1), sizeof(AttackSpec));
+    if (!m->attacks)
+        return fp_fail(err, FP_ENOMEM, "out of memory reading attacks");
+    for (int i = 0; i < n; i++) {
+        const cJSON *a = cJSON_GetArrayItem(arr, i);
+        AttackSpec *as = &m->attacks[i];
+        snprintf(as->path, sizeof as->path, "attacks[%d]", i);
+        char p[128];
+        if (!cJSON_IsObject(a))
+            return fp_fail(err, FP_EPARAM, "%s: must be an object", as->path);
+        const char *name;
+        FP_TRY(jv_string(a, as->path, "name", JV_REQUIRED, NULL, &name, err));
+        as->ops = matrix_attack_find(m, name);
+        if (!as->ops)
+            return fp_fail(err, FP_EPARAM, "%s: unknown attack \"%.64s\" (fedpriv list shows the attacks)",
+                           jv_path(p, sizeof p, as->path, "name"), name);
+        m->n_attacks = i + 1;
+        as->json = cJSON_Duplicate(a, 1);
+        if (!as->json)
+            return fp_fail(err, FP_ENOMEM, "out of memory reading attacks");
+        // "model" is the matrix's: the attack sees its own keys only.
+        as->model_json = cJSON_DetachItemFromObjectCaseSensitive(as->json, "model");
+        if (as->model_json && !cJSON_IsObject(as->model_json))
+            return fp_fail(err, FP_EPARAM, "%s: must be an object", jv_path(p, sizeof p, as->path, "model"));
+        char slug[48];
+        slugify(as->ops->name, slug, sizeof slug);
+        snprintf(as->dirname, sizeof as->dirname, "%d-%s", i, slug);
+    }
+    return FP_OK;
+}
+
+// Everything a cell's result depends on, as canonical JSON; its hash names the cell.
+static cJSON *cell_spec(const Matrix *m, const Cell *c) {
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddNumberToObject(s, "seed", (double)m->base.seed);
+    cJSON_AddStringToObject(s, "backend", m->base.backend->name);
+    cJSON_AddItemToObject(s, "dataset", cJSON_Duplicate(m->base.dataset_json, 1));
+    cJSON_AddItemToObject(s, "model", cJSON_Duplicate(m->base.model_json, 1));
+    cJSON_AddItemToObject(s, "federation", fed_config_to_json(&m->base.fed));
+    cJSON_AddItemToObject(s, "defense", cJSON_Duplicate(c->defense, 1));
+    cJSON *atk = cJSON_AddArrayToObject(s, "attacks");
+    for (int k = 0; k < m->n_attacks; k++) {
+        cJSON *a = cJSON_Duplicate(m->attacks[k].json, 1);
+        if (m->attacks[k].model_json)
+            cJSON_AddItemToObject(a, "model", cJSON_Duplicate(m->attacks[k].model_json, 1));
+        cJSON_AddItemToArray(atk, a);
+    }
+    return s;
+}
+
+// Checks one cell against the data and model: the defense's create() through a real
+// federation set-up, and every attack's validate().
+static FpStatus validate_cell(Matrix *m, Cell *c, FpError *err) {
+    Experiment ex = m->base;
+    ex.threads = 1;
+    ex.defense = c->ops;
+    ex.defense_json = c->defense;
+    ex.model = model_clone(m->base.model, m->base.backend, err);
+    if (!ex.model)
+        return err ? err->code : FP_ENOMEM;
+    Federation *f = experiment_federation(&ex, NULL, 1, err);
+    if (!f) {
+        model_free(ex.model);
+        rebase_message(err, "defense", c->path);
+        if (err) {
+            char msg[sizeof err->msg];
+            snprintf(msg, sizeof msg, "%.400s (cell \"%.80s\")", err->msg, c->label);
+            memcpy(err->msg, msg, sizeof msg);
+        }
+        return err ? err->code : FP_EPARAM;
+    }
+    fed_free(f);
+    FpStatus st = FP_OK;
+    for (int k = 0; k < m->n_attacks && st == FP_OK; k++) {
+        AttackSpec *as = &m->attacks[k];
+        Experiment aex = ex;
+        if (as->proto)
+            aex.model = as->proto;
+        AttackEnv env = {.ex = &aex, .attack_json = as->json, .path = as->path, .out_dir = NULL, .quiet = 1};
+        st = as->ops->validate(&env, err);
+    }
+    model_free(ex.model);
+    return st;
+}
+
+FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **out, FpError *err) {
+    *out = NULL;
+    MatrixOptions none = {0};
+    if (!opt)
+        opt = &none;
+    Matrix *m = fp_calloc(1, sizeof *m, err);
+    if (!m)
+        return FP_ENOMEM;
+    if (opt->registry)
+        m->reg = *opt->registry;
+    snprintf(m->file, sizeof m->file, "%s", opt->file ? opt->file : "");
+    FpStatus st = FP_OK;
+#define TRY(x)                      \
+    do {                            \
+        if ((st = (x)) != FP_OK)    \
+            goto fail;              \
+    } while (0)
+    static const char *const keys[] = {"seed", "description", "dataset", "model", "federation", "device", "threads",
+                                       "defenses", "attacks", NULL};
+    TRY(jv_keys(root_in, "", keys, err));
+    m->root = cJSON_Duplicate(root_in, 1);
+    if (!m->root)
+        TRY(fp_fail(err, FP_ENOMEM, "out of memory"));
+    const char *desc;
+    TRY(jv_string(m->root, "", "description", JV_OPTIONAL, "", &desc, err));
+    // Names and lists first: cheap, and the most common mistakes.
+    const cJSON *defs = cJSON_GetObjectItemCaseSensitive(m->root, "defenses");
+    if (!defs)
+        TRY(fp_fail(err, FP_EPARAM, "defenses: required list is missing"));
+    if (!cJSON_IsArray(defs))
+        TRY(fp_fail(err, FP_EPARAM, "defenses: must be a list of defense objects"));
+    if (cJSON_GetArraySize(defs) == 0)
+        TRY(fp_fail(err, FP_EPARAM, "defenses: empty list"));
+    for (int i = 0; i < cJSON_GetArraySize(defs); i++)
+        TRY(expand_defense(m, i, cJSON_GetArrayItem(defs, i), err));
+    TRY(load_attacks(m, cJSON_GetObjectItemCaseSensitive(m->root, "attacks"), err));
+    // The experiment without a defense: seed, data, model, federation, device, threads.
+    m->base_root = cJSON_Duplicate(m->root, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(m->base_root, "defenses");
+    cJSON_DeleteItemFromObjectCaseSensitive(m->base_root, "attacks");
+    TRY(experiment_load(m->base_root, NULL, opt->device, opt->threads, &m->base, err));
+    m->have_base = 1;
+    for (int k = 0; k < m->n_attacks; k++) {
+        AttackSpec *as = &m->attacks[k];
+        if (!as->model_json)
+            continue;
+        char p[64];
+        snprintf(p, sizeof p, "%s.model", as->path);
+        as->proto = model_create(as->model_json, p, &m->base.shape, m->base.backend, err);
+        if (!as->proto)
+            TRY(err ? err->code : FP_EPARAM);
+        model_init(as->proto, m->base.seed);
+    }
+    for (int i = 0; i < m->n_cells; i++) {
+        Cell *c = &m->cells[i];
+        cJSON *spec = cell_spec(m, c);
+        char *text = compact(spec);
+        uint64_t h = fnv1a(text);
+        free(text);
+        c->spec = spec;
+        snprintf(c->hash, sizeof c->hash, "%016llx", (unsigned long long)h);
+        char slug[64];
+        slugify(c->label, slug, sizeof slug);
+        snprintf(c->id, sizeof c->id, "%s-%.8s", slug, c->hash);
+        for (int j = 0; j < i; j++)
+            if (strcmp(m->cells[j].hash, c->hash) == 0)
+                TRY(fp_fail(err, FP_EPARAM, "%s: the setting \"%.80s\" appears twice (also in %s)", c->path, c->label,
+                            m->cells[j].path));
+    }
+    for (int i = 0; i < m->n_cells; i++)
+        TRY(validate_cell(m, &m->cells[i], err));
+#undef TRY
+    *out = m;
+    return FP_OK;
+fail:
+    matrix_free(m);
+    return st;
+}
+
+void matrix_free(Matrix *m) {
+    if (!m)
+        return;
+    for (int i = 0; i < m->n_cells; i++) {
+        cJSON_Delete(m->cells[i].defense);
+        cJSON_Delete(m->cells[i].params);
+        cJSON_Delete(m->cells[i].spec);
+    }
+    free(m->cells);
+    for (int k = 0; k < m->n_attacks; k++) {
+        cJSON_Delete(m->attacks[k].json);
+        cJSON_Delete(m->attacks[k].model_json);
+        model_free(m->attacks[k].proto);
+    }
+    free(m->attacks);
+    if (m->have_base)
+        experiment_free(&m->base);
+    cJSON_Delete(m->base_root);
+    cJSON_Delete(m->root);
+    free(m);
+}
+
+int matrix_cell_count(const Matrix *m) { return m->n_cells; }
+const char *matrix_cell_id(const Matrix *m, int i) { return i >= 0 && i < m->n_cells ? m->cells[i].id : NULL; }
+const char *matrix_cell_label(const Matrix *m, int i) {
+    return i >= 0 && i < m->n_cells ? m->cells[i].label : NULL;
+}
+
+// ---- reading a run back ------------------------------------------------------------
+
+FpStatus matrix_results_load(const char *dir, MatrixResults *r, FpError *err) {
+    memset(r, 0, sizeof *r);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/results.json", dir);
+    FP_TRY(jv_load_file(path, &r->index, err));
+    const cJSON *cells = cJSON_GetObjectItemCaseSensitive(r->index, "cells");
+    if (!cJSON_IsObject(r->index) || !cJSON_IsArray(cells)) {
+        matrix_results_free(r);
+        return fp_fail(err, FP_EFORMAT, "%s: not a fedpriv matrix index (no \"cells\" list)", path);
+    }
+    r->n = cJSON_GetArraySize(cells);
+    r->cells = calloc((size_t)(r->n ? r->n : 1), sizeof(cJSON *));
+    r->status = calloc((size_t)(r->n ? r->n : 1), sizeof(CellStatus));
+    if (!r->cells || !r->status) {
+        matrix_results_free(r);
+        return fp_fail(err, FP_ENOMEM, "out of memory reading %s", path);
+    }
+    for (int i = 0; i < r->n; i++) {
+        const cJSON *e = cJSON_GetArrayItem(cells, i);
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
+        const cJSON *status = cJSON_GetObjectItemCaseSensitive(e, "status");
+        const cJSON *hash = cJSON_GetObjectItemCaseSensitive(e, "spec_hash");
+        int s = cJSON_IsString(status) ? cell_status_parse(status->valuestring) : -1;
+        if (!cJSON_IsString(id) || !matrix_id_is_safe(id->valuestring) || s < 0 || !cJSON_IsString(hash)) {
+            matrix_results_free(r);
+            return fp_fail(err, FP_EFORMAT, "%s: cells[%d]: needs a plain \"id\", a \"spec_hash\" and a known \"status\"",
+                           path, i);
+        }
+        r->status[i] = (CellStatus)s;
+        char cpath[4096];
+        snprintf(cpath, sizeof cpath, "%s/cells/%s.json", dir, id->valuestring);
+        FILE *probe = fopen(cpath, "rb");
+        if (!probe) {
+            if (errno != ENOENT) {
+                matrix_results_free(r);
+                return fp_fail(err, FP_EIO, "%s: cannot read: %s", cpath, strerror(errno));
+            }
+            r->status[i] = CELL_PENDING; // no file: whatever the index said, nothing to show
+            continue;
+        }
+        fclose(probe);
+        cJSON *cell = NULL;
+        FpStatus st = jv_load_file(cpath, &cell, err);
+        if (st != FP_OK) {
+            matrix_results_free(r);
+            return st;
+        }
+        const cJSON *ch = cJSON_GetObjectItemCaseSensitive(cell, "spec_hash");
+        const cJSON *cs = cJSON_GetObjectItemCaseSensitive(cell, "status");
+        int cst = cJSON_IsString(cs) ? cell_status_parse(cs->valuestring) : -1;
+        if (!cJSON_IsObject(cell) || !cJSON_IsString(ch) || cst < 0) {
+            cJSON_Delete(cell);
+            matrix_results_free(r);
+            return fp_fail(err, FP_EFORMAT, "%s: not a fedpriv matrix cell (needs \"spec_hash\" and \"status\")", cpath);
+        }
+        if (strcmp(ch->valuestring, hash->valuestring) != 0) { // a stale file from another matrix
+            cJSON_Delete(cell);
+            r->status[i] = CELL_PENDING;
+            continue;
+        }
+        r->cells[i] = cell;
+        r->status[i] = (CellStatus)cst;
+    }
+    return FP_OK;
+}
+
+void matrix_results_free(MatrixResults *r) {
+    if (r->cells)
+        for (int i = 0; i < r->n; i++)
+            cJSON_Delete(r->cells[i]);
+    free(r->cells);
+    free(r->status);
+    cJSON_Delete(r->index);
+    memset(r, 0, sizeof *r);
+}
+
+const cJSON *matrix_cell_attack(const cJSON *cell, const char *name) {
+    const cJSON *atk = cJSON_GetObjectItemCaseSensitive(cell, "attacks");
+    const cJSON *a;
+    cJSON_ArrayForEach(a, atk) {
+        const cJSON *n = cJSON_GetObjectItemCaseSensitive(a, "name");
+        if (cJSON_IsString(n) && strcmp(n->valuestring, name) == 0)
+            return a;
+    }
+    return NULL;
+}
+
+static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+FpStatus matrix_audit_load(const char *dir, cJSON **records, FpError *err) {
+    *records = cJSON_CreateArray();
+    if (!*records)
+        return fp_fail(err, FP_ENOMEM, "out of memory");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/audit", dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return FP_OK;
+    char *names[512];
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && n < 512) {
+        size_t len = strlen(de->d_name);
+        if (len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0 || de->d_name[0] == '.')
+            continue;
+        if (!(names[n] = strdup(de->d_name)))
+            break;
+        n++;
+    }
+    closedir(d);
+    qsort(names, (size_t)n, sizeof names[0], cmp_names);
+    FpStatus st = FP_OK;
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/audit/%s", dir, names[i]);
+        cJSON *j = NULL;
+        if (st == FP_OK && (st = jv_load_file(path, &j, err)) == FP_OK) {
+            cJSON *list = cJSON_IsArray(j) ? j : cJSON_GetObjectItemCaseSensitive(j, "results");
+            if (cJSON_IsArray(list)) {
+                for (cJSON *a = list->child; a && st == FP_OK; a = a->next)
+                    if (!cJSON_IsObject(a))
+                        st = fp_fail(err, FP_EFORMAT, "%s: audit findings must be JSON objects", path);
+            } else if (!cJSON_IsObject(j))
+                st = fp_fail(err, FP_EFORMAT, "%s: not an audit finding (a JSON object or a list of them)", path);
+            if (st == FP_OK) {
+                if (cJSON_IsArray(list)) {
+                    for (cJSON *a = list->child; a; a = a->next) {
+                        cJSON *rec = cJSON_Duplicate(a, 1);
+                        cJSON_DeleteItemFromObjectCaseSensitive(rec, "file");
+                        cJSON_AddStringToObject(rec, "file", names[i]);
+                        cJSON_AddItemToArray(*records, rec);
+                    }
+                } else {
+                    cJSON *rec = cJSON_Duplicate(j, 1);
+                    cJSON_DeleteItemFromObjectCaseSensitive(rec, "file");
+                    cJSON_AddStringToObject(rec, "file", names[i]);
+                    cJSON_AddItemToArray(*records, rec);
+                }
+            }
+        }
+        cJSON_Delete(j);
+        free(names[i]);
+    }
+    if (st != FP_OK) {
+        cJSON_Delete(*records);
+        *records = NULL;
+    }
+    return st;
+}

@@ -1,0 +1,112 @@
+// Attack × defense matrices: one dataset and model, a list of defenses each swept over
+// parameter values (ε lists), a list of attacks. A cell is one defense setting: the
+// federation is trained under it (the model accuracy per round, the privacy spent) and
+// every attack of the matrix runs against that setting. docs/report.md documents the
+// file format; in short:
+//
+//   {"seed": 1, "dataset": {...}, "model": {...}, "federation": {...},
+//    "defenses": [{"name": "spm", "variant": "corrected", "epsilon": [0.5, 1, 2]},
+//                 {"name": "gaussian-dpfedavg", "epsilon": 1, "sweep": {"clip": [0.5, 1]}},
+//                 {"name": "none"}],
+//    "attacks": [{"name": "dlg", "model": {"name": "lenet"}, "images": [0]},
+//                {"name": "ml-leaks"}]}
+//
+// On disk (DIR = --out):
+//   DIR/results.json           the index: every cell with its status (pending, done,
+//                              failed, diverged), rewritten atomically after each cell
+//   DIR/cells/ID.json          one cell's result, written atomically once the cell ends
+//   DIR/cells/ID/K-ATTACK/     the artifacts of attack K (PNG files, ...)
+// A cell's ID is a readable slug plus a hash of everything that determines its result
+// (seed, backend, dataset, model, federation, the cell's defense object, the attacks).
+// A rerun skips every cell whose file exists with the same hash and status done or
+// diverged; failed and missing cells run again. Results are deterministic given the
+// seed, so a run killed at any moment (SIGKILL included) and rerun ends with the same
+// cell files as an uninterrupted run; only timings differ, and they live in keys named
+// "seconds" or ending in "_seconds", and in each cell's "run" object.
+#ifndef FEDPRIV_REPORTS_MATRIX_H
+#define FEDPRIV_REPORTS_MATRIX_H
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+
+#include "attacks/attack.h"
+#include "defenses/defense.h"
+
+// Where names are looked up. NULL (or a NULL slot) = the built-in registries; tests
+// pass stand-ins.
+typedef struct MatrixRegistry {
+    const DefenseOps *(*defense_find)(const char *name);
+    const AttackOps *(*attack_find)(const char *name);
+} MatrixRegistry;
+
+typedef enum { CELL_PENDING = 0, CELL_DONE = 1, CELL_DIVERGED = 2, CELL_FAILED = 3 } CellStatus;
+
+// "pending", "done", "diverged", "failed".
+const char *cell_status_name(CellStatus s);
+// The status named s, or -1.
+int cell_status_parse(const char *s);
+
+typedef struct MatrixOptions {
+    const MatrixRegistry *registry; // NULL: the built-in registries
+    const char *device;             // NULL: the file's "device"
+    int threads;                    // 0: the file's "threads"
+    const char *file;               // the matrix file's name, for results.json (may be NULL)
+} MatrixOptions;
+
+typedef struct MatrixRunOptions {
+    int jobs;       // cells run at once, >= 1; > 1 runs each cell in a forked process (CPU only)
+    int verbose;    // 1: the training engine's and the attacks' own progress as well
+    FILE *progress; // one line per cell with the ETA; NULL: silent
+} MatrixRunOptions;
+
+typedef struct MatrixSummary {
+    int cells;      // in the matrix
+    int skipped;    // already finished by an earlier run
+    int done, diverged, failed, pending;
+    double seconds; // wall time of this run
+} MatrixSummary;
+
+typedef struct Matrix Matrix;
+
+// Validates a matrix file (parsed), loads the data and checks every cell's defense and
+// attack parameters, all before any training: unknown defense or attack, an empty ε
+// list, a duplicate cell or a bad parameter is FP_EPARAM with the JSON path
+// ("defenses[1].epsilon: empty list"). root is copied.
+FpStatus matrix_load(const cJSON *root, const MatrixOptions *opt, Matrix **out, FpError *err);
+void matrix_free(Matrix *m);
+
+int matrix_cell_count(const Matrix *m);
+const char *matrix_cell_id(const Matrix *m, int i);
+const char *matrix_cell_label(const Matrix *m, int i);
+
+// Runs the cells not yet finished in dir (created if missing) and writes the index.
+// A cell that fails or diverges is recorded as such and the others go on; the return
+// value is an error only when the run itself cannot proceed (dir unwritable, another
+// run holds dir's lock).
+FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt, MatrixSummary *sum, FpError *err);
+
+// ---- reading a run back (the report and `fedpriv check`) ------------------------------
+
+typedef struct MatrixResults {
+    cJSON *index;   // DIR/results.json
+    int n;          // cells in the index
+    cJSON **cells;  // n entries: the cell's JSON, or NULL when it has none yet (pending)
+    CellStatus *status; // n entries: from the cell file when present, else the index
+} MatrixResults;
+
+// Reads DIR/results.json and the cell files it names. A missing or malformed index, a
+// cell id that is not a plain file name, or a malformed cell file is FP_EIO/FP_EFORMAT
+// naming the file.
+FpStatus matrix_results_load(const char *dir, MatrixResults *out, FpError *err);
+void matrix_results_free(MatrixResults *r);
+
+// A cell's attack entry by attack name (the first one), or NULL.
+const cJSON *matrix_cell_attack(const cJSON *cell, const char *name);
+
+// Audit findings stored with a run: every DIR/audit/*.json (names sorted), each the
+// output of `fedpriv audit --json`: one object, a list of them, or {"results": [...]}.
+// *records is a list of the finding objects, each with "file" (the file's name) added;
+// an empty list when DIR/audit does not exist. A malformed file is FP_EFORMAT.
+FpStatus matrix_audit_load(const char *dir, cJSON **records, FpError *err);
+
+#endif

@@ -1,0 +1,637 @@
+// Running a matrix (see reports/matrix.h): one cell at a time in this process, or up
+// to --jobs cells at once, each in a forked process. Either way a cell computes the
+// same thing: its result depends only on its spec and the seed.
+//
+// Crash safety. A cell's artifacts are written into DIR/cells/ID.partial/, renamed to
+// DIR/cells/ID/ when the cell ends, and only then is DIR/cells/ID.json written
+// (temp file, fsync, rename). A cell is finished exactly when its JSON exists with
+// the current spec hash, so a run killed at any instant leaves either a finished cell
+// or one that is run again from scratch (its stale .partial folder is removed first).
+// A lock on DIR/.lock keeps two runs from writing the same folder; forked cells die
+// with their parent (PR_SET_PDEATHSIG), so a killed run leaves no writer behind.
+#include "reports/matrix_internal.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "attacks/target.h"
+#include "core/jsonv.h"
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static FpStatus make_dirs(const char *dir, FpError *err) {
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = 0;
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return fp_fail(err, FP_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
+        *p = '/';
+    }
+    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+        return fp_fail(err, FP_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
+    struct stat st;
+    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
+        return fp_fail(err, FP_EIO, "%s: not a directory", buf);
+    return FP_OK;
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    return remove(path);
+}
+
+// Removes a folder and what is in it (symbolic links are removed, not followed).
+static void rm_tree(const char *path) {
+    struct stat st;
+    if (lstat(path, &st) != 0)
+        return;
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+// What a killed run may leave: temp files of atomic writes ("X.json.tmp.PID") and the
+// artifact folders of unfinished cells ("ID.partial"). Only called under the lock, when
+// no other process writes here.
+static void remove_leftovers(const char *dir) {
+    char path[4300];
+    for (int pass = 0; pass < 2; pass++) {
+        snprintf(path, sizeof path, pass ? "%s/cells" : "%s", dir);
+        DIR *d = opendir(path);
+        if (!d)
+            continue;
+        struct dirent *de;
+        while ((de = readdir(d))) {
+            size_t n = strlen(de->d_name);
+            int tmp = strstr(de->d_name, ".json.tmp.") != NULL;
+            int partial = pass && n > 8 && strcmp(de->d_name + n - 8, ".partial") == 0;
+            if (!tmp && !partial)
+                continue;
+            char p[4600];
+            snprintf(p, sizeof p, "%s/%s", path, de->d_name);
+            if (tmp)
+                unlink(p);
+            else
+                rm_tree(p);
+        }
+        closedir(d);
+    }
+}
+
+static void cell_paths(const char *dir, const Cell *c, char *json, char *final, char *partial, size_t n) {
+    if (json)
+        snprintf(json, n, "%s/cells/%s.json", dir, c->id);
+    if (final)
+        snprintf(final, n, "%s/cells/%s", dir, c->id);
+    if (partial)
+        snprintf(partial, n, "%s/cells/%s.partial", dir, c->id);
+}
+
+// The status of a cell's file from an earlier run: done or diverged with the same spec
+// hash counts as finished; anything else (missing, failed, another spec) is pending.
+static CellStatus finished_status(const char *dir, Cell *c) {
+    char path[4096];
+    cell_paths(dir, c, path, NULL, NULL, sizeof path);
+    if (access(path, F_OK) != 0)
+        return CELL_PENDING;
+    cJSON *j = NULL;
+    if (jv_load_file(path, &j, NULL) != FP_OK)
+        return CELL_PENDING;
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "spec_hash");
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(j, "message");
+    int st = cJSON_IsString(s) ? cell_status_parse(s->valuestring) : -1;
+    CellStatus out = CELL_PENDING;
+    if (cJSON_IsString(h) && strcmp(h->valuestring, c->hash) == 0 && st >= 0) {
+        out = (CellStatus)st;
+        snprintf(c->message, sizeof c->message, "%s", cJSON_IsString(msg) ? msg->valuestring : "");
+    }
+    cJSON_Delete(j);
+    return out;
+}
+
+static void add_number_or_null(cJSON *o, const char *key, double v) {
+    if (isfinite(v))
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+static FpStatus write_index(const Matrix *m, const char *dir, FpError *err) {
+    cJSON *ix = cJSON_CreateObject();
+    cJSON_AddStringToObject(ix, "fedpriv_version", FEDPRIV_VERSION);
+    cJSON_AddStringToObject(ix, "kind", "fedpriv-matrix");
+    cJSON_AddStringToObject(ix, "matrix_file", m->file);
+    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(m->root, "description");
+    cJSON_AddStringToObject(ix, "description", cJSON_IsString(desc) ? desc->valuestring : "");
+    cJSON_AddNumberToObject(ix, "seed", (double)m->base.seed);
+    cJSON_AddStringToObject(ix, "backend", m->base.backend->name);
+    cJSON_AddNumberToObject(ix, "threads", m->base.threads);
+    cJSON *ds = cJSON_AddObjectToObject(ix, "dataset");
+    cJSON_AddStringToObject(ds, "name", m->base.dataset_name);
+    cJSON_AddNumberToObject(ds, "train_samples", m->base.train->n);
+    cJSON_AddNumberToObject(ds, "test_samples", m->base.test->n);
+    cJSON_AddItemToObject(ix, "model", cJSON_Duplicate(m->base.model_json, 1));
+    cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(ix, "model"), "parameters",
+                            (double)m->base.model->table.n_params);
+    cJSON_AddItemToObject(ix, "federation", fed_config_to_json(&m->base.fed));
+    cJSON *atk = cJSON_AddArrayToObject(ix, "attacks");
+    for (int k = 0; k < m->n_attacks; k++) {
+        const AttackSpec *as = &m->attacks[k];
+        cJSON *a = cJSON_CreateObject();
+        cJSON_AddStringToObject(a, "name", as->ops->name);
+        cJSON_AddStringToObject(a, "summary", as->ops->summary ? as->ops->summary : "");
+        cJSON_AddStringToObject(a, "headline", as->ops->headline ? as->ops->headline : "");
+        cJSON_AddBoolToObject(a, "higher_leaks", as->ops->headline_higher_leaks);
+        cJSON_AddStringToObject(a, "dir", as->dirname);
+        cJSON *cfg = cJSON_Duplicate(as->json, 1);
+        if (as->model_json)
+            cJSON_AddItemToObject(cfg, "model", cJSON_Duplicate(as->model_json, 1));
+        cJSON_AddItemToObject(a, "config", cfg);
+        cJSON_AddItemToArray(atk, a);
+    }
+    cJSON *cells = cJSON_AddArrayToObject(ix, "cells");
+    int counts[4] = {0};
+    for (int i = 0; i < m->n_cells; i++) {
+        const Cell *c = &m->cells[i];
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "id", c->id);
+        cJSON_AddStringToObject(e, "label", c->label);
+        cJSON_AddStringToObject(e, "defense", c->ops->name);
+        const cJSON *variant = cJSON_GetObjectItemCaseSensitive(c->defense, "variant");
+        if (cJSON_IsString(variant))
+            cJSON_AddStringToObject(e, "variant", variant->valuestring);
+        add_number_or_null(e, "epsilon", c->epsilon);
+        cJSON_AddItemToObject(e, "params", cJSON_Duplicate(c->params, 1));
+        cJSON_AddNumberToObject(e, "defense_index", c->defense_index);
+        cJSON_AddStringToObject(e, "status", cell_status_name(c->status));
+        if (c->message[0])
+            cJSON_AddStringToObject(e, "message", c->message);
+        cJSON_AddStringToObject(e, "spec_hash", c->hash);
+        char file[160];
+        snprintf(file, sizeof file, "cells/%s.json", c->id);
+        cJSON_AddStringToObject(e, "file", file);
+        cJSON_AddItemToArray(cells, e);
+        counts[c->status]++;
+    }
+    cJSON *cn = cJSON_AddObjectToObject(ix, "counts");
+    for (int s = 0; s < 4; s++)
+        cJSON_AddNumberToObject(cn, cell_status_name((CellStatus)s), counts[s]);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/results.json", dir);
+    FpStatus st = jv_write_file_atomic(path, ix, err);
+    cJSON_Delete(ix);
+    return st;
+}
+
+// The cell's JSON skeleton: identity, spec and defense.
+static cJSON *cell_json_begin(const Cell *c) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "fedpriv_version", FEDPRIV_VERSION);
+    cJSON_AddStringToObject(j, "cell", c->id);
+    cJSON_AddStringToObject(j, "label", c->label);
+    cJSON_AddStringToObject(j, "status", "pending");
+    cJSON_AddStringToObject(j, "spec_hash", c->hash);
+    cJSON_AddItemToObject(j, "spec", cJSON_Duplicate(c->spec, 1));
+    cJSON_AddStringToObject(j, "defense", c->ops->name);
+    add_number_or_null(j, "epsilon", c->epsilon);
+    cJSON_AddItemToObject(j, "params", cJSON_Duplicate(c->params, 1));
+    return j;
+}
+
+static void cell_json_finish(cJSON *j, Cell *c, CellStatus s, const char *message, double seconds, int threads) {
+    c->status = s;
+    snprintf(c->message, sizeof c->message, "%s", message ? message : "");
+    cJSON_ReplaceItemInObjectCaseSensitive(j, "status", cJSON_CreateString(cell_status_name(s)));
+    if (message && message[0])
+        cJSON_AddStringToObject(j, "message", message);
+    cJSON *run = cJSON_AddObjectToObject(j, "run");
+    cJSON_AddNumberToObject(run, "wall_seconds", seconds);
+    cJSON_AddNumberToObject(run, "threads", threads);
+    cJSON_AddNumberToObject(run, "pid", (double)getpid());
+}
+
+// One attack against the cell's setting → its entry in the cell's "attacks" list.
+static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex, AttackCache *cache,
+                         const char *partial, int verbose, CellStatus *status, char *why, size_t why_n) {
+    AttackSpec *as = &m->attacks[k];
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "name", as->ops->name);
+    cJSON_AddNumberToObject(e, "index", k);
+    cJSON_AddStringToObject(e, "headline", as->ops->headline ? as->ops->headline : "");
+    cJSON_AddBoolToObject(e, "higher_leaks", as->ops->headline_higher_leaks);
+    char rel[256], adir[4200];
+    snprintf(rel, sizeof rel, "cells/%s/%s", c->id, as->dirname);
+    cJSON_AddStringToObject(e, "dir", rel);
+    snprintf(adir, sizeof adir, "%s/%s", partial, as->dirname);
+    FpError err = {0};
+    cJSON *res = cJSON_CreateObject();
+    double t0 = now_seconds();
+    FpStatus st = make_dirs(adir, &err);
+    Experiment aex = *cex;
+    aex.model = NULL;
+    if (st == FP_OK) {
+        aex.model = model_clone(as->proto ? as->proto : m->base.model, m->base.backend, &err);
+        if (!aex.model)
+            st = err.code ? err.code : FP_ENOMEM;
+    }
+    if (st == FP_OK) {
+        AttackEnv env = {.ex = &aex, .attack_json = as->json, .path = as->path, .out_dir = adir, .cache = cache,
+                         .quiet = !verbose};
+        st = as->ops->run(&env, res, &err);
+    }
+    model_free(aex.model);
+    double secs = now_seconds() - t0;
+    CellStatus s = CELL_DONE;
+    char msg[512] = "";
+    const char *hk = as->ops->headline ? as->ops->headline : "";
+    const cJSON *hv = cJSON_GetObjectItemCaseSensitive(res, hk);
+    if (st == FP_EDIVERGED) {
+        s = CELL_DIVERGED;
+        snprintf(msg, sizeof msg, "%s", err.msg[0] ? err.msg : "the attack diverged");
+    } else if (st != FP_OK) {
+        s = CELL_FAILED;
+        snprintf(msg, sizeof msg, "%s", err.msg[0] ? err.msg : fp_status_name(st));
+    } else if (!cJSON_IsNumber(hv)) {
+        s = CELL_FAILED;
+        snprintf(msg, sizeof msg, "the result has no numeric headline metric \"%s\"", hk);
+    } else if (!isfinite(hv->valuedouble)) {
+        s = CELL_DIVERGED; // never a silent number: NaN/Inf is recorded as divergence
+        snprintf(msg, sizeof msg, "the headline metric \"%s\" is not finite", hk);
+    }
+    cJSON_AddStringToObject(e, "status", cell_status_name(s));
+    if (s == CELL_DONE)
+        cJSON_AddNumberToObject(e, "value", hv->valuedouble);
+    else {
+        cJSON_AddNullToObject(e, "value");
+        cJSON_AddStringToObject(e, "message", msg);
+    }
+    cJSON_AddNumberToObject(e, "seconds", secs);
+    cJSON_AddItemToObject(e, "result", res);
+    if (s > *status) {
+        *status = s;
+        snprintf(why, why_n, "%s: %s", as->ops->name, msg);
+    }
+    return e;
+}
+
+static int same_model(const cJSON *a, const cJSON *b) {
+    if (!a || !b)
+        return a == b;
+    return cJSON_Compare(a, b, 1);
+}
+
+// Runs cell i here and writes its JSON. The return value is an error only when the
+// JSON cannot be written; a failing or diverging cell is a result.
+static FpStatus cell_execute(Matrix *m, int i, const char *dir, int threads, int verbose, FpError *err) {
+    Cell *c = &m->cells[i];
+    char json[4096], final[4096], partial[4096];
+    cell_paths(dir, c, json, final, partial, sizeof json);
+    double t0 = now_seconds();
+    rm_tree(partial);
+    FP_TRY(make_dirs(partial, err));
+    cJSON *j = cell_json_begin(c);
+    CellStatus status = CELL_DONE;
+    char why[512] = "";
+    FpError ferr = {0};
+    Experiment cex = m->base;
+    cex.threads = threads;
+    cex.defense = c->ops;
+    cex.defense_json = c->defense;
+    cex.model = model_clone(m->base.model, m->base.backend, &ferr);
+    Federation *f = cex.model ? experiment_federation(&cex, NULL, !verbose, &ferr) : NULL;
+    FpStatus fst = f ? fed_run(f, 0, &ferr) : (ferr.code ? ferr.code : FP_ENOMEM);
+    cJSON *model = cJSON_AddObjectToObject(j, "model");
+    if (f) {
+        cJSON_AddItemToObject(j, "defense_resolved", fed_defense_json(f));
+        int nr = fed_rounds_done(f);
+        const FedRoundResult *last = nr > 0 ? fed_round_result(f, nr - 1) : NULL;
+        add_number_or_null(model, "test_accuracy", last && fst == FP_OK ? last->test_accuracy : NAN);
+        add_number_or_null(model, "test_loss", last && fst == FP_OK ? last->test_loss : NAN);
+        if (!m->base.test->n_classes)
+            add_number_or_null(model, "test_mae", last && fst == FP_OK ? last->test_mae : NAN);
+        cJSON_AddItemToObject(model, "rounds", fed_rounds_json(f, 1));
+        if (last)
+            cJSON_AddItemToObject(j, "privacy", privacy_record_json(&last->privacy));
+    }
+    if (fst == FP_EDIVERGED) {
+        status = CELL_DIVERGED;
+        snprintf(why, sizeof why, "training: %.480s", ferr.msg);
+        cJSON_AddNumberToObject(model, "diverged_round", f ? fed_rounds_done(f) : 0);
+    } else if (fst != FP_OK) {
+        status = CELL_FAILED;
+        snprintf(why, sizeof why, "training: %.480s", ferr.msg[0] ? ferr.msg : fp_status_name(fst));
+    }
+    // The attacks of a cell share trained targets (attacks/target.h): a membership
+    // target or shadow model trained for one attack is reused by the next.
+    // The cache keys targets by their options, not by the architecture, so attacks with
+    // a model of their own ("model" in the attack object) share only with the same model.
+    AttackCache **caches = calloc((size_t)(m->n_attacks ? m->n_attacks : 1), sizeof(AttackCache *));
+    cJSON *atk = cJSON_AddArrayToObject(j, "attacks");
+    for (int k = 0; k < m->n_attacks; k++) {
+        if (fst != FP_OK) { // no trained setting to attack: say so, never a number
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "name", m->attacks[k].ops->name);
+            cJSON_AddNumberToObject(e, "index", k);
+            cJSON_AddStringToObject(e, "headline", m->attacks[k].ops->headline ? m->attacks[k].ops->headline : "");
+            cJSON_AddBoolToObject(e, "higher_leaks", m->attacks[k].ops->headline_higher_leaks);
+            cJSON_AddStringToObject(e, "status", "skipped");
+            cJSON_AddNullToObject(e, "value");
+            cJSON_AddStringToObject(e, "message", "not run: the federation did not train");
+            cJSON_AddItemToArray(atk, e);
+            continue;
+        }
+        if (verbose)
+            fprintf(stderr, "matrix: %s: attack %s\n", c->label, m->attacks[k].ops->name);
+        int owner = k;
+        for (int o = 0; o < k && owner == k; o++)
+            if (same_model(m->attacks[o].model_json, m->attacks[k].model_json))
+                owner = o;
+        if (caches && !caches[owner])
+            caches[owner] = attack_cache_create();
+        AttackCache *cache = caches ? caches[owner] : NULL;
+        cJSON_AddItemToArray(atk, run_attack(m, c, k, &cex, cache, partial, verbose, &status, why, sizeof why));
+    }
+    for (int k = 0; caches && k < m->n_attacks; k++)
+        attack_cache_free(caches[k]);
+    free(caches);
+    cJSON *meta = cJSON_AddObjectToObject(j, "metadata");
+    experiment_describe(&cex, f, meta);
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, "threads"); // a run setting, kept in "run"
+    fed_free(f);
+    model_free(cex.model);
+    cell_json_finish(j, c, status, why, now_seconds() - t0, threads);
+    rm_tree(final);
+    FpStatus st = FP_OK;
+    if (rename(partial, final) != 0)
+        st = fp_fail(err, FP_EIO, "%s: cannot rename into place: %s", final, strerror(errno));
+    if (st == FP_OK)
+        st = jv_write_file_atomic(json, j, err);
+    cJSON_Delete(j);
+    return st;
+}
+
+// A cell whose process died before writing its result.
+static FpStatus record_crash(Matrix *m, int i, const char *dir, const char *why, double seconds, int threads,
+                             FpError *err) {
+    Cell *c = &m->cells[i];
+    char json[4096], partial[4096];
+    cell_paths(dir, c, json, NULL, partial, sizeof json);
+    rm_tree(partial);
+    cJSON *j = cell_json_begin(c);
+    cJSON_AddArrayToObject(j, "attacks");
+    cell_json_finish(j, c, CELL_FAILED, why, seconds, threads);
+    FpStatus st = jv_write_file_atomic(json, j, err);
+    cJSON_Delete(j);
+    return st;
+}
+
+static void format_duration(double s, char *buf, size_t n) {
+    if (s < 60)
+        snprintf(buf, n, "%.0f s", s);
+    else if (s < 3600)
+        snprintf(buf, n, "%d min %02d s", (int)(s / 60), (int)fmod(s, 60));
+    else
+        snprintf(buf, n, "%d h %02d min", (int)(s / 3600), (int)fmod(s / 60, 60));
+}
+
+typedef struct Progress {
+    FILE *out;
+    int total, finished, ran, jobs, remaining;
+    double t_start, run_seconds;
+} Progress;
+
+static void progress_cell(Progress *p, const Matrix *m, const Cell *c, const char *dir) {
+    p->finished++;
+    p->ran++;
+    p->remaining--;
+    p->run_seconds += c->seconds;
+    if (!p->out)
+        return;
+    char line[1024];
+    size_t k = (size_t)snprintf(line, sizeof line, "matrix: [%d/%d] %s: %s in %.1f s", p->finished, p->total, c->label,
+                                cell_status_name(c->status), c->seconds);
+    // The headline figures, read back from the cell file (it may come from a child).
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cells/%s.json", dir, c->id);
+    cJSON *j = NULL;
+    if (c->status != CELL_FAILED && jv_load_file(path, &j, NULL) == FP_OK) {
+        const cJSON *acc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "model"),
+                                                            "test_accuracy");
+        if (cJSON_IsNumber(acc) && k < sizeof line)
+            k += (size_t)snprintf(line + k, sizeof line - k, ": accuracy %.4f", acc->valuedouble);
+        const cJSON *a;
+        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(j, "attacks")) {
+            const cJSON *n = cJSON_GetObjectItemCaseSensitive(a, "name");
+            const cJSON *h = cJSON_GetObjectItemCaseSensitive(a, "headline");
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, "value");
+            const cJSON *s = cJSON_GetObjectItemCaseSensitive(a, "status");
+            if (k >= sizeof line || !cJSON_IsString(n) || !cJSON_IsString(h) || !cJSON_IsString(s))
+                continue;
+            if (cJSON_IsNumber(v))
+                k += (size_t)snprintf(line + k, sizeof line - k, ", %s %s %.4f", n->valuestring, h->valuestring,
+                                      v->valuedouble);
+            else
+                k += (size_t)snprintf(line + k, sizeof line - k, ", %s %s", n->valuestring, s->valuestring);
+        }
+    }
+    cJSON_Delete(j);
+    if (c->status != CELL_DONE && c->message[0] && k < sizeof line)
+        k += (size_t)snprintf(line + k, sizeof line - k, " (%s)", c->message);
+    if (p->remaining > 0 && k < sizeof line) {
+        int par = p->jobs < p->remaining ? p->jobs : p->remaining;
+        char eta[64];
+        format_duration(p->run_seconds / p->ran * p->remaining / par, eta, sizeof eta);
+        snprintf(line + k, sizeof line - k, "; ETA %s", eta);
+    }
+    fprintf(p->out, "%s\n", line);
+    fflush(p->out);
+}
+
+static FpStatus run_forked(Matrix *m, const char *dir, const int *todo, int n, const MatrixRunOptions *opt,
+                           int threads, Progress *pr, FpError *err) {
+    typedef struct {
+        pid_t pid;
+        int cell;
+        double t0;
+    } Slot;
+    Slot *slots = calloc((size_t)opt->jobs, sizeof(Slot));
+    if (!slots)
+        return fp_fail(err, FP_ENOMEM, "out of memory");
+    pid_t parent = getpid();
+    int next = 0, running = 0;
+    FpStatus st = FP_OK;
+    while ((next < n && st == FP_OK) || running > 0) {
+        while (st == FP_OK && next < n && running < opt->jobs) {
+            int s = 0;
+            while (slots[s].pid)
+                s++;
+            fflush(NULL);
+            pid_t pid = fork();
+            if (pid < 0) {
+                st = fp_fail(err, FP_EIO, "cannot start a cell process: %s", strerror(errno));
+                break;
+            }
+            if (pid == 0) {
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() != parent)
+                    _exit(4);
+                FpError cerr = {0};
+                FpStatus cst = cell_execute(m, todo[next], dir, threads, opt->verbose, &cerr);
+                if (cst != FP_OK)
+                    fprintf(stderr, "fedpriv matrix: %s\n", cerr.msg);
+                fflush(NULL);
+                _exit(cst == FP_OK ? 0 : 3);
+            }
+            slots[s] = (Slot){.pid = pid, .cell = todo[next], .t0 = now_seconds()};
+            running++;
+            next++;
+        }
+        if (running == 0)
+            break;
+        int wstatus;
+        pid_t pid = waitpid(-1, &wstatus, 0);
+        if (pid < 0) {
+            if (errno == EINTR)
+                continue;
+            st = fp_fail(err, FP_EIO, "waiting for cell processes: %s", strerror(errno));
+            break;
+        }
+        int s = 0;
+        while (s < opt->jobs && slots[s].pid != pid)
+            s++;
+        if (s == opt->jobs)
+            continue; // not one of ours
+        Cell *c = &m->cells[slots[s].cell];
+        c->seconds = now_seconds() - slots[s].t0;
+        CellStatus fs = finished_status(dir, c);
+        if (fs == CELL_PENDING) { // it wrote nothing usable
+            char why[256];
+            if (WIFSIGNALED(wstatus))
+                snprintf(why, sizeof why, "the cell's process was killed by signal %d", WTERMSIG(wstatus));
+            else
+                snprintf(why, sizeof why, "the cell's process exited with status %d before writing its result",
+                         WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+            FpStatus rs = record_crash(m, slots[s].cell, dir, why, c->seconds, threads, err);
+            if (rs != FP_OK && st == FP_OK)
+                st = rs;
+        } else
+            c->status = fs;
+        slots[s].pid = 0;
+        running--;
+        progress_cell(pr, m, c, dir);
+        FpStatus ws = write_index(m, dir, err);
+        if (ws != FP_OK && st == FP_OK)
+            st = ws;
+    }
+    free(slots);
+    return st;
+}
+
+FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, MatrixSummary *sum, FpError *err) {
+    MatrixRunOptions opt = opt_in ? *opt_in : (MatrixRunOptions){.jobs = 1};
+    if (opt.jobs < 1)
+        opt.jobs = 1;
+    if (opt.jobs > 1 && m->base.backend->device != DEVICE_CPU)
+        return fp_fail(err, FP_EPARAM, "--jobs %d: parallel cells need the cpu device (a GPU runs one cell at a time)",
+                       opt.jobs);
+    double t_start = now_seconds();
+    char path[4096];
+    FP_TRY(make_dirs(dir, err));
+    snprintf(path, sizeof path, "%s/cells", dir);
+    FP_TRY(make_dirs(path, err));
+    snprintf(path, sizeof path, "%s/.lock", dir);
+    int lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (lock < 0)
+        return fp_fail(err, FP_EIO, "%s: cannot open: %s", path, strerror(errno));
+    // A run killed a moment ago may still have cell processes on their way out (they
+    // hold the lock until they die): wait a little for them before giving up.
+    int locked = 0;
+    for (int tries = 0; tries < 100 && !(locked = flock(lock, LOCK_EX | LOCK_NB) == 0); tries++)
+        usleep(50000);
+    if (!locked) {
+        close(lock);
+        return fp_fail(err, FP_EIO, "%s: another fedpriv matrix is writing this folder", dir);
+    }
+    remove_leftovers(dir);
+    int *todo = malloc(sizeof(int) * (size_t)(m->n_cells ? m->n_cells : 1));
+    if (!todo) {
+        close(lock);
+        return fp_fail(err, FP_ENOMEM, "out of memory");
+    }
+    int n = 0, skipped = 0;
+    for (int i = 0; i < m->n_cells; i++) {
+        Cell *c = &m->cells[i];
+        c->message[0] = 0;
+        c->seconds = 0;
+        c->status = finished_status(dir, c);
+        if (c->status == CELL_DONE || c->status == CELL_DIVERGED)
+            skipped++;
+        else {
+            c->status = CELL_PENDING;
+            c->message[0] = 0;
+            todo[n++] = i;
+        }
+    }
+    FpStatus st = write_index(m, dir, err);
+    int threads = m->base.threads;
+    if (opt.jobs > 1)
+        threads = threads / opt.jobs > 0 ? threads / opt.jobs : 1;
+    Progress pr = {.out = opt.progress, .total = m->n_cells, .finished = skipped, .jobs = opt.jobs, .remaining = n,
+                   .t_start = t_start};
+    if (opt.progress) {
+        fprintf(opt.progress, "matrix: %d cells (%d attacks each), %d already finished, %d to run\n", m->n_cells,
+                m->n_attacks, skipped, n);
+        if (opt.jobs > 1 && n > 0)
+            fprintf(opt.progress, "matrix: %d cells at a time, %d thread%s each\n", opt.jobs, threads,
+                    threads == 1 ? "" : "s");
+        fflush(opt.progress);
+    }
+    if (st == FP_OK && opt.jobs > 1 && n > 1)
+        st = run_forked(m, dir, todo, n, &opt, threads, &pr, err);
+    else
+        for (int t = 0; t < n && st == FP_OK; t++) {
+            Cell *c = &m->cells[todo[t]];
+            if (opt.progress) {
+                fprintf(opt.progress, "matrix: running %s\n", c->label);
+                fflush(opt.progress);
+            }
+            double t0 = now_seconds();
+            st = cell_execute(m, todo[t], dir, m->base.threads, opt.verbose, err);
+            c->seconds = now_seconds() - t0;
+            if (st == FP_OK) {
+                progress_cell(&pr, m, c, dir);
+                st = write_index(m, dir, err);
+            }
+        }
+    MatrixSummary s = {.cells = m->n_cells, .skipped = skipped, .seconds = now_seconds() - t_start};
+    for (int i = 0; i < m->n_cells; i++)
+        switch (m->cells[i].status) {
+        case CELL_DONE: s.done++; break;
+        case CELL_DIVERGED: s.diverged++; break;
+        case CELL_FAILED: s.failed++; break;
+        default: s.pending++; break;
+        }
+    if (sum)
+        *sum = s;
+    free(todo);
+    close(lock);
+    return st;
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Opens an HTML report in headless Chromium and checks it (tests/browser/check-report.js):
+# no console errors, every image decodes, the expected text and plots are there; saves a
+# screenshot. Installs Debian's chromium first when it is missing.
+#
+#   bash tests/browser/run.sh REPORT.html SCREENSHOT.png [--expect-text TEXT]...
+#        [--min-images N] [--min-plots N] [--width W] [--height H]
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+chromium="${CHROMIUM:-chromium}"
+if ! command -v "$chromium" >/dev/null 2>&1; then
+  bash "$here/../../tools/install-deps.sh" --missing chromium
+fi
+command -v node >/dev/null 2>&1 || { echo "browser test: node is missing (apt-get install nodejs)" >&2; exit 1; }
+exec node "$here/check-report.js" "$@"
