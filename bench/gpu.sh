@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The GPU check, one script for a machine with an NVIDIA GPU (finishes in well under 8
+# minutes on an H100/H200):
+#   1. build (or use the prebuilt .gpu/ from tools/pack-gpu.sh),
+#   2. the CPU-vs-CUDA tests (every op, first and second order, RNG streams, a short
+#      federated run and a DLG run on both backends),
+#   3. a federated round in fedpriv on the GPU vs PyTorch on the same GPU: mlp and
+#      cnn-cifar on random CIFAR-shaped data,
+#   4. DLG (LeNet-sigmoid, one Fashion-MNIST image, 300 L-BFGS steps) on the GPU, fedpriv
+#      vs PyTorch with create_graph=True,
+# and prints the ratios. Outputs go to $OUT (or build/gpu).
+set -u
+cd "$(dirname "$0")/.."
+out="${OUT:-build/gpu}"
+mkdir -p "$out"
+log() { echo "== $*" | tee -a "$out/summary.txt"; }
+py=python3
+
+if [ -x .gpu/fedpriv ]; then
+  bin=.gpu/fedpriv tests=.gpu/fedpriv-tests
+  mkdir -p /tmp/fedpriv-libs && tar -C /tmp/fedpriv-libs -xJf .gpu/libs.tar.xz
+  extra=/tmp/fedpriv-libs/libs
+  # cuBLAS and cuDNN from the GPU machine: the toolkit's, or PyTorch's wheels.
+  for mod in cudnn cublas cuda_runtime; do
+    d=$($py -c "import importlib,os; m=importlib.import_module('nvidia.$mod'); print(os.path.join(list(m.__path__)[0],'lib'))" 2>/dev/null) && extra="$extra:$d"
+  done
+  export LD_LIBRARY_PATH="$extra:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  fm=.gpu/fashion-mnist
+else
+  make -j"$(nproc)" CUDA=1 fedpriv build/release/fedpriv-tests || exit 1
+  bin=build/release/fedpriv tests=build/release/fedpriv-tests
+  fm=/usr/share/datasets/fashion-mnist
+fi
+nvidia-smi -L 2>&1 | tee -a "$out/summary.txt"
+ldd "$bin" | grep -E "not found" && { echo "missing libraries"; exit 1; }
+
+log "CPU-vs-CUDA tests"
+FEDPRIV_BIN=$PWD/$bin FP_TEST_SUITE=cuda timeout 240 "$tests" 2>&1 | tee "$out/cuda-tests.txt" | tail -25
+
+log "random CIFAR-shaped data"
+$py tools/make-random-cifar.py /tmp/rcifar 20000 2000 1
+for model in mlp cnn-cifar; do
+  cat > /tmp/fed-$model.json <<JSON
+{"seed": 1, "dataset": {"name": "cifar10", "path": "/tmp/rcifar"}, "model": {"name": "$model"},
+ "federation": {"clients": 10, "rounds": 2, "local_epochs": 1, "batch_size": 64, "lr": 0.05},
+ "defense": {"name": "none"}, "device": "cuda"}
+JSON
+  log "federated rounds, $model, fedpriv on the GPU"
+  timeout 120 "$bin" train --config /tmp/fed-$model.json --out "$out/fedpriv-$model.json" 2>&1 | tail -2
+  log "federated rounds, $model, PyTorch on the GPU"
+  timeout 120 $py bench/fed_torch.py --model $model --data cifar /tmp/rcifar --device cuda --rounds 2 \
+    > "$out/torch-$model.json" 2>/dev/null; cat "$out/torch-$model.json"
+done
+
+log "DLG on the GPU: fedpriv"
+cat > /tmp/dlg.json <<JSON
+{"seed": 1, "dataset": {"name": "fashion-mnist", "path": "$PWD/$fm", "split": "test"},
+ "model": {"name": "lenet", "init": "uniform"},
+ "attack": {"name": "dlg", "images": [0], "batch_size": 1, "steps": 300, "restarts": 1},
+ "defense": {"name": "none"}, "device": "cuda"}
+JSON
+timeout 120 "$bin" attack dlg --config /tmp/dlg.json --out "$out/dlg-fedpriv" 2>&1 | tail -2
+log "DLG on the GPU: PyTorch"
+FASHION_MNIST_DIR="$PWD/$fm" timeout 120 $py bench/dlg_bench.py --device cuda --root "$PWD/$fm" --image 0 \
+  --steps 300 > "$out/dlg-torch.json" 2>/dev/null; cat "$out/dlg-torch.json"
+
+log "ratios (same GPU)"
+$py - "$out" <<'PY' | tee -a "$out/summary.txt"
+import json, os, sys
+o = sys.argv[1]
+def load(p):
+    try:
+        return json.load(open(os.path.join(o, p)))
+    except Exception as e:
+        return None
+for m in ("mlp", "cnn-cifar"):
+    f, t = load(f"fedpriv-{m}.json"), load(f"torch-{m}.json")
+    if f and t and f.get("rounds"):
+        n = 20000 * len(f["rounds"])
+        fs = n / sum(r["train_seconds"] for r in f["rounds"])
+        print(f"federated {m:9s}: fedpriv {fs:9.0f} samples/s, pytorch {t['samples_per_s']:9.0f} samples/s, ratio {fs / t['samples_per_s']:.2f}x")
+    else:
+        print(f"federated {m}: missing result")
+f, t = load("dlg-fedpriv/result.json"), load("dlg-torch.json")
+if f and t:
+    fm = f.get("ms_per_evaluation") or f.get("timing", {}).get("ms_per_evaluation")
+    tm = t.get("ms_per_eval_wall") or t.get("ms_per_evaluation")
+    print(f"DLG: fedpriv {fm} ms/evaluation (SSIM {f.get('ssim_mean')}), pytorch {tm} ms/evaluation (SSIM {t.get('ssim')})"
+          + (f", ratio {tm / fm:.2f}x" if fm and tm else ""))
+else:
+    print("DLG: missing result")
+PY
+exit 0
