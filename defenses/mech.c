@@ -202,7 +202,7 @@ FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const ch
     if (info->kind == MECH_HARMONY) {
         long long d = 10;
         if (!defense)
-            FP_TRY(jv_int(obj, path, "dim", JV_OPTIONAL, 10, 1, 1000000000, &d, err));
+            FP_TRY(jv_int(obj, path, "dim", JV_OPTIONAL, 10, 1, 1000000, &d, err));
         out->dim = (long)d;
     }
     return FP_OK;

@@ -41,10 +41,12 @@
 // 1000 M/s target.
 //
 // Float formulas. spm, pm, laplace and gaussian compute in float with explicit fmaf()
-// and otherwise single IEEE operations (no libm calls: log is a Cephes polynomial,
-// sin/cos are Cephes polynomials on [-π/4, π/4), the square root is an inverse square
-// root refined by two Newton steps). A GPU twin reproduces them bit for bit only with
-// the same formulas, __fmaf_rn for each fmaf and no other contraction (nvcc -fmad=false).
+// and otherwise single IEEE operations, each correctly rounded (no libm calls: log is
+// the atanh series after musl's reduction, sin/cos are Cephes polynomials on
+// [-π/4, π/4), the square root is IEEE sqrt). A GPU twin reproduces them bit for bit
+// with the same formulas, __fmaf_rn for each fmaf, IEEE division and square root (nvcc's
+// defaults) and no other contraction (nvcc -fmad=false); such a twin matched the CPU
+// oracle bit for bit for spm, gaussian, laplace and pm on an H200.
 // This file's C must be compiled without FP contraction (-std=c11 gives
 // -ffp-contract=off); the tests check the fast loops against a per-element oracle.
 // The two-point mechanisms (duchi, ldp-fl, rr, adaptive-harmony) decide with a 32-bit
@@ -117,7 +119,7 @@ typedef struct MechSpec {
     double lo, hi;
     int range_per_layer;    // defense: "range": "layer" (c, r from the round's global layer)
     double min_radius;      // with range_per_layer: floor on r (default 1e-3)
-    long dim;               // adaptive-harmony: unit size d for the scalar law (default 10)
+    long dim;               // adaptive-harmony: unit size d of the scalar law (default 10, <= 10^6)
     char path[96];          // JSON path of the mechanism's object, for later messages
 } MechSpec;
 

@@ -125,7 +125,9 @@ static inline uint32_t mech_f_bits(float f) {
 }
 
 // ln(u) for u > 0 normal, in float: u = 2^k m with m in [√½, √2) (musl's reduction),
-// then Cephes logf's polynomial in m - 1 (relative error about 1e-7).
+// ln m = 2 atanh(s) = 2(s + s³/3 + s⁵/5 + s⁷/7 + s⁹/9), s = (m-1)/(m+1) (one IEEE
+// division; |s| <= 0.1716, so the truncation is below 1e-9), k·ln 2 in Cephes' two parts.
+// Relative error about 1e-7 (tested against libm).
 static inline float mech_logf(float u) {
     uint32_t ix = mech_f_bits(u) - 0x3f3504f3u;
     float fk = (float)((int32_t)ix >> 23);
