@@ -9,9 +9,11 @@
 // Why the pipeline looks the way it does. A libvips pipeline is evaluated on demand,
 // and an image read by two downstream operations is computed twice (there is no
 // common-subexpression cache); at 32x32 the per-operation overhead dominates the
-// arithmetic, so every branch multiplies the cost. The pipeline is therefore one
-// chain, each operation reading only the previous one, and the two products it
-// needs are taken in log space, where they become band sums (vips_recomb):
+// arithmetic, so every branch multiplies the cost. Branches are therefore taken only
+// over the memory image (where recomputing is free); from the convolution on, the
+// pipeline is one chain, each operation reading only the previous one, and the two
+// products it needs there are taken in log space, where they become band sums
+// (vips_recomb):
 //   l + 1  = (A1 + B1) / B1,  A1 + B1 = (mx + my)^2 + 2 C1               > 0
 //   cs + 1 = (A2 + B2) / B2,  A2 + B2 = var(x + y) + 2 C2                 > 0
 //   l * cs = (l + 1)(cs + 1) - (l + 1) - (cs + 1) + 1
@@ -20,18 +22,16 @@
 //
 // Bands are laid out in blocks of c (one band per channel); block names below.
 //   Z  = [X, Y]                              memory image (h, w, 2c), plan-owned buffer
-//   1 recomb      → [X, Y, S, X, Y, S]       S = X + Y
-//   2 pow_const   → [X, Y, S, XX, YY, SS]    exponents 1,1,1,2,2,2 per block
-//   3 convf ×2    → window means [mx, my, ms, Exx, Eyy, Ess]   (11x1 then 1x11 Gaussian)
-//   4 extract_area (5, 5, w-10, h-10)        valid positions only
-//   5 pow_const   → [mx^2, my^2, ms^2, Exx, Eyy, Ess]
-//   6 recomb      → [ms^2, mx^2+my^2, Ess-ms^2, Exx+Eyy-mx^2-my^2]
-//   7 linear      → + [2C1, C1, 2C2, C2]  = [A1+B1, B1, A2+B2, B2]
-//   8 log
-//   9 recomb      → [log((l+1)(cs+1)), log(l+1), log(cs+1)]
-//  10 exp
-//  11 recomb      → [(l+1)(cs+1) - (l+1) - (cs+1)]
-//  12 linear      → + 1 = the SSIM map (c bands at valid positions)
+//   1 extract_band, add, multiply, bandjoin → [X, Y, S, XX, YY, XY], S = X + Y (these
+//                                             branch, but only over the memory image)
+//   2 convf x2    → window means [mx, my, ms, Exx, Eyy, Exy]   (11x1 then 1x11 Gaussian)
+//   3 extract_area (5, 5, w-10, h-10)        valid positions only
+//   4 pow_const   → [mx^2, my^2, ms^2, Exx, Eyy, Exy]          (ms = mx + my)
+//   5 recomb, linear → [A1+B1, B1, A2+B2, B2]
+//        A1+B1 = ms^2 + 2C1, B1 = mx^2 + my^2 + C1,
+//        A2+B2 = Exx + Eyy + 2Exy - ms^2 + 2C2, B2 = Exx + Eyy - mx^2 - my^2 + C2
+//   6 log, recomb, exp → [(l+1)(cs+1), l+1, cs+1]
+//   7 recomb, linear → (l+1)(cs+1) - (l+1) - (cs+1) + 1 = the SSIM map (c bands)
 // The map is evaluated with vips_region_prepare in the calling thread (no thread
 // pool start per call) and averaged over positions and bands: every channel has the
 // same number of valid positions, so that is the mean of the channel means.
@@ -151,67 +151,79 @@ static FpStatus build_chain(SsimPlan *p, FpError *err) {
     VipsImage **t = (VipsImage **)vips_object_local_array(p->scope, SSIM_STAGES);
     double v[6 * 64], e[6 * 64]; // per-band constants: at most 6 blocks of 64 channels
 
-    t[0] = p->input; // the scope takes over the creation reference
+    t[0] = p->input; // Z = [X, Y]; the scope takes over the creation reference
 
-    static const double dup[6 * 2] = {1, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 1}; // [X,Y,S,X,Y,S] from [X,Y]
-    FP_TRY(block_matrix(c, 6, 2, dup, &t[1], err));
-    VIPS_STEP(vips_recomb(t[0], &t[2], t[1], NULL), "recomb");
-    per_block(c, 6, (const double[]){1, 1, 1, 2, 2, 2}, e);
-    VIPS_STEP(vips_pow_const(t[2], &t[3], e, 6 * c, NULL), "pow_const");
+    // 1. The local products, read straight from the memory image (a branch there costs
+    //    nothing to recompute): [X, Y, S, XX, YY, XY] with S = X + Y.
+    VIPS_STEP(vips_extract_band(t[0], &t[1], 0, "n", c, NULL), "extract_band"); // X
+    VIPS_STEP(vips_extract_band(t[0], &t[2], c, "n", c, NULL), "extract_band"); // Y
+    VIPS_STEP(vips_add(t[1], t[2], &t[3], NULL), "add");                        // S
+    VIPS_STEP(vips_multiply(t[0], t[0], &t[4], NULL), "multiply");              // [XX, YY]
+    VIPS_STEP(vips_multiply(t[1], t[2], &t[5], NULL), "multiply");              // XY
+    VipsImage *products[4] = {t[0], t[3], t[4], t[5]};
+    VIPS_STEP(vips_bandjoin(products, &t[6], 4, NULL), "bandjoin");
 
-    // The window: exp(-k^2 / 2 sigma^2), k = -5..5, normalised to sum 1, scale 1;
-    // applied along x, then along y.
+    // 2. Window means. The window: exp(-k^2 / 2 sigma^2), k = -5..5, normalised to sum
+    //    1, scale 1; applied along x, then along y.
     double g[IMAGE_SSIM_WINDOW], gsum = 0;
     for (int k = -SSIM_RADIUS; k <= SSIM_RADIUS; k++)
         gsum += g[k + SSIM_RADIUS] = exp(-(double)(k * k) / (2 * SSIM_SIGMA * SSIM_SIGMA));
     for (int k = 0; k < IMAGE_SSIM_WINDOW; k++)
         g[k] /= gsum;
-    if (!(t[4] = vips_image_new_matrix_from_array(IMAGE_SSIM_WINDOW, 1, g, IMAGE_SSIM_WINDOW)) ||
-        !(t[5] = vips_image_new_matrix_from_array(1, IMAGE_SSIM_WINDOW, g, IMAGE_SSIM_WINDOW)))
+    if (!(t[7] = vips_image_new_matrix_from_array(IMAGE_SSIM_WINDOW, 1, g, IMAGE_SSIM_WINDOW)) ||
+        !(t[8] = vips_image_new_matrix_from_array(1, IMAGE_SSIM_WINDOW, g, IMAGE_SSIM_WINDOW)))
         return vips_failure(err, "matrix_from_array");
-    VIPS_STEP(vips_convf(t[3], &t[6], t[4], NULL), "convf");
-    VIPS_STEP(vips_convf(t[6], &t[7], t[5], NULL), "convf");
-    if (t[7]->Xsize != w || t[7]->Ysize != h || t[7]->BandFmt != VIPS_FORMAT_DOUBLE)
+    VIPS_STEP(vips_convf(t[6], &t[9], t[7], NULL), "convf");
+    VIPS_STEP(vips_convf(t[9], &t[10], t[8], NULL), "convf");
+    if (t[10]->Xsize != w || t[10]->Ysize != h || t[10]->BandFmt != VIPS_FORMAT_DOUBLE)
         return fp_fail(err, FP_EBACKEND, "ssim: libvips convf gave a %dx%d image of format %d, expected %dx%d double",
-                       t[7]->Xsize, t[7]->Ysize, (int)t[7]->BandFmt, w, h);
-    VIPS_STEP(vips_extract_area(t[7], &t[8], SSIM_RADIUS, SSIM_RADIUS, w - 2 * SSIM_RADIUS, h - 2 * SSIM_RADIUS, NULL),
-              "extract_area");
-    per_block(c, 6, (const double[]){2, 2, 2, 1, 1, 1}, e);
-    VIPS_STEP(vips_pow_const(t[8], &t[9], e, 6 * c, NULL), "pow_const");
+                       t[10]->Xsize, t[10]->Ysize, (int)t[10]->BandFmt, w, h);
 
-    // [mx^2, my^2, ms^2, Exx, Eyy, Ess] → [A1+B1, B1, A2+B2, B2] less their constants.
+    // 3. Valid positions only.
+    VIPS_STEP(vips_extract_area(t[10], &t[11], SSIM_RADIUS, SSIM_RADIUS, w - 2 * SSIM_RADIUS, h - 2 * SSIM_RADIUS,
+                                NULL),
+              "extract_area");
+
+    // 4. [mx, my, ms, Exx, Eyy, Exy] → [mx^2, my^2, ms^2, Exx, Eyy, Exy].
+    per_block(c, 6, (const double[]){2, 2, 2, 1, 1, 1}, e);
+    VIPS_STEP(vips_pow_const(t[11], &t[12], e, 6 * c, NULL), "pow_const");
+
+    // 5. → [A1+B1, B1, A2+B2, B2], first without their constants, then with them.
     static const double moments[4 * 6] = {
         0,  0,  1,  0, 0, 0, // (mx + my)^2
         1,  1,  0,  0, 0, 0, // mx^2 + my^2
-        0,  0,  -1, 0, 0, 1, // var(x + y) = Ess - ms^2
+        0,  0,  -1, 1, 1, 2, // var(x + y) = Exx + Eyy + 2 Exy - ms^2
         -1, -1, 0,  1, 1, 0, // sx^2 + sy^2 = Exx + Eyy - mx^2 - my^2
     };
-    FP_TRY(block_matrix(c, 4, 6, moments, &t[10], err));
-    VIPS_STEP(vips_recomb(t[9], &t[11], t[10], NULL), "recomb");
+    FP_TRY(block_matrix(c, 4, 6, moments, &t[13], err));
+    VIPS_STEP(vips_recomb(t[12], &t[14], t[13], NULL), "recomb");
     const double c1 = (SSIM_K1 * SSIM_RANGE) * (SSIM_K1 * SSIM_RANGE);
     const double c2 = (SSIM_K2 * SSIM_RANGE) * (SSIM_K2 * SSIM_RANGE);
     per_block(c, 4, (const double[]){1, 1, 1, 1}, e);
     per_block(c, 4, (const double[]){2 * c1, c1, 2 * c2, c2}, v);
-    VIPS_STEP(vips_linear(t[11], &t[12], e, v, 4 * c, NULL), "linear");
-    VIPS_STEP(vips_log(t[12], &t[13], NULL), "log");
+    VIPS_STEP(vips_linear(t[14], &t[15], e, v, 4 * c, NULL), "linear");
 
+    // 6. Logs, their differences and sums, back: [(l+1)(cs+1), l+1, cs+1].
+    VIPS_STEP(vips_log(t[15], &t[16], NULL), "log");
     static const double ratios[3 * 4] = {
         1, -1, 1, -1, // log(l + 1) + log(cs + 1)
         1, -1, 0, 0,  // log(l + 1)
         0, 0,  1, -1, // log(cs + 1)
     };
-    FP_TRY(block_matrix(c, 3, 4, ratios, &t[14], err));
-    VIPS_STEP(vips_recomb(t[13], &t[15], t[14], NULL), "recomb");
-    VIPS_STEP(vips_exp(t[15], &t[16], NULL), "exp");
-    static const double product[1 * 3] = {1, -1, -1};
-    FP_TRY(block_matrix(c, 1, 3, product, &t[17], err));
+    FP_TRY(block_matrix(c, 3, 4, ratios, &t[17], err));
     VIPS_STEP(vips_recomb(t[16], &t[18], t[17], NULL), "recomb");
+    VIPS_STEP(vips_exp(t[18], &t[19], NULL), "exp");
+
+    // 7. l cs = (l+1)(cs+1) - (l+1) - (cs+1) + 1: the SSIM map.
+    static const double product[1 * 3] = {1, -1, -1};
+    FP_TRY(block_matrix(c, 1, 3, product, &t[20], err));
+    VIPS_STEP(vips_recomb(t[19], &t[21], t[20], NULL), "recomb");
     const double one = 1.0;
-    VIPS_STEP(vips_linear(t[18], &t[19], &one, &one, 1, NULL), "linear");
-    if (t[19]->Bands != c || t[19]->BandFmt != VIPS_FORMAT_DOUBLE)
+    VIPS_STEP(vips_linear(t[21], &t[22], &one, &one, 1, NULL), "linear");
+    if (t[22]->Bands != c || t[22]->BandFmt != VIPS_FORMAT_DOUBLE)
         return fp_fail(err, FP_EBACKEND, "ssim: libvips pipeline gave %d bands of format %d, expected %d double",
-                       t[19]->Bands, (int)t[19]->BandFmt, c);
-    p->map = t[19];
+                       t[22]->Bands, (int)t[22]->BandFmt, c);
+    p->map = t[22];
     if (!(p->region = vips_region_new(p->map)))
         return vips_failure(err, "region_new");
     return FP_OK;
