@@ -71,8 +71,13 @@ static void print_text(const Mech *m, const AuditResult *r) {
            "z mean", "z var");
     for (int i = 0; i < r->n_inputs; i++) {
         const AuditInput *a = &r->in[i];
-        printf("  %10.4g %12.6g %12.6g %9.4f %12.6g %12.6g %8.2f %8.2f\n", a->input, a->mean, a->mean_theory,
-               a->bias_factor, a->variance, a->variance_theory, a->z_mean, a->z_variance);
+        char bf[16];
+        if (a->bias_factor == a->bias_factor)
+            snprintf(bf, sizeof bf, "%.4f", a->bias_factor);
+        else
+            snprintf(bf, sizeof bf, "-");   // input 0
+        printf("  %10.4g %12.6g %12.6g %9s %12.6g %12.6g %8.2f %8.2f\n", a->input, a->mean, a->mean_theory, bf,
+               a->variance, a->variance_theory, a->z_mean, a->z_variance);
     }
     for (int i = 0; i < r->n_inputs; i++)
         if (r->in[i].variance_claimed == r->in[i].variance_claimed) {
