@@ -214,7 +214,8 @@ START_TEST(psnr_and_mse_closed_forms) {
 }
 END_TEST
 
-// What one SSIM costs at the DLG size (32x32x3): printed, and bounded loosely so that a
+// What one SSIM costs at the DLG size (32x32x3): printed, and bounded loosely (about 100x a
+// quiet machine's figure, so that sanitizers and a loaded machine pass) so that a
 // pathological regression (a pipeline rebuilt per tile, a thread pool per band) fails.
 START_TEST(ssim_speed_at_cifar_size) {
     int c, h, w;
@@ -235,7 +236,7 @@ START_TEST(ssim_speed_at_cifar_size) {
     double planned = (seconds() - t0) / reps;
     ssim_plan_free(plan);
     printf("ssim 3x32x32: %.3f ms per image_ssim call, %.3f ms per ssim_plan_run\n", one_shot * 1e3, planned * 1e3);
-    ck_assert_double_lt(one_shot, 0.05);
+    ck_assert_double_lt(one_shot, 0.2);
     ck_assert_double_lt(planned, 0.05);
     free(a);
     free(b);
