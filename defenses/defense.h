@@ -11,9 +11,11 @@
 //   The engine turns the aggregate back into the next global model accordingly.
 // - Only trainable layers are perturbed (ParamLayer.trainable); batch-norm running
 //   statistics are sent as they are.
-// - All randomness comes from the RngStream in the round context: a defense draws the
-//   noise of element i with rng_*_at(&ctx->rng, i), so results do not depend on loop
-//   order or thread count, and the GPU draws the same numbers.
+// - All randomness comes from the RngStream in the round context, indexed by element:
+//   the noise of element i depends only on (stream, i) — e.g. rng_*_at(&round->rng, i),
+//   or, for the fast scalar mechanisms of defenses/mech.h, word i mod 4 of Philox block
+//   ⌊i/4⌋ — so results do not depend on loop order or thread count, and the GPU draws
+//   the same numbers.
 // - `variant` is "corrected" (the default: the mechanism with the digest's fixes) or
 //   "paper" (as published), plus defense-specific ones ("pnpm" for spm).
 #ifndef FEDPRIV_DEFENSES_DEFENSE_H
