@@ -84,15 +84,9 @@ typedef struct LwState {
         sum_scale[LAYERWISE_MAX_UNITS];
     double round_nominal_max;
     // server (Shapley merge)
-    Model *server_model;
-    Tape *server_tape;
-    ShapInput shap;
-    float *shap_x, *baseline;
-    int *group_of_col;
-    uint32_t *eval_idx;
-    int n_eval;
-    float *scratch, *w_tmp;
-    const float *round_global;
+    ShapServer *server;
+    ShapVectorKind shap_kind;
+    int n_perm;
     char sound_notion[512];
 } LwState;
 
@@ -234,54 +228,9 @@ static FpStatus parse_clip(const cJSON *params, const char *path, LwState *s, Fp
                    s->flat ? "" : ", \"mean-abs\"");
 }
 
-// "feature_groups": [[0], [1], [2, 3], ...]: columns (the sample's last axis) per group.
-static FpStatus parse_groups(const cJSON *params, const char *path, LwState *s, int cols, FpError *err) {
-    const cJSON *g = cJSON_GetObjectItemCaseSensitive(params, "feature_groups");
-    char p[256];
-    jv_path(p, sizeof p, path, "feature_groups");
-    s->group_of_col = fp_malloc(sizeof(int) * cols, err);
-    if (!s->group_of_col)
-        return FP_ENOMEM;
-    if (!g) { // one group per column
-        for (int j = 0; j < cols; j++)
-            s->group_of_col[j] = j;
-        s->shap.n_groups = cols;
-        return cols <= SHAPLEY_MAX_PLAYERS ? FP_OK
-                                            : fp_fail(err, FP_EPARAM, "%s: %d columns: give at most %d groups", p,
-                                                      cols, SHAPLEY_MAX_PLAYERS);
-    }
-    int n = cJSON_GetArraySize(g);
-    if (!cJSON_IsArray(g) || n < 1 || n > SHAPLEY_MAX_PLAYERS)
-        return fp_fail(err, FP_EPARAM, "%s: must be an array of 1..%d arrays of column indices", p,
-                       SHAPLEY_MAX_PLAYERS);
-    for (int j = 0; j < cols; j++)
-        s->group_of_col[j] = -1;
-    for (int i = 0; i < n; i++) {
-        const cJSON *gi = cJSON_GetArrayItem(g, i);
-        if (!cJSON_IsArray(gi) || cJSON_GetArraySize(gi) < 1)
-            return fp_fail(err, FP_EPARAM, "%s[%d]: must be a non-empty array of column indices", p, i);
-        for (int k = 0; k < cJSON_GetArraySize(gi); k++) {
-            const cJSON *v = cJSON_GetArrayItem(gi, k);
-            if (!cJSON_IsNumber(v) || v->valuedouble != (int)v->valuedouble || v->valuedouble < 0 ||
-                v->valuedouble >= cols)
-                return fp_fail(err, FP_EPARAM, "%s[%d][%d]: must be a column index in [0, %d)", p, i, k, cols);
-            int col = (int)v->valuedouble;
-            if (s->group_of_col[col] >= 0)
-                return fp_fail(err, FP_EPARAM, "%s[%d][%d]: column %d is already in group %d", p, i, k, col,
-                               s->group_of_col[col]);
-            s->group_of_col[col] = i;
-        }
-    }
-    for (int j = 0; j < cols; j++)
-        if (s->group_of_col[j] < 0)
-            return fp_fail(err, FP_EPARAM, "%s: column %d is in no group", p, j);
-    s->shap.n_groups = n;
-    return FP_OK;
-}
-
 static void lw_destroy(void *state);
 
-// The server's evaluation set: SHAP rows, their mean baseline, and the indices for p.
+// The server's evaluation set for the Shapley merge (A8, A9).
 static FpStatus server_prepare(LwState *s, const cJSON *params, const char *path, FpError *err) {
     const DefenseSetup *su = &s->setup;
     long long shap_n, eval_n, perms;
@@ -299,48 +248,21 @@ static FpStatus server_prepare(LwState *s, const cJSON *params, const char *path
                        "federation.samples_per_client; or use \"aggregation\": \"fedavg\"",
                        jv_path(p, sizeof p, path, "aggregation"));
     }
-    const Dataset *d = su->server_data;
-    size_t ss = dataset_sample_size(d);
-    int cols = d->w;
-    FP_TRY(parse_groups(params, path, s, cols, err));
-    // A fixed, seeded subset of the server set (the same every round).
-    uint32_t *perm = fp_malloc(sizeof(uint32_t) * su->n_server, err);
-    if (!perm)
+    int cols = su->server_data->w, n_groups = 0;
+    int *groups = fp_malloc(sizeof(int) * cols, err);
+    if (!groups)
         return FP_ENOMEM;
-    memcpy(perm, su->server_idx, sizeof(uint32_t) * su->n_server);
-    RngStream rs = rng_stream(su->seed, RNG_DEFENSE_AUX, UINT32_MAX, UINT32_MAX);
-    rng_shuffle_u32(&rs, perm, (uint32_t)su->n_server);
-    int ns = (int)(shap_n < su->n_server ? shap_n : su->n_server);
-    s->n_eval = (int)(eval_n < su->n_server ? eval_n : su->n_server);
-    s->shap_x = fp_malloc(sizeof(float) * ss * ns, err);
-    s->baseline = fp_calloc(ss, sizeof(float), err);
-    s->eval_idx = fp_malloc(sizeof(uint32_t) * s->n_eval, err);
-    double *mean = fp_calloc(ss, sizeof(double), err);
-    if (!s->shap_x || !s->baseline || !s->eval_idx || !mean) {
-        free(perm);
-        free(mean);
-        return FP_ENOMEM;
-    }
-    for (int r = 0; r < ns; r++)
-        memcpy(s->shap_x + (size_t)r * ss, d->x + (size_t)perm[r] * ss, ss * sizeof(float));
-    memcpy(s->eval_idx, perm, sizeof(uint32_t) * s->n_eval);
-    for (int i = 0; i < su->n_server; i++) // the interventional mean baseline over the whole server set
-        for (size_t j = 0; j < ss; j++)
-            mean[j] += d->x[(size_t)su->server_idx[i] * ss + j];
-    for (size_t j = 0; j < ss; j++)
-        s->baseline[j] = (float)(mean[j] / su->n_server);
-    free(mean);
-    free(perm);
-    s->shap = (ShapInput){.x = s->shap_x, .rows = ns, .sample_size = ss, .cols = cols, .baseline = s->baseline,
-                          .group_of_col = s->group_of_col, .n_groups = s->shap.n_groups, .kind = (ShapVectorKind)kind,
-                          .n_perm = (int)perms};
-    s->server_model = model_clone(su->model, su->model->be, err);
-    s->server_tape = tape_create(su->model->be);
-    size_t scratch = (size_t)(s->n_eval < 512 ? s->n_eval : 512) * (ss > (size_t)d->target_dim ? ss : (size_t)d->target_dim) +
-                     512;
-    s->scratch = fp_malloc(sizeof(float) * scratch, err);
-    s->w_tmp = fp_malloc(sizeof(float) * s->table->n_params, err);
-    return s->server_model && s->server_tape && s->scratch && s->w_tmp ? FP_OK : FP_ENOMEM;
+    FpStatus st = shapley_parse_groups(params, path, "feature_groups", cols, groups, &n_groups, err);
+    ShapServerConfig cfg = {.shap_samples = (int)shap_n, .eval_samples = (int)eval_n, .group_of_col = groups,
+                            .n_groups = n_groups, .kind = (ShapVectorKind)kind, .n_perm = (int)perms,
+                            .seed = su->seed};
+    if (st == FP_OK && !(s->server = shap_server_create(su->model, su->server_data, su->server_idx, su->n_server, &cfg,
+                                                         err)))
+        st = err ? err->code : FP_ENOMEM;
+    s->shap_kind = cfg.kind;
+    s->n_perm = cfg.n_perm;
+    free(groups);
+    return st;
 }
 
 static FpStatus lw_create_common(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
@@ -461,14 +383,7 @@ static void lw_destroy(void *state) {
     free(s->spent_sound);
     free(s->global_seen);
     free(s->last);
-    model_free(s->server_model);
-    tape_free(s->server_tape);
-    free(s->shap_x);
-    free(s->baseline);
-    free(s->group_of_col);
-    free(s->eval_idx);
-    free(s->scratch);
-    free(s->w_tmp);
+    shap_server_free(s->server);
     free(s);
 }
 
@@ -716,28 +631,6 @@ static FpStatus lw_perturb(void *state, float *upload, const DefenseRound *rd, F
 }
 
 // -- server side ------------------------------------------------------------------------------
-typedef struct {
-    LwState *s;
-    const float *global;
-} ScoreCtx;
-
-// SHAP vector and p = 1/loss of W = w_t − η g on the server set.
-static FpStatus score_model(void *vctx, const float *g, double *phi, double *p, FpError *err) {
-    ScoreCtx *c = vctx;
-    LwState *s = c->s;
-    size_t np = s->table->n_params;
-    for (size_t i = 0; i < np; i++)
-        s->w_tmp[i] = (float)(c->global[i] - s->setup.lr * g[i]);
-    model_set_params(s->server_model, s->w_tmp);
-    RngStream rs = rng_stream(s->setup.seed, RNG_DEFENSE_AUX, UINT32_MAX, UINT32_MAX - 1);
-    FP_TRY(shapley_model_vector(s->server_model, s->server_tape, &s->shap, &rs, phi, err));
-    double loss;
-    FP_TRY(mean_loss(s->server_model, s->server_tape, s->setup.server_data, s->eval_idx, s->n_eval, s->scratch, &loss,
-                     err));
-    *p = isfinite(loss) && loss > 0 ? 1.0 / loss : isfinite(loss) ? 1e12 : 1e-12;
-    return FP_OK;
-}
-
 static FpStatus lw_aggregate(void *state, int round, const float *const *uploads, const double *weights,
                              const int *clients, int k, float *out, FpError *err) {
     LwState *s = state;
@@ -751,19 +644,10 @@ static FpStatus lw_aggregate(void *state, int round, const float *const *uploads
         }
         return FP_OK;
     }
-    ScoreCtx c = {.s = s, .global = s->global_seen[clients[0]]};
-    int dim = s->shap.n_groups;
-    double *phi = fp_malloc(sizeof(double) * (size_t)dim * k, err), *p = fp_malloc(sizeof(double) * k, err);
-    FpStatus st = phi && p ? FP_OK : FP_ENOMEM;
-    for (int j = 0; st == FP_OK && j < k; j++)
-        st = score_model(&c, uploads[j], phi + (size_t)j * dim, &p[j], err);
-    if (st == FP_OK)
-        st = shapley_merge(uploads, k, np, dim, phi, p, score_model, &c, out, NULL, err);
-    if (st == FP_OK)
-        s->merges += k - 1;
-    free(phi);
-    free(p);
-    return st;
+    // Temporary models W_k = w_t − η g̃_k; w_t is the round's global model the clients saw.
+    FP_TRY(shap_server_merge(s->server, s->global_seen[clients[0]], s->setup.lr, uploads, k, out, NULL, err));
+    s->merges += k - 1;
+    return FP_OK;
 }
 
 static void lw_end_round(void *state, int round, int n_participants) {
@@ -846,14 +730,15 @@ static void lw_describe(const void *state, cJSON *out) {
     }
     cJSON_AddStringToObject(out, "aggregation", s->agg == LW_AGG_SHAPLEY ? "shapley" : "fedavg");
     if (s->agg == LW_AGG_SHAPLEY) {
-        cJSON_AddNumberToObject(out, "shap_samples", s->shap.rows);
-        cJSON_AddNumberToObject(out, "eval_samples", s->n_eval);
+        int groups = shap_server_groups(s->server);
+        cJSON_AddNumberToObject(out, "shap_samples", shap_server_rows(s->server));
+        cJSON_AddNumberToObject(out, "eval_samples", shap_server_eval_samples(s->server));
         cJSON_AddNumberToObject(out, "server_set", s->setup.n_server);
-        cJSON_AddNumberToObject(out, "feature_groups", s->shap.n_groups);
-        cJSON_AddStringToObject(out, "shap_vector", s->shap.kind == SHAP_MEAN ? "mean" : "mean-abs");
-        cJSON_AddStringToObject(out, "shapley", s->shap.n_groups <= SHAPLEY_EXACT_MAX ? "exact" : "permutation sampling");
-        if (s->shap.n_groups > SHAPLEY_EXACT_MAX)
-            cJSON_AddNumberToObject(out, "shap_permutations", s->shap.n_perm);
+        cJSON_AddNumberToObject(out, "feature_groups", groups);
+        cJSON_AddStringToObject(out, "shap_vector", s->shap_kind == SHAP_MEAN ? "mean" : "mean-abs");
+        cJSON_AddStringToObject(out, "shapley", groups <= SHAPLEY_EXACT_MAX ? "exact" : "permutation sampling");
+        if (groups > SHAPLEY_EXACT_MAX)
+            cJSON_AddNumberToObject(out, "shap_permutations", s->n_perm);
     }
     // What happened, summed over rounds and clients.
     cJSON *dg = cJSON_AddObjectToObject(out, "diagnostics");

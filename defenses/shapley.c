@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/jsonv.h"
+#include "fl/fed.h"
 #include "models/model.h"
 
 #define SHAP_BATCH_ROWS 4096 // samples per forward pass when evaluating coalitions
@@ -241,5 +243,192 @@ out:
     free(vphi);
     free(vp);
     free(alive);
+    return st;
+}
+
+FpStatus shapley_parse_groups(const cJSON *obj, const char *path, const char *key, int cols, int *group_of_col,
+                              int *n_groups, FpError *err) {
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(obj, key);
+    char p[256];
+    jv_path(p, sizeof p, path, key);
+    if (!g) {
+        for (int j = 0; j < cols; j++)
+            group_of_col[j] = j;
+        *n_groups = cols;
+        return cols <= SHAPLEY_MAX_PLAYERS
+                   ? FP_OK
+                   : fp_fail(err, FP_EPARAM, "%s: %d columns: give at most %d groups", p, cols, SHAPLEY_MAX_PLAYERS);
+    }
+    int n = cJSON_GetArraySize(g);
+    if (!cJSON_IsArray(g) || n < 1 || n > SHAPLEY_MAX_PLAYERS)
+        return fp_fail(err, FP_EPARAM, "%s: must be an array of 1..%d arrays of column indices", p,
+                       SHAPLEY_MAX_PLAYERS);
+    for (int j = 0; j < cols; j++)
+        group_of_col[j] = -1;
+    for (int i = 0; i < n; i++) {
+        const cJSON *gi = cJSON_GetArrayItem(g, i);
+        if (!cJSON_IsArray(gi) || cJSON_GetArraySize(gi) < 1)
+            return fp_fail(err, FP_EPARAM, "%s[%d]: must be a non-empty array of column indices", p, i);
+        for (int k = 0; k < cJSON_GetArraySize(gi); k++) {
+            const cJSON *v = cJSON_GetArrayItem(gi, k);
+            if (!cJSON_IsNumber(v) || v->valuedouble != (int)v->valuedouble || v->valuedouble < 0 ||
+                v->valuedouble >= cols)
+                return fp_fail(err, FP_EPARAM, "%s[%d][%d]: must be a column index in [0, %d)", p, i, k, cols);
+            int col = (int)v->valuedouble;
+            if (group_of_col[col] >= 0)
+                return fp_fail(err, FP_EPARAM, "%s[%d][%d]: column %d is already in group %d", p, i, k, col,
+                               group_of_col[col]);
+            group_of_col[col] = i;
+        }
+    }
+    for (int j = 0; j < cols; j++)
+        if (group_of_col[j] < 0)
+            return fp_fail(err, FP_EPARAM, "%s: column %d is in no group", p, j);
+    *n_groups = n;
+    return FP_OK;
+}
+
+// -- the server's side -------------------------------------------------------------------------
+struct ShapServer {
+    Model *m;
+    Tape *t;
+    const Dataset *d;
+    ShapInput in;
+    float *x, *baseline;
+    int *groups;
+    uint32_t *eval_idx;
+    int n_eval;
+    float *w, *scratch;
+    uint64_t seed;
+};
+
+void shap_server_free(ShapServer *s) {
+    if (!s)
+        return;
+    model_free(s->m);
+    tape_free(s->t);
+    free(s->x);
+    free(s->baseline);
+    free(s->groups);
+    free(s->eval_idx);
+    free(s->w);
+    free(s->scratch);
+    free(s);
+}
+
+int shap_server_rows(const ShapServer *s) { return s->in.rows; }
+int shap_server_eval_samples(const ShapServer *s) { return s->n_eval; }
+int shap_server_groups(const ShapServer *s) { return s->in.n_groups; }
+
+ShapServer *shap_server_create(const Model *arch, const Dataset *d, const uint32_t *idx, int n,
+                               const ShapServerConfig *cfg, FpError *err) {
+    if (n < 1 || cfg->shap_samples < 1 || cfg->eval_samples < 1 || cfg->n_groups < 1) {
+        fp_fail(err, FP_EPARAM, "shapley server: needs an evaluation set and >= 1 sample and group");
+        return NULL;
+    }
+    ShapServer *s = fp_calloc(1, sizeof *s, err);
+    if (!s)
+        return NULL;
+    size_t ss = dataset_sample_size(d);
+    int cols = d->w, rows = cfg->shap_samples < n ? cfg->shap_samples : n;
+    s->d = d;
+    s->seed = cfg->seed;
+    s->n_eval = cfg->eval_samples < n ? cfg->eval_samples : n;
+    uint32_t *perm = fp_malloc(sizeof(uint32_t) * n, err);
+    double *mean = fp_calloc(ss, sizeof(double), err);
+    s->x = fp_malloc(sizeof(float) * ss * rows, err);
+    s->baseline = fp_malloc(sizeof(float) * ss, err);
+    s->groups = fp_malloc(sizeof(int) * cols, err);
+    s->eval_idx = fp_malloc(sizeof(uint32_t) * s->n_eval, err);
+    s->w = fp_malloc(sizeof(float) * arch->table.n_params, err);
+    s->scratch = fp_malloc(sizeof(float) * (256 * (ss > (size_t)d->target_dim ? ss : (size_t)d->target_dim) + 256), err);
+    s->m = model_clone(arch, arch->be, err);
+    s->t = tape_create(arch->be);
+    if (!perm || !mean || !s->x || !s->baseline || !s->groups || !s->eval_idx || !s->w || !s->scratch || !s->m ||
+        !s->t) {
+        free(perm);
+        free(mean);
+        shap_server_free(s);
+        fp_fail(err, FP_ENOMEM, "shapley server: out of memory");
+        return NULL;
+    }
+    // A fixed, seeded order of the server's samples: the first rows for SHAP, the first
+    // eval_samples for p, the same every round.
+    memcpy(perm, idx, sizeof(uint32_t) * n);
+    RngStream rs = rng_stream(cfg->seed, RNG_DEFENSE_AUX, UINT32_MAX, UINT32_MAX);
+    rng_shuffle_u32(&rs, perm, (uint32_t)n);
+    for (int r = 0; r < rows; r++)
+        memcpy(s->x + (size_t)r * ss, d->x + (size_t)perm[r] * ss, ss * sizeof(float));
+    memcpy(s->eval_idx, perm, sizeof(uint32_t) * s->n_eval);
+    for (int i = 0; i < n; i++) // the interventional mean baseline over the whole server set
+        for (size_t j = 0; j < ss; j++)
+            mean[j] += d->x[(size_t)idx[i] * ss + j];
+    for (size_t j = 0; j < ss; j++)
+        s->baseline[j] = (float)(mean[j] / n);
+    memcpy(s->groups, cfg->group_of_col, sizeof(int) * cols);
+    free(perm);
+    free(mean);
+    s->in = (ShapInput){.x = s->x, .rows = rows, .sample_size = ss, .cols = cols, .baseline = s->baseline,
+                        .group_of_col = s->groups, .n_groups = cfg->n_groups, .kind = cfg->kind, .n_perm = cfg->n_perm};
+    return s;
+}
+
+FpStatus shap_server_score(ShapServer *s, const float *base, double scale, const float *g, double *phi, double *p,
+                           FpError *err) {
+    size_t np = s->m->table.n_params;
+    for (size_t i = 0; i < np; i++)
+        s->w[i] = (float)(base[i] - scale * g[i]);
+    model_set_params(s->m, s->w);
+    RngStream rs = rng_stream(s->seed, RNG_DEFENSE_AUX, UINT32_MAX, UINT32_MAX - 1);
+    FP_TRY(shapley_model_vector(s->m, s->t, &s->in, &rs, phi, err));
+    // p = 1 / mean loss on the evaluation subset.
+    Var *pv[64];
+    if (s->m->table.n_layers > 64)
+        return fp_fail(err, FP_EUNSUPPORTED, "shapley server: more than 64 parameter tensors");
+    double sum = 0;
+    for (int b0 = 0; b0 < s->n_eval; b0 += 256) {
+        int bs = s->n_eval - b0 < 256 ? s->n_eval - b0 : 256;
+        tape_reset(s->t);
+        model_param_vars(s->m, s->t, 0, pv);
+        Var *x = dataset_batch(s->t, s->d, s->eval_idx + b0, bs, s->scratch);
+        Var *l = batch_loss(s->t, x ? model_forward(s->m, s->t, pv, x, 0) : NULL, s->d, s->eval_idx + b0, bs,
+                            s->scratch);
+        if (!l)
+            return fp_fail(err, FP_ENOMEM, "shapley server: out of memory evaluating a model");
+        sum += ad_item(s->t, l) * bs;
+    }
+    double loss = sum / s->n_eval;
+    // A diverged model (non-finite loss) gets the smallest weight rather than failing the round.
+    *p = isfinite(loss) ? (loss > 1e-12 ? 1.0 / loss : 1e12) : 1e-12;
+    for (int i = 0; i < s->in.n_groups; i++)
+        if (!isfinite(phi[i]))
+            phi[i] = 0;
+    return FP_OK;
+}
+
+typedef struct {
+    ShapServer *s;
+    const float *base;
+    double scale;
+} ServerScoreCtx;
+
+static FpStatus server_score_fn(void *ctx, const float *g, double *phi, double *p, FpError *err) {
+    ServerScoreCtx *c = ctx;
+    return shap_server_score(c->s, c->base, c->scale, g, phi, p, err);
+}
+
+FpStatus shap_server_merge(ShapServer *s, const float *base, double scale, const float *const *g, int k, float *out,
+                           MergeStep *steps, FpError *err) {
+    int dim = s->in.n_groups;
+    double *phi = fp_malloc(sizeof(double) * (size_t)dim * (k > 0 ? k : 1), err);
+    double *p = fp_malloc(sizeof(double) * (k > 0 ? k : 1), err);
+    FpStatus st = phi && p ? FP_OK : FP_ENOMEM;
+    for (int j = 0; st == FP_OK && j < k; j++)
+        st = shap_server_score(s, base, scale, g[j], phi + (size_t)j * dim, &p[j], err);
+    ServerScoreCtx c = {.s = s, .base = base, .scale = scale};
+    if (st == FP_OK)
+        st = shapley_merge(g, k, s->m->table.n_params, dim, phi, p, server_score_fn, &c, out, steps, err);
+    free(phi);
+    free(p);
     return st;
 }

@@ -26,6 +26,7 @@
 #ifndef FEDPRIV_DEFENSES_SHAPLEY_H
 #define FEDPRIV_DEFENSES_SHAPLEY_H
 
+#include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -84,5 +85,42 @@ typedef struct MergeStep {
 // k >= 1; p must be positive and finite (FP_EPARAM otherwise).
 FpStatus shapley_merge(const float *const *models, int k, size_t n, int dim, const double *phi, const double *p,
                        MergeScoreFn score, void *ctx, float *out, MergeStep *steps, FpError *err);
+
+// obj[key] = [[0], [1], [2, 3], ...]: the feature columns (a sample's last axis, cols of
+// them) of each group, into group_of_col (cols entries) and *n_groups. Absent: one group
+// per column. Every column must be in exactly one group (FP_EPARAM naming the JSON path).
+FpStatus shapley_parse_groups(const cJSON *obj, const char *path, const char *key, int cols, int *group_of_col,
+                              int *n_groups, FpError *err);
+
+// -- the server's side of the merge -----------------------------------------------------
+// A server holding an evaluation set (samples idx of d, never used by clients) and a
+// clone of the model architecture. The SHAP rows are a fixed, seeded subset of
+// shap_samples; p is 1/(mean loss) on a fixed subset of eval_samples (A7: 1/MSE for
+// regression); the baseline of absent groups is the per-position mean over the whole set.
+typedef struct ShapServerConfig {
+    int shap_samples, eval_samples;
+    const int *group_of_col;  // d->w entries (copied)
+    int n_groups;
+    ShapVectorKind kind;
+    int n_perm;
+    uint64_t seed;
+} ShapServerConfig;
+
+typedef struct ShapServer ShapServer;
+struct Dataset;
+
+ShapServer *shap_server_create(const struct Model *arch, const struct Dataset *d, const uint32_t *idx, int n,
+                               const ShapServerConfig *cfg, FpError *err);
+void shap_server_free(ShapServer *s);
+int shap_server_rows(const ShapServer *s);
+int shap_server_eval_samples(const ShapServer *s);
+int shap_server_groups(const ShapServer *s);
+
+// The SHAP vector (n_groups doubles) and p of W = base − scale·g.
+FpStatus shap_server_score(ShapServer *s, const float *base, double scale, const float *g, double *phi, double *p,
+                           FpError *err);
+// Eqs. 21–22 on k uploads g_j (W_j = base − scale·g_j): the merged g into out.
+FpStatus shap_server_merge(ShapServer *s, const float *base, double scale, const float *const *g, int k, float *out,
+                           MergeStep *steps, FpError *err);
 
 #endif
