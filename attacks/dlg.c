@@ -24,6 +24,7 @@
 // label_correct compares the matched reconstruction's label (argmax softmax(y′) for
 // DLG, the rule's label for iDLG) with the original's.
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,38 +353,31 @@ typedef struct RunTotals {
     long evals;
 } RunTotals;
 
-// Runs one batch: observation, inversion, matching, PNGs and the per-image records.
-static FpStatus run_batch(const AttackEnv *env, const DlgOptions *o, Observer *ob, const Dataset *d, int bi,
-                          float *grid, int grid_cols, cJSON *images, RunTotals *tot, FpError *err) {
-    const Experiment *ex = env->ex;
-    Model *m = ex->model;
+// One batch's inversion job: the server's target and (iDLG) labels in, the result out.
+typedef struct BatchJob {
+    float *target;                 // host, n_params
+    int32_t labels[DLG_MAX_BATCH]; // iDLG's rule
+    InversionResult res;
+    FpStatus st;
+    FpError err;
+} BatchJob;
+
+// Scores one finished batch: matching, metrics, PNGs, the per-image records, the grid rows.
+static FpStatus score_batch(const AttackEnv *env, const DlgOptions *o, const Dataset *d, int bi, BatchJob *job,
+                            float *grid, int grid_cols, cJSON *images, RunTotals *tot, FpError *err) {
     int B = o->batch_size, c = d->c, h = d->h, w = d->w;
-    size_t ss = dataset_sample_size(d), np = m->table.n_params;
+    size_t ss = dataset_sample_size(d);
     uint32_t idx[DLG_MAX_BATCH];
-    int32_t labels[DLG_MAX_BATCH];
+    const int32_t *labels = job->labels;
+    InversionResult res = job->res;
     for (int i = 0; i < B; i++)
         idx[i] = (uint32_t)o->images[bi * B + i];
-    float *target = malloc(sizeof(float) * np), *rec = malloc(sizeof(float) * ss * B);
-    float *snap = malloc(sizeof(float) * ss);
-    InversionResult res;
-    memset(&res, 0, sizeof res);
+    float *rec = malloc(sizeof(float) * ss * B), *snap = malloc(sizeof(float) * ss);
     FpStatus st = FP_OK;
-    if (!target || !rec || !snap) {
+    if (!rec || !snap) {
         st = fp_fail(err, FP_ENOMEM, "out of memory");
         goto out;
     }
-    st = observe(ob, ex, d, idx, B, bi, target, err);
-    if (st != FP_OK)
-        goto out;
-    if (o->idlg) {
-        const ParamLayer *l = &m->table.layers[model_last_weight_layer(m)];
-        idlg_labels(target + l->offset, l->shape[0], l->shape[1], B, labels);
-    }
-    InversionProblem prob = {.model = m, .target = target, .batch = B, .labels = o->idlg ? labels : NULL,
-                             .seed = ex->seed, .stream = (uint32_t)bi};
-    st = inversion_run(&prob, &o->inv, &res, err);
-    if (st != FP_OK)
-        goto out;
     clamp01(rec, res.x, ss * B);
     // SSIM of every (original i, reconstruction j) pair, then the best assignment.
     double ssim[DLG_MAX_BATCH * DLG_MAX_BATCH];
@@ -483,11 +477,65 @@ static FpStatus run_batch(const AttackEnv *env, const DlgOptions *o, Observer *o
                 ssim[0 * B + best[0]], res.loss, res.evaluations, res.seconds);
     }
 out:
-    inversion_result_free(&res);
-    free(target);
     free(rec);
     free(snap);
     return st;
+}
+
+// The inversions are independent: worker w runs batches w, w + T, w + 2T, ... Each has
+// its own tape; the model is only read. Results do not depend on the thread count.
+typedef struct InvWorker {
+    const DlgOptions *o;
+    const Experiment *ex;
+    BatchJob *jobs;
+    int first, stride, n_batches;
+} InvWorker;
+
+static void *inversion_worker(void *arg) {
+    InvWorker *w = arg;
+    for (int bi = w->first; bi < w->n_batches; bi += w->stride) {
+        BatchJob *j = &w->jobs[bi];
+        InversionProblem prob = {.model = w->ex->model, .target = j->target, .batch = w->o->batch_size,
+                                 .labels = w->o->idlg ? j->labels : NULL, .seed = w->ex->seed,
+                                 .stream = (uint32_t)bi};
+        j->st = inversion_run(&prob, &w->o->inv, &j->res, &j->err);
+        if (j->st != FP_OK)
+            break;
+    }
+    return NULL;
+}
+
+static FpStatus run_inversions(const Experiment *ex, const DlgOptions *o, BatchJob *jobs, int n_batches,
+                               FpError *err) {
+    int T = ex->threads < 1 ? 1 : ex->threads;
+    if (T > n_batches)
+        T = n_batches;
+    if (ex->backend->device != DEVICE_CPU)
+        T = 1;
+    if (ex->backend->set_threads)
+        ex->backend->set_threads(1); // closures are far too small for BLAS threads
+    InvWorker w[64];
+    pthread_t tid[64];
+    int running[64] = {0};
+    if (T > 64)
+        T = 64;
+    for (int k = 0; k < T; k++)
+        w[k] = (InvWorker){.o = o, .ex = ex, .jobs = jobs, .first = k, .stride = T, .n_batches = n_batches};
+    for (int k = 1; k < T; k++)
+        running[k] = pthread_create(&tid[k], NULL, inversion_worker, &w[k]) == 0;
+    inversion_worker(&w[0]);
+    for (int k = 1; k < T; k++) {
+        if (running[k])
+            pthread_join(tid[k], NULL);
+        else // no thread: run its share here
+            inversion_worker(&w[k]);
+    }
+    for (int bi = 0; bi < n_batches; bi++)
+        if (jobs[bi].st != FP_OK) {
+            *err = jobs[bi].err;
+            return jobs[bi].st;
+        }
+    return FP_OK;
 }
 
 static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, FpError *err) {
@@ -550,8 +598,35 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
     }
     cJSON *images = cJSON_AddArrayToObject(result, "images");
     RunTotals tot = {0};
-    for (int bi = 0; bi < o.n_images / o.batch_size && st == FP_OK; bi++)
-        st = run_batch(env, &o, &ob, d, bi, grid, grid_cols, images, &tot, err);
+    int n_batches = o.n_images / o.batch_size;
+    size_t np = ex->model->table.n_params;
+    BatchJob *jobs = calloc((size_t)n_batches, sizeof(BatchJob));
+    if (!jobs)
+        st = fp_fail(err, FP_ENOMEM, "out of memory");
+    // What the server sees, client by client (in order: defenses may keep state).
+    for (int bi = 0; bi < n_batches && st == FP_OK; bi++) {
+        uint32_t idx[DLG_MAX_BATCH];
+        for (int i = 0; i < o.batch_size; i++)
+            idx[i] = (uint32_t)o.images[bi * o.batch_size + i];
+        jobs[bi].target = malloc(sizeof(float) * np);
+        if (!jobs[bi].target)
+            st = fp_fail(err, FP_ENOMEM, "out of memory");
+        else
+            st = observe(&ob, ex, d, idx, o.batch_size, bi, jobs[bi].target, err);
+        if (st == FP_OK && o.idlg) {
+            const ParamLayer *l = &ex->model->table.layers[model_last_weight_layer(ex->model)];
+            idlg_labels(jobs[bi].target + l->offset, l->shape[0], l->shape[1], o.batch_size, jobs[bi].labels);
+        }
+    }
+    if (st == FP_OK)
+        st = run_inversions(ex, &o, jobs, n_batches, err);
+    for (int bi = 0; bi < n_batches && st == FP_OK; bi++)
+        st = score_batch(env, &o, d, bi, &jobs[bi], grid, grid_cols, images, &tot, err);
+    for (int bi = 0; jobs && bi < n_batches; bi++) {
+        free(jobs[bi].target);
+        inversion_result_free(&jobs[bi].res);
+    }
+    free(jobs);
     if (st == FP_OK) {
         char gp[4096];
         snprintf(gp, sizeof gp, "%s/grid.png", env->out_dir);

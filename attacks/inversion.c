@@ -235,7 +235,7 @@ FpStatus inversion_run(const InversionProblem *p, const InversionConfig *cfg, In
     }
     for (int k = 0; k < n_snap; k++)
         out->snapshot_steps[k] = (k + 1) * cfg->snapshot_every;
-    double t0 = clock_seconds(CLOCK_MONOTONIC), c0 = clock_seconds(CLOCK_PROCESS_CPUTIME_ID);
+    double t0 = clock_seconds(CLOCK_MONOTONIC), c0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
     out->loss = NAN;
     out->best_restart = -1;
     for (int r = 0; r < cfg->restarts && st == FP_OK; r++) {
@@ -270,7 +270,7 @@ FpStatus inversion_run(const InversionProblem *p, const InversionConfig *cfg, In
         }
     }
     out->seconds = clock_seconds(CLOCK_MONOTONIC) - t0;
-    out->cpu_seconds = clock_seconds(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    out->cpu_seconds = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - c0;
     out->evaluations = o->evals;
     // softmax(y′) per image: DLG's recovered soft label.
     for (int b = 0; st == FP_OK && b < o->B && o->ny; b++) {

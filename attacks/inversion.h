@@ -57,7 +57,7 @@ typedef struct InversionResult {
     double *restart_losses; // final D of each restart
     long evaluations;      // closure evaluations over all restarts
     double seconds;        // wall time of the optimisation (all restarts)
-    double cpu_seconds;    // CPU time of the process meanwhile (all its threads)
+    double cpu_seconds;    // CPU time of the calling thread (BLAS runs single-threaded inside)
 } InversionResult;
 
 // Runs the inversion. Fails with FP_EPARAM on a bad problem (batch < 1, a model
