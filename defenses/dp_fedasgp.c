@@ -187,9 +187,10 @@ static FpStatus perturb_paper(const DpFedAsgp *s, float *upload, const uint32_t 
         buf[j] = s->abs_test ? fabsf(v) : v;
     }
     // eq. 14: rank r_t = min(⌈t·d/T⌉, ⌈0.9·d⌉), 1-based, t = 1..T.
-    double t = round->round + 1;
-    double r1 = ceil(t * (double)d / (double)s->rounds), r2 = ceil(0.9 * (double)d);
-    double r = fmin(r1, r2);
+    // Integer ceilings: ⌈t·d/T⌉ and ⌈9d/10⌉ exactly.
+    unsigned long long t = (unsigned long long)round->round + 1, T = s->rounds > 0 ? (unsigned long long)s->rounds : 1;
+    unsigned long long r1 = (t * d + T - 1) / T, r2 = (9ULL * d + 9) / 10;
+    unsigned long long r = r1 < r2 ? r1 : r2;
     if (r < 1)
         r = 1;
     float lambda = clip_select_kth(buf, d, (size_t)r - 1);
