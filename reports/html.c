@@ -243,7 +243,7 @@ static void inline_png(Report *R, const char *adir, const char *file, const char
     }
     gchar *b64 = g_base64_encode((const guchar *)contents, len);
     g_free(contents);
-    int scale = w <= 64 ? 3 : 1; // small digits are unreadable at 1:1
+    int scale = w <= 40 ? 2 : 1; // small digits are unreadable at 1:1
     hb_printf(&R->out, "<img width=\"%d\" height=\"%d\" alt=\"", w * scale, h * scale);
     hb_escape_attr(&R->out, alt);
     hb_puts(&R->out, "\" src=\"data:image/png;base64,");
@@ -258,17 +258,17 @@ static const char *css =
     "h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #ddd;"
     "padding-bottom:4px}h3{font-size:15px;margin:16px 0 6px}"
     "table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid #d6d6d6;padding:4px 8px;text-align:left;"
-    "vertical-align:top}th{background:#f3f3f3;font-weight:600}td.num{text-align:right;font-variant-numeric:"
+    "vertical-align:top}th{background:#f3f3f3;font-weight:600}td.name{white-space:nowrap}td.num{text-align:right;font-variant-numeric:"
     "tabular-nums}small,.note{color:#666}.note{font-size:12.5px}"
     ".st-done{color:#1b7a2f}.st-diverged{background:#fde2c8;color:#8a3b00;font-weight:600}"
     ".st-failed{background:#f8d0d0;color:#8b0000;font-weight:600}.st-pending,.st-skipped{color:#777;"
     "font-style:italic}.problems{background:#fff4e5;border:1px solid #f0c36d;padding:6px 12px}"
     ".missing{display:inline-block;border:1px dashed #c00;color:#c00;padding:8px;font-size:12px}"
-    ".plots{display:flex;flex-wrap:wrap;gap:18px}.plotbox{flex:0 0 auto}"
-    ".legend{list-style:none;padding:0;margin:4px 0;font-size:12.5px;max-width:560px}.legend li{display:inline-block;"
+    ".plots{display:flex;flex-wrap:wrap;gap:8px 18px}.plotbox{flex:0 0 auto}.plotbox h3{margin:6px 0 0 58px}"
+    ".legend{list-style:none;padding:0;margin:4px 0;font-size:12.5px}.legend li{display:inline-block;"
     "margin-right:14px}.legend svg{vertical-align:middle;margin-right:4px}"
     ".recon{display:flex;flex-wrap:wrap;align-items:flex-start;gap:6px;margin:4px 0 10px}figure{margin:0;"
-    "text-align:center;font-size:11.5px;color:#444}figure img{display:block;image-rendering:pixelated;"
+    "min-width:64px;text-align:center;font-size:11px;line-height:1.25;color:#444}figure img{margin:0 auto}figure img{display:block;image-rendering:pixelated;"
     "border:1px solid #ccc}.sep{width:10px}"
     ".scale{display:inline-block;width:160px;height:10px;vertical-align:middle;background:linear-gradient(90deg,"
     "hsl(120,60%,82%),hsl(60,60%,82%),hsl(0,60%,82%))}"
@@ -334,8 +334,13 @@ static void section_matrix(Report *R) {
                "attack's headline metric. Colour is relative within a column: <span class=\"scale\"></span> "
                "green = higher accuracy or less leakage, red = lower accuracy or more leakage. A cell that "
                "diverged or failed shows that word, never a number.</p>");
-    hb_puts(o, "<table class=\"matrix\"><thead><tr><th>Defense</th><th>ε</th><th>Other parameters</th><th>Status</th>"
-               "<th>Model accuracy</th>");
+    int with_params = 0;
+    for (int i = 0; i < n; i++)
+        with_params |= cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(index_cell(R, i), "params")) > 0;
+    hb_puts(o, "<table class=\"matrix\"><thead><tr><th>Defense</th><th>ε</th>");
+    if (with_params)
+        hb_puts(o, "<th>Other parameters</th>");
+    hb_puts(o, "<th>Status</th><th>Model accuracy</th>");
     for (int k = 0; k < K; k++) {
         const cJSON *a = cJSON_GetArrayItem(R->attacks, k);
         hb_puts(o, "<th>");
@@ -351,7 +356,7 @@ static void section_matrix(Report *R) {
         const cJSON *e = index_cell(R, i), *c = R->r.cells[i];
         const char *status = cell_status_name(R->r.status[i]);
         const char *msg = c ? jstr(c, "message", "") : jstr(e, "message", "");
-        hb_puts(o, "<tr><td>");
+        hb_puts(o, "<tr><td class=\"name\">");
         hb_escape(o, jstr(e, "defense", "?"));
         if (jstr(e, "variant", NULL)) {
             hb_puts(o, " <small>");
@@ -360,17 +365,21 @@ static void section_matrix(Report *R) {
         }
         hb_puts(o, "</td><td class=\"num\">");
         put_value(o, cJSON_GetObjectItemCaseSensitive(e, "epsilon"));
-        hb_puts(o, "</td><td>");
-        const cJSON *params = cJSON_GetObjectItemCaseSensitive(e, "params"), *p;
-        cJSON_ArrayForEach(p, params) {
-            char *v = cJSON_PrintUnformatted(p);
-            hb_escape(o, p->string);
-            hb_puts(o, "=");
-            hb_escape(o, v ? v : "?");
-            hb_puts(o, " ");
-            free(v);
+        hb_puts(o, "</td>");
+        if (with_params) {
+            hb_puts(o, "<td>");
+            const cJSON *params = cJSON_GetObjectItemCaseSensitive(e, "params"), *p;
+            cJSON_ArrayForEach(p, params) {
+                char *v = cJSON_PrintUnformatted(p);
+                hb_escape(o, p->string);
+                hb_puts(o, "=");
+                hb_escape(o, v ? v : "?");
+                hb_puts(o, " ");
+                free(v);
+            }
+            hb_puts(o, "</td>");
         }
-        hb_puts(o, "</td><td>");
+        hb_puts(o, "<td>");
         put_status(o, status, msg);
         hb_puts(o, "</td>");
         double acc = c ? jnum(cJSON_GetObjectItemCaseSensitive(c, "model"), "test_accuracy") : NAN;
@@ -510,7 +519,7 @@ static int collect(Report *R, SeriesGet get, int k, SvgSeries *s) {
             free(y);
             continue;
         }
-        s[ns++] = (SvgSeries){.label = cell_label(R, i), .x = x, .y = y, .n = n};
+        s[ns++] = (SvgSeries){.label = cell_label(R, i), .x = x, .y = y, .n = n, .style = i};
     }
     return ns;
 }
@@ -529,7 +538,17 @@ static void section_curves(Report *R) {
         o->oom = 1;
         return;
     }
-    hb_puts(o, "<h2 id=\"accuracy\">Accuracy per round</h2>");
+    hb_puts(o, "<h2 id=\"curves\">Accuracy per round and ROC curves</h2><p class=\"note\">Left: the federated "
+               "model's test accuracy after each round. Then one ROC curve per membership attack, on balanced "
+               "member/non-member sets; the FPR axis is logarithmic so the low-FPR regime, where leaks matter, is "
+               "visible; dashed: chance. One colour per defense setting in every plot.</p>");
+    // The shared legend: every cell that has a result.
+    int nl = 0;
+    for (int i = 0; i < R->r.n; i++)
+        if (R->r.cells[i])
+            s[nl++] = (SvgSeries){.label = cell_label(R, i), .style = i};
+    svg_legend(o, s, nl);
+    hb_puts(o, "<div class=\"plots\">");
     int regression = 0, ns = collect(R, get_rounds, 0, s);
     int any = 0;
     for (int i = 0; i < ns; i++)
@@ -557,20 +576,16 @@ static void section_curves(Report *R) {
     }
     SvgPlot p = {.title = regression ? "test loss per round" : "test accuracy per round", .xlabel = "round",
                  .ylabel = regression ? "test loss" : "test accuracy", .xmin = xmax > 1 ? 1 : 0, .xmax = xmax,
-                 .ymin = ymin, .ymax = ymax, .x_integer = 1, .width = 620, .height = 340};
+                 .ymin = ymin, .ymax = ymax, .x_integer = 1, .width = 370, .height = 280};
+    hb_puts(o, "<div class=\"plotbox\"><h3>");
+    hb_puts(o, regression ? "Test loss per round" : "Test accuracy per round");
+    hb_puts(o, "</h3>");
     if (ns == 0)
         hb_puts(o, "<p class=\"note\">No finished cell yet.</p>");
-    else {
-        hb_puts(o, "<div class=\"plotbox\">");
+    else
         svg_line_plot(o, &p, s, ns);
-        svg_legend(o, s, ns);
-        hb_puts(o, "</div>");
-    }
+    hb_puts(o, "</div>");
     free_series(s, ns);
-
-    hb_puts(o, "<h2 id=\"roc\">ROC curves</h2><p class=\"note\">Membership attacks on balanced member/non-member sets; "
-               "the FPR axis is logarithmic, so the low-FPR regime where leaks matter is visible. Dashed: chance.</p>"
-               "<div class=\"plots\">");
     int plots = 0;
     for (int k = 0; k < R->n_attacks; k++) {
         ns = collect(R, get_roc, k, s);
@@ -587,12 +602,12 @@ static void section_curves(Report *R) {
         const char *name = jstr(cJSON_GetArrayItem(R->attacks, k), "name", "?");
         snprintf(title, sizeof title, "ROC of %.100s (log FPR)", name);
         SvgPlot rp = {.title = title, .xlabel = "false positive rate (log scale)", .ylabel = "true positive rate",
-                      .log_x = 1, .xmin = xmin, .xmax = 1, .ymin = 0, .ymax = 1, .diagonal = 1};
-        hb_puts(o, "<div class=\"plotbox\"><h3>");
+                      .log_x = 1, .xmin = xmin, .xmax = 1, .ymin = 0, .ymax = 1, .diagonal = 1, .width = 370,
+                      .height = 280};
+        hb_puts(o, "<div class=\"plotbox\"><h3>ROC: ");
         hb_escape(o, name);
         hb_puts(o, "</h3>");
         svg_line_plot(o, &rp, s, ns);
-        svg_legend(o, s, ns);
         hb_puts(o, "</div>");
         free_series(s, ns);
         plots++;
@@ -603,12 +618,18 @@ static void section_curves(Report *R) {
     free(s);
 }
 
-// One figure: an image and its caption.
-static void figure(Report *R, const char *adir, const char *file, const char *caption, const char *where) {
+// One figure: an image and a two-line caption (what it is; its SSIM).
+static void figure(Report *R, const char *adir, const char *file, const char *caption, double ssim,
+                   const char *where) {
     hb_puts(&R->out, "<figure>");
     inline_png(R, adir, file, caption, where);
     hb_puts(&R->out, "<figcaption>");
     hb_escape(&R->out, caption);
+    hb_puts(&R->out, "<br>");
+    if (isfinite(ssim))
+        hb_printf(&R->out, "SSIM %.3f", fabs(ssim) < 5e-4 ? 0.0 : ssim); // no "-0.000"
+    else
+        hb_puts(&R->out, "&nbsp;");
     hb_puts(&R->out, "</figcaption></figure>");
 }
 
@@ -645,20 +666,21 @@ static void section_images(Report *R) {
                 snprintf(where, sizeof where, "%.120s, %.60s, image %d", cell_label(R, i), name, m - 1);
                 const char *orig = jstr(im, "original_png", NULL);
                 if (orig)
-                    figure(R, adir, orig, "original", where);
-                const cJSON *snap;
-                cJSON_ArrayForEach(snap, cJSON_GetObjectItemCaseSensitive(im, "snapshots")) {
+                    figure(R, adir, orig, "original", NAN, where);
+                // At most 3 snapshots, evenly spaced (the final image follows them).
+                const cJSON *snaps = cJSON_GetObjectItemCaseSensitive(im, "snapshots");
+                int nsnap = cJSON_GetArraySize(snaps), shown_snap = nsnap < 3 ? nsnap : 3;
+                for (int q = 0; q < shown_snap; q++) {
+                    const cJSON *snap = cJSON_GetArrayItem(snaps, (int)lround((q + 1.0) * nsnap / shown_snap) - 1);
                     const char *png = jstr(snap, "png", NULL);
                     if (!png)
                         continue;
-                    snprintf(cap, sizeof cap, "step %g · %.3f", jnum(snap, "step"), jnum(snap, "ssim"));
-                    figure(R, adir, png, cap, where);
+                    snprintf(cap, sizeof cap, "step %g", jnum(snap, "step"));
+                    figure(R, adir, png, cap, jnum(snap, "ssim"), where);
                 }
                 const char *rec = jstr(im, "reconstruction_png", NULL);
-                if (rec) {
-                    snprintf(cap, sizeof cap, "final · SSIM %.3f", jnum(im, "ssim"));
-                    figure(R, adir, rec, cap, where);
-                }
+                if (rec)
+                    figure(R, adir, rec, "final", jnum(im, "ssim"), where);
                 hb_puts(o, "<div class=\"sep\"></div>");
                 shown++;
             }
@@ -800,9 +822,9 @@ FpStatus report_write_html(const char *dir, const char *out_path, const ReportOp
         }
     // The body first: problems found while writing it go in the box at the top.
     section_matrix(&R);
-    section_privacy(&R);
     section_curves(&R);
     section_images(&R);
+    section_privacy(&R);
     section_audit(&R);
     section_metadata(&R);
     const char *title = opt && opt->title ? opt->title : "fedpriv report";
@@ -831,9 +853,9 @@ FpStatus report_write_html(const char *dir, const char *out_path, const ReportOp
         counts[R.r.status[i]]++;
     hb_printf(&page, " · %d defense settings × %d attacks · %d done, %d diverged, %d failed, %d pending</p>", R.r.n,
               R.n_attacks, counts[CELL_DONE], counts[CELL_DIVERGED], counts[CELL_FAILED], counts[CELL_PENDING]);
-    hb_puts(&page, "<p class=\"note\"><a href=\"#matrix\">Matrix</a> · <a href=\"#privacy\">Privacy spent</a> · "
-                   "<a href=\"#accuracy\">Accuracy</a> · <a href=\"#roc\">ROC</a> · <a href=\"#reconstructions\">"
-                   "Reconstructions</a> · <a href=\"#audit\">Audit</a> · <a href=\"#metadata\">Metadata</a></p>");
+    hb_puts(&page, "<p class=\"note\"><a href=\"#matrix\">Matrix</a> · <a href=\"#curves\">Accuracy and ROC "
+                   "curves</a> · <a href=\"#reconstructions\">Reconstructions</a> · <a href=\"#privacy\">Privacy "
+                   "spent</a> · <a href=\"#audit\">Audit</a> · <a href=\"#metadata\">Metadata</a></p>");
     if (R.n_problems) {
         hb_printf(&page, "<div class=\"problems\"><b>%d problem%s</b><ul>", R.n_problems, R.n_problems == 1 ? "" : "s");
         hb_put(&page, R.problems.s ? R.problems.s : "", R.problems.len);

@@ -516,7 +516,8 @@ const cJSON *matrix_cell_attack(const cJSON *cell, const char *name) {
     return NULL;
 }
 
-static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+// Natural order (eps4 before eps10).
+static int cmp_names(const void *a, const void *b) { return strverscmp(*(char *const *)a, *(char *const *)b); }
 
 FpStatus matrix_audit_load(const char *dir, cJSON **records, FpError *err) {
     *records = cJSON_CreateArray();

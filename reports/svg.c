@@ -161,7 +161,7 @@ void svg_line_plot(HtmlBuf *o, const SvgPlot *p, const SvgSeries *s, int n) {
                 continue;
             }
             if (!open)
-                polyline_open(o, i);
+                polyline_open(o, s[i].style);
             else if (p->log_x && k > 0) {
                 // Subdivide the linear segment from the previous point, log-spaced in x.
                 double x0 = s[i].x[k - 1], y0 = s[i].y[k - 1];
@@ -183,7 +183,7 @@ void svg_line_plot(HtmlBuf *o, const SvgPlot *p, const SvgSeries *s, int n) {
             for (int k = 0; k < s[i].n; k++)
                 if (isfinite(s[i].x[k]) && isfinite(s[i].y[k]))
                     hb_printf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.6\" fill=\"%s\"/>", map_x(&f, s[i].x[k]),
-                              map_y(&f, s[i].y[k]), svg_color(i));
+                              map_y(&f, s[i].y[k]), svg_color(s[i].style));
         hb_puts(o, "</g>");
     }
     hb_puts(o, "</svg>");
@@ -194,9 +194,9 @@ void svg_legend(HtmlBuf *o, const SvgSeries *s, int n) {
     for (int i = 0; i < n; i++) {
         hb_printf(o, "<li><svg width=\"26\" height=\"10\" aria-hidden=\"true\"><line x1=\"1\" y1=\"5\" x2=\"25\" y2=\"5\" "
                      "stroke=\"%s\" stroke-width=\"2.5\"",
-                  svg_color(i));
-        if (svg_dash(i)[0])
-            hb_printf(o, " stroke-dasharray=\"%s\"", svg_dash(i));
+                  svg_color(s[i].style));
+        if (svg_dash(s[i].style)[0])
+            hb_printf(o, " stroke-dasharray=\"%s\"", svg_dash(s[i].style));
         hb_puts(o, "/></svg>");
         hb_escape(o, s[i].label ? s[i].label : "");
         hb_puts(o, "</li>");

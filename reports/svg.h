@@ -10,6 +10,8 @@ typedef struct SvgSeries {
     const char *label;   // legend text (escaped)
     const double *x, *y; // n points
     int n;
+    int style;           // colour and dash: svg_color(style), svg_dash(style); the same
+                         // style in several plots is the same series (one shared legend)
 } SvgSeries;
 
 typedef struct SvgPlot {
