@@ -299,8 +299,8 @@ static FpStatus train_model(const AttackEnv *env, const MiaTargetConfig *cfg, co
         }
         if (st == FP_OK && h->client >= 0) {
             if (!h->captured_round)
-                st = fp_fail(err, FP_EPARAM, "target_client: client %d never took part in training (raise "
-                             "federation.sample_rate or rounds)", h->client);
+                st = fp_fail(err, FP_EPARAM, "%s.target_client: client %d never took part in training (raise "
+                             "federation.sample_rate or rounds)", env->path, h->client);
             else
                 model_set_params(m, h->captured);
         }

@@ -445,6 +445,13 @@ START_TEST(e2e_cs_mia_series_and_client_target) {
     ck_assert_str_eq(cJSON_GetObjectItem(t, "kind")->valuestring, "client");
     ck_assert_int_eq((int)num(t, "from_round"), 3);
     ck_assert_msg(num(r, "auc") > 0.5 + auc_6sd(100), "client target auc %g", num(r, "auc"));
+    // Without a defense the upload is the local model: "raw" attacks the same weights.
+    cJSON *raw = run_attack(&fx, "basic-mia", "{\"target\": \"client\", \"target_client\": 1, "
+                                             "\"client_model\": \"raw\"}", NULL);
+    ck_assert_double_eq(num(raw, "auc"), num(r, "auc"));
+    ck_assert_double_eq(num(cJSON_GetObjectItem(raw, "target"), "train_loss"),
+                        num(cJSON_GetObjectItem(r, "target"), "train_loss"));
+    cJSON_Delete(raw);
     cJSON_Delete(r);
     fixture_close(&fx);
 }
