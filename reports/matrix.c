@@ -269,6 +269,7 @@ static FpStatus load_attacks(Matrix *m, const cJSON *arr, FpError *err) {
 // Everything a cell's result depends on, as canonical JSON; its hash names the cell.
 static cJSON *cell_spec(const Matrix *m, const Cell *c) {
     cJSON *s = cJSON_CreateObject();
+    cJSON_AddStringToObject(s, "fedpriv_version", FEDPRIV_VERSION);
     cJSON_AddNumberToObject(s, "seed", (double)m->base.seed);
     cJSON_AddStringToObject(s, "backend", m->base.backend->name);
     cJSON_AddItemToObject(s, "dataset", cJSON_Duplicate(m->base.dataset_json, 1));

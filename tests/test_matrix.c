@@ -110,20 +110,53 @@ END_TEST
 
 // ---- comparing runs ------------------------------------------------------------------------
 
-// Timings are the only thing allowed to differ between runs: keys named "seconds",
-// ending in "_seconds", and the cell's "run" object.
+// Timings are the only thing allowed to differ between runs: the cell's "run" object,
+// keys ending in "seconds", and millisecond figures ("ms" as a word of the key, as in
+// DLG's "ms_per_evaluation").
+static int is_timing_key(const char *k) {
+    size_t n = strlen(k);
+    if (strcmp(k, "run") == 0 || (n >= 7 && strcmp(k + n - 7, "seconds") == 0))
+        return 1;
+    for (const char *p = strstr(k, "ms"); p; p = strstr(p + 1, "ms"))
+        if ((p == k || p[-1] == '_') && (p[2] == 0 || p[2] == '_'))
+            return 1;
+    return 0;
+}
+
 static void strip_timings(cJSON *j) {
     cJSON *c = j ? j->child : NULL;
     while (c) {
         cJSON *next = c->next;
-        size_t n = c->string ? strlen(c->string) : 0;
-        if (c->string && (strcmp(c->string, "run") == 0 || strcmp(c->string, "seconds") == 0 ||
-                          (n > 8 && strcmp(c->string + n - 8, "_seconds") == 0)))
+        if (c->string && is_timing_key(c->string))
             cJSON_Delete(cJSON_DetachItemViaPointer(j, c));
         else
             strip_timings(c);
         c = next;
     }
+}
+
+// The path of the first difference between a and b (for the failure message).
+static int first_difference(const cJSON *a, const cJSON *b, const char *path, char *out, size_t n) {
+    if (cJSON_Compare(a, b, 1))
+        return 0;
+    if (a && b && ((cJSON_IsObject(a) && cJSON_IsObject(b)) || (cJSON_IsArray(a) && cJSON_IsArray(b)))) {
+        int i = 0;
+        for (const cJSON *x = a->child; x; x = x->next, i++) {
+            const cJSON *y = cJSON_IsObject(a) ? cJSON_GetObjectItemCaseSensitive(b, x->string) : cJSON_GetArrayItem(b, i);
+            char sub[512];
+            if (cJSON_IsObject(a))
+                snprintf(sub, sizeof sub, "%.400s.%.100s", path, x->string);
+            else
+                snprintf(sub, sizeof sub, "%.400s[%d]", path, i);
+            if (first_difference(x, y, sub, out, n))
+                return 1;
+        }
+    }
+    char *ta = a ? cJSON_PrintUnformatted(a) : NULL, *tb = b ? cJSON_PrintUnformatted(b) : NULL;
+    snprintf(out, n, "%s: %.80s vs %.80s", path[0] ? path : "(top)", ta ? ta : "(absent)", tb ? tb : "(absent)");
+    free(ta);
+    free(tb);
+    return 1;
 }
 
 static cJSON *load_json(const char *path) {
@@ -161,10 +194,9 @@ static void assert_same_runs(const char *a, const char *b) {
         cJSON *ca = load_json(pa), *cb = load_json(pb);
         strip_timings(ca);
         strip_timings(cb);
-        char *ta = cJSON_PrintUnformatted(ca), *tb = cJSON_PrintUnformatted(cb);
-        ck_assert_msg(cJSON_Compare(ca, cb, 1), "cell %s differs:\n%s\n%s", id, ta, tb);
-        free(ta);
-        free(tb);
+        char where[512] = "";
+        first_difference(ca, cb, "", where, sizeof where);
+        ck_assert_msg(cJSON_Compare(ca, cb, 1), "cell %s differs at %s", id, where);
         const cJSON *at;
         cJSON_ArrayForEach(at, cJSON_GetObjectItemCaseSensitive(ca, "attacks")) {
             const cJSON *dir = cJSON_GetObjectItemCaseSensitive(at, "dir");
@@ -630,6 +662,8 @@ START_TEST(cli_ci_matrix_passes_the_baseline) {
     if (!bin)
         return;
     char cmd[1024], out[65536];
+    // Always a fresh run: cells kept from an earlier build would hide what this one does.
+    standin_rm(CI_DIR);
     snprintf(cmd, sizeof cmd, "'%s' matrix fixtures/ci-matrix.json --out " CI_DIR " --jobs 2", bin);
     int rc = sh(cmd, out, sizeof out);
     ck_assert_msg(rc == 0, "fedpriv matrix exited %d:\n%s", rc, out);
@@ -648,7 +682,7 @@ START_TEST(cli_check_exits_1_on_a_violated_baseline) {
         return;
     char cmd[1024], out[65536];
     snprintf(cmd, sizeof cmd, "'%s' matrix fixtures/ci-matrix.json --out " CI_DIR " --jobs 2", bin);
-    int rc = sh(cmd, out, sizeof out); // resumes: finished cells are skipped
+    int rc = sh(cmd, out, sizeof out); // resumes the CI test's fresh run
     ck_assert_msg(rc == 0, "fedpriv matrix exited %d:\n%s", rc, out);
     ci_audit(bin);
     FILE *f = fopen(TEST_DIR "/strict-baseline.json", "w");
@@ -663,6 +697,50 @@ START_TEST(cli_check_exits_1_on_a_violated_baseline) {
     ck_assert_msg(strstr(out, "2 violations"), "%s", out);
     ck_assert_msg(strstr(out, "  - bound 1 \"impossible accuracy\": cell \"none\": model_accuracy = "), "%s", out);
     ck_assert_msg(strstr(out, "  - bound 2 \"no defense leaks nothing\": cell \"none\": dlg ssim_mean = "), "%s", out);
+}
+END_TEST
+
+// The real binary and the real attacks: SIGKILL after the first cell, rerun, and the
+// cells equal those of the uninterrupted CI run (timings excepted), artifacts included.
+START_TEST(cli_kill_and_resume_gives_the_same_cells) {
+    const char *bin = bin_or_skip();
+    if (!bin)
+        return;
+    char cmd[1024], out[65536];
+    snprintf(cmd, sizeof cmd, "'%s' matrix fixtures/ci-matrix.json --out " CI_DIR " --jobs 2", bin);
+    int rc = sh(cmd, out, sizeof out); // the reference: resumes the CI test's fresh run
+    ck_assert_msg(rc == 0, "fedpriv matrix exited %d:\n%s", rc, out);
+    const char *dir = TEST_DIR "/ci-killed";
+    standin_rm(dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 2);
+        execl(bin, "fedpriv", "matrix", "fixtures/ci-matrix.json", "--out", TEST_DIR "/ci-killed", "--jobs", "2",
+              (char *)NULL);
+        _exit(127);
+    }
+    double t0 = now_s();
+    int status;
+    while (count_cell_files(dir) < 1 && now_s() - t0 < 300 && waitpid(pid, &status, WNOHANG) == 0)
+        usleep(20000);
+    ck_assert_int_eq(count_cell_files(dir), 1);
+    usleep(1500 * 1000); // into the next cells
+    ck_assert_int_eq(kill(pid, SIGKILL), 0);
+    waitpid(pid, &status, 0);
+    ck_assert(WIFSIGNALED(status));
+    int finished = count_cell_files(dir);
+    ck_assert_int_lt(finished, 3);
+    snprintf(cmd, sizeof cmd, "'%s' matrix fixtures/ci-matrix.json --out %s --jobs 2", bin, dir);
+    rc = sh(cmd, out, sizeof out);
+    ck_assert_msg(rc == 0, "the resumed run exited %d:\n%s", rc, out);
+    char want[64];
+    snprintf(want, sizeof want, "%d already finished", finished);
+    ck_assert_msg(strstr(out, want), "expected \"%s\" in:\n%s", want, out);
+    assert_same_runs(CI_DIR, dir);
+    assert_same_runs(dir, CI_DIR);
 }
 END_TEST
 
@@ -690,6 +768,7 @@ Suite *suite_matrix(void) {
     tcase_add_test(tcli, cli_bad_matrix_files_exit_2_with_one_line);
     tcase_add_test(tcli, cli_ci_matrix_passes_the_baseline);
     tcase_add_test(tcli, cli_check_exits_1_on_a_violated_baseline);
+    tcase_add_test(tcli, cli_kill_and_resume_gives_the_same_cells);
     suite_add_tcase(s, tcli);
     return s;
 }
