@@ -10,7 +10,7 @@ seconds, ms per evaluation (wall and CPU), the final matching loss, and SSIM (Wa
 valid positions, data range 1; skimage) of the clamped reconstruction.
 
   /usr/bin/python3 bench/dlg_bench.py [--image 0] [--steps 300] [--seed 1234]
-                                      [--threads 1] [--png out.png]
+                                      [--threads 1] [--noise 0.1] [--png out.png]
   /usr/bin/python3 bench/dlg_bench.py --lbfgs-reference
       prints the torch.optim.LBFGS trajectories that tests/test_dlg.c checks against.
 """
@@ -73,16 +73,21 @@ def ssim(a, b):
 def dlg(args):
     torch.set_num_threads(args.threads)
     root = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
+    dev = torch.device(args.device)
     gt, label = load_image(root, args.image)
-    gt_onehot = F.one_hot(torch.tensor([label]), num_classes=10).float()
+    gt = gt.to(dev)
+    gt_onehot = F.one_hot(torch.tensor([label]), num_classes=10).float().to(dev)
     net = LeNet()
     torch.manual_seed(args.seed)  # the reference seeds after construction, before weights_init
     net.apply(weights_init)
+    net = net.to(dev)
     pred = net(gt)
     dy_dx = torch.autograd.grad(cross_entropy_for_onehot(pred, gt_onehot), net.parameters())
     original = [g.detach().clone() for g in dy_dx]
-    dummy_data = torch.randn(gt.size()).requires_grad_(True)
-    dummy_label = torch.randn(gt_onehot.size()).requires_grad_(True)
+    if args.noise > 0:  # Gaussian noise on the shared gradient (DLG paper, section 5)
+        original = [g + args.noise * torch.randn_like(g) for g in original]
+    dummy_data = torch.randn(gt.size()).to(dev).requires_grad_(True)
+    dummy_label = torch.randn(gt_onehot.size()).to(dev).requires_grad_(True)
     optimizer = torch.optim.LBFGS([dummy_data, dummy_label])
     evals = [0]
 
@@ -98,23 +103,26 @@ def dlg(args):
         evals[0] += 1
         return grad_diff
 
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    sync()
     t0, c0 = time.perf_counter(), time.process_time()
     for _ in range(args.steps):
         optimizer.step(closure)
+    sync()
     seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
     with torch.enable_grad():
         final = float(closure())
     evals[0] -= 1  # the final evaluation is not part of the timed optimisation
-    rec = dummy_data.detach().clamp(0, 1)[0, 0].numpy()
+    rec = dummy_data.detach().clamp(0, 1)[0, 0].cpu().numpy()
     if args.png:
         from PIL import Image
         Image.fromarray(np.round(rec * 255).astype(np.uint8)).save(args.png)
-    print(json.dumps({"torch": torch.__version__, "threads": args.threads, "image": args.image, "label": label,
+    print(json.dumps({"torch": torch.__version__, "threads": args.threads, "image": args.image, "noise": args.noise, "label": label,
                       "recovered_label": int(dummy_label.detach().argmax()), "steps": args.steps,
                       "closure_evaluations": evals[0], "seconds": seconds,
                       "ms_per_evaluation": 1e3 * seconds / max(evals[0], 1), "cpu_seconds": cpu_seconds,
                       "cpu_ms_per_evaluation": 1e3 * cpu_seconds / max(evals[0], 1), "matching_loss": final,
-                      "ssim": ssim(gt[0, 0].numpy(), rec)}))
+                      "device": args.device, "ssim": ssim(gt[0, 0].cpu().numpy(), rec)}))
 
 
 def lbfgs_reference():
@@ -160,6 +168,8 @@ if __name__ == "__main__":
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--noise", type=float, default=0.0, help="std of Gaussian noise added to the gradient")
     ap.add_argument("--png")
     ap.add_argument("--lbfgs-reference", action="store_true")
     args = ap.parse_args()

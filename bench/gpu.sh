@@ -11,8 +11,10 @@
 # and prints the ratios. Outputs go to $OUT (or build/gpu).
 set -u
 cd "$(dirname "$0")/.."
-out="${OUT:-build/gpu}"
-mkdir -p "$out"
+out="${OUT:-build/gpu}"   # what comes back: summary.txt, log.txt and the result JSONs
+work=/tmp/fedpriv-gpu
+mkdir -p "$out" "$work"
+exec > >(tee -a "$out/log.txt") 2>&1
 log() { echo "== $*" | tee -a "$out/summary.txt"; }
 py=python3
 
@@ -21,8 +23,9 @@ if [ -x .gpu/fedpriv ]; then
   mkdir -p /tmp/fedpriv-libs && tar -C /tmp/fedpriv-libs -xJf .gpu/libs.tar.xz
   extra=/tmp/fedpriv-libs/libs
   # cuBLAS and cuDNN from the GPU machine: the toolkit's, or PyTorch's wheels.
-  for mod in cudnn cublas cuda_runtime; do
-    d=$($py -c "import importlib,os; m=importlib.import_module('nvidia.$mod'); print(os.path.join(list(m.__path__)[0],'lib'))" 2>/dev/null) && extra="$extra:$d"
+  for lib in libcudnn.so.9 libcublas.so.13 libcudart.so.13; do
+    f=$(find /usr/local/cuda/lib64/ /usr/local/cuda*/ /opt /usr/lib /usr/local/lib -name "$lib" 2>/dev/null | head -1)
+    [ -n "$f" ] && extra="$extra:$(dirname "$f")"
   done
   export LD_LIBRARY_PATH="$extra:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
   fm=.gpu/fashion-mnist
@@ -35,7 +38,9 @@ nvidia-smi -L 2>&1 | tee -a "$out/summary.txt"
 ldd "$bin" | grep -E "not found" && { echo "missing libraries"; exit 1; }
 
 log "CPU-vs-CUDA tests"
-FEDPRIV_BIN=$PWD/$bin FP_TEST_SUITE=cuda timeout 240 "$tests" 2>&1 | tee "$out/cuda-tests.txt" | tail -25
+FEDPRIV_BIN=$PWD/$bin FEDPRIV_REQUIRE_CUDA=1 FEDPRIV_FASHION_MNIST_DIR=$PWD/$fm FP_TEST_SUITE=cuda \
+  timeout 240 "$tests" > "$work/cuda-tests.txt" 2>&1
+grep -E "^cuda|SKIP|Checks|:F:|:E:|error" "$work/cuda-tests.txt" | cut -c1-300 | tail -60
 
 log "random CIFAR-shaped data"
 $py tools/make-random-cifar.py /tmp/rcifar 20000 2000 1
@@ -59,9 +64,10 @@ cat > /tmp/dlg.json <<JSON
  "attack": {"name": "dlg", "images": [0], "batch_size": 1, "steps": 300, "restarts": 1},
  "defense": {"name": "none"}, "device": "cuda"}
 JSON
-timeout 120 "$bin" attack dlg --config /tmp/dlg.json --out "$out/dlg-fedpriv" 2>&1 | tail -2
+timeout 120 "$bin" attack dlg --config /tmp/dlg.json --out "$work/dlg-fedpriv" 2>&1 | tail -2
+cp "$work/dlg-fedpriv/result.json" "$out/dlg-fedpriv.json" 2>/dev/null
 log "DLG on the GPU: PyTorch"
-FASHION_MNIST_DIR="$PWD/$fm" timeout 120 $py bench/dlg_bench.py --device cuda --root "$PWD/$fm" --image 0 \
+FASHION_MNIST_DIR="$PWD/$fm" timeout 120 $py bench/dlg_bench.py --device cuda --image 0 \
   --steps 300 > "$out/dlg-torch.json" 2>/dev/null; cat "$out/dlg-torch.json"
 
 log "ratios (same GPU)"
@@ -81,7 +87,7 @@ for m in ("mlp", "cnn-cifar"):
         print(f"federated {m:9s}: fedpriv {fs:9.0f} samples/s, pytorch {t['samples_per_s']:9.0f} samples/s, ratio {fs / t['samples_per_s']:.2f}x")
     else:
         print(f"federated {m}: missing result")
-f, t = load("dlg-fedpriv/result.json"), load("dlg-torch.json")
+f, t = load("dlg-fedpriv.json"), load("dlg-torch.json")
 if f and t:
     fm = f.get("ms_per_evaluation") or f.get("timing", {}).get("ms_per_evaluation")
     tm = t.get("ms_per_eval_wall") or t.get("ms_per_evaluation")

@@ -4,6 +4,7 @@
 //   cnn-mnist  2×[conv 5×5 (10, 20 channels), ReLU, max-pool 2], FC 320→50→10 (ReLU).
 //   cnn-cifar  conv 3→64 and 64→128 (5×5, pad 2), each ReLU + max-pool 2, FC 8192→384→192→10.
 #include <stdio.h>
+#include <string.h>
 
 #include "core/jsonv.h"
 #include "models/model.h"
@@ -34,6 +35,8 @@ static Var *conv_bias(Tape *t, Var *x, Var *w, Var *b, int stride, int pad) {
 }
 
 static Var *flatten(Tape *t, Var *x) {
+    if (!x)
+        return NULL;
     int shape[2] = {x->t.shape[0], (int)(x->t.numel / (size_t)x->t.shape[0])};
     return ad_reshape(t, x, 2, shape);
 }
@@ -83,7 +86,8 @@ static FpStatus small_cnn_configure(ModelConfig *cfg, const cJSON *json, const c
                                     FpError *err) {
     static const char *const keys[] = {"name", "init", NULL};
     FP_TRY(jv_keys(json, path, keys, err));
-    return image_only(path, in, 12, err);
+    // cnn-mnist: (h−4)/2 − 4 ≥ 2 for the second pooling, so at least 16×16.
+    return image_only(path, in, strcmp(cfg->name, "cnn-mnist") == 0 ? 16 : 4, err);
 }
 
 static FpStatus cnn_mnist_layout(Model *m, FpError *err) {
