@@ -641,7 +641,8 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
         add_number(result, "psnr_mean", tot.psnr_sum / tot.n);
         add_number(result, "mse_mean", tot.mse_sum / tot.n);
         cJSON_AddNumberToObject(result, "label_accuracy", (double)tot.labels_ok / tot.n);
-        cJSON_AddNumberToObject(result, "images_ssim_at_least_0.95", tot.ssim_95);
+        cJSON_AddNumberToObject(result, "images_recovered", tot.ssim_95); // SSIM >= recovered_ssim
+        cJSON_AddNumberToObject(result, "recovered_ssim", 0.95);
         cJSON_AddNumberToObject(result, "closure_evaluations", (double)tot.evals);
         cJSON_AddNumberToObject(result, "optimisation_seconds", tot.seconds);
         cJSON_AddNumberToObject(result, "ms_per_evaluation", tot.evals ? 1e3 * tot.seconds / tot.evals : 0.0);
