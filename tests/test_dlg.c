@@ -497,6 +497,55 @@ START_TEST(cli_attack_end_to_end) {
 }
 END_TEST
 
+// --threads N runs batches in parallel and gives the same result as one thread; the
+// "gradient" threat model is recorded and recovers the image too.
+START_TEST(cli_attack_threads_and_threat_model) {
+    if (!bin()) {
+        printf("SKIP: cli_attack_threads_and_threat_model (FEDPRIV_BIN unset)\n");
+        return;
+    }
+    char dir[] = "/tmp/fedpriv-test-dlgthr-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    write_idx_set(dir, 4);
+    char cfg[1200], text[4096], cmd[4096], err[4096], p[1500];
+    snprintf(cfg, sizeof cfg, "%s/c.json", dir);
+    snprintf(text, sizeof text,
+             "{\"seed\": 5, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\"},"
+             " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"},"
+             " \"attack\": {\"images\": [0, 1, 2], \"steps\": 40, \"restarts\": 2, \"threat_model\": \"gradient\"}}",
+             dir);
+    write_text(cfg, text);
+    cJSON *r[2];
+    for (int k = 0; k < 2; k++) {
+        snprintf(cmd, sizeof cmd, "%s attack dlg --config %s --out %s/out%d --threads %d", bin(), cfg, dir, k, k + 1);
+        ck_assert_msg(run_cmd(cmd, err, sizeof err) == 0, "%s", err);
+        snprintf(p, sizeof p, "%s/out%d/result.json", dir, k);
+        ck_assert_int_eq(jv_load_file(p, &r[k], NULL), FP_OK);
+    }
+    ck_assert_str_eq(cJSON_GetObjectItem(r[0], "threat_model")->valuestring, "gradient");
+    cJSON *a = cJSON_GetObjectItem(r[0], "images"), *b = cJSON_GetObjectItem(r[1], "images");
+    ck_assert_int_eq(cJSON_GetArraySize(a), 3);
+    int recovered = 0;
+    for (int i = 0; i < 3; i++) {
+        cJSON *ea = cJSON_GetArrayItem(a, i), *eb = cJSON_GetArrayItem(b, i);
+        char *ca = cJSON_PrintUnformatted(cJSON_GetObjectItem(ea, "loss_curve"));
+        char *cb = cJSON_PrintUnformatted(cJSON_GetObjectItem(eb, "loss_curve"));
+        ck_assert_str_eq(ca, cb);
+        free(ca);
+        free(cb);
+        ck_assert(cJSON_GetObjectItem(ea, "ssim")->valuedouble == cJSON_GetObjectItem(eb, "ssim")->valuedouble);
+        recovered += cJSON_GetObjectItem(ea, "ssim")->valuedouble > 0.9;
+    }
+    ck_assert_int_eq(cJSON_GetObjectItem(r[0], "images_recovered")->valueint,
+                     cJSON_GetObjectItem(r[1], "images_recovered")->valueint);
+    ck_assert_msg(recovered >= 2, "%d of 3 recovered", recovered);
+    cJSON_Delete(r[0]);
+    cJSON_Delete(r[1]);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(cli_attack_bad_configs) {
     if (!bin()) {
         printf("SKIP: cli_attack_bad_configs (FEDPRIV_BIN unset)\n");
@@ -604,6 +653,7 @@ Suite *suite_dlg(void) {
     tc = tcase_create("cli");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, cli_attack_end_to_end);
+    tcase_add_test(tc, cli_attack_threads_and_threat_model);
     tcase_add_test(tc, cli_attack_bad_configs);
     tcase_add_test(tc, cli_ssim_bad_images);
     suite_add_tcase(s, tc);
