@@ -310,13 +310,14 @@ START_TEST(kill_and_resume_gives_the_same_cells) {
     ck_assert_int_eq(s.skipped, before); // the rerun skips what was done
     ck_assert_int_eq(s.done + s.diverged, 6);
     assert_same_runs(ref, dir);
-    // Killed again and again at moments spread over the cells (5 to 255 ms after the
-    // last finished one, one or two cells at a time), until a run gets to the end.
+    // Killed again and again at moments spread over the cells (a pseudo-random 5 to 255 ms
+    // after the start, plus 20 ms more each time so that slow builds get to the end too;
+    // one or two cells at a time), until a run gets to the end.
     const char *dir2 = TEST_DIR "/resume-many";
     standin_rm(dir2);
     int kills = 0;
     for (int delay = 7; kills < 60; delay = (delay * 37 + 11) % 250 + 5, kills++)
-        if (run_and_kill(root, dir2, kills % 2 ? 2 : 1, count_cell_files(dir2), delay))
+        if (run_and_kill(root, dir2, kills % 2 ? 2 : 1, count_cell_files(dir2), delay + 20 * kills))
             break;
     ck_assert_int_ge(kills, 5);
     ck_assert_int_lt(kills, 60);
