@@ -1,4 +1,4 @@
-// `fedpriv train --config FILE.json [--out result.json] [--device cpu|cuda] [--threads N]`:
+// `fedpriv train --config FILE.json [--out result.json] [--device cpu|cuda] [--threads N] [--secure-rng]`:
 // trains a federation under a defense and writes the result JSON (resolved config,
 // seed, backend, per-round accuracy and loss and privacy, final figures, wall time).
 #include <stdio.h>
@@ -12,15 +12,17 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: fedpriv train --config FILE.json [--out result.json] [--device cpu|cuda] [--threads N]\n"
-               "                     [--save-model FILE]\n"
+               "                     [--save-model FILE] [--secure-rng]\n"
                "  Trains a simulated federation as the config describes and writes the result JSON\n"
                "  (default: stdout). Progress goes to stderr. Exit 0 on success, 1 if training\n"
-               "  diverged (the result says so), 2 on bad input.\n");
+               "  diverged (the result says so), 2 on bad input. --secure-rng: draw the defense's\n"
+               "  noise from ChaCha20 keyed by getrandom (as \"rng\": \"secure\" in the config).\n");
 }
 
 int cmd_train(int argc, char **argv) {
     const char *config = NULL, *out = NULL, *device = NULL, *save = NULL;
     long long threads = 0;
+    int secure_rng = 0;
     if (cli_wants_help(argc, argv)) {
         usage(stdout);
         return CLI_EXIT_OK;
@@ -35,6 +37,8 @@ int cmd_train(int argc, char **argv) {
             device = argv[++i];
         else if (strcmp(a, "--save-model") == 0 && v)
             save = argv[++i];
+        else if (strcmp(a, "--secure-rng") == 0)
+            secure_rng = 1;
         else if (strcmp(a, "--threads") == 0) {
             if (!cli_parse_long("train", a, v, &threads) || threads < 1 || threads > 256) {
                 fprintf(stderr, "fedpriv train: --threads must be in [1, 256]\n");
@@ -54,6 +58,11 @@ int cmd_train(int argc, char **argv) {
     cJSON *root = NULL;
     if (jv_load_file(config, &root, &err) != FP_OK)
         return cli_report_error("train", &err);
+    // --secure-rng overrides the config's "rng" key (docs/security.md).
+    if (secure_rng && cJSON_IsObject(root)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(root, "rng");
+        cJSON_AddStringToObject(root, "rng", "secure");
+    }
     Experiment ex;
     if (experiment_load(root, NULL, device, (int)threads, &ex, &err) != FP_OK) {
         cJSON_Delete(root);

@@ -1,6 +1,10 @@
 #include "core/rng.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "core/rng_secure.h"
 
 #define PHILOX_M0 0xD2511F53u
 #define PHILOX_M1 0xCD9E8D57u
@@ -27,6 +31,20 @@ void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]
 
 RngStream rng_stream(uint64_t seed, RngPurpose purpose, uint32_t round, uint32_t client) {
     RngStream s = {0};
+    // Secure runs (core/rng_secure.h): the seed's flag bit asks for a fresh OS key on
+    // privacy-relevant streams. The run checked getrandom up front (rng_secure_check);
+    // if it fails now, stopping beats drawing predictable noise.
+    if (seed & RNG_SEED_SECURE) {
+        seed &= ~RNG_SEED_SECURE;
+        if (rng_secure_purpose(purpose)) {
+            FpError err = {0};
+            if (rng_secure_fill(s.secure_key, sizeof s.secure_key, &err) != FP_OK) {
+                fprintf(stderr, "fedpriv: %s\n", err.msg);
+                abort();
+            }
+            s.secure = 1;
+        }
+    }
     s.key[0] = (uint32_t)seed;
     s.key[1] = (uint32_t)(seed >> 32);
     s.purpose = (uint32_t)purpose;
@@ -36,6 +54,10 @@ RngStream rng_stream(uint64_t seed, RngPurpose purpose, uint32_t round, uint32_t
 }
 
 void rng_block(const RngStream *s, uint64_t index, uint32_t out[4]) {
+    if (s->secure) { // ChaCha20 under the stream's OS key (core/rng_secure.h)
+        rng_secure_block(s, index, out);
+        return;
+    }
     uint32_t ctr[4] = {(uint32_t)index, (uint32_t)((index >> 32) & 0xffffu) | (s->purpose << 16),
                        s->round, s->client};
     philox4x32_10(ctr, s->key, out);

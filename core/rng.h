@@ -32,6 +32,9 @@ typedef struct RngStream {
     uint64_t next;        // next block index for sequential draws
     uint32_t buf[4];
     int buf_left;         // words of buf not yet used
+    // Secure streams (core/rng_secure.h): rng_block computes ChaCha20 under this OS key.
+    uint32_t secure;      // 1 for a secure stream, else 0
+    uint32_t secure_key[8];
 } RngStream;
 
 // The raw generator: 4 words out for a 4-word counter and 2-word key.

@@ -285,6 +285,10 @@ void mech_perturb_ref(const Mech *m, float *x, size_t n, const RngStream *s, uin
 }
 
 void mech_perturb(const Mech *m, float *x, size_t n, const RngStream *s, uint64_t first) {
+    if (s->secure) { // secure streams (core/rng_secure.h) draw through rng_block: no Philox fast path
+        mech_perturb_ref(m, x, n, s, first);
+        return;
+    }
     switch (m->spec.kind) {
     case MECH_SPM: spm_perturb_fast(m, x, n, s, first); break;
     case MECH_DUCHI:

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/jsonv.h"
+#include "core/rng_secure.h"
 
 static FpStatus take_first(Dataset **d, long long n, FpError *err) {
     if (n <= 0 || n >= (*d)->n)
@@ -66,7 +67,8 @@ FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train
 FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const char *device_override,
                          int threads_override, Experiment *ex, FpError *err) {
     memset(ex, 0, sizeof *ex);
-    const char *base[] = {"seed", "dataset", "model", "federation", "defense", "device", "threads", "description"};
+    const char *base[] = {"seed", "dataset", "model", "federation", "defense", "device", "threads", "description",
+                          "rng"};
     const char *keys[40];
     int nk = 0;
     for (size_t i = 0; i < sizeof base / sizeof base[0]; i++)
@@ -78,6 +80,15 @@ FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const
     long long seed, threads;
     FP_TRY(jv_int(root, "", "seed", JV_OPTIONAL, 1, 0, (long long)1 << 53, &seed, err));
     ex->seed = (uint64_t)seed;
+    // "rng": "secure" (core/rng_secure.h): the seed's flag bit makes every privacy-relevant
+    // stream ChaCha20 under a fresh getrandom key; "philox" (default) stays reproducible.
+    static const char *const rngs[] = {"philox", "secure", NULL};
+    int rng_kind;
+    FP_TRY(jv_choice(root, "", "rng", rngs, 0, &rng_kind, err));
+    if (rng_kind == 1) {
+        FP_TRY(rng_secure_check(err));
+        ex->seed |= RNG_SEED_SECURE;
+    }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
     FP_TRY(jv_int(root, "", "threads", JV_OPTIONAL, ncpu > 0 ? ncpu : 1, 1, 256, &threads, err));
     ex->threads = threads_override > 0 ? threads_override : (int)threads;
@@ -188,10 +199,10 @@ cJSON *fed_rounds_json(const Federation *f, int with_timings) {
 
 void experiment_describe(const Experiment *ex, const Federation *f, cJSON *result) {
     cJSON_AddStringToObject(result, "fedpriv_version", FEDPRIV_VERSION);
-    cJSON_AddNumberToObject(result, "seed", (double)ex->seed);
+    cJSON_AddNumberToObject(result, "seed", (double)(ex->seed & ~RNG_SEED_SECURE));
     cJSON_AddStringToObject(result, "backend", ex->backend->name);
     cJSON_AddNumberToObject(result, "threads", ex->threads);
-    cJSON_AddStringToObject(result, "rng", "philox4x32-10");
+    cJSON_AddStringToObject(result, "rng", (ex->seed & RNG_SEED_SECURE) ? "secure" : "philox");
     cJSON *cfg = cJSON_AddObjectToObject(result, "config");
     cJSON *d = cJSON_AddObjectToObject(cfg, "dataset");
     cJSON_AddStringToObject(d, "name", ex->dataset_name);
