@@ -153,7 +153,7 @@ static const cJSON *lookup(const cJSON *obj, const char *path) {
     if (cJSON_IsArray(obj)) { // "images.0.ssim": a list index
         char *end;
         long i = strtol(path, &end, 10);
-        if (end == path || i < 0 || (*end && *end != '.'))
+        if (end == path || i < 0 || i > 1000000000 || (*end && *end != '.'))
             return NULL;
         v = cJSON_GetArrayItem(obj, (int)i);
         return *end ? lookup(v, end + 1) : v;

@@ -195,7 +195,7 @@ static void put_value(HtmlBuf *o, const cJSON *v) {
 static const cJSON *cell_attack_at(const cJSON *cell, int k) {
     const cJSON *a;
     cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(cell, "attacks")) {
-        if ((int)jnum(a, "index") == k)
+        if (jnum(a, "index") == (double)k) // NaN (absent) never equals
             return a;
     }
     return NULL;
@@ -228,15 +228,36 @@ static void inline_png(Report *R, const char *adir, const char *file, const char
     }
     snprintf(rel, sizeof rel, "%s/%s", adir, file);
     snprintf(path, sizeof path, "%s/%s", R->dir, rel);
-    float *img = NULL;
-    int c, h, w;
-    FpError err = {0};
-    FpStatus st = png_read(path, &img, &c, &h, &w, &err);
-    free(img);
+    // Read it (at most 16 MiB), look at the header (a report shows images up to 4096 px
+    // a side, so a small file cannot ask for gigabytes when decoded), then decode it all:
+    // only a PNG that libpng reads cleanly is inlined.
     gchar *contents = NULL;
     gsize len = 0;
-    if (st != FP_OK || !g_file_get_contents(path, &contents, &len, NULL) || len > (16u << 20)) {
-        problem(R, "%s: %s", where, st != FP_OK ? err.msg : "cannot read the image");
+    struct stat sb;
+    const char *why = NULL;
+    FpError err = {0};
+    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
+        why = "no such file";
+    else if (sb.st_size > (16 << 20))
+        why = "larger than 16 MiB";
+    else if (!g_file_get_contents(path, &contents, &len, NULL))
+        why = "cannot read the file";
+    else if (len < 24 || memcmp(contents, "\x89PNG\r\n\x1a\n", 8) != 0 || memcmp(contents + 12, "IHDR", 4) != 0)
+        why = "not a PNG file";
+    else {
+        const unsigned char *u = (const unsigned char *)contents;
+        unsigned long pw = (unsigned long)u[16] << 24 | u[17] << 16 | u[18] << 8 | u[19];
+        unsigned long ph = (unsigned long)u[20] << 24 | u[21] << 16 | u[22] << 8 | u[23];
+        if (pw > 4096 || ph > 4096)
+            why = "larger than 4096 pixels on a side";
+    }
+    float *img = NULL;
+    int c, h = 0, w = 0;
+    if (!why && png_read(path, &img, &c, &h, &w, &err) != FP_OK)
+        why = err.msg;
+    free(img);
+    if (why) {
+        problem(R, "%s: %s: %s", where, rel, why);
         g_free(contents);
         hb_puts(&R->out, "<span class=\"missing\">image missing</span>");
         return;

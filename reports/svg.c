@@ -60,25 +60,27 @@ static void tick_label(char *buf, size_t n, double v, double step) {
     snprintf(buf, n, "%g", v);
 }
 
+// Tick loops stop after 40 ticks: a range far below the values' precision (y += step
+// not moving y) must not loop forever.
 static void axes(HtmlBuf *o, const Frame *f) {
     const SvgPlot *p = f->p;
     char lab[64];
     hb_printf(o, "<g class=\"grid\" stroke=\"#e3e3e3\" stroke-width=\"1\">");
     // y grid and labels
     double ys = nice_step(p->ymax - p->ymin, 5);
-    for (double y = ceil(p->ymin / ys - 1e-9) * ys; y <= p->ymax + ys * 1e-9; y += ys) {
+    for (double y = ceil(p->ymin / ys - 1e-9) * ys, t = 0; y <= p->ymax + ys * 1e-9 && t < 40; y += ys, t++) {
         double py = map_y(f, y);
         hb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", f->left, py, f->left + f->w, py);
     }
     // x grid
     if (p->log_x) {
-        for (double e = ceil(f->lx0 - 1e-9); e <= f->lx1 + 1e-9; e += 1) {
+        for (double e = ceil(f->lx0 - 1e-9), t = 0; e <= f->lx1 + 1e-9 && t < 40; e += 1, t++) {
             double px = map_x(f, pow(10, e));
             hb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", px, f->top, px, f->top + f->h);
         }
     } else {
         double xs = x_step(p);
-        for (double x = ceil(p->xmin / xs - 1e-9) * xs; x <= p->xmax + xs * 1e-9; x += xs) {
+        for (double x = ceil(p->xmin / xs - 1e-9) * xs, t = 0; x <= p->xmax + xs * 1e-9 && t < 40; x += xs, t++) {
             double px = map_x(f, x);
             hb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", px, f->top, px, f->top + f->h);
         }
@@ -86,19 +88,19 @@ static void axes(HtmlBuf *o, const Frame *f) {
     hb_printf(o, "</g><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#888\"/>",
               f->left, f->top, f->w, f->h);
     hb_printf(o, "<g font-size=\"11\" fill=\"#333\">");
-    for (double y = ceil(p->ymin / ys - 1e-9) * ys; y <= p->ymax + ys * 1e-9; y += ys) {
+    for (double y = ceil(p->ymin / ys - 1e-9) * ys, t = 0; y <= p->ymax + ys * 1e-9 && t < 40; y += ys, t++) {
         tick_label(lab, sizeof lab, y, ys);
         hb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>", f->left - 5, map_y(f, y) + 4, lab);
     }
     if (p->log_x) {
-        for (double e = ceil(f->lx0 - 1e-9); e <= f->lx1 + 1e-9; e += 1) {
+        for (double e = ceil(f->lx0 - 1e-9), t = 0; e <= f->lx1 + 1e-9 && t < 40; e += 1, t++) {
             snprintf(lab, sizeof lab, "%g", pow(10, e));
             hb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>", map_x(f, pow(10, e)),
                       f->top + f->h + 15, lab);
         }
     } else {
         double xs = x_step(p);
-        for (double x = ceil(p->xmin / xs - 1e-9) * xs; x <= p->xmax + xs * 1e-9; x += xs) {
+        for (double x = ceil(p->xmin / xs - 1e-9) * xs, t = 0; x <= p->xmax + xs * 1e-9 && t < 40; x += xs, t++) {
             tick_label(lab, sizeof lab, x, xs);
             hb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>", map_x(f, x),
                       f->top + f->h + 15, lab);

@@ -143,7 +143,9 @@ START_TEST(report_of_a_run) {
 END_TEST
 
 // Rewrites one attack result of the first cell file so its images point elsewhere.
-static void tamper(const char *original, const char *reconstruction) {
+// Returns that attack's artifact folder (static storage).
+static const char *tamper(const char *original, const char *reconstruction) {
+    static char adir[600];
     MatrixResults r;
     FpError err = {0};
     ck_assert_int_eq(matrix_results_load(RUN, &r, &err), FP_OK);
@@ -162,16 +164,27 @@ static void tamper(const char *original, const char *reconstruction) {
     cJSON_ReplaceItemInObjectCaseSensitive(im, "original_png", cJSON_CreateString(original));
     cJSON_ReplaceItemInObjectCaseSensitive(im, "reconstruction_png", cJSON_CreateString(reconstruction));
     ck_assert_int_eq(jv_write_file_atomic(path, cell, &err), FP_OK);
+    snprintf(adir, sizeof adir, RUN "/%s",
+             cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cell, "attacks"), 0),
+                                              "dir")->valuestring);
     cJSON_Delete(cell);
     matrix_results_free(&r);
+    return adir;
+}
+
+static void write_bytes(const char *dir, const char *name, const void *data, size_t n) {
+    char path[800];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_int_eq(fwrite(data, 1, n, f), n);
+    fclose(f);
 }
 
 START_TEST(artifacts_stay_inside_the_run) {
     make_run();
-    FILE *f = fopen(RUN "/fake.png", "w");
-    fprintf(f, "not a png");
-    fclose(f);
-    tamper("../../../../etc/passwd", "/etc/passwd");
+    const char *adir = tamper("../../../../etc/passwd", "/etc/passwd");
+    write_bytes(adir, "fake.png", "not a png", 9);
     FpError err = {0};
     int problems = 0;
     ck_assert_int_eq(report_write_html(RUN, TEST_DIR "/report-tampered.html", NULL, &problems, &err), FP_OK);
@@ -181,11 +194,23 @@ START_TEST(artifacts_stay_inside_the_run) {
     ck_assert_ptr_nonnull(strstr(html, "is not a plain relative path inside the run folder"));
     ck_assert_ptr_null(strstr(html, "root:"));
     free(html);
-    tamper("missing.png", "../../fake.png"); // inside the run, but no PNG
+    tamper("missing.png", "fake.png"); // inside the run, but missing or no PNG
     ck_assert_int_eq(report_write_html(RUN, TEST_DIR "/report-tampered.html", NULL, &problems, &err), FP_OK);
     ck_assert_int_eq(problems, 2);
     html = read_all(TEST_DIR "/report-tampered.html");
     ck_assert_int_eq(count(html, "<span class=\"missing\">"), 2);
+    ck_assert_ptr_nonnull(strstr(html, "no such file"));
+    ck_assert_ptr_nonnull(strstr(html, "not a PNG file"));
+    free(html);
+    // A PNG header that asks for 100000 x 100000 pixels is refused before decoding.
+    static const unsigned char big[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 13, 'I', 'H', 'D', 'R',
+                                        0, 1, 0x86, 0xa0, 0, 1, 0x86, 0xa0, 8, 0, 0, 0, 0, 0, 0, 0, 0};
+    write_bytes(adir, "big.png", big, sizeof big);
+    tamper("big.png", "big.png");
+    ck_assert_int_eq(report_write_html(RUN, TEST_DIR "/report-tampered.html", NULL, &problems, &err), FP_OK);
+    ck_assert_int_eq(problems, 2);
+    html = read_all(TEST_DIR "/report-tampered.html");
+    ck_assert_ptr_nonnull(strstr(html, "larger than 4096 pixels on a side"));
     free(html);
 }
 END_TEST
