@@ -3,7 +3,7 @@
 # 2024) Table 3, Fashion-MNIST, few clients, eps 0.6, for NoDP, SPM as published, SPM
 # corrected, PNPM, LDP-FL and PM, plus one LDP-FL cell with per-layer ranges.
 #
-#   bash docs/reproductions/run-spm.sh                # the document's run (ROUNDS=10)
+#   bash docs/reproductions/run-spm.sh                # the document's run (ROUNDS=8)
 #   ROUNDS=50 JOBS=16 THREADS=1 bash docs/reproductions/run-spm.sh   # the paper's T
 #
 # Run from the repository root after `make fedpriv`. Each cell's config is the method's
@@ -13,13 +13,13 @@
 # skipped, so an interrupted run resumes. At the end the script prints the tables of
 # the document (markdown) from the results.
 #
-# Environment: ROUNDS (10), CLIENTS ("5 10 20 30 40 50"), METHODS (all six), JOBS
+# Environment: ROUNDS (8), CLIENTS ("5 10 20 30 40 50"), METHODS (all six), JOBS
 # (cells run at once, 1), THREADS (per cell, 2), DEVICE (cpu), OUT
 # (build/repro/spm-T$ROUNDS), FEDPRIV_BIN (./fedpriv). Results do not depend on THREADS
 # or JOBS (the engine is deterministic across thread counts).
 set -u
 cd "$(dirname "$0")/../.."
-rounds=${ROUNDS:-10}
+rounds=${ROUNDS:-8}
 clients=${CLIENTS:-"5 10 20 30 40 50"}
 methods=${METHODS:-"nodp spm-paper spm-corrected pnpm ldp-fl pm"}
 jobs=${JOBS:-1}
