@@ -789,7 +789,12 @@ static void section_metadata(Report *R) {
     put_value(o, cJSON_GetObjectItemCaseSensitive(ix, "seed"));
     hb_puts(o, "</dd><dt>Threads</dt><dd>");
     put_value(o, cJSON_GetObjectItemCaseSensitive(ix, "threads"));
-    hb_puts(o, "</dd><dt>RNG</dt><dd>Philox-4x32-10, counter-based (results do not depend on thread count)</dd>");
+    if (strcmp(jstr(ix, "rng", "philox"), "secure") == 0)
+        hb_puts(o, "</dd><dt>RNG</dt><dd>secure: the defenses' noise and client sampling from ChaCha20 under fresh "
+                   "OS keys (not reproducible); the rest Philox-4x32-10</dd>");
+    else
+        hb_puts(o, "</dd><dt>RNG</dt><dd>Philox-4x32-10, counter-based (results depend on the seed only, not on "
+                   "thread or process count)</dd>");
     const cJSON *ds = cJSON_GetObjectItemCaseSensitive(ix, "dataset");
     hb_puts(o, "<dt>Dataset</dt><dd>");
     hb_escape(o, jstr(ds, "name", "?"));

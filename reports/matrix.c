@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/jsonv.h"
+#include "core/rng_secure.h"
 
 const char *cell_status_name(CellStatus s) {
     switch (s) {
@@ -31,6 +32,8 @@ int cell_status_parse(const char *s) {
             return i;
     return -1;
 }
+
+const char *matrix_rng_name(const Matrix *m) { return (m->base.seed & RNG_SEED_SECURE) ? "secure" : "philox"; }
 
 const DefenseOps *matrix_defense_find(const Matrix *m, const char *name) {
     return m->reg.defense_find ? m->reg.defense_find(name) : defense_find(name);
@@ -270,7 +273,8 @@ static FpStatus load_attacks(Matrix *m, const cJSON *arr, FpError *err) {
 static cJSON *cell_spec(const Matrix *m, const Cell *c) {
     cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "fedpriv_version", FEDPRIV_VERSION);
-    cJSON_AddNumberToObject(s, "seed", (double)m->base.seed);
+    cJSON_AddNumberToObject(s, "seed", (double)(m->base.seed & ~RNG_SEED_SECURE)); // < 2^53: exact
+    cJSON_AddStringToObject(s, "rng", matrix_rng_name(m));
     cJSON_AddStringToObject(s, "backend", m->base.backend->name);
     cJSON_AddItemToObject(s, "dataset", cJSON_Duplicate(m->base.dataset_json, 1));
     cJSON_AddItemToObject(s, "model", cJSON_Duplicate(m->base.model_json, 1));
@@ -339,7 +343,7 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
             goto fail;              \
     } while (0)
     static const char *const keys[] = {"seed", "description", "dataset", "model", "federation", "device", "threads",
-                                       "defenses", "attacks", NULL};
+                                       "rng", "defenses", "attacks", NULL};
     TRY(jv_keys(root_in, "", keys, err));
     m->root = cJSON_Duplicate(root_in, 1);
     if (!m->root)

@@ -45,6 +45,8 @@ struct Matrix {
 
 const DefenseOps *matrix_defense_find(const Matrix *m, const char *name);
 const AttackOps *matrix_attack_find(const Matrix *m, const char *name);
+// "philox" (reproducible) or "secure" (the config's "rng": "secure"; core/rng_secure.h).
+const char *matrix_rng_name(const Matrix *m);
 // 1 when id is a plain file name ([A-Za-z0-9._-], not starting with '.').
 int matrix_id_is_safe(const char *id);
 

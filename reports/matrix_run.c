@@ -29,6 +29,7 @@
 
 #include "attacks/target.h"
 #include "core/jsonv.h"
+#include "core/rng_secure.h"
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -141,7 +142,8 @@ static FpStatus write_index(const Matrix *m, const char *dir, FpError *err) {
     cJSON_AddStringToObject(ix, "matrix_file", m->file);
     const cJSON *desc = cJSON_GetObjectItemCaseSensitive(m->root, "description");
     cJSON_AddStringToObject(ix, "description", cJSON_IsString(desc) ? desc->valuestring : "");
-    cJSON_AddNumberToObject(ix, "seed", (double)m->base.seed);
+    cJSON_AddNumberToObject(ix, "seed", (double)(m->base.seed & ~RNG_SEED_SECURE));
+    cJSON_AddStringToObject(ix, "rng", matrix_rng_name(m));
     cJSON_AddStringToObject(ix, "backend", m->base.backend->name);
     cJSON_AddNumberToObject(ix, "threads", m->base.threads);
     cJSON *ds = cJSON_AddObjectToObject(ix, "dataset");

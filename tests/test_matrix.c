@@ -64,6 +64,35 @@ START_TEST(expands_epsilon_lists_and_sweeps) {
 }
 END_TEST
 
+// Cell identities: every seed its own, and "rng": "secure" (its seed carries a flag in
+// bit 63, beyond a double's precision) apart from the reproducible runs.
+START_TEST(cell_ids_tell_seeds_and_rngs_apart) {
+    setup_data();
+    char ids[4][96];
+    for (int k = 0; k < 4; k++) {
+        cJSON *root = standin_matrix(CSV, "[{\"name\": \"none\"}]", "[]");
+        cJSON_ReplaceItemInObjectCaseSensitive(root, "seed", cJSON_CreateNumber(k % 2 ? 4 : 3));
+        if (k >= 2)
+            cJSON_AddStringToObject(root, "rng", "secure");
+        Matrix *m = NULL;
+        FpError err = {0};
+        MatrixOptions mo = {.registry = &standin_registry};
+        FpStatus st = matrix_load(root, &mo, &m, &err);
+        cJSON_Delete(root);
+        if (k >= 2 && st == FP_EBACKEND) { // no getrandom here
+            fprintf(stderr, "SKIP: secure rng unavailable: %s\n", err.msg);
+            return;
+        }
+        ck_assert_msg(st == FP_OK, "%s", err.msg);
+        snprintf(ids[k], sizeof ids[k], "%s", matrix_cell_id(m, 0));
+        matrix_free(m);
+    }
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < a; b++)
+            ck_assert_str_ne(ids[a], ids[b]);
+}
+END_TEST
+
 typedef struct {
     const char *defenses, *attacks, *want;
 } BadCase;
@@ -751,6 +780,7 @@ Suite *suite_matrix(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, expands_epsilon_lists_and_sweeps);
     tcase_add_test(tc, bad_matrix_files_name_the_path);
+    tcase_add_test(tc, cell_ids_tell_seeds_and_rngs_apart);
     tcase_add_test(tc, kill_and_resume_gives_the_same_cells);
     tcase_add_test(tc, jobs_give_the_same_results);
     tcase_add_test(tc, diverged_cells_are_marked_never_a_number);
