@@ -666,13 +666,15 @@ END_TEST
 
 START_TEST(named_datasets) {
     const char *const *names = dataset_names();
-    const char *want[] = {"fashion-mnist", "mnist", "cifar10", "csv"};
+    const char *want[] = {"fashion-mnist", "mnist", "cifar10", "csv", "power-load"};
+    const int n_want = (int)(sizeof want / sizeof want[0]);
     int n = 0;
     for (; names[n]; n++) {
+        ck_assert_int_lt(n, n_want);
         ck_assert_str_eq(names[n], want[n]);
         ck_assert(dataset_summary(names[n]) != NULL);
     }
-    ck_assert_int_eq(n, 4);
+    ck_assert_int_eq(n, n_want);
     ck_assert(dataset_summary("imagenet") == NULL);
     FpError err = {0};
     Dataset *d = NULL;
