@@ -26,57 +26,86 @@ static int group_size(const ConvGeom *g) {
     return gs < g->n ? gs : g->n;
 }
 
+// The output positions o in [0, size_out) whose input position i = o·stride − pad + k
+// (kernel offset k) lies inside [0, size_in) form one interval [lo, hi); the others read
+// the zero padding. Computing it once per kernel row/column takes the bounds checks out
+// of the inner loops of im2col and col2im without changing what they compute.
+static void valid_range(int size_in, int size_out, int stride, int pad, int k, int *lo, int *hi) {
+    int first = pad - k;              // i >= 0          <=>  o·stride >= first
+    int last = size_in - 1 + pad - k; // i <= size_in-1  <=>  o·stride <= last
+    int l = first > 0 ? (first + stride - 1) / stride : 0;
+    int h = last < 0 ? 0 : last / stride + 1;
+    if (h > size_out)
+        h = size_out;
+    *lo = l < h ? l : h;
+    *hi = h;
+}
+
 // cols[(c,ki,kj), s*hw + p] = x[n0+s, c, oy*stride - pad + ki, ox*stride - pad + kj]
+// (zero where that falls in the padding). Pure data movement: bit-identical to the
+// bounds-checked loop it replaced.
 static void im2col(const ConvGeom *g, const float *x, int n0, int gs, float *cols) {
-    int hw = g->h_out * g->w_out, ld = gs * hw;
+    int hw = g->h_out * g->w_out, ld = gs * hw, wo = g->w_out, st = g->stride;
     for (int c = 0; c < g->c_in; c++)
-        for (int ki = 0; ki < g->kh; ki++)
+        for (int ki = 0; ki < g->kh; ki++) {
+            int ylo, yhi;
+            valid_range(g->h_in, g->h_out, st, g->pad, ki, &ylo, &yhi);
             for (int kj = 0; kj < g->kw; kj++) {
+                int xlo, xhi, off = kj - g->pad;
+                valid_range(g->w_in, g->w_out, st, g->pad, kj, &xlo, &xhi);
                 float *row = cols + (size_t)((c * g->kh + ki) * g->kw + kj) * ld;
                 for (int s = 0; s < gs; s++) {
                     const float *xc = x + ((size_t)(n0 + s) * g->c_in + c) * g->h_in * g->w_in;
                     float *r = row + (size_t)s * hw;
-                    for (int oy = 0; oy < g->h_out; oy++) {
-                        int iy = oy * g->stride - g->pad + ki;
-                        float *ro = r + oy * g->w_out;
-                        if (iy < 0 || iy >= g->h_in) {
-                            memset(ro, 0, sizeof(float) * g->w_out);
-                            continue;
-                        }
-                        const float *xr = xc + (size_t)iy * g->w_in;
-                        for (int ox = 0; ox < g->w_out; ox++) {
-                            int ix = ox * g->stride - g->pad + kj;
-                            ro[ox] = (ix >= 0 && ix < g->w_in) ? xr[ix] : 0.0f;
-                        }
+                    memset(r, 0, sizeof(float) * (size_t)ylo * wo);
+                    for (int oy = ylo; oy < yhi; oy++) {
+                        const float *xr = xc + (size_t)(oy * st - g->pad + ki) * g->w_in;
+                        float *ro = r + (size_t)oy * wo;
+                        for (int ox = 0; ox < xlo; ox++)
+                            ro[ox] = 0.0f;
+                        if (st == 1)
+                            memcpy(ro + xlo, xr + xlo + off, sizeof(float) * (size_t)(xhi - xlo));
+                        else
+                            for (int ox = xlo; ox < xhi; ox++)
+                                ro[ox] = xr[ox * st + off];
+                        for (int ox = xhi; ox < wo; ox++)
+                            ro[ox] = 0.0f;
                     }
+                    memset(r + (size_t)yhi * wo, 0, sizeof(float) * (size_t)(g->h_out - yhi) * wo);
                 }
             }
+        }
 }
 
-// The adjoint of im2col: dx += scatter of cols.
+// The adjoint of im2col: dx += scatter of cols. The loops visit the valid positions in
+// the same order as a bounds-checked loop would, so every dx element receives its
+// contributions in the same order (bit-identical sums).
 static void col2im(const ConvGeom *g, const float *cols, int n0, int gs, float *dx) {
-    int hw = g->h_out * g->w_out, ld = gs * hw;
+    int hw = g->h_out * g->w_out, ld = gs * hw, wo = g->w_out, st = g->stride;
     for (int c = 0; c < g->c_in; c++)
-        for (int ki = 0; ki < g->kh; ki++)
+        for (int ki = 0; ki < g->kh; ki++) {
+            int ylo, yhi;
+            valid_range(g->h_in, g->h_out, st, g->pad, ki, &ylo, &yhi);
             for (int kj = 0; kj < g->kw; kj++) {
+                int xlo, xhi, off = kj - g->pad;
+                valid_range(g->w_in, g->w_out, st, g->pad, kj, &xlo, &xhi);
                 const float *row = cols + (size_t)((c * g->kh + ki) * g->kw + kj) * ld;
                 for (int s = 0; s < gs; s++) {
                     float *xc = dx + ((size_t)(n0 + s) * g->c_in + c) * g->h_in * g->w_in;
                     const float *r = row + (size_t)s * hw;
-                    for (int oy = 0; oy < g->h_out; oy++) {
-                        int iy = oy * g->stride - g->pad + ki;
-                        if (iy < 0 || iy >= g->h_in)
-                            continue;
-                        float *xr = xc + (size_t)iy * g->w_in;
-                        const float *ro = r + oy * g->w_out;
-                        for (int ox = 0; ox < g->w_out; ox++) {
-                            int ix = ox * g->stride - g->pad + kj;
-                            if (ix >= 0 && ix < g->w_in)
-                                xr[ix] += ro[ox];
-                        }
+                    for (int oy = ylo; oy < yhi; oy++) {
+                        float *restrict xr = xc + (size_t)(oy * st - g->pad + ki) * g->w_in;
+                        const float *restrict ro = r + (size_t)oy * wo;
+                        if (st == 1)
+                            for (int ox = xlo; ox < xhi; ox++)
+                                xr[ox + off] += ro[ox];
+                        else
+                            for (int ox = xlo; ox < xhi; ox++)
+                                xr[ox * st + off] += ro[ox];
                     }
                 }
             }
+        }
 }
 
 // (c_out, gs·hw) <-> (gs, c_out, hw)
@@ -92,15 +121,22 @@ static void to_channel_major(const float *src, int c_out, int gs, int hw, float 
             memcpy(dst + ((size_t)co * gs + s) * hw, src + ((size_t)s * c_out + co) * hw, sizeof(float) * hw);
 }
 
+// One sample per group (DLG's batches of one) or one output channel: the channel-major
+// GEMM layout (c_out, gs·hw) and the sample-major tensor layout (gs, c_out, hw) are the
+// same memory, so the GEMM reads and writes the tensor itself and the copy is skipped.
+static int same_layout(const ConvGeom *g, int cur) { return cur == 1 || g->c_out == 1; }
+
 void cpu_conv2d_forward(const ConvGeom *g, const float *x, const float *w, float *y) {
     int gs = group_size(g), hw = g->h_out * g->w_out, ckk = g->c_in * g->kh * g->kw;
     float *cols = malloc(sizeof(float) * (size_t)ckk * gs * hw);
-    float *tmp = malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
+    float *tmp = same_layout(g, gs) ? NULL : malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
     for (int n0 = 0; n0 < g->n; n0 += gs) {
         int cur = g->n - n0 < gs ? g->n - n0 : gs;
+        float *yg = y + (size_t)n0 * g->c_out * hw;
         im2col(g, x, n0, cur, cols);
-        cpu_gemm_rm(0, 0, g->c_out, cur * hw, ckk, 1.0f, w, cols, 0.0f, tmp);
-        to_sample_major(tmp, g->c_out, cur, hw, y + (size_t)n0 * g->c_out * hw);
+        cpu_gemm_rm(0, 0, g->c_out, cur * hw, ckk, 1.0f, w, cols, 0.0f, same_layout(g, cur) ? yg : tmp);
+        if (!same_layout(g, cur))
+            to_sample_major(tmp, g->c_out, cur, hw, yg);
     }
     free(cols);
     free(tmp);
@@ -109,12 +145,16 @@ void cpu_conv2d_forward(const ConvGeom *g, const float *x, const float *w, float
 void cpu_conv2d_backward_data(const ConvGeom *g, const float *dy, const float *w, float *dx) {
     int gs = group_size(g), hw = g->h_out * g->w_out, ckk = g->c_in * g->kh * g->kw;
     float *cols = malloc(sizeof(float) * (size_t)ckk * gs * hw);
-    float *tmp = malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
+    float *tmp = same_layout(g, gs) ? NULL : malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
     memset(dx, 0, sizeof(float) * (size_t)g->n * g->c_in * g->h_in * g->w_in);
     for (int n0 = 0; n0 < g->n; n0 += gs) {
         int cur = g->n - n0 < gs ? g->n - n0 : gs;
-        to_channel_major(dy + (size_t)n0 * g->c_out * hw, g->c_out, cur, hw, tmp);
-        cpu_gemm_rm(1, 0, ckk, cur * hw, g->c_out, 1.0f, w, tmp, 0.0f, cols);
+        const float *dyg = dy + (size_t)n0 * g->c_out * hw;
+        if (!same_layout(g, cur)) {
+            to_channel_major(dyg, g->c_out, cur, hw, tmp);
+            dyg = tmp;
+        }
+        cpu_gemm_rm(1, 0, ckk, cur * hw, g->c_out, 1.0f, w, dyg, 0.0f, cols);
         col2im(g, cols, n0, cur, dx);
     }
     free(cols);
@@ -124,12 +164,16 @@ void cpu_conv2d_backward_data(const ConvGeom *g, const float *dy, const float *w
 void cpu_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *dy, float *dw) {
     int gs = group_size(g), hw = g->h_out * g->w_out, ckk = g->c_in * g->kh * g->kw;
     float *cols = malloc(sizeof(float) * (size_t)ckk * gs * hw);
-    float *tmp = malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
+    float *tmp = same_layout(g, gs) ? NULL : malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
     for (int n0 = 0; n0 < g->n; n0 += gs) {
         int cur = g->n - n0 < gs ? g->n - n0 : gs;
+        const float *dyg = dy + (size_t)n0 * g->c_out * hw;
         im2col(g, x, n0, cur, cols);
-        to_channel_major(dy + (size_t)n0 * g->c_out * hw, g->c_out, cur, hw, tmp);
-        cpu_gemm_rm(0, 1, g->c_out, ckk, cur * hw, 1.0f, tmp, cols, n0 == 0 ? 0.0f : 1.0f, dw);
+        if (!same_layout(g, cur)) {
+            to_channel_major(dyg, g->c_out, cur, hw, tmp);
+            dyg = tmp;
+        }
+        cpu_gemm_rm(0, 1, g->c_out, ckk, cur * hw, 1.0f, dyg, cols, n0 == 0 ? 0.0f : 1.0f, dw);
     }
     free(cols);
     free(tmp);
