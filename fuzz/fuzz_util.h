@@ -42,9 +42,9 @@ static inline const char *fuzz_file(int slot, const uint8_t *data, size_t size) 
     return paths[slot];
 }
 
-// A private temporary directory (created once, removed at exit by the caller's
-// cleanup if it wants; the fuzz targets leave it to the OS tmp cleaner only when they
-// are killed). Returns its path.
+// A private temporary directory under $TMPDIR (or /tmp), created on first use. The
+// targets that use it remove its contents in an atexit handler; a killed run leaves
+// it behind for the system's tmp cleaner.
 static inline const char *fuzz_tmpdir(void) {
     static char dir[64];
     if (!dir[0]) {
