@@ -222,9 +222,10 @@ static void hook_global(void *ctx, int round, Model *global) {
 // Trains a model of the experiment's architecture on idx[0..n) as cfg says. fresh: a new
 // initialisation from seed (shadows); else the experiment's initial model (the target).
 // hooks: optional series recording (global). *round_out: the client target's round.
+// *defense_out (when not NULL): the defense's resolved parameters and the privacy spent.
 static FpStatus train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n,
                             uint64_t seed, int fresh, const Dataset *test, int quiet, int threads, TrainHooks *series,
-                            Model **out, int *round_out, FpError *err) {
+                            Model **out, int *round_out, cJSON **defense_out, FpError *err) {
     Experiment *ex = env->ex;
     const Backend *be = ex->backend;
     *out = NULL;
@@ -306,6 +307,12 @@ static FpStatus train_model(const AttackEnv *env, const MiaTargetConfig *cfg, co
         }
         if (round_out)
             *round_out = h->captured_round;
+        if (st == FP_OK && defense_out) {
+            *defense_out = fed_defense_json(f);
+            const FedRoundResult *last = fed_round_result(f, fed_rounds_done(f) - 1);
+            if (last)
+                cJSON_AddItemToObject(*defense_out, "privacy", privacy_record_json(&last->privacy));
+        }
         fed_free(f);
         partition_free(part);
         free(h->start_global);
@@ -359,6 +366,7 @@ static void target_free(MiaTarget *t) {
     free(t->shadow_logits);
     free(t->lira_phi);
     dataset_free(t->shadow_test);
+    cJSON_Delete(t->defense);
     free(t);
 }
 
@@ -455,7 +463,7 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
     double t0 = now_seconds();
     Model *model = NULL;
     FpStatus st = train_model(env, cfg, t->train_idx, sz->n_train, ex->seed, 0, ex->test, env->quiet, ex->threads,
-                              series.series_idx ? &series : NULL, &model, &t->participated_round, err);
+                              series.series_idx ? &series : NULL, &model, &t->participated_round, &t->defense, err);
     free((void *)series.series_idx);
     free(series.series_logits);
     FP_TRY(st);
@@ -530,7 +538,7 @@ FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, 
     double t0 = now_seconds();
     Model *m = NULL;
     FP_TRY(train_model(env, &t->cfg, t->pool_idx, shadow_size, mia_derived_seed(ex->seed, RNG_SHADOW, 0, 0), 1,
-                       t->shadow_test, 1, ex->threads, NULL, &m, NULL, err));
+                       t->shadow_test, 1, ex->threads, NULL, &m, NULL, NULL, err));
     FpStatus st = mia_logits(m, ex->train, t->shadow_idx, 2 * members, ex->threads, t->shadow_logits, err);
     if (st == FP_OK)
         st = model_evaluate(m, t->shadow_test, ex->threads, &t->shadow_test_accuracy, NULL, NULL, err);
@@ -568,7 +576,7 @@ static FpStatus lira_shadow(const AttackEnv *env, MiaTarget *t, int j, int shado
     rng_shuffle_u32(&rs, subset, (uint32_t)t->sz.pool);
     Model *m = NULL;
     FP_TRY(train_model(env, &t->cfg, subset, shadow_size, mia_derived_seed(ex->seed, RNG_SHADOW, 1, (uint32_t)j), 1,
-                       t->shadow_test, 1, threads, NULL, &m, NULL, err));
+                       t->shadow_test, 1, threads, NULL, &m, NULL, NULL, err));
     FpStatus st = mia_logits(m, ex->train, t->eval_idx, n_eval, threads, z, err);
     if (st == FP_OK)
         st = model_evaluate(m, t->shadow_test, threads, accuracy, NULL, NULL, err);
@@ -693,6 +701,8 @@ void mia_target_describe(const MiaTarget *t, cJSON *result) {
     if (t->cfg.kind == MIA_TARGET_CENTRAL)
         cJSON_AddNumberToObject(o, "central_epochs", t->cfg.central_epochs);
     cJSON_AddBoolToObject(o, "defense_applied", t->cfg.kind != MIA_TARGET_CENTRAL);
+    if (t->defense)
+        cJSON_AddItemToObject(o, "defense", cJSON_Duplicate(t->defense, 1));
     cJSON_AddNumberToObject(o, "clients", sz->clients);
     cJSON_AddNumberToObject(o, "samples_per_client", sz->per_client);
     cJSON_AddNumberToObject(o, "training_samples", sz->n_train);

@@ -100,6 +100,7 @@ typedef struct MiaTarget {
     double train_accuracy;       // on its training data
     double train_seconds;
     Dataset *shadow_test;        // the first ≤ 2000 test samples (shadow federations evaluate on it)
+    cJSON *defense;              // federated targets: the defense's resolved parameters and privacy spent
     int participated_round;      // client target: the round its model comes from (1-based), else 0
     // Confidence series (global target): rounds × n_series, samples eval_idx (2M), then
     // adv_in (m), then adv_out (m). p_y and Mentr of the global model after each round.

@@ -380,6 +380,9 @@ START_TEST(e2e_overfit_target_leaks_and_cache_shares) {
     ck_assert_msg(num(b, "auc") > 0.5 + auc_6sd(100), "basic-mia auc %g", num(b, "auc"));
     ck_assert_msg(num(z, "auc") > 0.5 + auc_6sd(100), "lira auc %g", num(z, "auc"));
     ck_assert_int_eq((int)num(z, "shadow_models"), 8);
+    const cJSON *dj = cJSON_GetObjectItem(cJSON_GetObjectItem(b, "target"), "defense");
+    ck_assert_str_eq(cJSON_GetObjectItem(dj, "name")->valuestring, "none");
+    ck_assert_ptr_nonnull(cJSON_GetObjectItem(dj, "privacy"));
     ck_assert_double_eq(num(cJSON_GetObjectItem(z, "global_threshold"), "auc"), num(b, "auc"));
     // The same attack without the cache trains its own target: the same numbers.
     cJSON *b2 = run_attack(&fx, "basic-mia", "{}", NULL);
