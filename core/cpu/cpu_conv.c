@@ -28,8 +28,8 @@ static int group_size(const ConvGeom *g) {
 
 // The output positions o in [0, size_out) whose input position i = o·stride − pad + k
 // (kernel offset k) lies inside [0, size_in) form one interval [lo, hi); the others read
-// the zero padding. Computing it once per kernel row/column takes the bounds checks out
-// of the inner loops of im2col and col2im without changing what they compute.
+// the zero padding. col2im computes it once per kernel row/column, which takes the
+// bounds checks out of its inner loops without changing what it computes.
 static void valid_range(int size_in, int size_out, int stride, int pad, int k, int *lo, int *hi) {
     int first = pad - k;              // i >= 0          <=>  o·stride >= first
     int last = size_in - 1 + pad - k; // i <= size_in-1  <=>  o·stride <= last
@@ -41,40 +41,103 @@ static void valid_range(int size_in, int size_out, int stride, int pad, int k, i
     *hi = h;
 }
 
-// cols[(c,ki,kj), s*hw + p] = x[n0+s, c, oy*stride - pad + ki, ox*stride - pad + kj]
-// (zero where that falls in the padding). Pure data movement: bit-identical to the
-// bounds-checked loop it replaced.
-static void im2col(const ConvGeom *g, const float *x, int n0, int gs, float *cols) {
-    int hw = g->h_out * g->w_out, ld = gs * hw, wo = g->w_out, st = g->stride;
+// The window of the zero-padded input that the convolution reads: rows and columns
+// [0, (out−1)·stride + k) in padded coordinates (input index + pad).
+static size_t padded_size(const ConvGeom *g) {
+    return (size_t)((g->h_out - 1) * g->stride + g->kh) * (size_t)((g->w_out - 1) * g->stride + g->kw);
+}
+
+// plane (hp, wp) = that window of one input plane xc (h_in, w_in), zeros in the padding.
+static void pad_plane(const ConvGeom *g, const float *xc, int hp, int wp, float *plane) {
+    memset(plane, 0, sizeof(float) * (size_t)hp * wp);
+    int r1 = g->pad + g->h_in < hp ? g->pad + g->h_in : hp, c1 = g->pad + g->w_in < wp ? g->pad + g->w_in : wp;
+    for (int py = g->pad; py < r1 && g->pad < c1; py++)
+        memcpy(plane + (size_t)py * wp + g->pad, xc + (size_t)(py - g->pad) * g->w_in,
+               sizeof(float) * (size_t)(c1 - g->pad));
+}
+
+// im2col for kernels larger than the stride, built for small images (LeNet's 7×7
+// outputs make rows of a few elements, where per-row loop overhead dominates). Each
+// input plane is copied once
+// into its zero-padded window, so no bounds are checked; then most rows of cols are a
+// shifted copy of an earlier row: row (ki, kj) at output column ox equals row
+// (ki, kj − stride) at ox + 1, so it is that row moved left by one element with the last
+// column of each output row fetched afresh; likewise row (ki, kj) is row (ki − stride, kj)
+// moved up one output row, with the last output row fetched afresh. Only the rows with
+// ki, kj < stride are gathered element by element.
+static void im2col_shifted(const ConvGeom *g, const float *x, int n0, int gs, float *cols, float *plane) {
+    int ho = g->h_out, wo = g->w_out, hw = ho * wo, st = g->stride, kh = g->kh, kw = g->kw;
+    int hp = (ho - 1) * st + kh, wp = (wo - 1) * st + kw;
+    size_t ld = (size_t)gs * hw;
     for (int c = 0; c < g->c_in; c++)
-        for (int ki = 0; ki < g->kh; ki++) {
-            int ylo, yhi;
-            valid_range(g->h_in, g->h_out, st, g->pad, ki, &ylo, &yhi);
+        for (int s = 0; s < gs; s++) {
+            pad_plane(g, x + ((size_t)(n0 + s) * g->c_in + c) * g->h_in * g->w_in, hp, wp, plane);
+            for (int ki = 0; ki < kh; ki++)
+                for (int kj = 0; kj < kw; kj++) {
+                    float *r = cols + (size_t)((c * kh + ki) * kw + kj) * ld + (size_t)s * hw;
+                    if (kj >= st) { // from row (ki, kj − st)
+                        memcpy(r, r - (size_t)st * ld + 1, sizeof(float) * (size_t)(hw - 1));
+                        const float *pc = plane + (size_t)ki * wp + (size_t)(wo - 1) * st + kj;
+                        for (int oy = 0; oy < ho; oy++)
+                            r[(size_t)oy * wo + wo - 1] = pc[(size_t)oy * st * wp];
+                    } else if (ki >= st) { // from row (ki − st, kj)
+                        memcpy(r, r - (size_t)st * kw * ld + wo, sizeof(float) * (size_t)(hw - wo));
+                        const float *pr = plane + (size_t)((ho - 1) * st + ki) * wp + kj;
+                        float *rl = r + (size_t)(ho - 1) * wo;
+                        for (int ox = 0; ox < wo; ox++)
+                            rl[ox] = pr[ox * st];
+                    } else {
+                        for (int oy = 0; oy < ho; oy++) {
+                            const float *pr = plane + (size_t)(oy * st + ki) * wp + kj;
+                            float *ro = r + (size_t)oy * wo;
+                            for (int ox = 0; ox < wo; ox++)
+                                ro[ox] = pr[ox * st];
+                        }
+                    }
+                }
+        }
+}
+
+// im2col row by row, each row of cols gathered straight from x (a branch-free select at
+// the borders): for kernels hardly larger than the stride (1×1, 3×3 stride 2), where few
+// rows of cols could be shifted copies of others.
+static void im2col_direct(const ConvGeom *g, const float *x, int n0, int gs, float *cols) {
+    int hw = g->h_out * g->w_out, ld = gs * hw;
+    for (int c = 0; c < g->c_in; c++)
+        for (int ki = 0; ki < g->kh; ki++)
             for (int kj = 0; kj < g->kw; kj++) {
-                int xlo, xhi, off = kj - g->pad;
-                valid_range(g->w_in, g->w_out, st, g->pad, kj, &xlo, &xhi);
                 float *row = cols + (size_t)((c * g->kh + ki) * g->kw + kj) * ld;
                 for (int s = 0; s < gs; s++) {
                     const float *xc = x + ((size_t)(n0 + s) * g->c_in + c) * g->h_in * g->w_in;
                     float *r = row + (size_t)s * hw;
-                    memset(r, 0, sizeof(float) * (size_t)ylo * wo);
-                    for (int oy = ylo; oy < yhi; oy++) {
-                        const float *xr = xc + (size_t)(oy * st - g->pad + ki) * g->w_in;
-                        float *ro = r + (size_t)oy * wo;
-                        for (int ox = 0; ox < xlo; ox++)
-                            ro[ox] = 0.0f;
-                        if (st == 1)
-                            memcpy(ro + xlo, xr + xlo + off, sizeof(float) * (size_t)(xhi - xlo));
-                        else
-                            for (int ox = xlo; ox < xhi; ox++)
-                                ro[ox] = xr[ox * st + off];
-                        for (int ox = xhi; ox < wo; ox++)
-                            ro[ox] = 0.0f;
+                    for (int oy = 0; oy < g->h_out; oy++) {
+                        int iy = oy * g->stride - g->pad + ki;
+                        float *ro = r + oy * g->w_out;
+                        if (iy < 0 || iy >= g->h_in) {
+                            memset(ro, 0, sizeof(float) * g->w_out);
+                            continue;
+                        }
+                        const float *xr = xc + (size_t)iy * g->w_in;
+                        for (int ox = 0; ox < g->w_out; ox++) {
+                            int ix = ox * g->stride - g->pad + kj;
+                            ro[ox] = (ix >= 0 && ix < g->w_in) ? xr[ix] : 0.0f;
+                        }
                     }
-                    memset(r + (size_t)yhi * wo, 0, sizeof(float) * (size_t)(g->h_out - yhi) * wo);
                 }
             }
-        }
+}
+
+// cols[(c,ki,kj), s*hw + p] = x[n0+s, c, oy*stride - pad + ki, ox*stride - pad + kj]
+// (zero in the padding); plane is scratch of padded_size(g) floats. Both paths only
+// move data, so the choice does not change results: the shifted one when at most a
+// quarter of the rows must be gathered (measured: 5×5 stride 2 and 3×3 stride 1 gain
+// 2-3×, 3×3 stride 2 and 1×1 stride 2 lose).
+static void im2col(const ConvGeom *g, const float *x, int n0, int gs, float *cols, float *plane) {
+    int sh = g->stride < g->kh ? g->stride : g->kh, sw = g->stride < g->kw ? g->stride : g->kw;
+    if (g->kh * g->kw >= 4 * sh * sw)
+        im2col_shifted(g, x, n0, gs, cols, plane);
+    else
+        im2col_direct(g, x, n0, gs, cols);
 }
 
 // The adjoint of im2col: dx += scatter of cols. The loops visit the valid positions in
@@ -128,12 +191,12 @@ static int same_layout(const ConvGeom *g, int cur) { return cur == 1 || g->c_out
 
 void cpu_conv2d_forward(const ConvGeom *g, const float *x, const float *w, float *y) {
     int gs = group_size(g), hw = g->h_out * g->w_out, ckk = g->c_in * g->kh * g->kw;
-    float *cols = malloc(sizeof(float) * (size_t)ckk * gs * hw);
+    float *cols = malloc(sizeof(float) * ((size_t)ckk * gs * hw + padded_size(g)));
     float *tmp = same_layout(g, gs) ? NULL : malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
     for (int n0 = 0; n0 < g->n; n0 += gs) {
         int cur = g->n - n0 < gs ? g->n - n0 : gs;
         float *yg = y + (size_t)n0 * g->c_out * hw;
-        im2col(g, x, n0, cur, cols);
+        im2col(g, x, n0, cur, cols, cols + (size_t)ckk * gs * hw);
         cpu_gemm_rm(0, 0, g->c_out, cur * hw, ckk, 1.0f, w, cols, 0.0f, same_layout(g, cur) ? yg : tmp);
         if (!same_layout(g, cur))
             to_sample_major(tmp, g->c_out, cur, hw, yg);
@@ -163,12 +226,12 @@ void cpu_conv2d_backward_data(const ConvGeom *g, const float *dy, const float *w
 
 void cpu_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *dy, float *dw) {
     int gs = group_size(g), hw = g->h_out * g->w_out, ckk = g->c_in * g->kh * g->kw;
-    float *cols = malloc(sizeof(float) * (size_t)ckk * gs * hw);
+    float *cols = malloc(sizeof(float) * ((size_t)ckk * gs * hw + padded_size(g)));
     float *tmp = same_layout(g, gs) ? NULL : malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
     for (int n0 = 0; n0 < g->n; n0 += gs) {
         int cur = g->n - n0 < gs ? g->n - n0 : gs;
         const float *dyg = dy + (size_t)n0 * g->c_out * hw;
-        im2col(g, x, n0, cur, cols);
+        im2col(g, x, n0, cur, cols, cols + (size_t)ckk * gs * hw);
         if (!same_layout(g, cur)) {
             to_channel_major(dyg, g->c_out, cur, hw, tmp);
             dyg = tmp;
