@@ -94,6 +94,8 @@ struct Federation {
     float *global_host;
     float **uploads;       // one per client slot of a round
     int *round_clients;
+    uint32_t *sample_perm;  // client sampling scratch (clients entries)
+    char *sample_chosen;
     FedRoundResult *results;
     int rounds_done;
     uint32_t *server_idx;  // training samples no client trains on (DefenseSetup.server_idx)
@@ -212,8 +214,10 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
     f->global_host = malloc(np * sizeof(float));
     f->uploads = calloc((size_t)c->clients, sizeof(float *));
     f->round_clients = malloc(sizeof(int) * c->clients);
+    f->sample_perm = malloc(sizeof(uint32_t) * c->clients);
+    f->sample_chosen = malloc((size_t)c->clients);
     f->results = calloc((size_t)c->rounds, sizeof(FedRoundResult));
-    if (!f->global_host || !f->uploads || !f->round_clients || !f->results) {
+    if (!f->global_host || !f->uploads || !f->round_clients || !f->sample_perm || !f->sample_chosen || !f->results) {
         fp_fail(err, FP_ENOMEM, "out of memory preparing the federation");
         goto fail;
     }
@@ -241,6 +245,8 @@ void fed_free(Federation *f) {
             free(f->uploads[k]);
     free(f->uploads);
     free(f->round_clients);
+    free(f->sample_perm);
+    free(f->sample_chosen);
     free(f->global_host);
     free(f->results);
     free(f->server_idx);
@@ -328,20 +334,19 @@ static int sample_clients(Federation *f, int round) {
         int m = (int)lround(c->sample_rate * c->clients);
         if (m < 1)
             m = 1;
-        uint32_t *perm = malloc(sizeof(uint32_t) * c->clients);
+        uint32_t *perm = f->sample_perm;
+        char *chosen = f->sample_chosen;
         for (int k = 0; k < c->clients; k++)
             perm[k] = (uint32_t)k;
         if (m < c->clients)
             rng_shuffle_u32(&rs, perm, (uint32_t)c->clients);
         // Keep the chosen clients in increasing order: the aggregation order.
-        char *chosen = calloc((size_t)c->clients, 1);
+        memset(chosen, 0, (size_t)c->clients);
         for (int k = 0; k < m; k++)
             chosen[perm[k]] = 1;
         for (int k = 0; k < c->clients; k++)
             if (chosen[k])
                 f->round_clients[n++] = k;
-        free(chosen);
-        free(perm);
     } else {
         for (int k = 0; k < c->clients; k++)
             if (rng_next_uniform(&rs) < c->sample_rate)
