@@ -404,6 +404,43 @@ START_TEST(asgp_paper_svt_pass_rate) {
 }
 END_TEST
 
+// At the paper's own split the test is all or nothing: α, β ~ Lap(ΔS/ε1) with ε1 = 0.005
+// (ε = 0.1) dwarf every clipped coordinate, so an upload is noised everywhere or nowhere,
+// each with probability ½ (β − α ≥ 0 is a fair coin), and eq. 14's λ_t stops mattering.
+// 400 uploads: each count is Binomial(400, ½) (sd 10), so 6σ is [140, 260]; the share
+// of split uploads is about the density of β − α at 0 (1/40) times the range of g' − λ_t.
+START_TEST(asgp_paper_all_or_nothing) {
+    enum { D = 5000, TRIALS = 400 };
+    Table t;
+    table_init(&t, D, 0);
+    DefenseSetup su = setup_for(&t, TRIALS, 25, 0.1, 10);
+    const DefenseOps *ops;
+    void *st = make_defense("{\"name\":\"dp-fedasgp\",\"variant\":\"paper\",\"epsilon\":0.1,\"sensitivity\":0.05,"
+                            "\"clip\":5}", &su, &ops);
+    float *in = malloc(sizeof(float) * D), *u = malloc(sizeof(float) * D);
+    RngStream rs = rng_stream(SEED, RNG_TEST, 11, 0);
+    for (int j = 0; j < D; j++)
+        in[j] = (float)(rng_next_normal(&rs) * 4.0 / sqrt((double)D)); // norm ≈ 4 < C: not clipped
+    int none = 0, all = 0, split = 0;
+    for (int c = 0; c < TRIALS; c++) {
+        memcpy(u, in, sizeof(float) * D);
+        DefenseRound r = round_ctx(c % 25, c, 10);
+        ops->client_perturb(st, u, &r, NULL);
+        int n = 0;
+        for (int j = 0; j < D; j++)
+            n += u[j] != in[j];
+        none += n == 0;
+        all += n == D;
+        split += n > 0 && n < D;
+    }
+    ck_assert_msg(none >= 140 && none <= 260 && all >= 140 && all <= 260, "none %d, all %d", none, all);
+    ck_assert_msg(split <= 20, "%d of %d uploads split", split, TRIALS);
+    free(in);
+    free(u);
+    ops->destroy(st);
+}
+END_TEST
+
 // Noise on passing coordinates is Lap(q·ΔS/ε3) (eq. 13): variance 2b², kurtosis 6.
 START_TEST(asgp_paper_laplace_scale) {
     enum { D = 2000, TRIALS = 100 };
@@ -969,6 +1006,7 @@ Suite *suite_fed_defenses(void) {
     tcase_add_test(tc, dpfedavg_paper_sigma_eq2);
     tcase_add_test(tc, asgp_paper_threshold_schedule);
     tcase_add_test(tc, asgp_paper_svt_pass_rate);
+    tcase_add_test(tc, asgp_paper_all_or_nothing);
     tcase_add_test(tc, asgp_paper_laplace_scale);
     tcase_add_test(tc, asgp_corrected_capped_and_sound);
     tcase_add_test(tc, asgp_dynamic_weights);
