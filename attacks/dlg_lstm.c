@@ -16,7 +16,9 @@
 // PyTorch's defaults unless attack.lbfgs says otherwise) minimises the matching loss
 //   D(x′, y′) = Σ_layers ‖∇θ MSE(f_θ(x′), y′) − g̃‖²
 // through exact second-order derivatives. After every L-BFGS step the curves record D
-// ("data Loss" in the paper) and MSE(x′, x) over the window's entries ("data Mse"),
+// ("data Loss" in the paper) and MSE(x′, x) over the window's entries ("data Mse"; x′
+// clamped per feature to the training windows' range, as DLG clamps images to [0,1];
+// the unclamped final value is kept per target),
 // averaged over the targets, plus |y′ − y| and the MSE of the last attack.recent_steps
 // hours (default 6): through an LSTM the gradient of early hours vanishes, so DLG
 // recovers the recent hours and the target far better than the whole window. Curves: the undefended gradient
@@ -285,6 +287,17 @@ static double window_mse(const float *a, const float *b, size_t n) {
     return s / n;
 }
 
+// The attacker's reconstruction: x′ clamped, column by column, to the range the training
+// windows take (as DLG clamps images to [0,1]); a diverged x′ then scores like a guess
+// at the range's edges instead of an unbounded number.
+static void clamp_window(float *dst, const float *z, const float *lo, const float *hi, int T, int F) {
+    for (int t = 0; t < T; t++)
+        for (int f = 0; f < F; f++) {
+            float v = z[t * F + f];
+            dst[t * F + f] = isnan(v) ? 0.5f * (lo[f] + hi[f]) : v < lo[f] ? lo[f] : v > hi[f] ? hi[f] : v;
+        }
+}
+
 static void add_number(cJSON *o, const char *key, double v) {
     if (isfinite(v))
         cJSON_AddNumberToObject(o, key, v);
@@ -312,9 +325,19 @@ static FpStatus attack_curve(const AttackEnv *env, const DlgrOptions *o, const f
     double *loss_c = calloc((size_t)S + 1, sizeof(double)), *mse_c = calloc((size_t)S + 1, sizeof(double));
     double *yerr_c = calloc((size_t)S + 1, sizeof(double)), *rec_c = calloc((size_t)S + 1, sizeof(double));
     size_t off = (size_t)(ob.T - o->recent) * ob.F, nr = (size_t)o->recent * ob.F; // the recent rows
-    float *z = malloc(sizeof(float) * nz);
+    float *z = malloc(sizeof(float) * nz), *zc = malloc(sizeof(float) * nx);
+    float *lo = malloc(sizeof(float) * ob.F), *hi = malloc(sizeof(float) * ob.F);
+    for (int f = 0; lo && hi && f < ob.F; f++) {
+        lo[f] = INFINITY;
+        hi[f] = -INFINITY;
+    }
+    for (size_t i = 0; lo && hi && i < (size_t)d->n * nx; i++) {
+        int f = (int)(i % (size_t)ob.F);
+        lo[f] = d->x[i] < lo[f] ? d->x[i] : lo[f];
+        hi[f] = d->x[i] > hi[f] ? d->x[i] : hi[f];
+    }
     cJSON *per = cJSON_AddArrayToObject(curve, "targets");
-    FpStatus st = ob.t && ob.target_dev && loss_c && mse_c && yerr_c && rec_c && z ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
+    FpStatus st = ob.t && ob.target_dev && loss_c && mse_c && yerr_c && rec_c && z && zc && lo && hi ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
     for (int k = 0; st == FP_OK && k < K; k++) {
         const float *x = d->x + (size_t)o->samples[k] * nx;
         float y = d->target[(size_t)o->samples[k] * d->target_dim];
@@ -336,8 +359,9 @@ static FpStatus attack_curve(const AttackEnv *env, const DlgrOptions *o, const f
             if (st != FP_OK)
                 break;
             loss_c[s] += dval / K;
-            mse_c[s] += window_mse(z, x, nx) / K;
-            rec_c[s] += window_mse(z + off, x + off, nr) / K;
+            clamp_window(zc, z, lo, hi, ob.T, ob.F);
+            mse_c[s] += window_mse(zc, x, nx) / K;
+            rec_c[s] += window_mse(zc + off, x + off, nr) / K;
             yerr_c[s] += fabs((double)z[nx] - y) / K;
         }
         lbfgs_free(opt);
@@ -345,13 +369,14 @@ static FpStatus attack_curve(const AttackEnv *env, const DlgrOptions *o, const f
             cJSON *t = cJSON_CreateObject();
             cJSON_AddNumberToObject(t, "sample", o->samples[k]);
             add_number(t, "final_matching_loss", dval);
-            add_number(t, "final_window_mse", window_mse(z, x, nx));
-            add_number(t, "final_recent_mse", window_mse(z + off, x + off, nr));
+            add_number(t, "final_window_mse", window_mse(zc, x, nx));
+            add_number(t, "final_recent_mse", window_mse(zc + off, x + off, nr));
+            add_number(t, "final_window_mse_unclamped", window_mse(z, x, nx));
             add_number(t, "final_target_abs_error", fabs((double)z[nx] - y));
             // Per time step (window rows), the reconstruction's MSE: which hours leak.
             cJSON *rows = cJSON_AddArrayToObject(t, "window_mse_per_step");
             for (int r = 0; r < ob.T; r++)
-                cJSON_AddItemToArray(rows, cJSON_CreateNumber(window_mse(z + (size_t)r * ob.F, x + (size_t)r * ob.F, ob.F)));
+                cJSON_AddItemToArray(rows, cJSON_CreateNumber(window_mse(zc + (size_t)r * ob.F, x + (size_t)r * ob.F, ob.F)));
             cJSON_AddItemToArray(per, t);
         }
     }
@@ -374,6 +399,9 @@ static FpStatus attack_curve(const AttackEnv *env, const DlgrOptions *o, const f
     free(yerr_c);
     free(rec_c);
     free(z);
+    free(zc);
+    free(lo);
+    free(hi);
     return st;
 }
 

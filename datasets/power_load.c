@@ -119,7 +119,8 @@ FpStatus power_load_generate(const PowerLoadConfig *cfg, PowerLoadSeries **out, 
     if (!s)
         return err ? err->code : FP_ENOMEM;
     // Shared temperature: a seasonal sinusoid (peak in late July), a daily cycle (peak at
-    // 15 h) and persistent weather, AR(1) with stationary sd 2.5 °C.
+    // 15 h) and weather anomalies, AR(1) per hour (φ = 0.98, about two days' memory) with
+    // stationary sd 4.5 °C, the size of day-to-day anomalies in a temperate climate.
     RngStream tr = rng_stream(cfg->seed, RNG_DATA, 0, 0);
     double weather = 0;
     for (int h = 0; h < H; h++) {
@@ -127,7 +128,7 @@ FpStatus power_load_generate(const PowerLoadConfig *cfg, PowerLoadSeries **out, 
         int y, m, d, hr = h % 24, wd = (int)((day + 3) % 7);
         civil_from_days(day + DAYS_1970_TO_2004, &y, &m, &d);
         double doy = (double)(day % 365);
-        weather = 0.98 * weather + 0.5 * rng_next_normal(&tr);
+        weather = 0.98 * weather + 0.9 * rng_next_normal(&tr);
         s->temperature[h] = (float)(13.0 + 12.0 * sin(TWO_PI * (doy - 115) / 365.25) +
                                     4.0 * sin(TWO_PI * (hr - 9) / 24.0) + weather);
         s->hour[h] = (uint8_t)hr;
@@ -366,7 +367,7 @@ FpStatus power_load_windows(const PowerLoadSeries *s, const PowerLoadConfig *cfg
             for (int t = 0; t < T; t++) {
                 int h = start + t, e = h + 1; // exogenous features describe the next hour
                 float *f = x + (size_t)t * F;
-                f[0] = (float)(load[h] / nm.zone_mean[z]);
+                f[0] = (float)(load[h] / nm.zone_mean[z] - 1.0);
                 f[1] = (float)((s->temperature[e] - nm.t_mean) / nm.t_sd);
                 f[2] = (float)sin(TWO_PI * s->hour[e] / 24.0);
                 f[3] = (float)cos(TWO_PI * s->hour[e] / 24.0);

@@ -17,13 +17,14 @@
 //
 // Samples. A window of T hours (default 24) starting at hour s gives x (T steps × 7
 // features) and target load(s+T). Step t holds
-//   [0] load(s+t) / m_z        (m_z = zone z's mean load over the training period)
+//   [0] load(s+t) / m_z − 1    (m_z = zone z's mean load over the training period)
 //   [1] temperature(s+t+1), standardised with the training period's mean and sd
 //   [2,3] sin, cos of 2π·hour(s+t+1)/24     [4,5] sin, cos of 2π·weekday(s+t+1)/7
 //   [6] holiday(s+t+1)
 // so the exogenous features of the last step describe the target hour (calendar and
-// temperature are known at forecast time; temperature as a perfect forecast). Loads are
-// divided by the zone mean, not centred: MAPE on the targets equals MAPE in MW.
+// temperature are known at forecast time; temperature as a perfect forecast). The target
+// is load(s+T) / m_z, divided by the zone mean but not centred, so MAPE on the targets
+// equals MAPE in MW.
 // The split is chronological: the first 80% of days train, the rest test; window
 // starts step by `stride` hours (97 by default: coprime to 24 and 168, so targets visit
 // every hour and weekday). Datasets are zone-major: zone z holds samples
