@@ -331,8 +331,13 @@ Var *ad_transpose(Tape *t, Var *x) {
 }
 
 // -- backward rules ------------------------------------------------------------------------
-// Each rule computes gradients only for inputs that need them.
-static int needs(const Var *v, int i) { return v->in[i] && v->in[i]->requires_grad; }
+// Each rule computes gradients only for inputs that need them: inputs on a
+// differentiable path that lead to a variable the sweep was asked about (ad_grad in
+// core/tape.c marks the others by pointing their grad scratch at themselves).
+static int needs(const Var *v, int i) {
+    const Var *in = v->in[i];
+    return in && in->requires_grad && in->grad != in;
+}
 
 static Var *as_shape_of(Tape *t, Var *g, const Var *like) {
     if (!g)

@@ -204,8 +204,15 @@ double ad_item(Tape *t, const Var *v) {
 
 void ad_to_host(Tape *t, const Var *v, float *host) { t->be->download(host, v->t.data, v->t.numel * sizeof(float)); }
 
+// During a sweep, v->grad == v marks a node that no requested wrt variable flows into
+// (no path leads from a wrt[k] to it): its gradient would never reach an output, so it
+// is neither accumulated nor propagated, and the backward rules (core/ops.c, needs())
+// skip computing it. A node's gradient is always a newer node, never the node itself,
+// so the mark cannot be mistaken for a gradient.
+static int pruned(const Var *v) { return v->grad == v; }
+
 static void accumulate(Tape *t, Var *target, Var *g) {
-    if (!target || !g || !target->requires_grad)
+    if (!target || !g || !target->requires_grad || pruned(target))
         return;
     if (g->t.numel != target->t.numel) {
         t->status = FP_EUNSUPPORTED; // a backward rule produced a wrong shape: a bug
@@ -214,18 +221,40 @@ static void accumulate(Tape *t, Var *target, Var *g) {
     target->grad = target->grad ? ad_add(t, target->grad, g) : g;
 }
 
+// Marks (see pruned()) every node up to y that does not depend on any of wrt[0..n).
+// Creation order is a topological order, so one forward pass suffices. Pruning changes
+// nothing in what is computed for the wanted nodes (same rules, same order of
+// accumulation), so the results are bit-identical; it only skips work, e.g. the input
+// gradient of a network's first layer when only parameter gradients are asked for.
+static int mark_pruned(Tape *t, Var *y, Var *const *wrt, int n) {
+    for (int i = 0; i <= y->id; i++)
+        t->nodes[i]->grad = t->nodes[i];
+    for (int k = 0; k < n; k++)
+        if (wrt[k] && wrt[k]->id <= y->id && t->nodes[wrt[k]->id] == wrt[k])
+            wrt[k]->grad = NULL;
+    for (int i = 0; i <= y->id; i++) {
+        Var *v = t->nodes[i];
+        if (pruned(v) && ((v->in[0] && !pruned(v->in[0])) || (v->in[1] && !pruned(v->in[1]))))
+            v->grad = NULL;
+    }
+    return !pruned(y);
+}
+
 FpStatus ad_grad(Tape *t, Var *y, Var *const *wrt, int n, Var **out, int create_graph) {
     if (!y)
         return t->status != FP_OK ? t->status : FP_ENOMEM;
-    for (int i = 0; i <= y->id; i++)
-        t->nodes[i]->grad = NULL;
+    int live = mark_pruned(t, y, wrt, n);
     int saved = t->grad_enabled;
     t->grad_enabled = 0;
-    y->grad = ad_full(t, y->t.ndim, y->t.shape, 1.0f);
+    if (live)
+        y->grad = ad_full(t, y->t.ndim, y->t.shape, 1.0f);
     t->grad_enabled = create_graph;
-    for (int i = y->id; i >= 0; i--) {
+    for (int i = live ? y->id : -1; i >= 0; i--) {
         Var *v = t->nodes[i];
-        if (!v->grad || v->op == OP_LEAF || !v->requires_grad)
+        if (!v->grad || pruned(v) || v->op == OP_LEAF || !v->requires_grad)
+            continue;
+        // Nothing to propagate when no input leads to a wrt (v itself may be one).
+        if (!((v->in[0] && !pruned(v->in[0])) || (v->in[1] && !pruned(v->in[1]))))
             continue;
         Var *g0 = NULL, *g1 = NULL;
         op_backward(t, v, v->grad, &g0, &g1);
@@ -234,6 +263,9 @@ FpStatus ad_grad(Tape *t, Var *y, Var *const *wrt, int n, Var **out, int create_
         accumulate(t, v->in[0], g0);
         accumulate(t, v->in[1], g1);
     }
+    for (int i = 0; i <= y->id; i++)
+        if (pruned(t->nodes[i]))
+            t->nodes[i]->grad = NULL;
     for (int k = 0; k < n; k++) {
         Var *w = wrt[k];
         out[k] = (w && w->grad && w->id <= y->id) ? w->grad : (w ? ad_full(t, w->t.ndim, w->t.shape, 0.0f) : NULL);
