@@ -22,7 +22,8 @@
 //        (`paper`, Eqs. 17, 20) or b_u = 2·C_u/ε_u with an L1 clip (`corrected`: the L1
 //        sensitivity of what is perturbed, so the Laplace mechanism's ε_u holds)
 //   Armijo (Eqs. 10–13): accept when f(w_t − η g̃) <= f(w_t) − c·η·‖g̃‖², f the local
-//        loss; else ε ← λ·ε and redraw, while λ·ε <= cap·ε_t and the budget allows;
+//        loss; else ε ← λ·ε and redraw, while λ·ε <= cap·ε_t and the budget allows
+//        (minus "reserve" × ε_total/rounds kept for each later round; 0 = A2 as written);
 //        upload α·g̃_first + (1−α)·g̃_last when more than one draw was made.
 // Accounting, side by side in PrivacyRecord (max over clients): nominal = the paper's
 // (the final ε of each round, Σ_t); sound = every draw at its true pure-DP cost
@@ -65,7 +66,7 @@ typedef struct LwUnit {
 typedef struct LwState {
     int flat;
     LayerwiseVariant variant;
-    double eps_total, lambda, c, alpha, cap, threshold, importance_fraction, clip_value, clip_scale;
+    double eps_total, lambda, c, alpha, cap, reserve, threshold, importance_fraction, clip_value, clip_scale;
     int armijo, importance_max;
     ClipKind clip;
     LinearImportance linear;
@@ -267,7 +268,7 @@ static FpStatus server_prepare(LwState *s, const cJSON *params, const char *path
 
 static FpStatus lw_create_common(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                                  int flat, FpError *err) {
-    static const char *const lw_keys[] = {"name", "variant", "epsilon_total", "lambda", "c", "alpha", "cap", "armijo",
+    static const char *const lw_keys[] = {"name", "variant", "epsilon_total", "lambda", "c", "alpha", "cap", "reserve", "armijo",
                                           "threshold", "importance_fraction", "importance_max", "linear_importance",
                                           "clip", "clip_scale", "aggregation", "feature_groups", "shap_samples",
                                           "eval_samples", "shap_vector", "shap_permutations", NULL};
@@ -302,6 +303,8 @@ static FpStatus lw_create_common(const cJSON *params, const char *path, const De
             st = jv_number(params, path, "alpha", JV_OPTIONAL, 0.5, 0, 0, 1, 0, &s->alpha, err);
         if (st == FP_OK)
             st = jv_number(params, path, "cap", JV_OPTIONAL, 4.0, 1, 0, 1e6, 0, &s->cap, err);
+        if (st == FP_OK)
+            st = jv_number(params, path, "reserve", JV_OPTIONAL, 0.0, 0, 0, 1, 0, &s->reserve, err);
         if (st == FP_OK)
             st = jv_bool(params, path, "armijo", 1, &s->armijo, err);
         if (st == FP_OK)
@@ -605,10 +608,12 @@ static FpStatus lw_perturb(void *state, float *upload, const DefenseRound *rd, F
             cr->accepted = 1;
             break;
         }
-        // Eq. 11, within the cap and the budget (the variant's count of what is spent).
+        // Eq. 11, within the cap and the budget (the variant's count of what is spent),
+        // leaving reserve × ε_total/R for each later round.
         double next = s->lambda * eps;
         double need = s->variant == LW_PAPER ? next : spent_round + next;
-        if (next > s->cap * eps_t * (1 + 1e-12) || need > left * (1 + 1e-12))
+        double avail = left - s->reserve * (s->eps_total / R) * (rounds_left - 1);
+        if (next > s->cap * eps_t * (1 + 1e-12) || need > avail * (1 + 1e-12))
             break;
         eps = next;
     }
@@ -722,6 +727,7 @@ static void lw_describe(const void *state, cJSON *out) {
         cJSON_AddNumberToObject(out, "c", s->c);
         cJSON_AddNumberToObject(out, "alpha", s->alpha);
         cJSON_AddNumberToObject(out, "cap", s->cap);
+        cJSON_AddNumberToObject(out, "reserve", s->reserve);
         cJSON_AddBoolToObject(out, "armijo", s->armijo);
         cJSON_AddNumberToObject(out, "threshold", s->threshold);
         cJSON_AddNumberToObject(out, "importance_fraction", s->importance_fraction);

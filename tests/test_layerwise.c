@@ -416,6 +416,18 @@ START_TEST(armijo_escalation_and_accounting) {
     ck_assert_double_eq_tol(layerwise_client_round(fx.state, 0)->eps_t, 3.0 / 9, 1e-12);
     free(up);
     fixture_close(&fx);
+    // reserve 1: every later round keeps its uniform share ε_total/R, so round 0 has
+    // nothing to escalate with: one draw, charged 1 by both counts.
+    fixture_open(&fx,
+                 "{\"name\":\"layerwise\",\"variant\":\"corrected\",\"epsilon_total\":10,\"clip\":1.0,\"lambda\":2,"
+                 "\"c\":0.99,\"cap\":4,\"reserve\":1,\"aggregation\":\"fedavg\"}",
+                 10);
+    up = calloc(np, sizeof(float));
+    fixture_perturb(&fx, 0, up);
+    ck_assert_int_eq(layerwise_client_round(fx.state, 0)->draws, 1);
+    ck_assert_double_eq_tol(layerwise_client_round(fx.state, 0)->eps_sound, 1.0, 1e-12);
+    free(up);
+    fixture_close(&fx);
 }
 END_TEST
 
