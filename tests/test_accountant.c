@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "defenses/accountant.h"
+#include "tests/cli_run.h"
 
 static double rel_err(double got, double want) {
     return fabs(got - want) / fabs(want);
@@ -388,55 +389,10 @@ END_TEST
 
 // ---- the CLI -------------------------------------------------------------------------
 
-// Runs $FEDPRIV_BIN with args; captures stdout and stderr (truncated to cap). Returns the
-// exit status, or -1 when the binary is not configured.
-static int run_cli(const char *const *args, char *out, char *errbuf, size_t cap) {
-    const char *bin = getenv("FEDPRIV_BIN");
-    if (!bin || !*bin)
-        return -1;
-    FILE *fo = tmpfile(), *fe = tmpfile();
-    ck_assert_ptr_nonnull(fo);
-    ck_assert_ptr_nonnull(fe);
-    const char *argv[32];
-    int n = 0;
-    argv[n++] = bin;
-    argv[n++] = "accountant";
-    for (int i = 0; args[i] && n < 31; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(fileno(fo), 1);
-        dup2(fileno(fe), 2);
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    FILE *fs[2] = {fo, fe};
-    char *bufs[2] = {out, errbuf};
-    for (int k = 0; k < 2; k++) {
-        rewind(fs[k]);
-        size_t got = fread(bufs[k], 1, cap - 1, fs[k]);
-        bufs[k][got] = '\0';
-        fclose(fs[k]);
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-static int count_lines(const char *s) {
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
-}
-
 START_TEST(cli_prints_epsilon_and_rejects_bad_input) {
     char out[4096], errb[4096];
-    const char *ok[] = {"--q", "0.04", "--sigma", "1.5", "--steps", "2250", "--delta", "1e-5", NULL};
-    int rc = run_cli(ok, out, errb, sizeof out);
+    const char *ok[] = {"accountant", "--q", "0.04", "--sigma", "1.5", "--steps", "2250", "--delta", "1e-5", NULL};
+    int rc = cli_run(ok, out, errb, sizeof out);
     if (rc < 0) {
         printf("SKIP cli tests: FEDPRIV_BIN is not set (make test sets it)\n");
         return;
@@ -445,45 +401,48 @@ START_TEST(cli_prints_epsilon_and_rejects_bad_input) {
     ck_assert_ptr_nonnull(strstr(out, "epsilon 7.32911117"));
     ck_assert_ptr_nonnull(strstr(out, "alpha 3.9"));
 
-    const char *js[] = {"--q", "0.04", "--sigma", "1.5", "--steps", "2250", "--delta", "1e-5", "--json", NULL};
-    ck_assert_int_eq(run_cli(js, out, errb, sizeof out), 0);
+    const char *js[] = {"accountant", "--q",     "0.04", "--sigma", "1.5", "--steps",
+                        "2250",       "--delta", "1e-5", "--json",  NULL};
+    ck_assert_int_eq(cli_run(js, out, errb, sizeof out), 0);
     cJSON *o = cJSON_Parse(out);
     ck_assert_ptr_nonnull(o);
     ck_assert_double_le(rel_err(cJSON_GetObjectItem(o, "epsilon")->valuedouble, 7.32911117148417), 1e-6);
     ck_assert_double_eq(cJSON_GetObjectItem(o, "alpha")->valuedouble, 3.9);
     cJSON_Delete(o);
 
-    const char *tg[] = {"--q", "0.04", "--target-eps", "2", "--steps", "2250", "--delta", "1e-5", "--json", NULL};
-    ck_assert_int_eq(run_cli(tg, out, errb, sizeof out), 0);
+    const char *tg[] = {"accountant", "--q",     "0.04", "--target-eps", "2",   "--steps",
+                        "2250",       "--delta", "1e-5", "--json",       NULL};
+    ck_assert_int_eq(cli_run(tg, out, errb, sizeof out), 0);
     o = cJSON_Parse(out);
     ck_assert_ptr_nonnull(o);
     ck_assert_double_le(cJSON_GetObjectItem(o, "epsilon")->valuedouble, 2.0);
     ck_assert_double_gt(cJSON_GetObjectItem(o, "sigma")->valuedouble, 1.5);
     cJSON_Delete(o);
 
-    const char *help[] = {"--help", NULL};
-    ck_assert_int_eq(run_cli(help, out, errb, sizeof out), 0);
+    const char *help[] = {"accountant", "--help", NULL};
+    ck_assert_int_eq(cli_run(help, out, errb, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: fedpriv accountant"));
 
-    static const struct { const char *args[12]; const char *names; } bad[] = {
-        {{"--q", "1.5", "--sigma", "1", "--steps", "10", "--delta", "1e-5"}, "--q"},
-        {{"--q", "-0.1", "--sigma", "1", "--steps", "10", "--delta", "1e-5"}, "--q"},
-        {{"--q", "0.1", "--sigma", "-1", "--steps", "10", "--delta", "1e-5"}, "--sigma"},
-        {{"--q", "0.1", "--sigma", "1", "--steps", "0", "--delta", "1e-5"}, "--steps"},
-        {{"--q", "0.1", "--sigma", "1", "--steps", "10", "--delta", "0"}, "--delta"},
-        {{"--q", "0.1", "--sigma", "1", "--steps", "10", "--delta", "1"}, "--delta"},
-        {{"--q", "0.1", "--sigma", "1", "--steps", "10"}, "--delta"},
-        {{"--q", "abc", "--sigma", "1", "--steps", "10", "--delta", "1e-5"}, "--q"},
-        {{"--q", "0.1", "--sigma", "1", "--steps", "1.5", "--delta", "1e-5"}, "--steps"},
-        {{"--q", "0.1", "--sigma", "1", "--target-eps", "1", "--steps", "10", "--delta", "1e-5"}, "--target-eps"},
-        {{"--q", "0.1", "--target-eps", "-1", "--steps", "10", "--delta", "1e-5"}, "--target-eps"},
-        {{"--q", "0.1", "--sigma", "1", "--steps", "10", "--delta", "1e-5", "--bogus"}, "--bogus"},
-        {{"--q", "0.1", "--sigma", "1", "--steps", "10", "--delta"}, "--delta"},
+    static const struct { const char *args[13]; const char *names; } bad[] = {
+        {{"accountant", "--q", "1.5", "--sigma", "1", "--steps", "10", "--delta", "1e-5"}, "--q"},
+        {{"accountant", "--q", "-0.1", "--sigma", "1", "--steps", "10", "--delta", "1e-5"}, "--q"},
+        {{"accountant", "--q", "0.1", "--sigma", "-1", "--steps", "10", "--delta", "1e-5"}, "--sigma"},
+        {{"accountant", "--q", "0.1", "--sigma", "1", "--steps", "0", "--delta", "1e-5"}, "--steps"},
+        {{"accountant", "--q", "0.1", "--sigma", "1", "--steps", "10", "--delta", "0"}, "--delta"},
+        {{"accountant", "--q", "0.1", "--sigma", "1", "--steps", "10", "--delta", "1"}, "--delta"},
+        {{"accountant", "--q", "0.1", "--sigma", "1", "--steps", "10"}, "--delta"},
+        {{"accountant", "--q", "abc", "--sigma", "1", "--steps", "10", "--delta", "1e-5"}, "--q"},
+        {{"accountant", "--q", "0.1", "--sigma", "1", "--steps", "1.5", "--delta", "1e-5"}, "--steps"},
+        {{"accountant", "--q", "0.1", "--sigma", "1", "--target-eps", "1", "--steps", "10", "--delta", "1e-5"},
+         "--target-eps"},
+        {{"accountant", "--q", "0.1", "--target-eps", "-1", "--steps", "10", "--delta", "1e-5"}, "--target-eps"},
+        {{"accountant", "--q", "0.1", "--sigma", "1", "--steps", "10", "--delta", "1e-5", "--bogus"}, "--bogus"},
+        {{"accountant", "--q", "0.1", "--sigma", "1", "--steps", "10", "--delta"}, "--delta"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rc = run_cli(bad[i].args, out, errb, sizeof out);
+        rc = cli_run(bad[i].args, out, errb, sizeof out);
         ck_assert_msg(rc == 2, "case %zu: exit %d, stderr: %s", i, rc, errb);
-        ck_assert_msg(count_lines(errb) == 1 && strstr(errb, bad[i].names), "case %zu: stderr: %s", i, errb);
+        ck_assert_msg(cli_count_lines(errb) == 1 && strstr(errb, bad[i].names), "case %zu: stderr: %s", i, errb);
         ck_assert_msg(out[0] == '\0', "case %zu printed a result: %s", i, out);
     }
 }

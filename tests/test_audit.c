@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "eval/audit.h"
+#include "tests/cli_run.h"
 
 static Mech make_mech(const char *text) {
     cJSON *o = cJSON_Parse(text);
@@ -192,45 +193,10 @@ END_TEST
 
 // ---- the CLI ----------------------------------------------------------------------------
 
-static int run_cli(const char *const *args, char *out, char *errbuf, size_t cap) {
-    const char *bin = getenv("FEDPRIV_BIN");
-    if (!bin || !*bin)
-        return -1;
-    FILE *fo = tmpfile(), *fe = tmpfile();
-    ck_assert(fo && fe);
-    const char *argv[40];
-    int n = 0;
-    argv[n++] = bin;
-    argv[n++] = "audit";
-    for (int i = 0; args[i] && n < 39; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(fileno(fo), 1);
-        dup2(fileno(fe), 2);
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    FILE *fs[2] = {fo, fe};
-    char *bufs[2] = {out, errbuf};
-    for (int k = 0; k < 2; k++) {
-        rewind(fs[k]);
-        size_t got = fread(bufs[k], 1, cap - 1, fs[k]);
-        bufs[k][got] = '\0';
-        fclose(fs[k]);
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
 START_TEST(cli_audit) {
     static char out[1 << 16], errb[1 << 12];
-    const char *acc[] = {"--mechanism", "spm", "--variant", "paper", "--epsilon", "0.3", "--json", NULL};
-    int rc = run_cli(acc, out, errb, sizeof out);
+    const char *acc[] = {"audit", "--mechanism", "spm", "--variant", "paper", "--epsilon", "0.3", "--json", NULL};
+    int rc = cli_run(acc, out, errb, sizeof out);
     if (rc < 0) {
         printf("SKIP cli tests: FEDPRIV_BIN is not set (make test sets it)\n");
         return;
@@ -242,34 +208,35 @@ START_TEST(cli_audit) {
     ck_assert_double_le(cJSON_GetObjectItem(j, "epsilon_lower_bound")->valuedouble, 0.3);
     cJSON_Delete(j);
 
-    const char *text[] = {"--mechanism", "ldp-fl", "--epsilon", "1", "--range", "-0.5,0.5", "--input", "-0.5",
+    const char *text[] = {"audit", "--mechanism", "ldp-fl", "--epsilon", "1", "--range", "-0.5,0.5", "--input", "-0.5",
                           "0.1", "0.5", "--samples", "200000", NULL};
-    ck_assert_int_eq(run_cli(text, out, errb, sizeof out), 0);
+    ck_assert_int_eq(cli_run(text, out, errb, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "epsilon check: PASS"));
 
-    const char *broken[] = {"--mechanism", "rr", "--variant", "broken", "--epsilon", "1", "--samples", "200000", NULL};
-    ck_assert_int_eq(run_cli(broken, out, errb, sizeof out), 1);
+    const char *broken[] = {"audit",     "--mechanism", "rr", "--variant", "broken", "--epsilon", "1",
+                            "--samples", "200000",      NULL};
+    ck_assert_int_eq(cli_run(broken, out, errb, sizeof out), 1);
     ck_assert_ptr_nonnull(strstr(out, "epsilon check: FAIL"));
 
-    const char *help[] = {"--help", NULL};
-    ck_assert_int_eq(run_cli(help, out, errb, sizeof out), 0);
+    const char *help[] = {"audit", "--help", NULL};
+    ck_assert_int_eq(cli_run(help, out, errb, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: fedpriv audit"));
 
     static const struct { const char *args[10]; const char *msg; } bad[] = {
-        {{"--mechanism", "spm", "--epsilon", "0"}, "mechanism.epsilon"},
-        {{"--mechanism", "spm", "--epsilon", "-2"}, "mechanism.epsilon"},
-        {{"--mechanism", "spm", "--variant", "fixed", "--epsilon", "1"}, "mechanism.variant"},
-        {{"--mechanism", "ldp-fl", "--epsilon", "1"}, "mechanism.range"},
-        {{"--mechanism", "gaussian", "--epsilon", "1"}, "mechanism.range"},
-        {{"--mechanism", "adaptive-harmony", "--epsilon", "1"}, "mechanism.range"},
-        {{"--mechanism", "spm"}, "mechanism.epsilon"},
-        {{"--mechanism", "bogus", "--epsilon", "1"}, "mechanism.name"},
-        {{"--mechanism", "spm", "--epsilon", "x"}, "--epsilon"},
-        {{"--mechanism", "spm", "--epsilon", "1", "--samples", "5"}, "audit.samples"},
-        {{"--mechanism", "spm", "--epsilon", "1", "--frobnicate"}, "unknown option"},
+        {{"audit", "--mechanism", "spm", "--epsilon", "0"}, "mechanism.epsilon"},
+        {{"audit", "--mechanism", "spm", "--epsilon", "-2"}, "mechanism.epsilon"},
+        {{"audit", "--mechanism", "spm", "--variant", "fixed", "--epsilon", "1"}, "mechanism.variant"},
+        {{"audit", "--mechanism", "ldp-fl", "--epsilon", "1"}, "mechanism.range"},
+        {{"audit", "--mechanism", "gaussian", "--epsilon", "1"}, "mechanism.range"},
+        {{"audit", "--mechanism", "adaptive-harmony", "--epsilon", "1"}, "mechanism.range"},
+        {{"audit", "--mechanism", "spm"}, "mechanism.epsilon"},
+        {{"audit", "--mechanism", "bogus", "--epsilon", "1"}, "mechanism.name"},
+        {{"audit", "--mechanism", "spm", "--epsilon", "x"}, "--epsilon"},
+        {{"audit", "--mechanism", "spm", "--epsilon", "1", "--samples", "5"}, "audit.samples"},
+        {{"audit", "--mechanism", "spm", "--epsilon", "1", "--frobnicate"}, "unknown option"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        ck_assert_int_eq(run_cli(bad[i].args, out, errb, sizeof out), 2);
+        ck_assert_int_eq(cli_run(bad[i].args, out, errb, sizeof out), 2);
         ck_assert_msg(strstr(errb, bad[i].msg) != NULL, "case %zu: %s", i, errb);
         ck_assert_msg(strchr(errb, '\n') == errb + strlen(errb) - 1, "case %zu: not one line: %s", i, errb);
     }

@@ -26,6 +26,7 @@
 #include "defenses/defense.h"
 #include "fl/fed.h"
 #include "models/model.h"
+#include "tests/cli_run.h"
 
 #define SEED 20240611ULL
 
@@ -826,41 +827,6 @@ END_TEST
 
 // ---- through `fedpriv train` ---------------------------------------------------------------
 
-static int run_bin(const char *const *args, char *out, char *errbuf, size_t cap) {
-    const char *bin = getenv("FEDPRIV_BIN");
-    if (!bin || !*bin)
-        return -1;
-    FILE *fo = tmpfile(), *fe = tmpfile();
-    ck_assert_ptr_nonnull(fo);
-    ck_assert_ptr_nonnull(fe);
-    const char *argv[16];
-    int n = 0;
-    argv[n++] = bin;
-    for (int i = 0; args[i] && n < 15; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(fileno(fo), 1);
-        dup2(fileno(fe), 2);
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    FILE *fs[2] = {fo, fe};
-    char *bufs[2] = {out, errbuf};
-    for (int k = 0; k < 2; k++) {
-        rewind(fs[k]);
-        size_t got = fread(bufs[k], 1, cap - 1, fs[k]);
-        bufs[k][got] = '\0';
-        fclose(fs[k]);
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
 // A tiny CSV classification set (2 features, 2 classes) and a config around a defense.
 static void write_config(const char *dir, const char *defense_json, char *cfg_path, size_t n) {
     char csv[512];
@@ -883,13 +849,6 @@ static void write_config(const char *dir, const char *defense_json, char *cfg_pa
     fclose(f);
 }
 
-static int count_lines(const char *s) {
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
-}
-
 START_TEST(cli_train_runs_every_defense) {
     char dir[] = "/tmp/fedpriv-feddef-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
@@ -908,7 +867,7 @@ START_TEST(cli_train_runs_every_defense) {
     for (size_t i = 0; i < sizeof defs / sizeof defs[0]; i++) {
         write_config(dir, defs[i], cfg, sizeof cfg);
         const char *args[] = {"train", "--config", cfg, "--out", out_path, NULL};
-        int rc = run_bin(args, out, errb, sizeof errb);
+        int rc = cli_run(args, out, errb, sizeof errb);
         if (rc < 0) {
             printf("SKIP fedpriv train runs: FEDPRIV_BIN is not set (make test sets it)\n");
             rmdir(dir);
@@ -972,13 +931,13 @@ START_TEST(cli_bad_parameters_exit_2) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_config(dir, bad[i].def, cfg, sizeof cfg);
         const char *args[] = {"train", "--config", cfg, NULL};
-        int rc = run_bin(args, out, errb, sizeof out);
+        int rc = cli_run(args, out, errb, sizeof out);
         if (rc < 0) {
             printf("SKIP fedpriv train bad-input runs: FEDPRIV_BIN is not set (make test sets it)\n");
             break;
         }
         ck_assert_msg(rc == 2, "%s: exit %d, want 2 (%s)", bad[i].def, rc, errb);
-        ck_assert_msg(count_lines(errb) == 1, "%s: want one line on stderr, got \"%s\"", bad[i].def, errb);
+        ck_assert_msg(cli_count_lines(errb) == 1, "%s: want one line on stderr, got \"%s\"", bad[i].def, errb);
         ck_assert_msg(strstr(errb, bad[i].path) != NULL, "%s: \"%s\" does not name %s", bad[i].def, errb,
                       bad[i].path);
         ck_assert_msg(out[0] == '\0', "%s: partial output on stdout", bad[i].def);

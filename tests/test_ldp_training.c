@@ -33,6 +33,7 @@
 #include "defenses/defense.h"
 #include "fl/fed.h"
 #include "models/model.h"
+#include "tests/cli_run.h"
 
 #define SEED 20241016ULL
 
@@ -277,43 +278,6 @@ END_TEST
 
 // ---- through `fedpriv train` ---------------------------------------------------------
 
-// Runs $FEDPRIV_BIN with args; stdout and stderr captured (truncated to cap). Returns
-// the exit status, or -1 when FEDPRIV_BIN is unset.
-static int run_bin(const char *const *args, char *out, char *errbuf, size_t cap) {
-    const char *bin = getenv("FEDPRIV_BIN");
-    if (!bin || !*bin)
-        return -1;
-    FILE *fo = tmpfile(), *fe = tmpfile();
-    ck_assert_ptr_nonnull(fo);
-    ck_assert_ptr_nonnull(fe);
-    const char *argv[16];
-    int n = 0;
-    argv[n++] = bin;
-    for (int i = 0; args[i] && n < 15; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(fileno(fo), 1);
-        dup2(fileno(fe), 2);
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    FILE *fs[2] = {fo, fe};
-    char *bufs[2] = {out, errbuf};
-    for (int k = 0; k < 2; k++) {
-        rewind(fs[k]);
-        size_t got = fread(bufs[k], 1, cap - 1, fs[k]);
-        bufs[k][got] = '\0';
-        fclose(fs[k]);
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
 static int have_fashion(void) { return access(DATASET_FASHION_MNIST_DIR "/t10k-images-idx3-ubyte.gz", R_OK) == 0; }
 
 // The data of a test run: a Fashion-MNIST subset when installed (fashion = 1), else a
@@ -355,13 +319,6 @@ static void cleanup_dir(const char *dir) {
         unlink(p);
     }
     rmdir(dir);
-}
-
-static int count_lines(const char *s) {
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
 }
 
 static double num(const cJSON *o, const char *key) {
@@ -469,7 +426,7 @@ START_TEST(cli_train_every_local_dp_defense) {
         write_config(dir, data, tc->json, cfg, sizeof cfg);
         unlink(out_path);
         const char *args[] = {"train", "--config", cfg, "--out", out_path, NULL};
-        int rc = run_bin(args, out, errb, sizeof errb);
+        int rc = cli_run(args, out, errb, sizeof errb);
         if (rc < 0) {
             printf("SKIP fedpriv train runs: FEDPRIV_BIN is not set (make test sets it)\n");
             break;
@@ -523,13 +480,13 @@ START_TEST(cli_bad_parameters_exit_2) {
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         write_config(dir, data, bad[i].def, cfg, sizeof cfg);
         const char *args[] = {"train", "--config", cfg, NULL};
-        int rc = run_bin(args, out, errb, sizeof out);
+        int rc = cli_run(args, out, errb, sizeof out);
         if (rc < 0) {
             printf("SKIP fedpriv train bad-input runs: FEDPRIV_BIN is not set (make test sets it)\n");
             break;
         }
         ck_assert_msg(rc == 2, "%s: exit %d, want 2 (%s)", bad[i].def, rc, errb);
-        ck_assert_msg(count_lines(errb) == 1, "%s: want one line on stderr, got \"%s\"", bad[i].def, errb);
+        ck_assert_msg(cli_count_lines(errb) == 1, "%s: want one line on stderr, got \"%s\"", bad[i].def, errb);
         ck_assert_msg(strstr(errb, bad[i].path) != NULL, "%s: \"%s\" does not name %s", bad[i].def, errb,
                       bad[i].path);
         ck_assert_msg(out[0] == '\0', "%s: partial output on stdout", bad[i].def);

@@ -24,6 +24,7 @@
 #include "eval/image_metrics.h"
 #include "eval/roc.h"
 #include "reports/png.h"
+#include "tests/cli_run.h"
 
 // ---------------------------------------------------------------------------------
 // Helpers
@@ -421,50 +422,6 @@ END_TEST
 // ---------------------------------------------------------------------------------
 // fedpriv ssim, end to end
 
-// Runs $FEDPRIV_BIN ssim args...; captures stdout and stderr. Returns the exit status,
-// or -1 when FEDPRIV_BIN is unset.
-static int run_ssim(const char *const *args, char *out, char *errb, size_t cap) {
-    const char *bin = getenv("FEDPRIV_BIN");
-    if (!bin || !*bin)
-        return -1;
-    FILE *fo = tmpfile(), *fe = tmpfile();
-    ck_assert(fo && fe);
-    const char *argv[16];
-    int n = 0;
-    argv[n++] = bin;
-    argv[n++] = "ssim";
-    for (int i = 0; args[i] && n < 15; i++)
-        argv[n++] = args[i];
-    argv[n] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(fileno(fo), 1);
-        dup2(fileno(fe), 2);
-        execv(bin, (char *const *)argv);
-        _exit(127);
-    }
-    int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-    FILE *fs[2] = {fo, fe};
-    char *bufs[2] = {out, errb};
-    for (int k = 0; k < 2; k++) {
-        rewind(fs[k]);
-        size_t got = fread(bufs[k], 1, cap - 1, fs[k]);
-        bufs[k][got] = '\0';
-        fclose(fs[k]);
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-static int count_lines(const char *s) {
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
-}
-
 static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) { return remove(p); }
 
 START_TEST(cli_ssim_prints_and_rejects_bad_images) {
@@ -472,8 +429,8 @@ START_TEST(cli_ssim_prints_and_rejects_bad_images) {
     snprintf(a, sizeof a, "%s/ssim/astronaut32.png", fixtures_dir());
     snprintf(b, sizeof b, "%s/ssim/astronaut32-noisy.png", fixtures_dir());
     snprintf(gray, sizeof gray, "%s/ssim/camera28.png", fixtures_dir());
-    const char *ok[] = {a, b, NULL};
-    int rc = run_ssim(ok, out, errb, sizeof out);
+    const char *ok[] = {"ssim", a, b, NULL};
+    int rc = cli_run(ok, out, errb, sizeof out);
     if (rc < 0) {
         printf("SKIP: cli_ssim_prints_and_rejects_bad_images (FEDPRIV_BIN unset)\n");
         return;
@@ -492,16 +449,16 @@ START_TEST(cli_ssim_prints_and_rejects_bad_images) {
     ck_assert_msg(sscanf(out, "ssim %lf psnr %lf", &ssim, &psnr) == 2, "unexpected output: %s", out);
     ck_assert_double_eq_tol(ssim, want, 1e-4);
 
-    const char *js[] = {a, b, "--json", NULL};
-    ck_assert_int_eq(run_ssim(js, out, errb, sizeof out), 0);
+    const char *js[] = {"ssim", a, b, "--json", NULL};
+    ck_assert_int_eq(cli_run(js, out, errb, sizeof out), 0);
     cJSON *j = cJSON_Parse(out);
     ck_assert_msg(j != NULL, "not JSON: %s", out);
     ck_assert_double_eq_tol(num(j, "ssim"), want, 1e-4);
     ck_assert_double_eq_tol(num(j, "psnr"), psnr, 1e-3);
     ck_assert_int_eq((int)num(j, "channels"), 3);
     cJSON_Delete(j);
-    const char *same[] = {a, a, "--json", NULL};
-    ck_assert_int_eq(run_ssim(same, out, errb, sizeof out), 0);
+    const char *same[] = {"ssim", a, a, "--json", NULL};
+    ck_assert_int_eq(cli_run(same, out, errb, sizeof out), 0);
     j = cJSON_Parse(out);
     ck_assert(j && cJSON_IsNull(cJSON_GetObjectItem(j, "psnr")) && num(j, "ssim") == 1.0);
     cJSON_Delete(j);
@@ -521,28 +478,28 @@ START_TEST(cli_ssim_prints_and_rejects_bad_images) {
     ck_assert_int_eq(png_write_gray(small, px, 8, 8, &err), FP_OK);
     snprintf(missing, sizeof missing, "%s/missing.png", dir);
     struct {
-        const char *args[4];
+        const char *args[5];
         const char *named;
     } bad[] = {
-        {{a, text, NULL}, text},      // not a PNG
-        {{text, a, NULL}, text},
-        {{a, gray, NULL}, gray},      // size and channel mismatch
-        {{small, small, NULL}, small}, // smaller than the window
-        {{a, missing, NULL}, missing},
-        {{a, NULL}, "usage"},
-        {{a, b, "--bogus", NULL}, "--bogus"},
+        {{"ssim", a, text, NULL}, text},      // not a PNG
+        {{"ssim", text, a, NULL}, text},
+        {{"ssim", a, gray, NULL}, gray},      // size and channel mismatch
+        {{"ssim", small, small, NULL}, small}, // smaller than the window
+        {{"ssim", a, missing, NULL}, missing},
+        {{"ssim", a, NULL}, "usage"},
+        {{"ssim", a, b, "--bogus", NULL}, "--bogus"},
     };
     for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        rc = run_ssim(bad[k].args, out, errb, sizeof out);
+        rc = cli_run(bad[k].args, out, errb, sizeof out);
         ck_assert_msg(rc == 2, "case %zu: exit %d, stderr %s", k, rc, errb);
         ck_assert_msg(strstr(errb, bad[k].named) != NULL, "case %zu: stderr does not name %s: %s", k, bad[k].named,
                       errb);
         if (strcmp(bad[k].named, "usage") != 0)
-            ck_assert_msg(count_lines(errb) == 1, "case %zu: stderr is not one line: %s", k, errb);
+            ck_assert_msg(cli_count_lines(errb) == 1, "case %zu: stderr is not one line: %s", k, errb);
         ck_assert_str_eq(out, "");
     }
-    const char *help[] = {"--help", NULL};
-    ck_assert_int_eq(run_ssim(help, out, errb, sizeof out), 0);
+    const char *help[] = {"ssim", "--help", NULL};
+    ck_assert_int_eq(cli_run(help, out, errb, sizeof out), 0);
     ck_assert_ptr_nonnull(strstr(out, "usage: fedpriv ssim"));
     nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 }
