@@ -8,7 +8,9 @@
 # evaluation (CPU time of the process, and wall time), total optimisation time,
 # evaluations, final matching loss and SSIM. The two runs draw different weights and
 # dummies (Philox vs torch's generator), so evaluation counts differ; the per-evaluation
-# time is the like-for-like number.
+# time is the like-for-like number. A last line times the closure alone at a fixed point
+# (bench/dlg_closure.c: no L-BFGS, no start-up; its checksum of the loss and gradient
+# bits compares builds for bit-identical results).
 # Usage: bash bench/run-dlg.sh [repeats]      (bench/run.sh runs it too)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,6 +18,7 @@ repeats="${1:-${REPEATS:-3}}"
 build=build/bench
 mkdir -p "$build"
 [ -x ./fedpriv ] || make fedpriv
+bash bench/link.sh bench/dlg_closure.c "$build/dlg_closure"
 /usr/bin/python3 -c "import torch, skimage" 2>/dev/null || \
   bash tools/install-deps.sh --missing python3-torch python3-numpy python3-skimage
 fm="${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"
@@ -54,3 +57,4 @@ print(f"pytorch : {t_cpu:6.3f} ms/evaluation CPU ({t_wall:6.3f} wall), {t['closu
       f"{med(tp, 'seconds'):6.2f} s, loss {t['matching_loss']:.3g}, SSIM {t['ssim']:.4f} (torch {t['torch']})")
 print(f"ratio   : {t_cpu / f_cpu:6.2f} x PyTorch per evaluation (CPU time; wall {t_wall / f_wall:.2f} x)")
 PY
+OPENBLAS_NUM_THREADS=1 "$build/dlg_closure" 2000 5 | /usr/bin/python3 -c "import json,sys; c=json.load(sys.stdin); print(f\"closure : {c['cpu_us_per_evaluation'] / 1000:6.3f} ms/evaluation CPU at a fixed point (median of {c['runs']} x {c['evaluations']}; checksum {c['checksum']})\")"

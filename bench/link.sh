@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds a benchmark program against the fedpriv library that make built (with the CUDA
+# libraries when the library holds the CUDA backend). Run from the repository root.
+# Usage: bash bench/link.sh SOURCE.c OUTPUT
+set -euo pipefail
+make -s fedpriv >/dev/null || true   # (re)builds the library; copying ./fedpriv may fail while it runs
+lib=$(ls -t build/release/libfedpriv.a build/release-cpu/libfedpriv.a 2>/dev/null | head -1)
+if [ -z "$lib" ]; then
+  echo "bench/link.sh: no build/release*/libfedpriv.a (run make first)" >&2
+  exit 2
+fi
+cuda_libs=""
+if ar t "$lib" | grep -q '\.cu\.o$'; then
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  cuda_home=${nvcc%/bin/nvcc}
+  cuda_libs="-L$cuda_home/lib64 -Wl,-rpath,$cuda_home/lib64 -lcudnn -lcublas -lcudart -lstdc++"
+fi
+cc -std=c11 -D_GNU_SOURCE -O2 -I. $(pkg-config --cflags libcjson openblas) "$1" "$lib" \
+  $(pkg-config --libs vips libcjson libpng zlib openblas) $cuda_libs -lm -pthread -o "$2"
