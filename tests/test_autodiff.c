@@ -4,6 +4,7 @@
 #include <stdio.h>
 
 #include "core/autodiff.h"
+#include "core/tape_internal.h"
 #include "tests/gradcheck.c.inc"
 
 #define TOL 2e-2
@@ -165,23 +166,80 @@ START_TEST(wrong_backward_is_caught) {
 }
 END_TEST
 
-// The im2col convolution agrees with the direct loop.
+// The im2col convolution (both of its im2col paths, batches of one, several sample
+// groups) agrees with the direct loop: forward directly, and backward-data /
+// backward-filter through their adjoint identities against the direct forward:
+//   <dy, conv(x, w)> = <bwd_data(dy, w), x> = <bwd_filter(x, dy), w>.
 #include "core/cpu/cpu_kernels.h"
+static const ConvGeom conv_geoms[] = {
+    {.n = 3, .c_in = 3, .h_in = 9, .w_in = 7, .c_out = 4, .kh = 5, .kw = 3, .stride = 2, .pad = 2},
+    {.n = 2, .c_in = 3, .h_in = 12, .w_in = 12, .c_out = 5, .kh = 5, .kw = 5, .stride = 1, .pad = 2},
+    {.n = 1, .c_in = 2, .h_in = 11, .w_in = 9, .c_out = 3, .kh = 5, .kw = 5, .stride = 2, .pad = 2},
+    {.n = 2, .c_in = 4, .h_in = 8, .w_in = 8, .c_out = 6, .kh = 3, .kw = 3, .stride = 1, .pad = 1},
+    {.n = 2, .c_in = 4, .h_in = 8, .w_in = 8, .c_out = 6, .kh = 3, .kw = 3, .stride = 2, .pad = 1},
+    {.n = 3, .c_in = 5, .h_in = 6, .w_in = 6, .c_out = 2, .kh = 1, .kw = 1, .stride = 1, .pad = 0},
+    {.n = 1, .c_in = 1, .h_in = 7, .w_in = 7, .c_out = 1, .kh = 5, .kw = 5, .stride = 1, .pad = 0},
+    // 600 samples of 64×16×16 with a 5×5 kernel exceed one im2col group (several groups)
+    {.n = 600, .c_in = 64, .h_in = 16, .w_in = 16, .c_out = 2, .kh = 5, .kw = 5, .stride = 1, .pad = 2},
+};
+
+static double dotd(const float *a, const float *b, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++)
+        s += (double)a[i] * b[i];
+    return s;
+}
+
 START_TEST(conv_im2col_matches_naive) {
-    ConvGeom g = {.n = 3, .c_in = 3, .h_in = 9, .w_in = 7, .c_out = 4, .kh = 5, .kw = 3, .stride = 2, .pad = 2};
+    ConvGeom g = conv_geoms[_i];
     g.h_out = (g.h_in + 2 * g.pad - g.kh) / g.stride + 1;
     g.w_out = (g.w_in + 2 * g.pad - g.kw) / g.stride + 1;
     size_t nx = (size_t)g.n * g.c_in * g.h_in * g.w_in, nw = (size_t)g.c_out * g.c_in * g.kh * g.kw;
     size_t ny = (size_t)g.n * g.c_out * g.h_out * g.w_out;
     float *x = malloc(nx * 4), *w = malloc(nw * 4), *y1 = malloc(ny * 4), *y2 = malloc(ny * 4);
-    RngStream rs = rng_stream(5, RNG_TEST, 3, 0);
+    float *dy = malloc(ny * 4), *dx = malloc(nx * 4), *dw = malloc(nw * 4);
+    RngStream rs = rng_stream(5, RNG_TEST, 3, (uint32_t)_i);
     for (size_t i = 0; i < nx; i++) x[i] = (float)rng_next_normal(&rs);
     for (size_t i = 0; i < nw; i++) w[i] = (float)rng_next_normal(&rs);
+    for (size_t i = 0; i < ny; i++) dy[i] = (float)rng_next_normal(&rs);
     cpu_conv2d_forward(&g, x, w, y1);
     cpu_conv2d_forward_naive(&g, x, w, y2);
     for (size_t i = 0; i < ny; i++)
         ck_assert_float_eq_tol(y1[i], y2[i], 1e-4f * (1 + fabsf(y2[i])));
-    free(x); free(w); free(y1); free(y2);
+    cpu_conv2d_backward_data(&g, dy, w, dx);
+    cpu_conv2d_backward_filter(&g, x, dy, dw);
+    double ref = dotd(dy, y2, ny), scale = sqrt(dotd(dy, dy, ny) * dotd(y2, y2, ny)) + 1;
+    ck_assert_double_le(fabs(dotd(dx, x, nx) - ref), 1e-4 * scale);
+    ck_assert_double_le(fabs(dotd(dw, w, nw) - ref), 1e-4 * scale);
+    free(x); free(w); free(y1); free(y2); free(dy); free(dx); free(dw);
+}
+END_TEST
+
+// ad_grad skips nodes that lead to no requested variable: the gradient of a loss with
+// respect to the weights only equals the one from a sweep that also asks for the input,
+// and builds fewer nodes.
+START_TEST(grad_pruning_matches_full_sweep) {
+    Tape *t = tape_create(backend_cpu());
+    int xs[4] = {2, 3, 8, 8}, ws[4] = {4, 3, 5, 5};
+    float xh[384], wh[300];
+    RngStream rs = rng_stream(8, RNG_TEST, 4, 0);
+    for (int i = 0; i < 384; i++) xh[i] = (float)rng_next_uniform(&rs);
+    for (int i = 0; i < 300; i++) wh[i] = (float)(rng_next_uniform(&rs) - 0.5);
+    float g_only[300], g_both[300];
+    int nodes[2];
+    for (int k = 0; k < 2; k++) {
+        tape_reset(t);
+        Var *x = ad_from_host(t, xh, 4, xs, 1), *w = ad_from_host(t, wh, 4, ws, 1);
+        Var *loss = ad_mean(t, ad_unary(t, UN_SIGMOID, ad_conv2d(t, x, w, 2, 2)));
+        Var *wrt[2] = {w, x}, *g[2];
+        int before = tape_node_count(t);
+        ck_assert_int_eq(ad_grad(t, loss, wrt, k == 0 ? 1 : 2, g, 0), FP_OK);
+        nodes[k] = tape_node_count(t) - before;
+        ad_to_host(t, g[0], k == 0 ? g_only : g_both);
+    }
+    ck_assert_int_eq(memcmp(g_only, g_both, sizeof g_only), 0);
+    ck_assert_int_lt(nodes[0], nodes[1]);
+    tape_free(t);
 }
 END_TEST
 
@@ -193,7 +251,8 @@ Suite *suite_autodiff(void) {
     tcase_add_loop_test(tc, op_second_order, 0, N_CASES);
     tcase_add_loop_test(tc, unary_first_and_second_order, 0, (int)(sizeof un_ops / sizeof un_ops[0]));
     tcase_add_test(tc, wrong_backward_is_caught);
-    tcase_add_test(tc, conv_im2col_matches_naive);
+    tcase_add_loop_test(tc, conv_im2col_matches_naive, 0, (int)(sizeof conv_geoms / sizeof conv_geoms[0]));
+    tcase_add_test(tc, grad_pruning_matches_full_sweep);
     suite_add_tcase(s, tc);
     return s;
 }
