@@ -11,6 +11,7 @@
 
 #include "core/jsonv.h"
 #include "fl/experiment.h"
+#include "tests/cli_run.h"
 
 static cJSON *parse(const char *s) { return cJSON_Parse(s); }
 
@@ -265,34 +266,10 @@ END_TEST
 // -- the CLI end to end -------------------------------------------------------------
 static const char *bin(void) { return getenv("FEDPRIV_BIN"); }
 
-// Runs a shell command; returns its exit status, stderr captured into errbuf.
-static int run_cmd(const char *cmd, char *errbuf, size_t n) {
-    char full[4096];
-    char errfile[] = "/tmp/fedpriv-test-stderr-XXXXXX";
-    int fd = mkstemp(errfile);
-    close(fd);
-    snprintf(full, sizeof full, "%s 2>%s >/dev/null", cmd, errfile);
-    int st = system(full);
-    FILE *f = fopen(errfile, "r");
-    size_t got = f ? fread(errbuf, 1, n - 1, f) : 0;
-    errbuf[got] = 0;
-    if (f)
-        fclose(f);
-    unlink(errfile);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 static void write_file(const char *path, const char *text) {
     FILE *f = fopen(path, "w");
     fputs(text, f);
     fclose(f);
-}
-
-static int count_lines(const char *s) {
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
 }
 
 static int have_fashion(void) { return access(DATASET_FASHION_MNIST_DIR "/t10k-images-idx3-ubyte.gz", R_OK) == 0; }
@@ -304,14 +281,17 @@ START_TEST(cli_train_twice_identical) {
     }
     char dir[] = "/tmp/fedpriv-test-train-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    char cfg[512], cmd[2048], err[4096];
+    char cfg[512], cmd[2048], out[4096], err[4096];
     snprintf(cfg, sizeof cfg, "%s/c.json", dir);
     write_file(cfg, "{\"seed\": 7, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 3000,"
                     " \"test_samples\": 1000}, \"model\": {\"name\": \"mlp\", \"hidden\": [32]},"
                     " \"federation\": {\"clients\": 4, \"rounds\": 2, \"batch_size\": 32, \"lr\": 0.1}}");
     for (int k = 0; k < 2; k++) {
-        snprintf(cmd, sizeof cmd, "%s train --config %s --out %s/r%d.json --threads %d", bin(), cfg, dir, k, k + 1);
-        ck_assert_int_eq(run_cmd(cmd, err, sizeof err), 0);
+        char out_path[600], threads[8];
+        snprintf(out_path, sizeof out_path, "%s/r%d.json", dir, k);
+        snprintf(threads, sizeof threads, "%d", k + 1);
+        const char *args[] = {"train", "--config", cfg, "--out", out_path, "--threads", threads, NULL};
+        ck_assert_int_eq(cli_run(args, out, err, sizeof err), 0);
     }
     cJSON *r[2];
     for (int k = 0; k < 2; k++) {
@@ -348,7 +328,7 @@ START_TEST(cli_bad_inputs) {
     }
     char dir[] = "/tmp/fedpriv-test-bad-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    char p[1024], cmd[4096], err[4096];
+    char p[1200], cmd[4096], out[8192], err[4096];
     // IDX fixtures: a good 2-image set, then broken variants.
     unsigned char img_hdr[16] = {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 2, 0, 0, 0, 2};
     unsigned char lab_hdr[8] = {0, 0, 8, 1, 0, 0, 0, 2};
@@ -386,9 +366,9 @@ START_TEST(cli_bad_inputs) {
         snprintf(json, sizeof json, "{\"dataset\":{\"name\":\"fashion-mnist\",\"path\":\"%s\"},\"model\":{\"name\":\"mlp\"}}",
                  sub);
         write_file(p, json);
-        snprintf(cmd, sizeof cmd, "%s train --config %s", bin(), p);
-        ck_assert_int_eq(run_cmd(cmd, err, sizeof err), 2);
-        ck_assert_msg(count_lines(err) == 1 && strstr(err, idx_cases[k].needle), "%s: %s", idx_cases[k].name, err);
+        const char *args[] = {"train", "--config", p, NULL};
+        ck_assert_int_eq(cli_run(args, out, err, sizeof err), 2);
+        ck_assert_msg(cli_count_lines(err) == 1 && strstr(err, idx_cases[k].needle), "%s: %s", idx_cases[k].name, err);
     }
     struct { const char *json, *needle; } cfg_cases[] = {
         {"{\"dataset\": {\"name\": \"fashion-mnist\"}, \"model\": {\"name\": \"mlp\"},", "malformed JSON"},
@@ -404,15 +384,15 @@ START_TEST(cli_bad_inputs) {
     for (size_t k = 0; k < sizeof cfg_cases / sizeof cfg_cases[0]; k++) {
         snprintf(p, sizeof p, "%s/cfg%zu.json", dir, k);
         write_file(p, cfg_cases[k].json);
-        snprintf(cmd, sizeof cmd, "%s train --config %s", bin(), p);
-        ck_assert_int_eq(run_cmd(cmd, err, sizeof err), 2);
-        ck_assert_msg(count_lines(err) == 1 && strstr(err, cfg_cases[k].needle), "case %zu: %s", k, err);
+        const char *args[] = {"train", "--config", p, NULL};
+        ck_assert_int_eq(cli_run(args, out, err, sizeof err), 2);
+        ck_assert_msg(cli_count_lines(err) == 1 && strstr(err, cfg_cases[k].needle), "case %zu: %s", k, err);
     }
-    snprintf(cmd, sizeof cmd, "%s train --config %s/missing.json", bin(), dir);
-    ck_assert_int_eq(run_cmd(cmd, err, sizeof err), 2);
-    ck_assert(count_lines(err) == 1 && strstr(err, "missing.json"));
-    snprintf(cmd, sizeof cmd, "%s train --bogus", bin());
-    ck_assert_int_eq(run_cmd(cmd, err, sizeof err), 2);
+    snprintf(p, sizeof p, "%s/missing.json", dir);
+    const char *missing[] = {"train", "--config", p, NULL}, *bogus[] = {"train", "--bogus", NULL};
+    ck_assert_int_eq(cli_run(missing, out, err, sizeof err), 2);
+    ck_assert(cli_count_lines(err) == 1 && strstr(err, "missing.json"));
+    ck_assert_int_eq(cli_run(bogus, out, err, sizeof err), 2);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
 }
