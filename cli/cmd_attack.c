@@ -85,18 +85,14 @@ int cmd_attack(int argc, char **argv) {
     AttackEnv env = {.attack_json = attack_json, .path = "attack", .out_dir = out};
     int rc = CLI_EXIT_OK;
     if (experiment_load(root, extra, device, (int)threads, &ex, &err) != FP_OK) {
-        char msg[sizeof err.msg];
-        snprintf(msg, sizeof msg, "%.200s: %.300s", config, err.msg);
-        memcpy(err.msg, msg, sizeof msg);
+        fp_error_prefix(&err, config);
         cJSON_Delete(owned);
         cJSON_Delete(root);
         return cli_report_error("attack", &err);
     }
     env.ex = &ex;
     if (ops->validate(&env, &err) != FP_OK || !make_dir(out, &err)) {
-        char msg[sizeof err.msg];
-        snprintf(msg, sizeof msg, "%.200s: %.300s", config, err.msg);
-        memcpy(err.msg, msg, sizeof msg);
+        fp_error_prefix(&err, config);
         rc = cli_report_error("attack", &err);
         goto done;
     }

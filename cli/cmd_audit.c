@@ -1,6 +1,6 @@
 // `fedpriv audit`: samples one local-DP mechanism (defenses/mech.h) on chosen inputs
 // and reports its empirical mean, bias factor and variance against the closed forms,
-// and a 95% lower confidence bound on its ε (eval/audit.h). Exit 0 when the bound stays
+// and a 95% lower confidence bound on its ε (audits/mechanism.h). Exit 0 when the bound stays
 // <= the claimed ε and the moments match within 6σ, 1 when not, 2 on bad input.
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 
 #include "cli/cli.h"
 #include "core/jsonv.h"
-#include "eval/audit.h"
+#include "audits/mechanism.h"
 
 static const char *const CMD = "audit";
 

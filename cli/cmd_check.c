@@ -1,12 +1,12 @@
 // `fedpriv check DIR --baseline FILE.json`: the bounds a CI declares over a matrix run
-// (reports/check.h). Exit 0 when every bound holds, 1 with the list of violations, 2 on
+// (runner/check.h). Exit 0 when every bound holds, 1 with the list of violations, 2 on
 // bad input (an unreadable run or a malformed baseline).
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "core/jsonv.h"
-#include "reports/check.h"
+#include "runner/check.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: fedpriv check DIR --baseline FILE.json\n"

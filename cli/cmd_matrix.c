@@ -1,13 +1,13 @@
 // `fedpriv matrix FILE.json --out DIR [--jobs N] [--device cpu|cuda] [--threads N] [--verbose]`:
 // runs every defense setting of a matrix file against every attack in it, one JSON per
-// cell in DIR/cells/, the index in DIR/results.json (reports/matrix.h). A rerun skips
+// cell in DIR/cells/, the index in DIR/results.json (runner/matrix.h). A rerun skips
 // finished cells, so an interrupted run resumes where it stopped.
 #include <stdio.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "core/jsonv.h"
-#include "reports/matrix.h"
+#include "runner/matrix.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: fedpriv matrix FILE.json --out DIR [--jobs N] [--device cpu|cuda] [--threads N] [--verbose]\n"
@@ -19,13 +19,6 @@ static void usage(FILE *f) {
                "  Then: fedpriv report DIR; fedpriv check DIR --baseline FILE.json.\n"
                "  Exit 0 when every cell finished (done or diverged), 1 when a cell failed, 2 on bad input.\n"
                "  The file format is in docs/report.md.\n");
-}
-
-// Prefixes err's message with the file name (messages name the JSON path inside it).
-static void in_file(FpError *err, const char *file) {
-    char msg[sizeof err->msg];
-    snprintf(msg, sizeof msg, "%.200s: %.300s", file, err->msg);
-    memcpy(err->msg, msg, sizeof msg);
 }
 
 int cmd_matrix(int argc, char **argv) {
@@ -73,7 +66,7 @@ int cmd_matrix(int argc, char **argv) {
     FpStatus st = matrix_load(root, &mo, &m, &err);
     cJSON_Delete(root);
     if (st != FP_OK) {
-        in_file(&err, file);
+        fp_error_prefix(&err, file);
         return cli_report_error("matrix", &err);
     }
     MatrixRunOptions ro = {.jobs = (int)jobs, .verbose = verbose, .progress = stderr};

@@ -8,7 +8,7 @@
 
 #include "cli/cli.h"
 #include "eval/image_metrics.h"
-#include "reports/png.h"
+#include "eval/png.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: fedpriv ssim A.png B.png [--json]\n"

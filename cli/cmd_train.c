@@ -67,18 +67,14 @@ int cmd_train(int argc, char **argv) {
     if (experiment_load(root, NULL, device, (int)threads, &ex, &err) != FP_OK) {
         cJSON_Delete(root);
         // Messages name the JSON path; say which file it is in.
-        char msg[sizeof err.msg];
-        snprintf(msg, sizeof msg, "%s: %s", config, err.msg);
-        memcpy(err.msg, msg, sizeof msg);
+        fp_error_prefix(&err, config);
         return cli_report_error("train", &err);
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     Federation *f = experiment_federation(&ex, NULL, 0, &err);
     if (!f) {
-        char msg[sizeof err.msg];
-        snprintf(msg, sizeof msg, "%s: %s", config, err.msg);
-        memcpy(err.msg, msg, sizeof msg);
+        fp_error_prefix(&err, config);
         experiment_free(&ex);
         cJSON_Delete(root);
         return cli_report_error("train", &err);

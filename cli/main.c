@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/version.h"
 
 typedef struct {
     const char *name;
@@ -25,7 +26,8 @@ static const Command commands[] = {
 };
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: fedpriv COMMAND [options]   (fedpriv COMMAND --help for details)\n\ncommands:\n");
+    fprintf(f, "usage: fedpriv COMMAND [options]   (fedpriv COMMAND --help for details; fedpriv --version)\n\n"
+               "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
 }
@@ -37,6 +39,10 @@ int main(int argc, char **argv) {
     }
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "help") == 0) {
         usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
+        printf("fedpriv %s (%s)\n", FEDPRIV_VERSION, fedpriv_build_describe());
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 FpStatus fp_fail(FpError *err, FpStatus code, const char *fmt, ...) {
     if (err) {
@@ -45,4 +46,15 @@ void *fp_calloc(size_t count, size_t size, FpError *err) {
     if (!p)
         fp_fail(err, FP_ENOMEM, "out of memory allocating %zu bytes", count * size);
     return p;
+}
+
+void fp_error_prefix(FpError *err, const char *prefix) {
+    if (!err || !prefix)
+        return;
+    char msg[sizeof err->msg];
+    int n = snprintf(msg, sizeof msg, "%s: ", prefix);
+    if (n < 0 || (size_t)n >= sizeof msg)
+        n = (int)sizeof msg - 1;
+    snprintf(msg + n, sizeof msg - (size_t)n, "%s", err->msg);
+    memcpy(err->msg, msg, sizeof msg);
 }

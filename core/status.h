@@ -27,6 +27,10 @@ typedef struct FpError {
 FpStatus fp_fail(FpError *err, FpStatus code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+// Puts "prefix: " before err's message (truncating the end when it no longer fits), e.g.
+// the config file's name before a JSON path.
+void fp_error_prefix(FpError *err, const char *prefix);
+
 // A short name for a status ("io", "format", ...).
 const char *fp_status_name(FpStatus code);
 

@@ -249,16 +249,16 @@ FpStatus dataset_read_file(const char *path, unsigned char **buf, size_t *len, F
         if (got < 0 || (zerr != Z_OK)) {
             // zmsg lives in f's state: format the message before gzclose frees it
             // (found by fuzz/fuzz_cifar.c; regression input fuzz/corpus/cifar/regress-*).
-            FpStatus st;
+            FpStatus status;
             if (zerr == Z_ERRNO)
-                st = fp_fail(err, FP_EIO, "%s: read error: %s", path, strerror(errno));
+                status = fp_fail(err, FP_EIO, "%s: read error: %s", path, strerror(errno));
             else if (zerr == Z_BUF_ERROR)
-                st = fp_fail(err, FP_EFORMAT, "%s: truncated gzip stream", path);
+                status = fp_fail(err, FP_EFORMAT, "%s: truncated gzip stream", path);
             else
-                st = fp_fail(err, FP_EFORMAT, "%s: gzip error: %s", path, zmsg);
+                status = fp_fail(err, FP_EFORMAT, "%s: gzip error: %s", path, zmsg);
             free(b);
             gzclose(f);
-            return st;
+            return status;
         }
         break; // end of file
     }

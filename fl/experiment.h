@@ -13,6 +13,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/version.h"
 #include "fl/fed.h"
 
 typedef struct Experiment {
@@ -53,7 +54,5 @@ void experiment_describe(const Experiment *ex, const Federation *f, cJSON *resul
 // "privacy": {...}}, ...] and the final record.
 cJSON *fed_rounds_json(const Federation *f, int with_timings);
 cJSON *privacy_record_json(const PrivacyRecord *p);
-
-#define FEDPRIV_VERSION "0.1.0"
 
 #endif

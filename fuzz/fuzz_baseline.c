@@ -1,5 +1,5 @@
 // libFuzzer target: `fedpriv check` baseline files and the run they are checked against
-// (reports/check.c check_baseline, which reads the run with matrix_results_load and
+// (runner/check.c check_baseline, which reads the run with matrix_results_load and
 // matrix_audit_load).
 //
 // Byte 0 even: the rest is the baseline, checked against a fixed run directory
@@ -12,7 +12,7 @@
 #include "core/jsonv.h"
 #include "fuzz/fuzz_run_dir.h"
 #include "fuzz/fuzz_util.h"
-#include "reports/check.h"
+#include "runner/check.h"
 
 static char dir[128];
 static cJSON *fixed_baseline;

@@ -1,4 +1,4 @@
-// libFuzzer target: matrix files (reports/matrix.c matrix_load: the file's own keys,
+// libFuzzer target: matrix files (runner/matrix.c matrix_load: the file's own keys,
 // every defense's ε list and sweep, every attack's parameters, all validated before
 // any training) and the run files a report reads back (matrix_results_load).
 //
@@ -14,7 +14,7 @@
 #include "core/jsonv.h"
 #include "fuzz/fuzz_run_dir.h"
 #include "fuzz/fuzz_util.h"
-#include "reports/matrix.h"
+#include "runner/matrix.h"
 
 static char dir[128], csv_path[192];
 

@@ -1,8 +1,8 @@
-// libFuzzer target: PNG input through libpng (reports/png.c png_read).
+// libFuzzer target: PNG input through libpng (eval/png.c png_read).
 #include <stdlib.h>
 
 #include "fuzz/fuzz_util.h"
-#include "reports/png.h"
+#include "eval/png.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const char *path = fuzz_file(0, data, size);

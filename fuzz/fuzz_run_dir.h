@@ -1,6 +1,6 @@
 // A small fixed matrix run directory for fuzz_matrix and fuzz_baseline: an index
 // (results.json) with three cells, their cell files and one audit record, in the format
-// of reports/matrix.h. fuzz_run_dir_make writes it under dir; either target then
+// of runner/matrix.h. fuzz_run_dir_make writes it under dir; either target then
 // overwrites one of its files with the fuzzed input.
 #ifndef FEDPRIV_FUZZ_RUN_DIR_H
 #define FEDPRIV_FUZZ_RUN_DIR_H

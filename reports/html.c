@@ -3,7 +3,7 @@
 // ROC curves, reconstructions, audit findings, run metadata.
 //
 // Artifacts are read only from inside DIR: a path from a result must be relative,
-// without "..", and the file must decode as a PNG (reports/png.h) before its bytes are
+// without "..", and the file must decode as a PNG (eval/png.h) before its bytes are
 // inlined; anything else is listed as a problem instead of drawing a broken image.
 #include "reports/html.h"
 
@@ -18,8 +18,9 @@
 #include <unistd.h>
 
 #include "core/jsonv.h"
-#include "reports/matrix.h"
-#include "reports/png.h"
+#include "core/version.h"
+#include "eval/png.h"
+#include "reports/results.h"
 #include "reports/svg.h"
 
 // ---- buffer and escaping --------------------------------------------------------------

@@ -19,8 +19,8 @@
 
 #include "core/jsonv.h"
 #include "core/rng.h"
-#include "reports/matrix.h"
-#include "reports/png.h"
+#include "runner/matrix.h"
+#include "eval/png.h"
 
 // ---- defenses ------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-// The empirical audit (eval/audit.h) and `fedpriv audit`: Clopper-Pearson bounds against
+// The empirical audit (audits/mechanism.h) and `fedpriv audit`: Clopper-Pearson bounds against
 // known values, every sound mechanism's ε lower bound <= its ε (with power to come close),
 // a deliberately broken mechanism caught, SPM's magnitude leak caught, the issue's
 // acceptance figures (SPM bias factor 0.574 as published, 1.000 corrected), and the CLI.
@@ -10,7 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "eval/audit.h"
+#include "audits/mechanism.h"
 #include "tests/cli_run.h"
 
 static Mech make_mech(const char *text) {

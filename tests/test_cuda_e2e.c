@@ -95,7 +95,7 @@ START_TEST(cuda_federated_run_matches_cpu) {
 END_TEST
 
 static cJSON *run_dlg(const char *bin, const char *dir, const char *fm, const char *device) {
-    char cfg[1024], cmd[4096], out[1100];
+    char cfg[1200], cmd[4096], out[1100];
     snprintf(cfg, sizeof cfg, "%s/dlg-%s.json", dir, device);
     FILE *f = fopen(cfg, "w");
     fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\", \"split\": \"test\","

@@ -17,7 +17,7 @@
 #include "core/jsonv.h"
 #include "core/rng.h"
 #include "eval/image_metrics.h"
-#include "reports/png.h"
+#include "eval/png.h"
 
 // -- L-BFGS ----------------------------------------------------------------------------------
 static const double SM_A[5] = {1.0, 2.0, 0.5, 3.0, 1.5}, SM_C[5] = {0.3, -0.2, 0.5, 0.1, -0.4};

@@ -1,4 +1,4 @@
-// The matrix runner (reports/matrix.h) and `fedpriv check` (reports/check.h):
+// The matrix runner (runner/matrix.h) and `fedpriv check` (runner/check.h):
 // expansion of ε lists and sweeps, bad matrix files, kill-and-resume (SIGKILL at many
 // moments, then a rerun ends with the same cells as an uninterrupted run), --jobs
 // determinism, diverged and failed cells, the baseline bounds; and, when FEDPRIV_BIN is
@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 
 #include "matrix_standins.h"
-#include "reports/check.h"
+#include "runner/check.h"
 
 #define TEST_DIR "build/test-matrix"
 #define CSV TEST_DIR "/blobs.csv"

@@ -23,7 +23,7 @@
 #include "core/rng.h"
 #include "eval/image_metrics.h"
 #include "eval/roc.h"
-#include "reports/png.h"
+#include "eval/png.h"
 #include "tests/cli_run.h"
 
 // ---------------------------------------------------------------------------------

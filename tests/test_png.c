@@ -1,4 +1,4 @@
-// PNG read/write (reports/png.h): round trips, clamping and rounding, every colour
+// PNG read/write (eval/png.h): round trips, clamping and rounding, every colour
 // type and depth libpng can write (the test writes them with libpng directly), grids,
 // and bad files: missing, not a PNG, empty, truncated at several points, a flipped
 // byte in the image data, an absurd header, and an unwritable destination.
@@ -14,7 +14,7 @@
 #include <zlib.h>
 
 #include "core/rng.h"
-#include "reports/png.h"
+#include "eval/png.h"
 
 // ---------------------------------------------------------------------------------
 // Helpers

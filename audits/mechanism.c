@@ -1,6 +1,6 @@
-// The empirical audit of a scalar mechanism (eval/audit.h): moments against the closed
+// The empirical audit of a scalar mechanism (audits/mechanism.h): moments against the closed
 // forms, and a Clopper-Pearson lower bound on ε from output histograms.
-#include "eval/audit.h"
+#include "audits/mechanism.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -23,14 +23,15 @@
 // seed, so a run killed at any moment (SIGKILL included) and rerun ends with the same
 // cell files as an uninterrupted run; only timings differ, and they live in keys named
 // "seconds" or ending in "_seconds", and in each cell's "run" object.
-#ifndef FEDPRIV_REPORTS_MATRIX_H
-#define FEDPRIV_REPORTS_MATRIX_H
+#ifndef FEDPRIV_RUNNER_MATRIX_H
+#define FEDPRIV_RUNNER_MATRIX_H
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
 
 #include "attacks/attack.h"
 #include "defenses/defense.h"
+#include "reports/results.h"
 
 // Where names are looked up. NULL (or a NULL slot) = the built-in registries; tests
 // pass stand-ins.
@@ -38,13 +39,6 @@ typedef struct MatrixRegistry {
     const DefenseOps *(*defense_find)(const char *name);
     const AttackOps *(*attack_find)(const char *name);
 } MatrixRegistry;
-
-typedef enum { CELL_PENDING = 0, CELL_DONE = 1, CELL_DIVERGED = 2, CELL_FAILED = 3 } CellStatus;
-
-// "pending", "done", "diverged", "failed".
-const char *cell_status_name(CellStatus s);
-// The status named s, or -1.
-int cell_status_parse(const char *s);
 
 typedef struct MatrixOptions {
     const MatrixRegistry *registry; // NULL: the built-in registries
@@ -84,29 +78,5 @@ const char *matrix_cell_label(const Matrix *m, int i);
 // value is an error only when the run itself cannot proceed (dir unwritable, another
 // run holds dir's lock).
 FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt, MatrixSummary *sum, FpError *err);
-
-// ---- reading a run back (the report and `fedpriv check`) ------------------------------
-
-typedef struct MatrixResults {
-    cJSON *index;   // DIR/results.json
-    int n;          // cells in the index
-    cJSON **cells;  // n entries: the cell's JSON, or NULL when it has none yet (pending)
-    CellStatus *status; // n entries: from the cell file when present, else the index
-} MatrixResults;
-
-// Reads DIR/results.json and the cell files it names. A missing or malformed index, a
-// cell id that is not a plain file name, or a malformed cell file is FP_EIO/FP_EFORMAT
-// naming the file.
-FpStatus matrix_results_load(const char *dir, MatrixResults *out, FpError *err);
-void matrix_results_free(MatrixResults *r);
-
-// A cell's attack entry by attack name (the first one), or NULL.
-const cJSON *matrix_cell_attack(const cJSON *cell, const char *name);
-
-// Audit findings stored with a run: every DIR/audit/*.json (names sorted), each the
-// output of `fedpriv audit --json`: one object, a list of them, or {"results": [...]}.
-// *records is a list of the finding objects, each with "file" (the file's name) added;
-// an empty list when DIR/audit does not exist. A malformed file is FP_EFORMAT.
-FpStatus matrix_audit_load(const char *dir, cJSON **records, FpError *err);
 
 #endif

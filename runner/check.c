@@ -1,5 +1,5 @@
-// Baseline bounds over a matrix run (see reports/check.h).
-#include "reports/check.h"
+// Baseline bounds over a matrix run (see runner/check.h).
+#include "runner/check.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/jsonv.h"
-#include "reports/matrix.h"
+#include "reports/results.h"
 
 typedef struct Bound {
     int index;

@@ -1,4 +1,4 @@
-// Running a matrix (see reports/matrix.h): one cell at a time in this process, or up
+// Running a matrix (see runner/matrix.h): one cell at a time in this process, or up
 // to --jobs cells at once, each in a forked process. Either way a cell computes the
 // same thing: its result depends only on its spec and the seed.
 //
@@ -9,7 +9,7 @@
 // or one that is run again from scratch (its stale .partial folder is removed first).
 // A lock on DIR/.lock keeps two runs from writing the same folder; forked cells die
 // with their parent (PR_SET_PDEATHSIG), so a killed run leaves no writer behind.
-#include "reports/matrix_internal.h"
+#include "runner/matrix_internal.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -26,8 +26,8 @@
 // never pass vacuously. A selected cell that diverged, failed or is pending, or lacks
 // the metric, is a violation. With "require_complete" (default true) every failed or
 // pending cell of the run is one too.
-#ifndef FEDPRIV_REPORTS_CHECK_H
-#define FEDPRIV_REPORTS_CHECK_H
+#ifndef FEDPRIV_RUNNER_CHECK_H
+#define FEDPRIV_RUNNER_CHECK_H
 
 #include <cjson/cJSON.h>
 

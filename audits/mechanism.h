@@ -18,8 +18,8 @@
 // with probability >= 1 - α (α = 0.05): ε_LB is a 95% lower confidence bound, valid
 // however the maximising set was picked. A mechanism whose ε_LB exceeds its claimed ε
 // fails the audit.
-#ifndef FEDPRIV_EVAL_AUDIT_H
-#define FEDPRIV_EVAL_AUDIT_H
+#ifndef FEDPRIV_AUDITS_MECHANISM_H
+#define FEDPRIV_AUDITS_MECHANISM_H
 
 #include <cjson/cJSON.h>
 #include <stdint.h>

@@ -16,8 +16,8 @@
 // Gamma and colour-profile chunks are ignored (values are taken as stored).
 // Errors name the file: missing or unreadable → FP_EIO; not a PNG, truncated, corrupt
 // (CRC, zlib) or larger than PNG_MAX_SIDE on a side → FP_EFORMAT.
-#ifndef FEDPRIV_REPORTS_PNG_H
-#define FEDPRIV_REPORTS_PNG_H
+#ifndef FEDPRIV_EVAL_PNG_H
+#define FEDPRIV_EVAL_PNG_H
 
 #include "core/status.h"
 

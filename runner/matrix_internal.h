@@ -1,9 +1,9 @@
-// What reports/matrix.c (loading, cells) and reports/matrix_run.c (running) share.
-// Not for other modules: use reports/matrix.h.
-#ifndef FEDPRIV_REPORTS_MATRIX_INTERNAL_H
-#define FEDPRIV_REPORTS_MATRIX_INTERNAL_H
+// What runner/matrix.c (loading, cells) and runner/matrix_run.c (running) share.
+// Not for other modules: use runner/matrix.h.
+#ifndef FEDPRIV_RUNNER_MATRIX_INTERNAL_H
+#define FEDPRIV_RUNNER_MATRIX_INTERNAL_H
 
-#include "reports/matrix.h"
+#include "runner/matrix.h"
 
 typedef struct AttackSpec {
     const AttackOps *ops;
@@ -47,7 +47,5 @@ const DefenseOps *matrix_defense_find(const Matrix *m, const char *name);
 const AttackOps *matrix_attack_find(const Matrix *m, const char *name);
 // "philox" (reproducible) or "secure" (the config's "rng": "secure"; core/rng_secure.h).
 const char *matrix_rng_name(const Matrix *m);
-// 1 when id is a plain file name ([A-Za-z0-9._-], not starting with '.').
-int matrix_id_is_safe(const char *id);
 
 #endif
