@@ -70,8 +70,21 @@ typedef struct DefenseRound {
     int n_local;
 } DefenseRound;
 
+// How far the sound bound is a guarantee for the code as it runs (floating point,
+// sampling and participants included). Zero-initialised records say NONE: a defense
+// claims more only by setting it.
+typedef enum {
+    GUARANTEE_NONE = 0,        // no bound holds for what runs (epsilon_total_sound is INFINITY)
+    GUARANTEE_CONDITIONAL = 1, // a bound holds under `assumptions` (epsilon_total_conditional)
+    GUARANTEE_PROVEN = 2,      // epsilon_total_sound is proven for what runs
+} Guarantee;
+
+#define PRIVACY_MAX_ASSUMPTIONS 6
+
 // Privacy accounting, side by side: the paper's nominal claim and a sound bound.
 // A value < 0 means "not defined for this defense"; INFINITY means no guarantee.
+// epsilon_total_sound is a proven bound or INFINITY; a bound that needs assumptions
+// goes to epsilon_total_conditional with the assumptions as plain sentences.
 typedef struct PrivacyRecord {
     const char *unit;              // "scalar", "layer", "upload", "client", "record"
     double epsilon_round_nominal;  // the paper's ε for one round
@@ -81,7 +94,14 @@ typedef struct PrivacyRecord {
     double delta;                  // δ of the sound bound (0 for pure DP)
     const char *sound_notion;      // e.g. "RDP (subsampled Gaussian), Balle et al. 2020 conversion"
     double sigma;                  // noise multiplier or scale this round, when one exists (else -1)
+    Guarantee guarantee;           // of the sound bound (NONE unless a defense says more)
+    double epsilon_total_conditional;  // the bound under `assumptions` (read when CONDITIONAL)
+    const char *assumptions[PRIVACY_MAX_ASSUMPTIONS]; // NULL-terminated sentences: what a
+                                   // conditional bound assumes, or why there is none
 } PrivacyRecord;
+
+// "proven", "conditional", "none".
+const char *guarantee_name(Guarantee g);
 
 typedef struct DefenseOps {
     const char *name;

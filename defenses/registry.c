@@ -28,3 +28,9 @@ const DefenseOps *defense_find(const char *name) {
             return all_defenses[i];
     return NULL;
 }
+
+const char *guarantee_name(Guarantee g) {
+    static const char *const names[] = {[GUARANTEE_NONE] = "none", [GUARANTEE_CONDITIONAL] = "conditional",
+                                        [GUARANTEE_PROVEN] = "proven"};
+    return (unsigned)g < sizeof names / sizeof names[0] ? names[g] : "none";
+}

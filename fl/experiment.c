@@ -169,6 +169,12 @@ cJSON *privacy_record_json(const PrivacyRecord *p) {
     add_number_or_null(snd, "epsilon_total", p->epsilon_total_sound);
     cJSON_AddNumberToObject(snd, "delta", p->delta);
     cJSON_AddStringToObject(snd, "notion", p->sound_notion ? p->sound_notion : "");
+    cJSON_AddStringToObject(j, "guarantee", guarantee_name(p->guarantee));
+    if (p->guarantee == GUARANTEE_CONDITIONAL)
+        add_number_or_null(snd, "epsilon_total_conditional", p->epsilon_total_conditional);
+    cJSON *as = cJSON_AddArrayToObject(j, "assumptions");
+    for (int i = 0; i < PRIVACY_MAX_ASSUMPTIONS && p->assumptions[i]; i++)
+        cJSON_AddItemToArray(as, cJSON_CreateString(p->assumptions[i]));
     if (p->sigma >= 0)
         cJSON_AddNumberToObject(j, "sigma", p->sigma);
     return j;
