@@ -8,6 +8,8 @@
 //   over steps and phases. Conversion: Balle et al. 2020 ("Hypothesis testing
 //   interpretations and Rényi DP", Thm 21) by default, or the classic Mironov 2017
 //   Prop. 3 bound for comparison.            -> defenses/accountant_rdp.c
+//   The other sampling kinds (fixed-size without replacement: Wang, Balle,
+//   Kasiviswanathan 2019; replace-one by joint convexity) -> defenses/accountant_sampled.c
 // - zCDP / plain Gaussian rounds (q = 1): ρ = Δ²/(2σ²) per round, ρ adds up; ε by
 //   Bun & Steinke 2016 Prop. 1.3, by the RDP route over a continuum of orders, or
 //   exactly (a composition of Gaussians is one Gaussian: Dong, Roth, Su 2022 GDP;
@@ -61,6 +63,52 @@ double rdp_subsampled_gaussian(double q, double sigma, double alpha);
 FpStatus rdp_to_epsilon(const double *orders, const double *rdp, int n, double delta, RdpConversion conv,
                         double *eps, double *best_alpha, FpError *err);
 
+// ---- Sampling kinds: who takes part in a step, and which neighbours a bound is for ----
+//
+// `sigma` is the noise std over the L2 sensitivity of the kind's neighbouring relation:
+// for a sum of vectors clipped to norm C that is C for add/remove and 2C for replace-one.
+// One account composes phases of one relation only (RDP composes per relation).
+typedef enum {
+    // Each participant independently with probability q; add/remove one participant.
+    // Mironov, Talwar, Zhang 2019 (rdp_subsampled_gaussian): exact for the SGM.
+    RDP_SAMPLING_POISSON = 0,
+    // A uniformly random subset of fixed size m of the n, q = m/n; replace one.
+    // Wang, Balle, Kasiviswanathan 2019 Thm 9 (rdp_fixed_gaussian).
+    RDP_SAMPLING_FIXED = 1,
+    // Each independently with probability q; replace one. Joint convexity only
+    // (rdp_poisson_replace_gaussian): valid for any mechanism whose output, when the
+    // changed participant is not sampled, does not depend on it.
+    RDP_SAMPLING_POISSON_REPLACE = 2,
+} RdpSampling;
+
+// "poisson", "fixed", "poisson-replace"; NULL for an unknown kind.
+const char *rdp_sampling_name(RdpSampling s);
+// 1 when the kind's bounds are for replace-one neighbours, 0 for add/remove.
+int rdp_sampling_replace_one(RdpSampling s);
+
+// RDP ε_α of ONE step of the Gaussian mechanism (noise multiplier sigma for replace-one
+// neighbours) on a fixed-size sample without replacement, q = m/n. Wang, Balle,
+// Kasiviswanathan 2019 ("Subsampled Rényi differential privacy and analytical moments
+// accountant", AISTATS, Thm 9), for integer α >= 2 with ε(j) = j/(2σ²) the base
+// mechanism's RDP and ε(∞) = ∞:
+//   ε'(α) <= 1/(α−1) · ln(1 + q² C(α,2) min{4(e^{ε(2)} − 1), 2 e^{ε(2)}}
+//                          + Σ_{j=3..α} 2 q^j C(α,j) e^{(j−1) ε(j)});
+// between integers the bound on (α−1)ε'(α) (a cumulant generating function, convex in
+// α) is interpolated linearly, and below 2 the bound at 2 holds (ε'(α) grows with α).
+// The result is the smaller of that, the joint-convexity bound (see
+// rdp_poisson_replace_gaussian) and the unsampled α/(2σ²): all three hold.
+// q = 0 → 0; sigma = 0 → INFINITY; NAN for q outside [0,1], sigma < 0 or alpha <= 1.
+double rdp_fixed_gaussian(double q, double sigma, double alpha);
+
+// RDP ε_α of ONE step when the changed participant is sampled with probability q and
+// the output does not depend on it otherwise (replace-one, Poisson or any sampling):
+// by the joint convexity of e^{(α−1)D_α}, ε'(α) <= ln(1 − q + q e^{(α−1)α/(2σ²)})/(α−1).
+// Weaker than rdp_fixed_gaussian for small q, valid without any other structure.
+double rdp_poisson_replace_gaussian(double q, double sigma, double alpha);
+
+// The per-step RDP of a sampling kind (the functions above, by table).
+double rdp_sampled_gaussian(RdpSampling s, double q, double sigma, double alpha);
+
 // An accountant that accumulates phases (q, sigma, steps) of the subsampled Gaussian
 // mechanism over a fixed order grid. Typical use in a defense: create once, add
 // (q, σ, 1) after each round, ask epsilon whenever a privacy record is written.
@@ -69,8 +117,13 @@ typedef struct RdpAccountant RdpAccountant;
 // orders = NULL uses the default grid (n_orders ignored); otherwise n_orders >= 1
 // orders, each > 1, copied.
 FpStatus rdp_accountant_create(const double *orders, int n_orders, RdpAccountant **out, FpError *err);
-// Adds `steps` compositions of the mechanism (q in [0,1], sigma >= 0 finite, steps >= 0).
+// Adds `steps` compositions of the Poisson-subsampled mechanism (q in [0,1], sigma >= 0
+// finite, steps >= 0): rdp_accountant_add_sampled with RDP_SAMPLING_POISSON.
 FpStatus rdp_accountant_add(RdpAccountant *acc, double q, double sigma, long long steps, FpError *err);
+// Adds `steps` compositions under sampling kind s (per-round σ sequences: one call per
+// round). FP_EPARAM when s's neighbouring relation differs from the phases already added.
+FpStatus rdp_accountant_add_sampled(RdpAccountant *acc, RdpSampling s, double q, double sigma, long long steps,
+                                    FpError *err);
 // (ε, δ) of everything added so far. ε = 0 (best_alpha NAN) when nothing was spent
 // (no phase, or only q = 0 / steps = 0 phases).
 FpStatus rdp_accountant_epsilon(const RdpAccountant *acc, double delta, RdpConversion conv, double *eps,
@@ -91,6 +144,10 @@ FpStatus rdp_epsilon(double q, double sigma, long long steps, double delta, doub
 // message says what the grid reaches; try rdp_extended_orders).
 FpStatus rdp_sigma_for_epsilon(double q, long long steps, double delta, double target_eps, const double *orders,
                                int n_orders, double *sigma, double *eps_at, FpError *err);
+// The same search under sampling kind s (rdp_sigma_for_epsilon is s = POISSON).
+FpStatus rdp_sigma_for_epsilon_sampled(RdpSampling s, double q, long long steps, double delta, double target_eps,
+                                       const double *orders, int n_orders, double *sigma, double *eps_at,
+                                       FpError *err);
 
 // ---- zCDP and plain Gaussian rounds (amplitude-varying noise, NbAFL) -------------
 

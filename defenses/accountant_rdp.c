@@ -141,6 +141,29 @@ double rdp_subsampled_gaussian(double q, double sigma, double alpha) {
     return la / (alpha - 1.0);
 }
 
+// ---- sampling kinds (by table) -----------------------------------------------------
+
+static const struct {
+    const char *name;
+    int replace_one;
+    double (*rdp)(double q, double sigma, double alpha);
+} sampling_kinds[] = {
+    [RDP_SAMPLING_POISSON] = {"poisson", 0, rdp_subsampled_gaussian},
+    [RDP_SAMPLING_FIXED] = {"fixed", 1, rdp_fixed_gaussian},
+    [RDP_SAMPLING_POISSON_REPLACE] = {"poisson-replace", 1, rdp_poisson_replace_gaussian},
+};
+#define N_SAMPLING_KINDS ((int)(sizeof sampling_kinds / sizeof sampling_kinds[0]))
+
+static int sampling_ok(RdpSampling s) { return (unsigned)s < (unsigned)N_SAMPLING_KINDS; }
+
+const char *rdp_sampling_name(RdpSampling s) { return sampling_ok(s) ? sampling_kinds[s].name : NULL; }
+
+int rdp_sampling_replace_one(RdpSampling s) { return sampling_ok(s) ? sampling_kinds[s].replace_one : 0; }
+
+double rdp_sampled_gaussian(RdpSampling s, double q, double sigma, double alpha) {
+    return sampling_ok(s) ? sampling_kinds[s].rdp(q, sigma, alpha) : NAN;
+}
+
 // ---- order grids -------------------------------------------------------------------
 
 int rdp_default_orders(double *out) {
@@ -209,6 +232,7 @@ struct RdpAccountant {
     double *orders;  // n orders, each > 1
     double *rdp;     // accumulated ε_α per order
     int spent;       // 1 once a phase with q > 0 and steps > 0 was added
+    int relation;    // -1 until a phase is added; then 0 add/remove, 1 replace-one
 };
 
 static FpStatus check_orders(const double *orders, int n, FpError *err) {
@@ -230,6 +254,7 @@ FpStatus rdp_accountant_create(const double *orders, int n_orders, RdpAccountant
     if (!acc)
         return FP_ENOMEM;
     acc->n = n_orders;
+    acc->relation = -1;
     acc->orders = fp_malloc((size_t)n_orders * sizeof(double), err);
     acc->rdp = fp_calloc((size_t)n_orders, sizeof(double), err);
     if (!acc->orders || !acc->rdp) {
@@ -255,11 +280,24 @@ static FpStatus check_phase(double q, double sigma, long long steps, FpError *er
 }
 
 FpStatus rdp_accountant_add(RdpAccountant *acc, double q, double sigma, long long steps, FpError *err) {
+    return rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON, q, sigma, steps, err);
+}
+
+FpStatus rdp_accountant_add_sampled(RdpAccountant *acc, RdpSampling s, double q, double sigma, long long steps,
+                                    FpError *err) {
+    if (!sampling_ok(s))
+        return fp_fail(err, FP_EPARAM, "unknown sampling kind %d", (int)s);
     FP_TRY(check_phase(q, sigma, steps, err));
+    int rel = sampling_kinds[s].replace_one;
+    if (acc->relation >= 0 && acc->relation != rel)
+        return fp_fail(err, FP_EPARAM, "a %s phase (%s neighbours) cannot compose with the %s phases already added",
+                       sampling_kinds[s].name, rel ? "replace-one" : "add/remove",
+                       acc->relation ? "replace-one" : "add/remove");
+    acc->relation = rel;
     if (steps == 0 || q == 0.0)
         return FP_OK;  // nothing released about anyone
     for (int i = 0; i < acc->n; i++)
-        acc->rdp[i] += (double)steps * rdp_subsampled_gaussian(q, sigma, acc->orders[i]);
+        acc->rdp[i] += (double)steps * sampling_kinds[s].rdp(q, sigma, acc->orders[i]);
     acc->spent = 1;
     return FP_OK;
 }
@@ -306,10 +344,10 @@ FpStatus rdp_epsilon(double q, double sigma, long long steps, double delta, doub
 // ---- σ for a target ε --------------------------------------------------------------
 
 // ε of one phase (q, sigma, steps) on the given orders; rdp is scratch of n doubles.
-static double phase_epsilon(double q, double sigma, long long steps, const double *orders, int n, double delta,
-                            double *rdp) {
+static double phase_epsilon(RdpSampling s, double q, double sigma, long long steps, const double *orders, int n,
+                            double delta, double *rdp) {
     for (int i = 0; i < n; i++)
-        rdp[i] = (double)steps * rdp_subsampled_gaussian(q, sigma, orders[i]);
+        rdp[i] = (double)steps * sampling_kinds[s].rdp(q, sigma, orders[i]);
     double eps;
     if (rdp_to_epsilon(orders, rdp, n, delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
         return INFINITY;
@@ -318,6 +356,15 @@ static double phase_epsilon(double q, double sigma, long long steps, const doubl
 
 FpStatus rdp_sigma_for_epsilon(double q, long long steps, double delta, double target_eps, const double *orders,
                                int n_orders, double *sigma, double *eps_at, FpError *err) {
+    return rdp_sigma_for_epsilon_sampled(RDP_SAMPLING_POISSON, q, steps, delta, target_eps, orders, n_orders, sigma,
+                                         eps_at, err);
+}
+
+FpStatus rdp_sigma_for_epsilon_sampled(RdpSampling s, double q, long long steps, double delta, double target_eps,
+                                       const double *orders, int n_orders, double *sigma, double *eps_at,
+                                       FpError *err) {
+    if (!sampling_ok(s))
+        return fp_fail(err, FP_EPARAM, "unknown sampling kind %d", (int)s);
     FP_TRY(check_phase(q, 0.0, steps, err));
     FP_TRY(check_delta(delta, err));
     if (steps < 1)
@@ -342,7 +389,7 @@ FpStatus rdp_sigma_for_epsilon(double q, long long steps, double delta, double t
         return FP_ENOMEM;
 
     // Bracket: eps(lo) > target (lo = 0 gives ∞), eps(hi) <= target.
-    double lo = 0.0, hi = 1.0, e_hi = phase_epsilon(q, hi, steps, orders, n_orders, delta, scratch);
+    double lo = 0.0, hi = 1.0, e_hi = phase_epsilon(s, q, hi, steps, orders, n_orders, delta, scratch);
     while (!(e_hi <= target_eps)) {
         lo = hi;
         hi *= 2.0;
@@ -353,12 +400,12 @@ FpStatus rdp_sigma_for_epsilon(double q, long long steps, double delta, double t
                            "delta %g (epsilon %g at sigma %g); use larger RDP orders (the extended grid)",
                            target_eps, delta, e_hi, lo);
         }
-        e_hi = phase_epsilon(q, hi, steps, orders, n_orders, delta, scratch);
+        e_hi = phase_epsilon(s, q, hi, steps, orders, n_orders, delta, scratch);
     }
     // ε is non-increasing in σ; keep the invariant and return the verified end.
     while (hi - lo > RDP_SEARCH_REL_TOL * hi) {
         double mid = 0.5 * (lo + hi);
-        double e = phase_epsilon(q, mid, steps, orders, n_orders, delta, scratch);
+        double e = phase_epsilon(s, q, mid, steps, orders, n_orders, delta, scratch);
         if (e <= target_eps) {
             hi = mid;
             e_hi = e;

@@ -448,6 +448,180 @@ START_TEST(cli_prints_epsilon_and_rejects_bad_input) {
 }
 END_TEST
 
+// ---- fixed-size sampling (Wang, Balle, Kasiviswanathan 2019) -------------------------
+
+// rdp_fixed_gaussian and rdp_poisson_replace_gaussian against tools/rdp-fixed-reference.py
+// (50-digit mpmath, exact binomials, the sums as Thm 9 states them).
+START_TEST(fixed_sampling_matches_reference) {
+    static const struct { double q, sigma, alpha, fixed, jc; } ref[] = {
+        {0.2, 0.5, 2, 1.6804278289934002, 2.4612652142502736},
+        {0.2, 0.5, 3, 3.9351173912084379, 5.1952933320566536},
+        {0.2, 0.5, 2.5, 3.1835542038034253, 3.928514654287554},
+        {0.2, 0.5, 1.5, 1.0569434007166632, 1.0569434007166632},
+        {0.01, 2.0, 10, 0.00062490530136881319, 0.73845741200846414},
+        {0.01, 2.0, 32, 0.0025171821592645232, 3.8514461230326422},
+        {0.01, 2.0, 63, 3.2067515248393529, 7.8007230615163211},
+        {0.05, 1.0, 8, 0.70088057692617878, 3.5720382466370209},
+        {0.05, 1.0, 12.3, 2.9600826897748889, 5.88489094924301},
+        {0.001, 4.0, 256, 1.0679940831872886, 7.9729107636118348},
+        {0.1, 3.0, 1024, 54.58473054280351, 56.886638072571202},
+        {0.5, 1.0, 4, 1.4592934401736753, 1.769776168192595},
+    };
+    for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++) {
+        double f = rdp_fixed_gaussian(ref[i].q, ref[i].sigma, ref[i].alpha);
+        double j = rdp_poisson_replace_gaussian(ref[i].q, ref[i].sigma, ref[i].alpha);
+        ck_assert_msg(rel_err(f, ref[i].fixed) <= 1e-10, "fixed q=%g sigma=%g alpha=%g: %.17g vs %.17g", ref[i].q,
+                      ref[i].sigma, ref[i].alpha, f, ref[i].fixed);
+        ck_assert_msg(rel_err(j, ref[i].jc) <= 1e-10, "joint q=%g sigma=%g alpha=%g: %.17g vs %.17g", ref[i].q,
+                      ref[i].sigma, ref[i].alpha, j, ref[i].jc);
+        ck_assert_double_eq(rdp_sampled_gaussian(RDP_SAMPLING_FIXED, ref[i].q, ref[i].sigma, ref[i].alpha), f);
+    }
+    // Edges: nothing sampled, no noise, everyone sampled (the unsampled Gaussian α/(2σ²)).
+    ck_assert_double_eq(rdp_fixed_gaussian(0, 1, 4), 0);
+    ck_assert(isinf(rdp_fixed_gaussian(0.1, 0, 4)));
+    ck_assert_double_eq_tol(rdp_fixed_gaussian(1, 2, 4), 4 / 8.0, 1e-15);
+    ck_assert(isnan(rdp_fixed_gaussian(1.5, 1, 4)) && isnan(rdp_fixed_gaussian(0.1, 1, 1)));
+    ck_assert(isnan(rdp_sampled_gaussian((RdpSampling)7, 0.1, 1, 4)));
+    ck_assert_str_eq(rdp_sampling_name(RDP_SAMPLING_FIXED), "fixed");
+    ck_assert(rdp_sampling_replace_one(RDP_SAMPLING_FIXED) && !rdp_sampling_replace_one(RDP_SAMPLING_POISSON));
+}
+END_TEST
+
+// The exact privacy of a one-dimensional Gaussian mixture pair, by quadrature: the
+// smallest ε with ∫ max(0, p − e^ε q) <= δ, both directions. Components have unit
+// variance; p has means pm[0..n) with weights pw, q likewise.
+static double exact_mixture_epsilon(const double *pm, const double *pw, const double *qm, const double *qw, int n,
+                                    double delta) {
+    double lo = 1e300, hi = -1e300;
+    for (int i = 0; i < n; i++) {
+        lo = fmin(lo, fmin(pm[i], qm[i]));
+        hi = fmax(hi, fmax(pm[i], qm[i]));
+    }
+    lo -= 14;
+    hi += 14;
+    int npts = (int)((hi - lo) / 1e-3) + 1;
+    if (npts < 2 || npts > 1 << 22)
+        return INFINITY;
+    double h = (hi - lo) / (npts - 1), best = 0;
+    double *p = malloc(sizeof(double) * (size_t)npts), *q = malloc(sizeof(double) * (size_t)npts);
+    for (int k = 0; k < npts; k++) {
+        double y = lo + k * h;
+        p[k] = q[k] = 0;
+        for (int i = 0; i < n; i++) {
+            p[k] += pw[i] * exp(-0.5 * (y - pm[i]) * (y - pm[i])) / sqrt(2 * M_PI);
+            q[k] += qw[i] * exp(-0.5 * (y - qm[i]) * (y - qm[i])) / sqrt(2 * M_PI);
+        }
+    }
+    for (int dir = 0; dir < 2; dir++) {
+        const double *a = dir ? q : p, *b = dir ? p : q;
+        double e_lo = 0, e_hi = 60;
+        for (int it = 0; it < 60; it++) {
+            double e = 0.5 * (e_lo + e_hi), ee = exp(e), d = 0;
+            for (int k = 0; k < npts; k++) { // trapezoid on a smooth integrand's positive part
+                double v = a[k] - ee * b[k];
+                d += v > 0 ? v * ((k == 0 || k == npts - 1) ? 0.5 : 1.0) : 0;
+            }
+            d *= h;
+            if (d > delta)
+                e_lo = e;
+            else
+                e_hi = e;
+        }
+        best = fmax(best, e_hi);
+    }
+    free(p);
+    free(q);
+    return best;
+}
+
+// The sum of a fixed-size cohort (m of n, uniformly without replacement) plus N(0, 1):
+// the output law for points x[0..n), as a mixture over the C(n, m) cohorts (n <= 4).
+static int cohort_mixture(const double *x, int n, int m, double *means, double *weights) {
+    int k = 0;
+    for (int mask = 0; mask < (1 << n); mask++) {
+        if (__builtin_popcount((unsigned)mask) != m)
+            continue;
+        double s = 0;
+        for (int i = 0; i < n; i++)
+            if (mask >> i & 1)
+                s += x[i];
+        means[k++] = s;
+    }
+    for (int i = 0; i < k; i++)
+        weights[i] = 1.0 / k;
+    return k;
+}
+
+// The fixed-size account holds for the mechanism it describes: the sum of a cohort of m
+// of n clipped values (|x| <= C = 1/2, so replace-one moves a point by at most 1) plus
+// N(0, 1), every placement of the other points on a grid, both directions, against the
+// exact ε by quadrature. And a control: the Poisson account at rate m/n with the
+// add/remove multiplier (what fixed-size sampling was accounted with) is below the exact
+// ε of the same cohort under add/remove with the cohort size kept, where adding the
+// client drops another from the cohort, so the sum moves by up to 2C, not C.
+START_TEST(fixed_sampling_bound_holds_and_poisson_does_not) {
+    const double delta = 1e-5, grid[] = {-0.5, 0.0, 0.5};
+    double orders[RDP_EXTENDED_ORDER_COUNT];
+    int no = rdp_extended_orders(orders);
+    static const struct { int n, m; } cases[] = {{2, 1}, {3, 2}, {3, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int n = cases[c].n, m = cases[c].m;
+        double worst = 0;
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                double x[4] = {0.5, grid[a], grid[b]}, xr[4] = {-0.5, grid[a], grid[b]};
+                double pm[8], pw[8], qm[8], qw[8];
+                int k = cohort_mixture(x, n, m, pm, pw);
+                cohort_mixture(xr, n, m, qm, qw);
+                worst = fmax(worst, exact_mixture_epsilon(pm, pw, qm, qw, k, delta));
+            }
+        // Replace-one sensitivity 1, noise std 1: multiplier 1.
+        RdpAccountant *acc;
+        double eps;
+        ck_assert_int_eq(rdp_accountant_create(orders, no, &acc, NULL), FP_OK);
+        ck_assert_int_eq(rdp_accountant_add_sampled(acc, RDP_SAMPLING_FIXED, (double)m / n, 1.0, 1, NULL), FP_OK);
+        ck_assert_int_eq(rdp_accountant_epsilon(acc, delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL), FP_OK);
+        rdp_accountant_free(acc);
+        ck_assert_msg(eps >= worst, "n=%d m=%d: fixed-size account %.6g below the exact %.6g", n, m, eps, worst);
+    }
+    // Control: n = 3 → 2 clients, cohort m = 2, C = 1/2: with the client, the cohort is
+    // {x, o} w.p. 2/3 or {o, o}; without it, always {o, o}. x = 1/2, o = −1/2.
+    double pm[2] = {0.0, -1.0}, pw[2] = {2.0 / 3, 1.0 / 3}, qm[2] = {-1.0, -1.0}, qw[2] = {0.5, 0.5};
+    double exact = exact_mixture_epsilon(pm, pw, qm, qw, 2, delta), poisson;
+    // The old account: Poisson at q = m/n with the add/remove multiplier std/C = 2.
+    ck_assert_int_eq(rdp_epsilon(2.0 / 3, 2.0, 1, delta, &poisson, NULL, NULL), FP_OK);
+    ck_assert_msg(poisson < exact, "control: the Poisson account %.6g should be below the exact %.6g", poisson,
+                  exact);
+}
+END_TEST
+
+START_TEST(accountant_keeps_one_neighbouring_relation) {
+    RdpAccountant *acc;
+    FpError err = {0};
+    double eps, sigma, eps_at;
+    ck_assert_int_eq(rdp_accountant_create(NULL, 0, &acc, NULL), FP_OK);
+    ck_assert_int_eq(rdp_accountant_add_sampled(acc, RDP_SAMPLING_FIXED, 0.1, 1.0, 3, NULL), FP_OK);
+    ck_assert_int_eq(rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON_REPLACE, 0.2, 2.0, 1, NULL), FP_OK);
+    ck_assert_int_eq(rdp_accountant_add(acc, 0.1, 1.0, 1, &err), FP_EPARAM);
+    ck_assert_ptr_nonnull(strstr(err.msg, "add/remove"));
+    ck_assert_int_eq(rdp_accountant_add_sampled(acc, (RdpSampling)9, 0.1, 1.0, 1, &err), FP_EPARAM);
+    // Per-round phases compose order by order: the same as the sum of the rounds' RDP.
+    const double *orders, *rdp = rdp_accountant_rdp(acc, &orders, NULL);
+    ck_assert_double_eq_tol(rdp[20], 3 * rdp_fixed_gaussian(0.1, 1.0, orders[20]) +
+                                         rdp_poisson_replace_gaussian(0.2, 2.0, orders[20]), 1e-12);
+    rdp_accountant_free(acc);
+    // The σ search under fixed-size sampling never overshoots either.
+    ck_assert_int_eq(rdp_sigma_for_epsilon_sampled(RDP_SAMPLING_FIXED, 0.05, 100, 1e-5, 3.0, NULL, 0, &sigma,
+                                                   &eps_at, NULL), FP_OK);
+    ck_assert(eps_at <= 3.0 && eps_at > 2.99);
+    ck_assert_int_eq(rdp_accountant_create(NULL, 0, &acc, NULL), FP_OK);
+    ck_assert_int_eq(rdp_accountant_add_sampled(acc, RDP_SAMPLING_FIXED, 0.05, sigma, 100, NULL), FP_OK);
+    ck_assert_int_eq(rdp_accountant_epsilon(acc, 1e-5, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL), FP_OK);
+    ck_assert_double_eq(eps, eps_at);
+    rdp_accountant_free(acc);
+}
+END_TEST
+
 Suite *suite_accountant(void) {
     Suite *s = suite_create("accountant");
     TCase *t = tcase_create("accountant");
@@ -469,6 +643,9 @@ Suite *suite_accountant(void) {
     tcase_add_test(t, pure_dp_composition);
     tcase_add_test(t, log_erfc_tail);
     tcase_add_test(t, cli_prints_epsilon_and_rejects_bad_input);
+    tcase_add_test(t, fixed_sampling_matches_reference);
+    tcase_add_test(t, fixed_sampling_bound_holds_and_poisson_does_not);
+    tcase_add_test(t, accountant_keeps_one_neighbouring_relation);
     suite_add_tcase(s, t);
     return s;
 }
