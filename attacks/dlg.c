@@ -593,7 +593,7 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
         ob.ops->describe(ob.state, dj);
     if (ob.ops->privacy) {
         PrivacyRecord pr;
-        ob.ops->privacy(ob.state, 1, &pr);
+        defense_privacy(ob.ops, ob.state, 1, &pr);
         cJSON_AddItemToObject(dj, "privacy_one_round", privacy_record_json(&pr));
     }
     cJSON *images = cJSON_AddArrayToObject(result, "images");

@@ -1,6 +1,6 @@
-// `fedpriv accountant`: (ε, δ) of the Poisson-subsampled Gaussian mechanism run for N
-// steps, by the RDP accountant (defenses/accountant.h), or the smallest noise multiplier
-// that meets a target ε.
+// `fedpriv accountant`: (ε, δ) of the subsampled Gaussian mechanism run for N steps
+// (Poisson sampling, or a fixed-size sample without replacement), by the RDP accountant
+// (defenses/accountant.h), or the smallest noise multiplier that meets a target ε.
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -15,16 +15,22 @@ static const char *const CMD = "accountant";
 static void usage(FILE *f) {
     fprintf(f,
             "usage: fedpriv accountant --q Q (--sigma S | --target-eps E) --steps N --delta D\n"
+            "                          [--sampling poisson|fixed|poisson-replace]\n"
             "                          [--conversion balle|classic] [--orders default|extended] [--json]\n"
             "\n"
-            "  Privacy spent by N steps of the Poisson-subsampled Gaussian mechanism (sampling rate Q,\n"
-            "  noise multiplier S = noise std / L2 sensitivity), by Renyi DP (Mironov, Talwar, Zhang 2019)\n"
-            "  converted to (epsilon, delta). Prints epsilon and the optimal RDP order alpha.\n"
+            "  Privacy spent by N steps of the subsampled Gaussian mechanism (sampling rate Q, noise\n"
+            "  multiplier S = noise std / L2 sensitivity), by Renyi DP converted to (epsilon, delta).\n"
+            "  Prints epsilon and the optimal RDP order alpha.\n"
             "\n"
             "  --q Q            sampling rate in [0, 1] (1 = every record/client every step)\n"
             "  --sigma S        noise multiplier, >= 0\n"
             "  --target-eps E   instead of --sigma: print the smallest sigma whose epsilon is <= E\n"
             "  --steps N        number of steps (compositions), >= 1\n"
+            "  --sampling       poisson (default): each independently with probability Q, add/remove one\n"
+            "                   (Mironov, Talwar, Zhang 2019); fixed: a sample of fixed size Q*n without\n"
+            "                   replacement, replace one (Wang, Balle, Kasiviswanathan 2019 Thm 9);\n"
+            "                   poisson-replace: Poisson, replace one (joint convexity). With replace one,\n"
+            "                   S is over the replace-one sensitivity (2C for vectors clipped to C)\n"
             "  --delta D        target delta in (0, 1)\n"
             "  --conversion     balle (default; Balle et al. 2020 Thm 21) or classic (Mironov 2017\n"
             "                   Prop. 3, looser; for comparison)\n"
@@ -42,6 +48,7 @@ typedef struct {
     int have_q, have_sigma, have_target, have_steps, have_delta;
     int json, extended;
     RdpConversion conv;
+    RdpSampling sampling;
 } Args;
 
 // Parses argv into a; returns 0 on success or an exit status after printing one line.
@@ -96,6 +103,17 @@ static int parse_args(int argc, char **argv, Args *a) {
                 a->conv = RDP_CONVERSION_CLASSIC;
             else {
                 fprintf(stderr, "fedpriv %s: --conversion must be balle or classic\n", CMD);
+                return CLI_EXIT_BADINPUT;
+            }
+        } else if (strcmp(opt, "--sampling") == 0) {
+            int found = 0;
+            for (int k = 0; val && rdp_sampling_name((RdpSampling)k); k++)
+                if (strcmp(val, rdp_sampling_name((RdpSampling)k)) == 0) {
+                    a->sampling = (RdpSampling)k;
+                    found = 1;
+                }
+            if (!found) {
+                fprintf(stderr, "fedpriv %s: --sampling must be poisson, fixed or poisson-replace\n", CMD);
                 return CLI_EXIT_BADINPUT;
             }
         } else if (strcmp(opt, "--orders") == 0) {
@@ -171,14 +189,15 @@ int cmd_accountant(int argc, char **argv) {
     FpError err = {0};
     double sigma = a.sigma, eps = NAN, alpha = NAN;
     if (a.have_target) {
-        FpStatus st = rdp_sigma_for_epsilon(a.q, a.steps, a.delta, a.target, orders, n_orders, &sigma, NULL, &err);
+        FpStatus st = rdp_sigma_for_epsilon_sampled(a.sampling, a.q, a.steps, a.delta, a.target, orders, n_orders,
+                                                    &sigma, NULL, &err);
         if (st != FP_OK)
             return cli_report_error(CMD, &err);
     }
     RdpAccountant *acc = NULL;
     FpStatus st = rdp_accountant_create(orders, n_orders, &acc, &err);
     if (st == FP_OK)
-        st = rdp_accountant_add(acc, a.q, sigma, a.steps, &err);
+        st = rdp_accountant_add_sampled(acc, a.sampling, a.q, sigma, a.steps, &err);
     if (st == FP_OK)
         st = rdp_accountant_epsilon(acc, a.delta, a.conv, &eps, &alpha, &err);
     rdp_accountant_free(acc);
@@ -195,7 +214,14 @@ int cmd_accountant(int argc, char **argv) {
             FpError e = {FP_ENOMEM, "out of memory"};
             return cli_report_error(CMD, &e);
         }
-        cJSON_AddStringToObject(o, "notion", "RDP, Poisson-subsampled Gaussian mechanism");
+        cJSON_AddStringToObject(o, "notion",
+                                a.sampling == RDP_SAMPLING_POISSON
+                                    ? "RDP, Poisson-subsampled Gaussian mechanism, add/remove one"
+                                    : a.sampling == RDP_SAMPLING_FIXED
+                                          ? "RDP, Gaussian mechanism on a fixed-size sample without replacement, "
+                                            "replace one"
+                                          : "RDP, Poisson-sampled Gaussian mechanism, replace one (joint convexity)");
+        cJSON_AddStringToObject(o, "sampling", rdp_sampling_name(a.sampling));
         cJSON_AddNumberToObject(o, "q", a.q);
         cJSON_AddNumberToObject(o, "sigma", sigma);
         cJSON_AddNumberToObject(o, "steps", (double)a.steps);
@@ -219,8 +245,9 @@ int cmd_accountant(int argc, char **argv) {
     }
     if (a.have_target)
         printf("sigma %.8g  (smallest noise multiplier with epsilon <= %.9g)\n", sigma, a.target);
-    printf("epsilon %.9g  at alpha %.4g  (delta %g; q %g, sigma %.8g, %lld steps; %s conversion, %s orders)\n",
-           eps, alpha, a.delta, a.q, sigma, a.steps, conv_name, orders_name);
+    printf("epsilon %.9g  at alpha %.4g  (delta %g; q %g, sigma %.8g, %lld steps; %s sampling; %s conversion, %s "
+           "orders)\n",
+           eps, alpha, a.delta, a.q, sigma, a.steps, rdp_sampling_name(a.sampling), conv_name, orders_name);
     if (at_edge && alpha == orders[0])
         printf("note: the optimal order is the smallest in the grid; the bound may be loose (little noise)\n");
     else if (at_edge)

@@ -8,18 +8,28 @@
 //   w̃ = w + N(0, Θ(m) I),  Θ(m) = ϑ^{m−1}·σ²,  m = 1..M the aggregation (round)
 // with σ from the seed's Theorem 1,
 //   σ = (Δs/ε)·√(2q·S_M·ln(1/δ)),  S_M = Σ_{m=1..M} ϑ^{1−m} = (ϑ − ϑ^{1−M})/(ϑ − 1),
-// Δs = 2C/min_k |D_k| (NbAFL's uplink sensitivity, an assumption the seed inherits),
 // q the sampling rate and M the planned rounds. nbafl is ϑ = 1: σ = (Δs/ε)√(2qM ln(1/δ)).
-// The server averages with the engine's weights (|D_k|/Σ|D_j|).
+// Δs, the L2 distance one record can move the clipped weights, defaults to 2C: clipped
+// weights lie in the ball of radius C, so that holds for any change of the client's data
+// (proven). NbAFL's 2C/min_k |D_k| ("sensitivity": "2C/min|D_k|", the seed's choice) or
+// any number below 2C is an assumption about several SGD steps that nothing here
+// establishes: the bound is then conditional on it. The server averages with the
+// engine's weights (|D_k|/Σ|D_j|), so the neighbours are datasets that replace a record
+// (the counts stay the same).
 //
 // Accounting, side by side (PrivacyRecord):
 //   nominal: the seed's composition rule ε² = 2q ln(1/δ)·Σ_m Δs²/Θ(m) (it drops zCDP's
 //     additive ρ and amplifies linearly in q: a heuristic, digest §1.4); after M rounds
 //     it equals the target ε by construction;
-//   sound: RDP of the Poisson-subsampled Gaussian, round m with multiplier √Θ(m)/Δs at
-//     rate q, composed over the rounds run, Balle et al. 2020 conversion (valid given Δs;
-//     against an observer of the uploads who knows who took part there is no
-//     amplification: describe() gives that ε as well, exact for a Gaussian composition).
+//   sound, an observer of the global models who does not learn which clients took part:
+//     per round the client's upload is the Gaussian mechanism with multiplier √Θ(m)/Δs,
+//     included with probability q (m/N for a fixed-size cohort) and absent otherwise;
+//     the other clients' uploads are not relied on, so the amplification is the joint
+//     convexity bound (RDP_SAMPLING_POISSON_REPLACE), composed over the rounds run,
+//     Balle et al. 2020 conversion;
+//   upload: the server and an eavesdropper on the uplink see each upload and who sent
+//     it: no amplification; the exact ε of the Gaussian composition over every round
+//     (Dong, Roth, Su 2022).
 //
 // Online refinement (Theorem 2), an event planned in the config: after round
 // m0 = "refine_at" the remaining rounds up to M' = federation.rounds switch schedule.
@@ -34,20 +44,25 @@
 // Without refine_at both variants are the same mechanism.
 //
 // Params: {"name": "avp", "variant", "clip" (5), "epsilon" (10), "delta" (1e-5),
-// "vartheta" (1.05; avp only), "sensitivity" (2C/min|D_k|), "planned_rounds" (M,
-// federation.rounds), "refine_at" (0 = never)}.
+// "vartheta" (1.05; avp only), "sensitivity" (2C; a number or "2C/min|D_k|"),
+// "planned_rounds" (M, federation.rounds), "refine_at" (0 = never)}.
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "core/jsonv.h"
 #include "defenses/accountant.h"
 #include "defenses/clip.h"
 #include "defenses/defense.h"
 
+enum { SENS_2C = 0, SENS_GIVEN = 1, SENS_NBAFL = 2 };
+
 typedef struct Avp {
     int paper, nbafl;
     double clip, epsilon, delta, vartheta, sens, q;
-    int sens_given;
+    int sens_rule;         // SENS_2C, SENS_GIVEN or SENS_NBAFL
+    char sens_assumption[200];
     int min_samples;
     int planned;           // M of Theorem 1
     int rounds;            // M' = federation.rounds
@@ -106,14 +121,27 @@ static FpStatus avp_create_common(const cJSON *params, const char *path, const D
     s.vartheta = 1.0;
     if (!nbafl)
         FP_TRY(jv_number(params, path, "vartheta", JV_OPTIONAL, 1.05, 0, 1, 1e6, 0, &s.vartheta, err));
-    s.sens_given = cJSON_GetObjectItemCaseSensitive(params, "sensitivity") != NULL;
-    if (s.sens_given)
-        FP_TRY(jv_number(params, path, "sensitivity", JV_REQUIRED, 0, 0, 1, INFINITY, 0, &s.sens, err));
-    else if (setup->min_client_samples < 1)
-        return fp_fail(err, FP_EPARAM, "%s: the smallest client has no samples, so 2C/min|D_k| is undefined; give "
-                                       "the sensitivity", jv_path(p, sizeof p, path, "sensitivity"));
-    else
+    const cJSON *sj = cJSON_GetObjectItemCaseSensitive(params, "sensitivity");
+    s.sens_rule = SENS_2C;
+    s.sens = 2 * s.clip;
+    if (cJSON_IsString(sj) && strcmp(sj->valuestring, "2C/min|D_k|") == 0) {
+        if (setup->min_client_samples < 1)
+            return fp_fail(err, FP_EPARAM, "%s: the smallest client has no samples, so 2C/min|D_k| is undefined",
+                           jv_path(p, sizeof p, path, "sensitivity"));
+        s.sens_rule = SENS_NBAFL;
         s.sens = 2 * s.clip / setup->min_client_samples;
+    } else if (sj && !cJSON_IsNumber(sj)) {
+        return fp_fail(err, FP_EPARAM, "%s: must be a number or \"2C/min|D_k|\"",
+                       jv_path(p, sizeof p, path, "sensitivity"));
+    } else if (sj) {
+        FP_TRY(jv_number(params, path, "sensitivity", JV_REQUIRED, 0, 0, 1, INFINITY, 0, &s.sens, err));
+        s.sens_rule = SENS_GIVEN;
+    }
+    if (s.sens < 2 * s.clip)
+        snprintf(s.sens_assumption, sizeof s.sens_assumption,
+                 "one record moves the client's clipped local weights by at most ds = %.6g in L2 (%s); only 2C = %.6g "
+                 "is proven for clipped weights",
+                 s.sens, s.sens_rule == SENS_NBAFL ? "NbAFL's 2C/min|D_k|" : "as given", 2 * s.clip);
     long long v;
     FP_TRY(jv_int(params, path, "planned_rounds", JV_OPTIONAL, setup->rounds, 1, 1000000, &v, err));
     s.planned = (int)v;
@@ -122,9 +150,10 @@ static FpStatus avp_create_common(const cJSON *params, const char *path, const D
     if (s.refine_at > 0 && (s.refine_at >= s.rounds || s.refine_at >= s.planned))
         return fp_fail(err, FP_EPARAM, "%s: must be below federation.rounds (%d) and planned_rounds (%d), got %d",
                        jv_path(p, sizeof p, path, "refine_at"), s.rounds, s.planned, s.refine_at);
-    // The accountant's rate, as for the client-level defenses (defenses/clip.c).
+    // The probability that a client takes part in a round: m/N for a fixed cohort, q for
+    // Bernoulli sampling.
     int n = setup->n_clients > 0 ? setup->n_clients : 1;
-    s.q = fmin(1.0, fmax(setup->sample_rate, fmax(1.0, (double)lround(setup->sample_rate * n)) / n));
+    s.q = setup->cohort_size > 0 ? fmin(1.0, (double)setup->cohort_size / n) : setup->sample_rate;
     double c2 = 2 * s.q * log(1 / s.delta);
     s.s_m = geometric_sum(s.vartheta, s.planned);
     s.var1 = (s.sens / s.epsilon) * (s.sens / s.epsilon) * c2 * s.s_m; // Theorem 1
@@ -189,11 +218,18 @@ static FpStatus avp_perturb(void *state, float *upload, const DefenseRound *roun
     return FP_OK;
 }
 
+// Round m (1-based) in the sound ledger: the client's Gaussian upload, included with
+// probability q (replace one record; joint convexity).
+static FpStatus add_round(RdpAccountant *acc, const Avp *s, int m) {
+    return rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON_REPLACE, s->q, sqrt(avp_variance(s, m)) / s->sens, 1,
+                                      NULL);
+}
+
 static void avp_end_round(void *state, int round, int n_participants) {
     Avp *s = state;
     if (s->acc_rounds != round)
         return; // out of order: privacy() recomputes from scratch
-    if (rdp_accountant_add(s->acc, s->q, sqrt(avp_variance(s, round + 1)) / s->sens, 1, NULL) == FP_OK)
+    if (add_round(s->acc, s, round + 1) == FP_OK)
         s->acc_rounds++;
 }
 
@@ -213,12 +249,27 @@ static double sound_epsilon(const Avp *s, int rounds) {
     if (rdp_accountant_create(orders, no, &acc, NULL) == FP_OK) {
         int ok = 1;
         for (int m = 1; m <= rounds && ok; m++)
-            ok = rdp_accountant_add(acc, s->q, sqrt(avp_variance(s, m)) / s->sens, 1, NULL) == FP_OK;
+            ok = add_round(acc, s, m) == FP_OK;
         if (!ok || rdp_accountant_epsilon(acc, s->delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
             eps = INFINITY;
     }
     rdp_accountant_free(acc);
     return eps;
+}
+
+// The upload observer's exact ε after `rounds` rounds (no amplification).
+static double upload_epsilon(const Avp *s, int rounds) {
+    if (rounds <= 0)
+        return 0;
+    double *ratio = malloc(sizeof(double) * (size_t)rounds), e = INFINITY;
+    if (!ratio)
+        return INFINITY;
+    for (int m = 1; m <= rounds; m++)
+        ratio[m - 1] = sqrt(avp_variance(s, m)) / s->sens;
+    if (gaussian_exact_epsilon(ratio, rounds, s->delta, &e, NULL) != FP_OK)
+        e = INFINITY;
+    free(ratio);
+    return e;
 }
 
 static void avp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
@@ -228,14 +279,28 @@ static void avp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) 
         .unit = "record",
         .epsilon_round_nominal = nominal_epsilon(s, m, m),
         .epsilon_total_nominal = rounds_done > 0 ? nominal_epsilon(s, 1, rounds_done) : 0,
-        .nominal_notion = "(eps, delta)-DP by the seed's Theorem 1 rule eps^2 = 2q ln(1/delta) sum_m ds^2/Theta(m) "
-                          "(ds = 2C/min|D_k|; drops zCDP's additive rho, linear-in-q amplification)",
+        .nominal_notion = s->sens_rule == SENS_NBAFL
+                              ? "(eps, delta)-DP by the seed's Theorem 1 rule eps^2 = 2q ln(1/delta) sum_m "
+                                "ds^2/Theta(m) (ds = 2C/min|D_k|; drops zCDP's additive rho, linear-in-q "
+                                "amplification)"
+                              : "(eps, delta)-DP by the seed's Theorem 1 rule eps^2 = 2q ln(1/delta) sum_m "
+                                "ds^2/Theta(m) (drops zCDP's additive rho, linear-in-q amplification)",
         .epsilon_total_sound = sound_epsilon(s, rounds_done),
         .delta = s->delta,
-        .sound_notion = "record-level (eps, delta)-DP given ds: RDP of the Poisson-subsampled Gaussian, round m "
-                        "with multiplier sqrt(Theta(m))/ds at rate q, Balle et al. 2020 conversion",
+        .sound_notion = "record-level (eps, delta)-DP (replace one record) of the global models, for an observer "
+                        "who does not learn which clients took part: round m is the client's Gaussian upload "
+                        "(multiplier sqrt(Theta(m))/ds), included with probability q; amplification by joint "
+                        "convexity only, Balle et al. 2020 conversion",
         .sigma = sqrt(avp_variance(s, m)),
+        .guarantee = GUARANTEE_PROVEN,
+        .epsilon_total_upload = upload_epsilon(s, rounds_done),
+        .upload_notion = "record-level (eps, delta)-DP of one client's uploads against the server or an eavesdropper "
+                         "who knows it took part: the Gaussian with multiplier sqrt(Theta(m))/ds in every round, "
+                         "composed exactly (Dong, Roth, Su 2022); no amplification",
     };
+    if (s->sens_assumption[0])
+        privacy_assume(rec, s->sens_assumption);
+    privacy_assume(rec, PRIVACY_ASSUME_EXACT_NOISE);
 }
 
 static void avp_describe(const void *state, cJSON *out) {
@@ -246,7 +311,8 @@ static void avp_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "delta", s->delta);
     cJSON_AddNumberToObject(out, "vartheta", s->vartheta);
     cJSON_AddNumberToObject(out, "sensitivity", s->sens);
-    cJSON_AddStringToObject(out, "sensitivity_rule", s->sens_given ? "given" : "2C/min|D_k|");
+    static const char *const rules[] = {"2C (clipped weights: proven)", "given", "2C/min|D_k| (NbAFL: assumed)"};
+    cJSON_AddStringToObject(out, "sensitivity_rule", rules[s->sens_rule]);
     cJSON_AddNumberToObject(out, "min_client_samples", s->min_samples);
     cJSON_AddNumberToObject(out, "sample_rate", s->q);
     cJSON_AddNumberToObject(out, "planned_rounds", s->planned);
@@ -255,28 +321,23 @@ static void avp_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "refine_at", s->refine_at);
     if (s->refine_at > 0)
         cJSON_AddNumberToObject(out, "sigma_refined", sqrt(s->var_refined));
-    double *ratio = malloc(sizeof(double) * (s->rounds > 0 ? s->rounds : 1));
     cJSON *sched = cJSON_AddArrayToObject(out, "sigma_schedule");
     double rho = 0;
     for (int m = 1; m <= s->rounds; m++) {
         double v = avp_variance(s, m);
         cJSON_AddItemToArray(sched, cJSON_CreateNumber(sqrt(v)));
-        if (ratio)
-            ratio[m - 1] = sqrt(v) / s->sens;
         rho += s->sens * s->sens / (2 * v);
     }
     cJSON_AddNumberToObject(out, "epsilon_nominal_after_all_rounds", nominal_epsilon(s, 1, s->rounds));
-    double e = sound_epsilon(s, s->rounds);
+    // The bounds the records will give after all rounds (their guarantee: see the
+    // records), for the two observers; and the looser zCDP route for the uploads.
+    double e = sound_epsilon(s, s->rounds), ex = upload_epsilon(s, s->rounds);
     if (isfinite(e))
-        cJSON_AddNumberToObject(out, "epsilon_sound_after_all_rounds", e);
-    // Without amplification (an observer of the uploads who knows who took part):
-    // a composition of Gaussians is one Gaussian (exact), and zCDP (Bun & Steinke).
-    double ex;
-    if (ratio && gaussian_exact_epsilon(ratio, s->rounds, s->delta, &ex, NULL) == FP_OK && isfinite(ex))
-        cJSON_AddNumberToObject(out, "epsilon_upload_observer_exact", ex);
+        cJSON_AddNumberToObject(out, "epsilon_bound_after_all_rounds", e);
+    if (isfinite(ex))
+        cJSON_AddNumberToObject(out, "epsilon_upload_bound_after_all_rounds", ex);
     cJSON_AddNumberToObject(out, "zcdp_rho_upload_observer", rho);
     cJSON_AddNumberToObject(out, "epsilon_upload_observer_zcdp", zcdp_to_epsilon(rho, s->delta));
-    free(ratio);
 }
 
 const DefenseOps defense_avp = {

@@ -2,6 +2,7 @@
 #include "defenses/clip.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/jsonv.h"
@@ -20,18 +21,22 @@ double clip_norm(const float *x, const ParamTable *t) {
     return sqrt(s);
 }
 
+double clip_scale(double norm, double c) {
+    double target = c * (1.0 - CLIP_MARGIN);
+    return norm > target ? target / norm : 1.0;
+}
+
 double clip_to_norm(float *x, const ParamTable *t, double c) {
-    double norm = clip_norm(x, t);
-    if (norm <= c || norm == 0)
+    double norm = clip_norm(x, t), scale = clip_scale(norm, c);
+    if (scale == 1.0)
         return norm;
-    float scale = (float)(c / norm);
     for (int l = 0; l < t->n_layers; l++) {
         const ParamLayer *L = &t->layers[l];
         if (!L->trainable)
             continue;
         float *p = x + L->offset;
         for (size_t i = 0; i < L->count; i++)
-            p[i] *= scale;
+            p[i] = (float)(p[i] * scale);
     }
     return norm;
 }
@@ -136,20 +141,89 @@ void clip_aggregate_fixed(const float *const *uploads, const double *weights, in
 
 // ---- client-level Gaussian calibration -------------------------------------------------
 
-// The sound ε of `rounds` rounds of the subsampled Gaussian on the extended grid (the
-// default grid cannot certify ε below about 0.1 at δ = 1e-5).
-static double rdp_eps_extended(double q, double z, long long rounds, double delta) {
-    if (rounds <= 0 || q == 0)
+static RdpSampling aggregate_sampling(const ClipGaussian *g) {
+    return g->cohort > 0 ? RDP_SAMPLING_FIXED : RDP_SAMPLING_POISSON;
+}
+
+// The corrected variant's multiplier in the account: z for add/remove (Poisson), z/2 for
+// replace-one (fixed-size: the sum moves by up to 2C).
+static double corrected_sigma(const ClipGaussian *g, double z) { return g->cohort > 0 ? z / 2 : z; }
+
+// The round's cohort size: m with fixed-size sampling, the one end_round saw with
+// Bernoulli sampling, -1 when unknown.
+static int round_cohort(const ClipGaussian *g, int r) {
+    if (g->cohort > 0)
+        return g->cohort;
+    return g->seen_k && r >= 0 && r < g->rounds ? g->seen_k[r] : -1;
+}
+
+// The sound ε of the released aggregates after `rounds` rounds (see clip.h).
+static double aggregate_epsilon(const ClipGaussian *g, long long rounds) {
+    if (rounds <= 0 || g->q == 0)
         return 0;
-    if (z <= 0)
+    if (g->z <= 0)
         return INFINITY;
     double orders[RDP_EXTENDED_ORDER_COUNT], eps = INFINITY;
-    int n = rdp_extended_orders(orders);
+    int n = rdp_extended_orders(orders), ok = 1;
     RdpAccountant *acc = NULL;
-    if (rdp_accountant_create(orders, n, &acc, NULL) == FP_OK && rdp_accountant_add(acc, q, z, rounds, NULL) == FP_OK)
-        if (rdp_accountant_epsilon(acc, delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
-            eps = INFINITY;
+    if (rdp_accountant_create(orders, n, &acc, NULL) != FP_OK)
+        return INFINITY;
+    if (!g->paper) {
+        ok = rdp_accountant_add_sampled(acc, aggregate_sampling(g), g->q, corrected_sigma(g, g->z), rounds, NULL) ==
+             FP_OK;
+    } else {
+        // Per round, given its cohort size k: Thm 9 at rate k/N, multiplier σ√k/(2C); the
+        // rounds with one k form one phase. Rounds of unknown k: the client alone.
+        int N = g->n_clients;
+        long long *count = calloc((size_t)N + 1, sizeof(long long)), unknown = 0;
+        ok = count != NULL;
+        for (long long r = 0; ok && r < rounds; r++) {
+            int k = round_cohort(g, (int)r);
+            if (k >= 0 && k <= N)
+                count[k]++;
+            else
+                unknown++;
+        }
+        double two_c = 2 * g->clip;
+        for (int k = 1; ok && k <= N; k++)
+            if (count[k] > 0)
+                ok = rdp_accountant_add_sampled(acc, RDP_SAMPLING_FIXED, (double)k / N,
+                                                g->paper_std * sqrt((double)k) / two_c, count[k], NULL) == FP_OK;
+        if (ok && unknown > 0)
+            ok = rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON_REPLACE, g->q, g->paper_std / two_c, unknown,
+                                            NULL) == FP_OK;
+        free(count);
+    }
+    if (!ok || rdp_accountant_epsilon(acc, g->delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
+        eps = INFINITY;
     rdp_accountant_free(acc);
+    return eps;
+}
+
+// The upload observer's ε after `rounds` rounds with client noise: the Gaussian mechanism
+// on a vector within 2C of any other, std client_std(k_r), in every round (the client
+// may take part in all), composed exactly. A Bernoulli round of unknown k counts as N.
+static double upload_epsilon(const ClipGaussian *g, int rounds) {
+    if (g->server_noise)
+        return INFINITY; // the server sees the clipped update itself
+    if (rounds <= 0)
+        return 0;
+    double *ratio = malloc(sizeof(double) * (size_t)rounds), eps = INFINITY;
+    if (!ratio)
+        return INFINITY;
+    int n = 0;
+    for (int r = 0; r < rounds; r++) {
+        int k = round_cohort(g, r);
+        if (k < 0)
+            k = g->n_clients;
+        if (k > 0)
+            ratio[n++] = clip_gaussian_client_std(g, k) / (2 * g->clip);
+    }
+    if (n == 0)
+        eps = 0;
+    else if (gaussian_exact_epsilon(ratio, n, g->delta, &eps, NULL) != FP_OK)
+        eps = INFINITY;
+    free(ratio);
     return eps;
 }
 
@@ -161,13 +235,12 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
     g->rounds = setup->rounds;
     FP_TRY(jv_number(params, path, "clip", JV_OPTIONAL, 1.0, 0, 1, INFINITY, 0, &g->clip, err));
     FP_TRY(jv_number(params, path, "delta", JV_OPTIONAL, 1e-5, 0, 1, 1, 1, &g->delta, err));
-    // The accountant's rate: Bernoulli sampling includes a client with probability q,
-    // fixed-size sampling with m/N, m = max(1, round(qN)) (accounted as Poisson at that
-    // rate, the usual approximation). Take the larger.
-    int n = setup->n_clients > 0 ? setup->n_clients : 1;
-    double m_fixed = fmax(1.0, (double)lround(setup->sample_rate * n));
-    g->q = fmin(1.0, fmax(setup->sample_rate, m_fixed / n));
-    g->m = fmax(1.0, setup->sample_rate * n);
+    // The sampling the engine runs: a fixed cohort of m (rate m/N, replace-one
+    // neighbours), or Bernoulli(q) (Poisson, add/remove).
+    g->n_clients = setup->n_clients > 0 ? setup->n_clients : 1;
+    g->cohort = setup->cohort_size > 0 ? (setup->cohort_size < g->n_clients ? setup->cohort_size : g->n_clients) : 0;
+    g->q = g->cohort > 0 ? (double)g->cohort / g->n_clients : setup->sample_rate;
+    g->m = g->cohort > 0 ? g->cohort : fmax(1.0, setup->sample_rate * g->n_clients);
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(params, "noise_multiplier");
     const cJSON *ep = cJSON_GetObjectItemCaseSensitive(params, "epsilon");
     const cJSON *se = cJSON_GetObjectItemCaseSensitive(params, "sensitivity");
@@ -190,52 +263,111 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
                            jv_path(p, sizeof p, path, "noise_multiplier"));
         FP_TRY(jv_number(params, path, "epsilon", JV_REQUIRED, 0, 0, 1, INFINITY, 0, &g->epsilon, err));
         FP_TRY(jv_number(params, path, "sensitivity", JV_OPTIONAL, g->clip, 0, 1, INFINITY, 0, &g->sensitivity, err));
-        g->client_std = g->sensitivity / g->epsilon * sqrt(2.0 * (log(1.25) + g->epsilon));
-        g->z = g->client_std * sqrt(g->m) / g->clip;
-        return FP_OK;
-    }
-    if (se)
-        return fp_fail(err, FP_EPARAM, "%s: only the paper variant takes a sensitivity (the corrected one uses the clip)",
-                       jv_path(p, sizeof p, path, "sensitivity"));
-    if ((nm != NULL) == (ep != NULL))
-        return fp_fail(err, FP_EPARAM, "%s: give exactly one of noise_multiplier and epsilon", path);
-    if (nm) {
-        FP_TRY(jv_number(params, path, "noise_multiplier", JV_REQUIRED, 0, 0, 0, INFINITY, 0, &g->z, err));
+        g->paper_std = g->sensitivity / g->epsilon * sqrt(2.0 * (log(1.25) + g->epsilon));
+        g->z = g->paper_std * sqrt(g->m) / g->clip;
     } else {
-        FP_TRY(jv_number(params, path, "epsilon", JV_REQUIRED, 0, 0, 1, INFINITY, 0, &g->epsilon, err));
-        double orders[RDP_EXTENDED_ORDER_COUNT];
-        int no = rdp_extended_orders(orders);
-        FpError e2 = {0};
-        if (rdp_sigma_for_epsilon(g->q, g->rounds, g->delta, g->epsilon, orders, no, &g->z, NULL, &e2) != FP_OK)
-            return fp_fail(err, FP_EPARAM, "%s: %s", jv_path(p, sizeof p, path, "epsilon"), e2.msg);
+        if (se)
+            return fp_fail(err, FP_EPARAM,
+                           "%s: only the paper variant takes a sensitivity (the corrected one uses the clip)",
+                           jv_path(p, sizeof p, path, "sensitivity"));
+        if ((nm != NULL) == (ep != NULL))
+            return fp_fail(err, FP_EPARAM, "%s: give exactly one of noise_multiplier and epsilon", path);
+        if (nm) {
+            FP_TRY(jv_number(params, path, "noise_multiplier", JV_REQUIRED, 0, 0, 0, INFINITY, 0, &g->z, err));
+        } else {
+            FP_TRY(jv_number(params, path, "epsilon", JV_REQUIRED, 0, 0, 1, INFINITY, 0, &g->epsilon, err));
+            double orders[RDP_EXTENDED_ORDER_COUNT], sigma;
+            int no = rdp_extended_orders(orders);
+            FpError e2 = {0};
+            if (rdp_sigma_for_epsilon_sampled(aggregate_sampling(g), g->q, g->rounds, g->delta, g->epsilon, orders,
+                                              no, &sigma, NULL, &e2) != FP_OK)
+                return fp_fail(err, FP_EPARAM, "%s: %s", jv_path(p, sizeof p, path, "epsilon"), e2.msg);
+            g->z = g->cohort > 0 ? 2 * sigma : sigma;
+        }
+        if (g->server_noise)
+            g->server_std = g->z * g->clip;
     }
-    if (g->server_noise)
-        g->server_std = g->z * g->clip;
-    else
-        g->client_std = g->z * g->clip / sqrt(g->m);
+    if (g->rounds > 0) {
+        g->seen_k = malloc(sizeof(int) * (size_t)g->rounds);
+        if (!g->seen_k)
+            return fp_fail(err, FP_ENOMEM, "out of memory for %d rounds", g->rounds);
+        for (int r = 0; r < g->rounds; r++)
+            g->seen_k[r] = -1;
+    }
     return FP_OK;
 }
 
-double clip_gaussian_epsilon(const ClipGaussian *g, long long rounds) {
-    return rdp_eps_extended(g->q, g->z, rounds, g->delta);
+void clip_gaussian_free(ClipGaussian *g) {
+    free(g->seen_k);
+    g->seen_k = NULL;
 }
 
+double clip_gaussian_client_std(const ClipGaussian *g, int k) {
+    if (g->server_noise)
+        return 0;
+    if (g->paper)
+        return g->paper_std;
+    return g->z * g->clip / sqrt(k >= 1 ? (double)k : 1.0);
+}
+
+double clip_gaussian_server_std(const ClipGaussian *g, int k) {
+    if (g->server_noise)
+        return g->server_std;
+    return !g->paper && k == 0 ? g->z * g->clip : 0;
+}
+
+void clip_gaussian_end_round(ClipGaussian *g, int round, int k) {
+    if (g->seen_k && round >= 0 && round < g->rounds)
+        g->seen_k[round] = k;
+}
+
+double clip_gaussian_epsilon(const ClipGaussian *g, long long rounds) { return aggregate_epsilon(g, rounds); }
+
 void clip_gaussian_privacy(const ClipGaussian *g, int rounds_done, PrivacyRecord *rec) {
-    double sound = clip_gaussian_epsilon(g, rounds_done);
-    *rec = (PrivacyRecord){.unit = "client", .delta = g->delta, .sigma = g->z, .epsilon_total_sound = sound};
-    rec->sound_notion = g->server_noise
-        ? "client-level (eps, delta)-DP of the released aggregates (add/remove one client): RDP of the "
-          "Poisson-subsampled Gaussian (rate q, multiplier z), Balle et al. 2020 conversion"
-        : "client-level (eps, delta)-DP of the aggregate (add/remove one client): RDP of the Poisson-subsampled "
-          "Gaussian (rate q, multiplier z), Balle et al. 2020 conversion; the clients' noise shares add up to z "
-          "only in the sum, so one upload alone carries multiplier z/sqrt(m) (secure aggregation assumed)";
+    double sound = aggregate_epsilon(g, rounds_done);
+    *rec = (PrivacyRecord){.unit = "client", .delta = g->delta, .sigma = g->z, .epsilon_total_sound = sound,
+                           .guarantee = GUARANTEE_PROVEN};
+    if (g->paper)
+        rec->sound_notion =
+            g->cohort > 0
+                ? "client-level (eps, delta)-DP of the released aggregates, replace one client: the sum carries the "
+                  "m clients' shares, N(0, m sigma^2); RDP of the Gaussian on a fixed-size cohort without "
+                  "replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9, rate m/N, multiplier sigma sqrt(m)/2C), "
+                  "Balle et al. 2020 conversion"
+                : "client-level (eps, delta)-DP of the released aggregates, replace one client: per round, given its "
+                  "cohort size k (Bernoulli, independent of the data) the sum carries N(0, k sigma^2): Wang, Balle, "
+                  "Kasiviswanathan 2019 Thm 9 at rate k/N, multiplier sigma sqrt(k)/2C; Balle et al. 2020 conversion";
+    else if (g->cohort > 0)
+        rec->sound_notion = g->server_noise
+            ? "client-level (eps, delta)-DP of the released aggregates, replace one client: RDP of the Gaussian "
+              "(multiplier z on the sum, z/2 for the 2C a replaced client moves it) on a fixed-size cohort without "
+              "replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9, rate m/N), Balle et al. 2020 conversion"
+            : "client-level (eps, delta)-DP of the released aggregates, replace one client: the clients' shares, sized "
+              "for the cohort, add up to the sum's N(0, z^2 C^2); RDP of the Gaussian (multiplier z/2 for the 2C a "
+              "replaced client moves the sum) on a fixed-size cohort without replacement (Wang, Balle, "
+              "Kasiviswanathan 2019 Thm 9, rate m/N), Balle et al. 2020 conversion";
+    else
+        rec->sound_notion = g->server_noise
+            ? "client-level (eps, delta)-DP of the released aggregates, add/remove one client: RDP of the "
+              "Poisson-subsampled Gaussian (rate q, multiplier z; the server's noise also in rounds nobody takes "
+              "part), Balle et al. 2020 conversion"
+            : "client-level (eps, delta)-DP of the released aggregates, add/remove one client: the clients' shares, "
+              "sized for the round's cohort k, add up to N(0, z^2 C^2) (the server adds it when k = 0); RDP of the "
+              "Poisson-subsampled Gaussian (rate q, multiplier z), Balle et al. 2020 conversion";
+    rec->epsilon_total_upload = upload_epsilon(g, rounds_done);
+    rec->upload_notion = g->server_noise
+        ? "none: the server sees each client's clipped update without noise (the noise is added to the sum)"
+        : "(eps, delta)-DP of one client's uploads against the server or an eavesdropper who knows it took part, any "
+          "change of its data: the Gaussian with its share's std on a vector within 2C of any other, in every "
+          "round, composed exactly (Dong, Roth, Su 2022); no amplification";
+    privacy_assume(rec, PRIVACY_ASSUME_EXACT_NOISE);
     if (g->paper) {
         rec->epsilon_round_nominal = g->epsilon;
         rec->epsilon_total_nominal = g->epsilon * rounds_done;
         rec->nominal_notion = "(eps, e^-eps)-DP per round by the DP-FedASGP paper's eq. 2 (classic Gaussian "
                               "bound, sensitivity dS), sequential composition over rounds (the paper composes none)";
     } else {
-        rec->epsilon_round_nominal = clip_gaussian_epsilon(g, 1);
+        rec->epsilon_round_nominal = aggregate_epsilon(g, 1);
         rec->epsilon_total_nominal = sound;
         rec->nominal_notion = "the same RDP account (the corrected variant claims what it can prove)";
     }
@@ -246,16 +378,26 @@ void clip_gaussian_describe(const ClipGaussian *g, cJSON *out) {
     cJSON_AddNumberToObject(out, "clip", g->clip);
     cJSON_AddStringToObject(out, "noise", g->server_noise ? "server" : "client");
     cJSON_AddNumberToObject(out, "noise_multiplier", g->z);
-    cJSON_AddNumberToObject(out, "client_noise_std", g->client_std);
-    cJSON_AddNumberToObject(out, "server_noise_std", g->server_std);
+    if (g->server_noise)
+        cJSON_AddNumberToObject(out, "server_noise_std", g->server_std);
+    else if (g->paper)
+        cJSON_AddNumberToObject(out, "client_noise_std", g->paper_std);
+    else
+        cJSON_AddStringToObject(out, "client_noise_std", "z*C/sqrt(k), k the round's participants");
     cJSON_AddNumberToObject(out, "delta", g->delta);
     if (g->epsilon > 0)
         cJSON_AddNumberToObject(out, g->paper ? "epsilon_per_round" : "epsilon_target", g->epsilon);
     if (g->paper)
         cJSON_AddNumberToObject(out, "sensitivity", g->sensitivity);
+    cJSON_AddStringToObject(out, "sampling", g->cohort > 0 ? "fixed" : "bernoulli");
     cJSON_AddNumberToObject(out, "accountant_sample_rate", g->q);
     cJSON_AddNumberToObject(out, "aggregation_denominator", g->m);
-    cJSON_AddStringToObject(out, "accountant", "RDP subsampled Gaussian, orders 1.1..63 and 64..1024, Balle et al. 2020");
+    cJSON_AddStringToObject(out, "accountant",
+                            g->paper || g->cohort > 0
+                                ? "RDP, fixed-size cohort without replacement (Wang, Balle, Kasiviswanathan 2019 Thm "
+                                  "9), replace one client, orders 1.1..63 and 64..1024, Balle et al. 2020"
+                                : "RDP subsampled Gaussian (Poisson, add/remove one client), orders 1.1..63 and "
+                                  "64..1024, Balle et al. 2020");
     double e = clip_gaussian_epsilon(g, g->rounds);
     if (isfinite(e))
         cJSON_AddNumberToObject(out, "epsilon_after_all_rounds", e);

@@ -40,6 +40,9 @@ typedef struct DefenseSetup {
     int n_clients;
     int rounds;
     double sample_rate;      // q: fraction of clients sampled per round
+    int cohort_size;         // fixed-size sampling: the m = max(1, round(q·N)) clients drawn
+                             // uniformly without replacement each round; 0: Bernoulli sampling
+                             // (each client independently with probability q)
     int local_epochs;
     int batch_size;
     double lr;
@@ -68,40 +71,75 @@ typedef struct DefenseRound {
     const struct Dataset *local_data;  // the client's data
     const uint32_t *local_idx;
     int n_local;
+    int participants;        // k: the round's cohort after sampling and self-sampling (known to
+                             // every client before it uploads, as a server announces its cohort)
 } DefenseRound;
 
 // How far the sound bound is a guarantee for the code as it runs (floating point,
 // sampling and participants included). Zero-initialised records say NONE: a defense
 // claims more only by setting it.
 typedef enum {
-    GUARANTEE_NONE = 0,        // no bound holds for what runs (epsilon_total_sound is INFINITY)
-    GUARANTEE_CONDITIONAL = 1, // a bound holds under `assumptions` (epsilon_total_conditional)
-    GUARANTEE_PROVEN = 2,      // epsilon_total_sound is proven for what runs
+    GUARANTEE_NONE = 0,        // no bound holds for what runs (every sound figure is INFINITY)
+    GUARANTEE_CONDITIONAL = 1, // a bound holds under `assumptions` (the *_conditional figures)
+    GUARANTEE_PROVEN = 2,      // the sound figures are proven for what runs
 } Guarantee;
 
 #define PRIVACY_MAX_ASSUMPTIONS 6
 
+// The assumption every bound over continuous noise makes until its sampler is proven
+// floating-point safe: Mironov 2012 shows that floating-point Laplace outputs have
+// input-dependent supports, which voids any ε; the Gaussian samplers are not yet shown
+// to be free of it. A defense that draws such noise lists this sentence.
+#define PRIVACY_ASSUME_EXACT_NOISE                                                                         \
+    "the noise is an exact draw from its continuous law: the floating-point sampler that adds it is not " \
+    "yet proven safe (Mironov 2012)"
+
 // Privacy accounting, side by side: the paper's nominal claim and a sound bound.
 // A value < 0 means "not defined for this defense"; INFINITY means no guarantee.
-// epsilon_total_sound is a proven bound or INFINITY; a bound that needs assumptions
-// goes to epsilon_total_conditional with the assumptions as plain sentences.
+//
+// How a defense fills it: it writes its accountant's bound into epsilon_total_sound
+// (and, when it states one, the upload observer's into epsilon_total_upload), says
+// what the bound rests on (guarantee, assumptions: privacy_assume), and returns. The
+// one place that turns this into what results show is defense_privacy() (privacy_
+// record_settle): a bound that is not proven leaves the sound fields, which then hold a
+// proven bound or INFINITY and nothing else; a conditional bound moves to the
+// *_conditional fields beside its assumptions; a claim of PROVEN with assumptions is
+// CONDITIONAL, a CONDITIONAL one without any is NONE.
+//
+// Two observers: epsilon_total_sound is the bound for the observer the sound notion
+// names (for the client-level defenses: one who sees the released aggregates, and not
+// which clients took part); epsilon_total_upload, when upload_notion is set, the bound
+// for one who sees a client's own uploads and knows it took part (the server without
+// secure aggregation, an eavesdropper on the uplink): no sampling amplification there.
 typedef struct PrivacyRecord {
     const char *unit;              // "scalar", "layer", "upload", "client", "record"
     double epsilon_round_nominal;  // the paper's ε for one round
     double epsilon_total_nominal;  // the paper's ε composed over the rounds so far
     const char *nominal_notion;    // e.g. "epsilon-LDP per scalar, sequential composition"
-    double epsilon_total_sound;    // a sound (ε, δ) over the rounds so far
+    double epsilon_total_sound;    // a sound (ε, δ) over the rounds so far (see above)
     double delta;                  // δ of the sound bound (0 for pure DP)
     const char *sound_notion;      // e.g. "RDP (subsampled Gaussian), Balle et al. 2020 conversion"
     double sigma;                  // noise multiplier or scale this round, when one exists (else -1)
     Guarantee guarantee;           // of the sound bound (NONE unless a defense says more)
-    double epsilon_total_conditional;  // the bound under `assumptions` (read when CONDITIONAL)
+    double epsilon_total_conditional;  // the bound under `assumptions` (set by the settling; NAN otherwise)
     const char *assumptions[PRIVACY_MAX_ASSUMPTIONS]; // NULL-terminated sentences: what a
                                    // conditional bound assumes, or why there is none
+    double epsilon_total_upload;   // the upload observer's (ε, δ) (read when upload_notion is set)
+    double epsilon_total_upload_conditional; // its bound under `assumptions` (set by the settling)
+    const char *upload_notion;     // NULL: the defense states no separate upload-observer bound
 } PrivacyRecord;
 
 // "proven", "conditional", "none".
 const char *guarantee_name(Guarantee g);
+
+// Appends an assumption (or, for a record without guarantee, a reason) to rec; a
+// sentence already listed is not repeated. Beyond PRIVACY_MAX_ASSUMPTIONS the record
+// cannot state what it assumes and its guarantee becomes NONE.
+void privacy_assume(PrivacyRecord *rec, const char *sentence);
+
+// The one rule (see PrivacyRecord): after it, epsilon_total_sound and
+// epsilon_total_upload are proven bounds or INFINITY. Call it once per record.
+void privacy_record_settle(PrivacyRecord *rec);
 
 typedef struct DefenseOps {
     const char *name;
@@ -119,15 +157,25 @@ typedef struct DefenseOps {
     FpStatus (*client_perturb)(void *state, float *upload, const DefenseRound *round, FpError *err);
     // Optional: server aggregation of k perturbed uploads into out (same kind as the uploads).
     // weights[i] = the engine's FedAvg weight of upload i (they sum to 1). NULL = weighted mean.
+    // Called with k = 0 in a round nobody takes part only when release_empty_rounds is set.
     FpStatus (*server_aggregate)(void *state, int round, const float *const *uploads, const double *weights,
                                  const int *clients, int k, float *out, FpError *err);
+    // 1: a round without participants still runs server_aggregate (k = 0) and releases
+    // what it returns (the server's noise alone), as a central-noise account assumes: a
+    // round skipped when nobody takes part would tell who took part.
+    int release_empty_rounds;
     // Called once per round after aggregation: update schedules and accounting.
     void (*end_round)(void *state, int round, int n_participants);
-    // The privacy spent after `rounds_done` rounds.
+    // The privacy spent after `rounds_done` rounds (see PrivacyRecord for how to fill it;
+    // callers go through defense_privacy()).
     void (*privacy)(const void *state, int rounds_done, PrivacyRecord *rec);
     // Optional: add the resolved parameters (variant, ε, clip, ...) to a JSON object.
     void (*describe)(const void *state, cJSON *out);
 } DefenseOps;
+
+// The privacy record of a defense after rounds_done rounds, settled
+// (privacy_record_settle): what the engine and every result report.
+void defense_privacy(const DefenseOps *ops, const void *state, int rounds_done, PrivacyRecord *rec);
 
 // The registry (defenses/registry.c).
 const DefenseOps *defense_find(const char *name);

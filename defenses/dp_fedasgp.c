@@ -31,11 +31,18 @@
 // Rounds compose sequentially. T is public ("threshold", default C/√d, the RMS value
 // of a coordinate of a vector of norm C).
 //
-// Server: γ_i = ½(n_i/n + L_i/L) over the round's participants (eq. 16) and
-// g = Σ γ_i g_i (eq. 3); the engine then steps W ← W − η·g (eq. 20). L_i is the mean
-// cross-entropy of the client's trained local model on its own data (Alg. 1 line 19
-// leaves "ΔM(W)_e" undefined); like n_i it is sent in the clear, as in the paper. When
-// no loss is known (no model given, regression) γ_i = n_i/n.
+// Server: g = Σ γ_i g_i over the round's participants (eq. 3); the engine then steps
+// W ← W − η·g (eq. 20).
+//   paper: γ_i = ½(n_i/n + L_i/L) (eq. 16), L_i the mean cross-entropy of the client's
+//     trained local model on its own data (Alg. 1 line 19 leaves "ΔM(W)_e" undefined),
+//     sent in the clear as in the paper: a statistic of the private data outside any
+//     budget, one more reason this variant has no guarantee. When no loss is known (no
+//     model given, regression) γ_i = n_i/n.
+//   corrected: γ_i = n_i/n. L_i is not computed or sent (it would need its own noise
+//     and budget); n_i, the sample count the engine's FedAvg weights use anyway, is the
+//     only thing beside the noisy upload, so the guarantee covers all a client sends
+//     (for neighbours that keep n_i: any change of the client's records, not their
+//     number).
 //
 // Params: {"name": "dp-fedasgp", "variant", "epsilon" (per upload, required), "clip"
 // (1), "sensitivity" ΔS (paper: = clip; corrected: 2·clip), "svt_q" (paper's q, 1),
@@ -63,7 +70,7 @@ typedef struct DpFedAsgp {
     int n_clients;
     const ParamTable *table;
     size_t d;              // trainable coordinates
-    double *loss;          // per client id: L_i of its last upload (NaN when unknown)
+    double *loss;          // paper: per client id, L_i of its last upload (NaN when unknown)
     int *n_samples;        // per client id: n_i
     size_t *selected;      // per client id: coordinates noised in its last upload
 } DpFedAsgp;
@@ -262,8 +269,9 @@ static FpStatus asgp_perturb(void *state, float *upload, const DefenseRound *rou
     free(order);
     free(keep);
     if (st == FP_OK && round->client >= 0 && round->client < s->n_clients) {
-        // Each client id is written by the one thread that handles it this round.
-        s->loss[round->client] = local_loss(round);
+        // Each client id is written by the one thread that handles it this round. Only
+        // the paper variant computes L_i (the corrected one sends nothing but n_i).
+        s->loss[round->client] = s->paper ? local_loss(round) : NAN;
         s->n_samples[round->client] = round->n_local_samples;
         s->selected[round->client] = selected;
     }
@@ -291,8 +299,8 @@ static FpStatus asgp_aggregate(void *state, int round, const float *const *uploa
     for (int c = 0; c < k; c++) {
         int id = clients[c];
         double share = n > 0 ? s->n_samples[id] / n : weights[c];
-        // eq. 16: γ_i = ½(n_i/n + L_i/L); sums to 1 over the participants.
-        gamma[c] = losses_known && L > 0 ? 0.5 * (share + s->loss[id] / L) : share;
+        // eq. 16: γ_i = ½(n_i/n + L_i/L); sums to 1 over the participants (paper only).
+        gamma[c] = s->paper && losses_known && L > 0 ? 0.5 * (share + s->loss[id] / L) : share;
     }
     size_t np = s->table->n_params;
     for (size_t i = 0; i < np; i++) {
@@ -318,24 +326,33 @@ static void asgp_privacy(const void *state, int rounds_done, PrivacyRecord *rec)
     };
     if (s->paper) {
         rec->epsilon_total_sound = INFINITY;
+        rec->guarantee = GUARANTEE_NONE;
         rec->sound_notion = "no guarantee: lambda_t is an exact quantile of the private gradient, the SVT is "
-                            "uncapped with alpha drawn once, and coordinates below the threshold are sent exactly";
+                            "uncapped with alpha drawn once, coordinates below the threshold are sent exactly, and "
+                            "the aggregation weight's loss L_i is sent without noise";
+        privacy_assume(rec, "the threshold lambda_t is an exact quantile of the client's private gradient");
+        privacy_assume(rec, "the significance test is an uncapped SVT with its query noise drawn once per upload");
+        privacy_assume(rec, "coordinates below the threshold are sent exactly, without noise");
+        privacy_assume(rec, "the aggregation weight uses L_i, the client's loss on its own data, sent without noise");
     } else {
         rec->epsilon_total_sound = s->epsilon * rounds_done;
+        rec->guarantee = GUARANTEE_PROVEN;
+        privacy_assume(rec, PRIVACY_ASSUME_EXACT_NOISE);
         rec->sound_notion = "pure eps-DP per client upload (capped SVT, Lyu et al. 2017 Alg. 1, public threshold; "
                             "Laplace on at most c coordinates, zeros elsewhere) for clipped updates within dS in L2 "
-                            "(dS = 2C: any change of the client's data); sequential composition over rounds";
+                            "(dS = 2C: any change of the client's records that keeps its count n_i, the only other "
+                            "thing it sends); sequential composition over rounds (a client in every round)";
     }
 }
 
 static void asgp_describe(const void *state, cJSON *out) {
     const DpFedAsgp *s = state;
     cJSON_AddStringToObject(out, "variant", s->paper ? "paper" : "corrected");
-    cJSON_AddStringToObject(out, "guarantee",
+    cJSON_AddStringToObject(out, "mechanism",
                             s->paper ? "none (nominal only): exact quantile threshold, uncapped SVT, exact "
-                                       "non-significant coordinates"
+                                       "non-significant coordinates, L_i in the clear"
                                      : "capped SVT with a public threshold and fresh query noise, Laplace on the "
-                                       "selected coordinates, zeros elsewhere: eps-DP per upload");
+                                       "selected coordinates, zeros elsewhere, weights from n_i: eps-DP per upload");
     cJSON_AddNumberToObject(out, "epsilon", s->epsilon);
     cJSON_AddNumberToObject(out, "epsilon1_query", s->eps1);
     cJSON_AddNumberToObject(out, "epsilon2_threshold", s->eps2);
@@ -351,7 +368,10 @@ static void asgp_describe(const void *state, cJSON *out) {
         cJSON_AddNumberToObject(out, "threshold", s->threshold);
         cJSON_AddNumberToObject(out, "max_selected", (double)s->cap);
     }
-    cJSON_AddStringToObject(out, "aggregation", "gamma_i = (n_i/n + L_i/L)/2, L_i = local model's mean loss on its data");
+    cJSON_AddStringToObject(out, "aggregation",
+                            s->paper ? "gamma_i = (n_i/n + L_i/L)/2, L_i = local model's mean loss on its data (sent "
+                                       "without noise)"
+                                     : "gamma_i = n_i/n (L_i is not sent)");
 }
 
 const DefenseOps defense_dp_fedasgp = {

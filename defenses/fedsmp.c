@@ -6,7 +6,7 @@
 //   keep k = ⌈fraction·d⌉ coordinates (the mask), zero the others,
 //   clip the kept vector to L2 norm C,
 //   add Gaussian noise to the kept coordinates only (zeros stay zero).
-// Server: the fixed-denominator average (Σ_i uploads)/m, m = q·N (defenses/clip.h).
+// Server: the fixed-denominator average (Σ_i uploads)/m, m the cohort or q·N (defenses/clip.h).
 //
 // Variants
 //   paper: the mask is the top-k of the client's own |Δ| (FedSMP-top_k), and the noise
@@ -16,11 +16,14 @@
 //       DP statement covers the upload: the sound ε is INFINITY.
 //   corrected (default): the mask is k coordinates drawn at random from public
 //       randomness, the same for every client of the round (the rand-k sparsifier;
-//       RNG_DEFENSE_AUX stream of the server, client id CLIP_SERVER_CLIENT). Every kept
-//       coordinate then carries the sum noise N(0, z²C²) from the m clients' shares
-//       N(0, z²C²/m), so a round is the subsampled Gaussian mechanism with multiplier z
-//       on the mask's subspace: RDP accounting, with z given ("noise_multiplier") or
-//       found for a target "epsilon" (never above it).
+//       RNG_DEFENSE_AUX stream of the server, client id CLIP_SERVER_CLIENT). Each of the
+//       round's p participants adds N(0, z²C²/p) on every kept coordinate (p announced
+//       with the round; the server adds N(0, z²C²) itself when p = 0), so the kept
+//       coordinates of the sum always carry N(0, z²C²): a round is the client-level
+//       Gaussian mechanism with multiplier z on the mask's subspace, accounted as
+//       gaussian-dpfedavg's client noise (defenses/clip.h: Poisson or fixed-size RDP,
+//       and the upload observer's ε), with z given ("noise_multiplier") or found for a
+//       target "epsilon" (never above it).
 //
 // Params: {"name": "fedsmp", "variant", "topk_fraction" (0.1, in (0, 1]), "clip" (1),
 // "noise_multiplier" | "epsilon", "delta" (1e-5), "sensitivity" (paper only)}.
@@ -50,19 +53,31 @@ static FpStatus smp_create(const cJSON *params, const char *path, const DefenseS
     FP_TRY(jv_choice(params, path, "variant", variants, 0, &variant, err));
     FedSmp s = {.table = setup->params, .d = setup->params->n_trainable, .seed = setup->seed};
     FP_TRY(jv_number(params, path, "topk_fraction", JV_OPTIONAL, 0.1, 0, 1, 1, 0, &s.fraction, err));
-    FP_TRY(clip_gaussian_parse(params, path, setup, variant == 1, 0, &s.g, err));
+    FpStatus st = clip_gaussian_parse(params, path, setup, variant == 1, 0, &s.g, err);
+    if (st != FP_OK) {
+        clip_gaussian_free(&s.g);
+        return st;
+    }
     s.k = (size_t)ceil(s.fraction * (double)s.d - 1e-9);
     if (s.k < 1 && s.d > 0)
         s.k = 1;
     FedSmp *out = fp_calloc(1, sizeof *out, err);
-    if (!out)
+    if (!out) {
+        clip_gaussian_free(&s.g);
         return FP_ENOMEM;
+    }
     *out = s;
     *state = out;
     return FP_OK;
 }
 
-static void smp_destroy(void *state) { free(state); }
+static void smp_destroy(void *state) {
+    FedSmp *s = state;
+    if (!s)
+        return;
+    clip_gaussian_free(&s->g);
+    free(s);
+}
 
 static UploadKind smp_upload_kind(const void *state) { return UPLOAD_DELTA; }
 
@@ -112,8 +127,8 @@ static FpStatus smp_perturb(void *state, float *upload, const DefenseRound *roun
         else
             norm2 += (double)upload[i] * upload[i];
     }
-    double norm = sqrt(norm2), scale = norm > s->g.clip ? s->g.clip / norm : 1.0;
-    double std = s->g.client_std;
+    double scale = clip_scale(sqrt(norm2), s->g.clip);
+    double std = clip_gaussian_client_std(&s->g, round->participants);
     for (size_t j = 0; j < d; j++) {
         if (!keep[j])
             continue;
@@ -130,21 +145,51 @@ static FpStatus smp_aggregate(void *state, int round, const float *const *upload
                               const int *clients, int k, float *out, FpError *err) {
     FedSmp *s = state;
     clip_aggregate_fixed(uploads, weights, k, s->g.m, s->table, NULL, 0.0, out);
+    double std = clip_gaussian_server_std(&s->g, k);
+    if (std > 0 && s->d > 0) { // nobody took part: the server's N(0, z²C²) on the round's mask
+        uint32_t *idx = malloc(sizeof(uint32_t) * s->d * 2);
+        unsigned char *keep = malloc(s->d);
+        if (!idx || !keep) {
+            free(idx);
+            free(keep);
+            return fp_fail(err, FP_ENOMEM, "out of memory in fedsmp (%zu coordinates)", s->d);
+        }
+        clip_trainable_index(s->table, idx);
+        random_mask(s, round, idx + s->d, keep);
+        RngStream rs = rng_stream(s->seed, RNG_DEFENSE, (uint32_t)round, CLIP_SERVER_CLIENT);
+        for (size_t j = 0; j < s->d; j++)
+            if (keep[j])
+                out[idx[j]] = (float)((out[idx[j]] * s->g.m + std * rng_normal_at(&rs, idx[j])) / s->g.m);
+        free(idx);
+        free(keep);
+    }
     return FP_OK;
+}
+
+static void smp_end_round(void *state, int round, int n_participants) {
+    clip_gaussian_end_round(&((FedSmp *)state)->g, round, n_participants);
 }
 
 static void smp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
     const FedSmp *s = state;
     clip_gaussian_privacy(&s->g, rounds_done, rec);
     if (s->g.paper) {
-        rec->epsilon_total_sound = INFINITY;
+        rec->guarantee = GUARANTEE_NONE;
+        memset(rec->assumptions, 0, sizeof rec->assumptions);
+        privacy_assume(rec, "the kept coordinates are the top-k of the client's own update, and the zeros of the "
+                            "upload reveal that data-dependent support");
         rec->sound_notion = "no guarantee: the kept coordinates are the top-k of the client's own update, and "
                             "the zeros of the upload reveal that data-dependent support";
+        rec->upload_notion = NULL;
     } else {
-        rec->sound_notion = "client-level (eps, delta)-DP of the aggregate (add/remove one client): RDP of the "
-                            "Poisson-subsampled Gaussian (rate q, multiplier z) on a public random-k support, "
-                            "Balle et al. 2020 conversion; one upload alone carries multiplier z/sqrt(m) (secure "
-                            "aggregation assumed)";
+        rec->sound_notion = s->g.cohort > 0
+            ? "client-level (eps, delta)-DP of the released aggregates, replace one client: the shares, sized for "
+              "the cohort, add up to N(0, z^2 C^2) on a public random-k support; RDP of the Gaussian (multiplier "
+              "z/2) on a fixed-size cohort without replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9, rate m/N), "
+              "Balle et al. 2020 conversion"
+            : "client-level (eps, delta)-DP of the released aggregates, add/remove one client: the shares, sized "
+              "for the round's cohort, add up to N(0, z^2 C^2) on a public random-k support; RDP of the "
+              "Poisson-subsampled Gaussian (rate q, multiplier z), Balle et al. 2020 conversion";
     }
 }
 
@@ -166,6 +211,8 @@ const DefenseOps defense_fedsmp = {
     .upload_kind = smp_upload_kind,
     .client_perturb = smp_perturb,
     .server_aggregate = smp_aggregate,
+    .release_empty_rounds = 1,
+    .end_round = smp_end_round,
     .privacy = smp_privacy,
     .describe = smp_describe,
 };

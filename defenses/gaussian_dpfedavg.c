@@ -4,18 +4,21 @@
 //
 // Each sampled client uploads its update Δ_i = w_local − w_global clipped to L2 norm C
 // (trainable layers only). The server forms
-//     Δ̄ = (Σ_i Δ_i + N(0, z²C² I)) / m,     m = q·N (the expected participants),
-// so one client moves Δ̄ by at most C/m and the round is the Poisson-subsampled Gaussian
-// mechanism with noise multiplier z. With "noise": "client" each client adds its share
-// N(0, z²C²/m) instead and the server only averages (the same law for Δ̄ when m clients
-// take part; each upload alone then carries only multiplier z/√m). ε is the RDP account
-// of q, z and the rounds run (defenses/clip.h ClipGaussian); with "epsilon" given, z is
-// the smallest multiplier whose ε after all planned rounds does not exceed it.
+//     Δ̄ = (Σ_i Δ_i + N(0, z²C² I)) / m,     m the cohort (fixed-size) or q·N (Bernoulli),
+// so one client moves Δ̄ by at most C/m, and releases Δ̄ every round, also one nobody
+// takes part in (release_empty_rounds). With "noise": "client" each of the round's k
+// participants adds its share N(0, z²C²/k) instead (k announced with the round, so the
+// shares always add up to N(0, z²C²)); each upload alone then carries only z/√k. The
+// accounts (defenses/clip.h ClipGaussian): Poisson RDP with multiplier z for Bernoulli
+// sampling (add/remove one client), Wang-Balle-Kasiviswanathan Thm 9 with z/2 for
+// fixed-size cohorts (replace one client), and the upload observer's exact Gaussian
+// composition beside them; with "epsilon" given, z is the smallest multiplier whose ε
+// after all planned rounds does not exceed it.
 //
 // Variants: corrected (default; RDP calibration), paper (the DP-FedASGP paper's DP-FedAvg
-// baseline: per-client σ from its eq. 2, nominal ε per round). Both average with the
-// fixed denominator m; the paper's n_i/n weights would let a large client weigh more
-// than C/m and void the bound.
+// baseline: per-client σ from its eq. 2 whatever the cohort, nominal ε per round). Both
+// average with the fixed denominator m; the paper's n_i/n weights would let a large
+// client weigh more than C/m and void the bound.
 //
 // Params: {"name": "gaussian-dpfedavg", "variant", "clip" (1), "noise_multiplier" |
 // "epsilon", "delta" (1e-5), "noise" ("server"), "sensitivity" (paper only; = clip)}.
@@ -45,6 +48,7 @@ static FpStatus dpfedavg_create(const cJSON *params, const char *path, const Def
         return FP_ENOMEM;
     FpStatus st = clip_gaussian_parse(params, path, setup, variant == 1, 1, &s->g, err);
     if (st != FP_OK) {
+        clip_gaussian_free(&s->g);
         free(s);
         return st;
     }
@@ -54,14 +58,20 @@ static FpStatus dpfedavg_create(const cJSON *params, const char *path, const Def
     return FP_OK;
 }
 
-static void dpfedavg_destroy(void *state) { free(state); }
+static void dpfedavg_destroy(void *state) {
+    DpFedAvg *s = state;
+    if (!s)
+        return;
+    clip_gaussian_free(&s->g);
+    free(s);
+}
 
 static UploadKind dpfedavg_upload_kind(const void *state) { return UPLOAD_DELTA; }
 
 static FpStatus dpfedavg_perturb(void *state, float *upload, const DefenseRound *round, FpError *err) {
     DpFedAvg *s = state;
     clip_to_norm(upload, s->table, s->g.clip);
-    clip_add_gaussian(upload, s->table, &round->rng, s->g.client_std);
+    clip_add_gaussian(upload, s->table, &round->rng, clip_gaussian_client_std(&s->g, round->participants));
     return FP_OK;
 }
 
@@ -69,8 +79,12 @@ static FpStatus dpfedavg_aggregate(void *state, int round, const float *const *u
                                    const int *clients, int k, float *out, FpError *err) {
     DpFedAvg *s = state;
     RngStream rs = rng_stream(s->seed, RNG_DEFENSE, (uint32_t)round, CLIP_SERVER_CLIENT);
-    clip_aggregate_fixed(uploads, weights, k, s->g.m, s->table, &rs, s->g.server_std, out);
+    clip_aggregate_fixed(uploads, weights, k, s->g.m, s->table, &rs, clip_gaussian_server_std(&s->g, k), out);
     return FP_OK;
+}
+
+static void dpfedavg_end_round(void *state, int round, int n_participants) {
+    clip_gaussian_end_round(&((DpFedAvg *)state)->g, round, n_participants);
 }
 
 static void dpfedavg_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
@@ -90,6 +104,8 @@ const DefenseOps defense_gaussian_dpfedavg = {
     .upload_kind = dpfedavg_upload_kind,
     .client_perturb = dpfedavg_perturb,
     .server_aggregate = dpfedavg_aggregate,
+    .release_empty_rounds = 1,
+    .end_round = dpfedavg_end_round,
     .privacy = dpfedavg_privacy,
     .describe = dpfedavg_describe,
 };

@@ -701,7 +701,20 @@ static void lw_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
         .delta = 0,
         .sound_notion = s->sound_notion,
         .sigma = -1,
+        .guarantee = GUARANTEE_PROVEN,
     };
+    // The figure counts every Laplace draw; what the client computes from its data and
+    // uses unprivatised is an assumption of it (so the bound is conditional, never proven).
+    if (s->clip != CLIP_FIXED)
+        privacy_assume(rec, "the clip C^i, computed from the client's data at w_t, reveals nothing beyond the noisy "
+                            "upload (it is not privatised)");
+    if (!s->flat)
+        privacy_assume(rec, "the layer importance s_i (Eqs. 14-15), measured on the client's data, reveals nothing "
+                            "beyond the noisy upload (it is not privatised; it sets each layer's budget)");
+    if (!s->flat && s->armijo)
+        privacy_assume(rec, "the Armijo test (Eq. 10), evaluated on the client's data, reveals nothing beyond the "
+                            "noisy upload (it decides how many draws are made and which are fused)");
+    privacy_assume(rec, PRIVACY_ASSUME_EXACT_NOISE);
 }
 
 static void lw_describe(const void *state, cJSON *out) {

@@ -29,6 +29,7 @@ static void none_privacy(const void *state, int rounds_done, PrivacyRecord *rec)
                            .delta = 0,
                            .sound_notion = "no guarantee",
                            .sigma = -1};
+    privacy_assume(rec, "no noise is added: the server and anyone on the uplink see each client's trained weights");
 }
 
 const DefenseOps defense_none = {

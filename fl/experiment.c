@@ -169,9 +169,16 @@ cJSON *privacy_record_json(const PrivacyRecord *p) {
     add_number_or_null(snd, "epsilon_total", p->epsilon_total_sound);
     cJSON_AddNumberToObject(snd, "delta", p->delta);
     cJSON_AddStringToObject(snd, "notion", p->sound_notion ? p->sound_notion : "");
-    cJSON_AddStringToObject(j, "guarantee", guarantee_name(p->guarantee));
     if (p->guarantee == GUARANTEE_CONDITIONAL)
         add_number_or_null(snd, "epsilon_total_conditional", p->epsilon_total_conditional);
+    if (p->upload_notion) {
+        cJSON *up = cJSON_AddObjectToObject(snd, "upload");
+        add_number_or_null(up, "epsilon_total", p->epsilon_total_upload);
+        if (p->guarantee == GUARANTEE_CONDITIONAL)
+            add_number_or_null(up, "epsilon_total_conditional", p->epsilon_total_upload_conditional);
+        cJSON_AddStringToObject(up, "notion", p->upload_notion);
+    }
+    cJSON_AddStringToObject(j, "guarantee", guarantee_name(p->guarantee));
     cJSON *as = cJSON_AddArrayToObject(j, "assumptions");
     for (int i = 0; i < PRIVACY_MAX_ASSUMPTIONS && p->assumptions[i]; i++)
         cJSON_AddItemToArray(as, cJSON_CreateString(p->assumptions[i]));

@@ -101,6 +101,11 @@ struct Federation {
     uint32_t *server_idx;  // training samples no client trains on (DefenseSetup.server_idx)
 };
 
+int fed_cohort_size(const FedConfig *c) {
+    int m = (int)lround(c->sample_rate * c->clients);
+    return m < 1 ? 1 : m > c->clients ? c->clients : m;
+}
+
 static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -158,7 +163,8 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
     // Defense.
     f->dsetup = (DefenseSetup){.seed = setup->seed, .params = &setup->global->table, .n_clients = c->clients,
                                .rounds = c->rounds, .sample_rate = c->sample_rate, .local_epochs = c->local_epochs,
-                               .batch_size = c->batch_size, .lr = c->lr};
+                               .batch_size = c->batch_size, .lr = c->lr,
+                               .cohort_size = c->sampling == SAMPLING_FIXED ? fed_cohort_size(c) : 0};
     f->dsetup.min_client_samples = 1 << 30;
     for (int k = 0; k < c->clients; k++) {
         int n = client_samples(f, k);
@@ -279,7 +285,8 @@ typedef struct {
     FpError err;
 } RoundJob;
 
-static FpStatus client_update(Federation *f, Worker *wk, int round, int client, float *upload, FpError *err) {
+static FpStatus client_update(Federation *f, Worker *wk, int round, int client, int participants, float *upload,
+                              FpError *err) {
     const FedConfig *c = &f->s.cfg;
     size_t np = f->s.global->table.n_params;
     Model *local = wk->local;
@@ -309,7 +316,8 @@ static FpStatus client_update(Federation *f, Worker *wk, int round, int client, 
                        .rng = rng_stream(f->s.seed, RNG_DEFENSE, (uint32_t)round, (uint32_t)client),
                        .aux_rng = rng_stream(f->s.seed, RNG_DEFENSE_AUX, (uint32_t)round, (uint32_t)client),
                        .global = f->global_host, .n_local_samples = n, .model = local,
-                       .local_data = f->s.train, .local_idx = f->part->idx[client], .n_local = n};
+                       .local_data = f->s.train, .local_idx = f->part->idx[client], .n_local = n,
+                       .participants = participants};
     return f->s.defense->client_perturb(f->defense_state, upload, &dr, err);
 }
 
@@ -319,7 +327,7 @@ static void *round_worker(void *arg) {
     Worker *wk = &f->workers[j->worker];
     for (int s = j->worker; s < j->n_participants; s += f->threads) {
         int client = f->round_clients[s];
-        j->st = client_update(f, wk, j->round, client, f->uploads[s], &j->err);
+        j->st = client_update(f, wk, j->round, client, j->n_participants, f->uploads[s], &j->err);
         if (j->st != FP_OK)
             break;
     }
@@ -331,9 +339,7 @@ static int sample_clients(Federation *f, int round) {
     RngStream rs = rng_stream(f->s.seed, RNG_CLIENT_SAMPLE, (uint32_t)round, 0);
     int n = 0;
     if (c->sampling == SAMPLING_FIXED) {
-        int m = (int)lround(c->sample_rate * c->clients);
-        if (m < 1)
-            m = 1;
+        int m = fed_cohort_size(c);
         uint32_t *perm = f->sample_perm;
         char *chosen = f->sample_chosen;
         for (int k = 0; k < c->clients; k++)
@@ -469,7 +475,9 @@ FpStatus fed_run(Federation *f, int first_round, FpError *err) {
             for (int s = 0; s < n; s++)
                 f->s.hooks.on_upload(f->s.hooks.ctx, r, f->round_clients[s], f->uploads[s],
                                      f->s.defense->upload_kind(f->defense_state), &f->s.global->table);
-        if (n > 0)
+        // A defense whose account releases every round (central noise) aggregates even
+        // an empty one: the server's noise alone.
+        if (n > 0 || (f->s.defense->release_empty_rounds && f->s.defense->server_aggregate))
             FP_TRY(aggregate(f, r, n, err));
         if (f->s.defense->end_round)
             f->s.defense->end_round(f->defense_state, r, n);
@@ -478,7 +486,7 @@ FpStatus fed_run(Federation *f, int first_round, FpError *err) {
         res->train_seconds = now_seconds() - t0;
         res->round = r + 1;
         res->participants = n;
-        f->s.defense->privacy(f->defense_state, r + 1, &res->privacy);
+        defense_privacy(f->s.defense, f->defense_state, r + 1, &res->privacy);
         if (!all_finite(f->global_host, np)) {
             res->test_accuracy = res->test_loss = res->test_mae = res->test_mape = NAN;
             f->rounds_done = r + 1;

@@ -10,8 +10,10 @@
 //   3. its upload (weights, delta or summed gradient, as the defense asks) is perturbed
 //      client-side by the defense (RNG_DEFENSE, round r, client k) and shown to hooks;
 //   4. the server aggregates (the defense's rule, else the FedAvg mean weighted by
-//      local sample counts or uniform), forms the next global model, evaluates it on the
-//      test set and records the privacy spent.
+//      local sample counts or uniform; a round nobody takes part in changes nothing,
+//      unless the defense releases its server noise then: release_empty_rounds), forms
+//      the next global model, evaluates it on the test set and records the privacy
+//      spent (defense_privacy: the settled record).
 // Clients of a round run in parallel threads; each computes exactly what it would
 // alone (the BLAS runs single-threaded inside), and the server combines them in client
 // order, so results are bit-identical whatever the thread count.
@@ -45,6 +47,9 @@ typedef struct FedConfig {
     AggregationKind aggregation;
     int samples_per_client;   // 0 = all of the partition; else use only the first n of each client's share
 } FedConfig;
+
+// Fixed-size sampling's cohort: max(1, round(q·N)) clients (at most N) every round.
+int fed_cohort_size(const FedConfig *cfg);
 
 // Parse the "federation" object (path for messages). Unknown keys and bad values fail.
 FpStatus fed_config_parse(const cJSON *json, const char *path, FedConfig *out, FpError *err);
