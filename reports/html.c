@@ -295,7 +295,9 @@ static const char *css =
     ".scale{display:inline-block;width:160px;height:10px;vertical-align:middle;background:linear-gradient(90deg,"
     "hsl(120,60%,82%),hsl(60,60%,82%),hsl(0,60%,82%))}"
     "pre{background:#f7f7f7;border:1px solid #e3e3e3;padding:8px;overflow:auto;font-size:12px;max-height:360px}"
-    "dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px}dt{font-weight:600}dd{margin:0}";
+    "dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px}dt{font-weight:600}dd{margin:0}"
+    ".g-proven{color:#1b7a2f;font-weight:600}.g-conditional{color:#8a5a00;font-weight:600}.g-none{color:#8b0000;"
+    "font-weight:600}ul.why{margin:2px 0 0 16px;padding:0;font-size:12px;color:#555}";
 
 static void put_status(HtmlBuf *o, const char *status, const char *message) {
     hb_puts(o, "<span class=\"st-");
@@ -430,14 +432,58 @@ static void section_matrix(Report *R) {
     free(hi);
 }
 
+// A privacy record's guarantee: the state, then its assumptions (conditional) or its
+// reasons (none) as a list.
+static void put_guarantee(HtmlBuf *o, const cJSON *p) {
+    const char *g = jstr(p, "guarantee", "");
+    int known = strcmp(g, "proven") == 0 || strcmp(g, "conditional") == 0 || strcmp(g, "none") == 0;
+    if (!known) { // a record written before guarantees: it claims nothing proven
+        hb_puts(o, "—");
+        return;
+    }
+    hb_puts(o, "<span class=\"g-");
+    hb_escape_attr(o, g);
+    hb_puts(o, "\">");
+    hb_escape(o, g);
+    hb_puts(o, "</span>");
+    const cJSON *as = cJSON_GetObjectItemCaseSensitive(p, "assumptions"), *a;
+    if (cJSON_GetArraySize(as) > 0) {
+        hb_puts(o, strcmp(g, "conditional") == 0 ? "<br><small>if:</small>" : "<br><small>because:</small>");
+        hb_puts(o, "<ul class=\"why\">");
+        cJSON_ArrayForEach(a, as) {
+            hb_puts(o, "<li>");
+            hb_escape(o, cJSON_IsString(a) ? a->valuestring : "?");
+            hb_puts(o, "</li>");
+        }
+        hb_puts(o, "</ul>");
+    }
+}
+
+// A sound figure: the proven number (∞ when there is none), and beside it, for a
+// conditional record, the bound that holds if its assumptions do.
+static void put_sound(HtmlBuf *o, const cJSON *obj) {
+    put_value(o, cJSON_GetObjectItemCaseSensitive(obj, "epsilon_total"));
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(obj, "epsilon_total_conditional");
+    if (c) {
+        hb_puts(o, "<br><small>");
+        put_value(o, c);
+        hb_puts(o, " if</small>");
+    }
+}
+
 static void section_privacy(Report *R) {
     HtmlBuf *o = &R->out;
     hb_puts(o, "<h2 id=\"privacy\">Privacy spent</h2><p class=\"note\">After the last round of the cell's federation. "
                "<b>Nominal</b>: the ε the defense's paper claims, composed as the paper composes it. <b>Sound</b>: a "
-               "bound that holds (ε, δ) by the accountant named; ∞ = no guarantee, — = not defined.</p>");
+               "bound that holds (ε, δ) by the accountant named, for the code as it runs. <b>Guarantee</b>: "
+               "<span class=\"g-proven\">proven</span> (the sound ε is a theorem for what runs), "
+               "<span class=\"g-conditional\">conditional</span> (the sound ε is ∞; the bound under it holds if the "
+               "listed assumptions do) or <span class=\"g-none\">none</span> (with the reasons). <b>Upload "
+               "observer</b>: the bound against the server or an eavesdropper who sees a client's own uploads, when "
+               "the defense states one. ∞ = no guarantee, — = not defined.</p>");
     hb_puts(o, "<table><thead><tr><th>Defense setting</th><th>Unit</th><th>Nominal ε (per round)</th>"
-               "<th>Nominal ε (total)</th><th>Nominal notion</th><th>Sound ε (total)</th><th>δ</th>"
-               "<th>Sound notion</th><th>σ</th></tr></thead><tbody>");
+               "<th>Nominal ε (total)</th><th>Nominal notion</th><th>Guarantee</th><th>Sound ε (total)</th><th>δ</th>"
+               "<th>Sound notion</th><th>Upload observer ε</th><th>σ</th></tr></thead><tbody>");
     for (int i = 0; i < R->r.n; i++) {
         const cJSON *c = R->r.cells[i];
         const cJSON *p = c ? cJSON_GetObjectItemCaseSensitive(c, "privacy") : NULL;
@@ -445,13 +491,14 @@ static void section_privacy(Report *R) {
         hb_escape(o, cell_label(R, i));
         hb_puts(o, "</td>");
         if (!p) {
-            hb_puts(o, "<td colspan=\"8\">");
+            hb_puts(o, "<td colspan=\"10\">");
             put_status(o, cell_status_name(R->r.status[i]), c ? jstr(c, "message", "") : "");
             hb_puts(o, "</td></tr>");
             continue;
         }
         const cJSON *nom = cJSON_GetObjectItemCaseSensitive(p, "nominal");
         const cJSON *snd = cJSON_GetObjectItemCaseSensitive(p, "sound");
+        const cJSON *up = cJSON_GetObjectItemCaseSensitive(snd, "upload");
         hb_puts(o, "<td>");
         hb_escape(o, jstr(p, "unit", ""));
         hb_puts(o, "</td><td class=\"num\">");
@@ -460,13 +507,25 @@ static void section_privacy(Report *R) {
         put_value(o, cJSON_GetObjectItemCaseSensitive(nom, "epsilon_total"));
         hb_puts(o, "</td><td><small>");
         hb_escape(o, jstr(nom, "notion", ""));
-        hb_puts(o, "</small></td><td class=\"num\">");
-        put_value(o, cJSON_GetObjectItemCaseSensitive(snd, "epsilon_total"));
+        hb_puts(o, "</small></td><td>");
+        put_guarantee(o, p);
+        hb_puts(o, "</td><td class=\"num\">");
+        put_sound(o, snd);
         hb_puts(o, "</td><td class=\"num\">");
         put_value(o, cJSON_GetObjectItemCaseSensitive(snd, "delta"));
         hb_puts(o, "</td><td><small>");
         hb_escape(o, jstr(snd, "notion", ""));
         hb_puts(o, "</small></td><td class=\"num\">");
+        if (up) { // the notion on hover: the column stays narrow
+            hb_puts(o, "<span title=\"");
+            hb_escape_attr(o, jstr(up, "notion", ""));
+            hb_puts(o, "\">");
+            put_sound(o, up);
+            hb_puts(o, "</span>");
+        } else {
+            hb_puts(o, "—");
+        }
+        hb_puts(o, "</td><td class=\"num\">");
         put_value(o, cJSON_GetObjectItemCaseSensitive(p, "sigma"));
         hb_puts(o, "</td></tr>");
     }

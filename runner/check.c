@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/jsonv.h"
+#include "defenses/defense.h"
 #include "reports/results.h"
 
 typedef struct Bound {
@@ -22,10 +23,20 @@ typedef struct Bound {
     const char *metric;
     int has_max, has_min, max_is_epsilon;
     double at_most, at_least;
+    int min_guarantee;         // the weakest guarantee a selected cell may have (-1 = any)
     long long min_cells;
 } Bound;
 
-static const char *const cell_metrics[] = {"model_accuracy", "model_loss", "epsilon_nominal", "epsilon_sound", NULL};
+static const char *const cell_metrics[] = {"model_accuracy", "model_loss", "epsilon_nominal", "epsilon_sound",
+                                           "epsilon_conditional", "epsilon_upload", NULL};
+
+// A cell's guarantee by strength: none < conditional < proven (-1: absent or unknown).
+static int guarantee_rank(const char *g) {
+    for (int k = GUARANTEE_NONE; k <= GUARANTEE_PROVEN; k++)
+        if (g && strcmp(g, guarantee_name((Guarantee)k)) == 0)
+            return k;
+    return -1;
+}
 
 static void add_violation(CheckResult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void add_violation(CheckResult *r, const char *fmt, ...) {
@@ -58,7 +69,7 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
     char path[48], p[160];
     snprintf(path, sizeof path, "bounds[%d]", i);
     static const char *const keys[] = {"label", "defense", "audit", "variant", "epsilon_min", "epsilon_max", "params",
-                                       "attack", "metric", "at_most", "at_least", "min_cells", NULL};
+                                       "attack", "metric", "at_most", "at_least", "guarantee", "min_cells", NULL};
     FP_TRY(jv_keys(b, path, keys, err));
     memset(out, 0, sizeof *out);
     out->index = i;
@@ -80,15 +91,28 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
     FP_TRY(jv_string(b, path, "attack", JV_OPTIONAL, NULL, &out->attack, err));
     if (out->is_audit && (out->attack || out->params))
         return fp_fail(err, FP_EPARAM, "%s: an audit bound takes no \"attack\" or \"params\"", path);
+    static const char *const guarantees[] = {"none", "conditional", "proven", NULL};
+    out->min_guarantee = -1;
+    if (cJSON_GetObjectItemCaseSensitive(b, "guarantee")) {
+        if (out->is_audit || out->attack)
+            return fp_fail(err, FP_EPARAM, "%s: \"guarantee\" bounds a cell's privacy record (no \"audit\" or "
+                           "\"attack\")", jv_path(p, sizeof p, path, "guarantee"));
+        FP_TRY(jv_choice(b, path, "guarantee", guarantees, 0, &out->min_guarantee, err));
+    }
+    int limits = cJSON_GetObjectItemCaseSensitive(b, "at_most") || cJSON_GetObjectItemCaseSensitive(b, "at_least");
     const char *def_metric = out->is_audit ? "epsilon_lower_bound" : out->attack ? "headline" : NULL;
-    FP_TRY(jv_string(b, path, "metric", def_metric ? JV_OPTIONAL : JV_REQUIRED, def_metric, &out->metric, err));
-    if (!out->is_audit && !out->attack) {
+    FP_TRY(jv_string(b, path, "metric", def_metric || !limits ? JV_OPTIONAL : JV_REQUIRED, def_metric, &out->metric,
+                     err));
+    if (!out->metric && limits)
+        return fp_fail(err, FP_EPARAM, "%s: a cell bound needs a \"metric\"", path);
+    if (!out->is_audit && !out->attack && out->metric) {
         int ok = 0;
         for (int k = 0; cell_metrics[k]; k++)
             ok |= strcmp(cell_metrics[k], out->metric) == 0;
         if (!ok)
             return fp_fail(err, FP_EPARAM, "%s: \"%.64s\" is not a cell metric (model_accuracy, model_loss, "
-                           "epsilon_nominal, epsilon_sound; attack metrics need \"attack\")",
+                           "epsilon_nominal, epsilon_sound, epsilon_conditional, epsilon_upload; attack metrics "
+                           "need \"attack\")",
                            jv_path(p, sizeof p, path, "metric"), out->metric);
     }
     const cJSON *mx = cJSON_GetObjectItemCaseSensitive(b, "at_most");
@@ -109,8 +133,11 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
             return fp_fail(err, FP_EPARAM, "%s: must be a number", jv_path(p, sizeof p, path, "at_least"));
         out->at_least = mn->valuedouble;
     }
-    if (!out->has_max && !out->has_min)
-        return fp_fail(err, FP_EPARAM, "%s: needs \"at_most\" and/or \"at_least\"", path);
+    if (!out->has_max && !out->has_min && out->min_guarantee < 0)
+        return fp_fail(err, FP_EPARAM, "%s: needs \"at_most\" and/or \"at_least\"%s", path,
+                       out->is_audit || out->attack ? "" : ", or \"guarantee\"");
+    if (out->metric && !out->has_max && !out->has_min && cJSON_GetObjectItemCaseSensitive(b, "metric"))
+        return fp_fail(err, FP_EPARAM, "%s: \"metric\" needs \"at_most\" and/or \"at_least\"", path);
     FP_TRY(jv_int(b, path, "min_cells", JV_OPTIONAL, 1, 0, 1000000, &out->min_cells, err));
     // The name messages use: the label, else what the bound says.
     if (label)
@@ -126,7 +153,7 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
         snprintf(out->name, sizeof out->name, "bound %d (%s %.64s%s%.64s%s: %s%.64s%s)", i + 1,
                  out->is_audit ? "audit" : "defense", out->select, out->variant ? " " : "",
                  out->variant ? out->variant : "", sel, out->attack ? out->attack : "", out->attack ? " " : "",
-                 out->metric);
+                 out->metric ? out->metric : "guarantee");
     }
     return FP_OK;
 }
@@ -230,6 +257,21 @@ static void check_cells(CheckResult *r, const Bound *b, const MatrixResults *mr)
             add_violation(r, "%s: %s is %s: no result", b->name, where, cell_status_name(st));
             continue;
         }
+        if (b->min_guarantee >= 0) {
+            const cJSON *priv = cJSON_GetObjectItemCaseSensitive(c, "privacy");
+            const char *g = jstr(priv, "guarantee");
+            r->evaluations++;
+            if (!priv && st != CELL_DONE)
+                add_violation(r, "%s: %s %s (%.300s): no privacy record", b->name, where, cell_status_name(st), msg);
+            else if (guarantee_rank(g) < b->min_guarantee) {
+                const cJSON *as = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(priv, "assumptions"), 0);
+                add_violation(r, "%s: %s: guarantee %.32s, needs %s%s%.300s%s", b->name, where, g ? g : "absent",
+                              guarantee_name((Guarantee)b->min_guarantee), cJSON_IsString(as) ? " (" : "",
+                              cJSON_IsString(as) ? as->valuestring : "", cJSON_IsString(as) ? ")" : "");
+            }
+            if (!b->metric)
+                continue;
+        }
         char what[200];
         double v;
         if (!b->attack) {
@@ -239,10 +281,16 @@ static void check_cells(CheckResult *r, const Bound *b, const MatrixResults *mr)
                 v = jval(cJSON_GetObjectItemCaseSensitive(model, "test_accuracy"));
             else if (strcmp(b->metric, "model_loss") == 0)
                 v = jval(cJSON_GetObjectItemCaseSensitive(model, "test_loss"));
-            else
+            else if (strcmp(b->metric, "epsilon_nominal") == 0)
+                v = jval(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(priv, "nominal"),
+                                                          "epsilon_total"));
+            else { // the sound figures: proven (∞ otherwise), conditional, the upload observer's
+                const cJSON *snd = cJSON_GetObjectItemCaseSensitive(priv, "sound");
+                if (strcmp(b->metric, "epsilon_upload") == 0)
+                    snd = cJSON_GetObjectItemCaseSensitive(snd, "upload");
                 v = jval(cJSON_GetObjectItemCaseSensitive(
-                    cJSON_GetObjectItemCaseSensitive(priv, strcmp(b->metric, "epsilon_nominal") == 0 ? "nominal" : "sound"),
-                    "epsilon_total"));
+                    snd, strcmp(b->metric, "epsilon_conditional") == 0 ? "epsilon_total_conditional" : "epsilon_total"));
+            }
             snprintf(what, sizeof what, "%s", b->metric);
             if (isnan(v) && st != CELL_DONE) {
                 r->evaluations++;

@@ -77,7 +77,11 @@ static void standin_privacy(const void *state, int rounds_done, PrivacyRecord *r
     *rec = (PrivacyRecord){.unit = "upload", .epsilon_round_nominal = s->epsilon,
                            .epsilon_total_nominal = s->epsilon * rounds_done, .nominal_notion = "stand-in, composed",
                            .epsilon_total_sound = 2 * s->epsilon * rounds_done, .delta = 1e-5,
-                           .sound_notion = "stand-in sound bound", .sigma = s->sigma};
+                           .sound_notion = "stand-in sound bound", .sigma = s->sigma,
+                           .guarantee = GUARANTEE_PROVEN};
+    // Both guarantee states in one sweep: above ε = 1 the stand-in's bound is conditional.
+    if (s->epsilon > 1)
+        privacy_assume(rec, "stand-in: above epsilon 1 the bound is assumed");
 }
 static void standin_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "epsilon", ((const StandinDefense *)state)->epsilon);

@@ -678,6 +678,51 @@ START_TEST(cli_layerwise_end_to_end) {
 }
 END_TEST
 
+// Finding (f): the every-draw figure leaves out what the client computes from its data
+// and uses unprivatised (the clip C^i unless fixed, the importance s_i, the Armijo
+// test), so it is never proven: each of those in use is a stated assumption, beside the
+// floating-point sampler's, and sound stays ∞. Control: the same figure claimed as
+// proven without those sentences would be kept in sound; the check sees that.
+START_TEST(records_state_the_data_dependent_parts) {
+    static const struct { const char *json; const char *names[3]; } cases[] = {
+        {"{\"name\":\"layerwise\",\"epsilon_total\":8,\"aggregation\":\"fedavg\"}", {"clip", "importance", "Armijo"}},
+        {"{\"name\":\"layerwise\",\"epsilon_total\":8,\"clip\":2.5,\"armijo\":false,\"aggregation\":\"fedavg\"}",
+         {"importance", NULL, NULL}},
+        {"{\"name\":\"flat-laplace\",\"epsilon_total\":8}", {"clip", NULL, NULL}},
+        {"{\"name\":\"flat-laplace\",\"epsilon_total\":8,\"clip\":2.5}", {NULL, NULL, NULL}},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        LwFixture fx;
+        fixture_open(&fx, cases[c].json, 4);
+        float *up = calloc(fx.m->table.n_params, sizeof(float));
+        fixture_perturb(&fx, 1, up);
+        fx.ops->end_round(fx.state, 0, 1);
+        PrivacyRecord raw, rec;
+        fx.ops->privacy(fx.state, 1, &raw);
+        defense_privacy(fx.ops, fx.state, 1, &rec);
+        ck_assert_int_eq(rec.guarantee, GUARANTEE_CONDITIONAL);
+        ck_assert(isinf(rec.epsilon_total_sound) && rec.epsilon_total_conditional > 0);
+        int n = 0;
+        while (n < PRIVACY_MAX_ASSUMPTIONS && rec.assumptions[n])
+            n++;
+        int want = 1;
+        for (int k = 0; k < 3 && cases[c].names[k]; k++, want++) {
+            int found = 0;
+            for (int a = 0; a < n; a++)
+                found |= strstr(rec.assumptions[a], cases[c].names[k]) != NULL;
+            ck_assert_msg(found, "%s: no assumption names %s", cases[c].json, cases[c].names[k]);
+        }
+        ck_assert_int_eq(n, want);
+        ck_assert_str_eq(rec.assumptions[n - 1], PRIVACY_ASSUME_EXACT_NOISE);
+        memset(raw.assumptions, 0, sizeof raw.assumptions); // the control
+        privacy_record_settle(&raw);
+        ck_assert(isfinite(raw.epsilon_total_sound));
+        free(up);
+        fixture_close(&fx);
+    }
+}
+END_TEST
+
 Suite *suite_layerwise(void) {
     Suite *s = suite_create("layerwise");
     TCase *data = tcase_create("data");
@@ -692,6 +737,7 @@ Suite *suite_layerwise(void) {
     tcase_add_test(mech, budget_shares_sum_to_round_budget);
     tcase_add_test(mech, laplace_scale_per_layer);
     tcase_add_test(mech, armijo_escalation_and_accounting);
+    tcase_add_test(mech, records_state_the_data_dependent_parts);
     suite_add_tcase(s, mech);
     TCase *shap = tcase_create("shapley");
     tcase_add_test(shap, shapley_linear_closed_form);

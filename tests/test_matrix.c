@@ -560,6 +560,32 @@ START_TEST(check_bounds_hold_and_fail) {
                                 first, sizeof first),
                      1);
     ck_assert_ptr_nonnull(strstr(first, "skipped"));
+    // Guarantees: the stand-in's bound is proven up to ε = 1 and conditional above it;
+    // "none" claims nothing. A bound may require a guarantee, alone or with a metric.
+    ck_assert_int_eq(violations(dir, "{\"bounds\": [{\"defense\": \"noise\", \"epsilon_max\": 1,"
+                                     " \"guarantee\": \"proven\"},"
+                                     "{\"defense\": \"noise\", \"guarantee\": \"conditional\","
+                                     " \"metric\": \"epsilon_nominal\", \"at_most\": 12},"
+                                     "{\"defense\": \"noise\", \"epsilon_min\": 2, \"metric\": \"epsilon_conditional\","
+                                     " \"at_least\": 12, \"at_most\": 24},"
+                                     "{\"defense\": \"none\", \"guarantee\": \"none\"}]}",
+                                first, sizeof first),
+                     0);
+    ck_assert_int_eq(violations(dir, "{\"bounds\": [{\"defense\": \"noise\", \"guarantee\": \"proven\"}]}", first,
+                                sizeof first),
+                     2);
+    ck_assert_str_eq(first, "bound 1 (defense noise: guarantee): cell \"noise paper ε=2\": guarantee conditional, "
+                            "needs proven (stand-in: above epsilon 1 the bound is assumed)");
+    ck_assert_int_eq(violations(dir, "{\"bounds\": [{\"defense\": \"none\", \"guarantee\": \"conditional\"}]}",
+                                first, sizeof first),
+                     1);
+    ck_assert_ptr_nonnull(strstr(first, "guarantee none, needs conditional"));
+    // A conditional cell's sound figure is ∞: an epsilon_sound bound fails there.
+    ck_assert_int_eq(violations(dir, "{\"bounds\": [{\"defense\": \"noise\", \"epsilon_min\": 4,"
+                                     " \"metric\": \"epsilon_sound\", \"at_most\": 100}]}",
+                                first, sizeof first),
+                     1);
+    ck_assert_ptr_nonnull(strstr(first, "epsilon_sound = inf"));
 }
 END_TEST
 
@@ -595,6 +621,11 @@ START_TEST(check_rejects_bad_baselines) {
         {"{\"bounds\": [{\"defense\": \"none\", \"attack\": \"probe\", \"at_most\": 1, \"colour\": 1}]}",
          "bounds[0].colour: unknown key"},
         {"{\"bound\": []}", "bound: unknown key"},
+        {"{\"bounds\": [{\"defense\": \"none\", \"guarantee\": \"certain\"}]}", "bounds[0].guarantee"},
+        {"{\"bounds\": [{\"defense\": \"none\", \"attack\": \"probe\", \"guarantee\": \"proven\"}]}",
+         "bounds[0].guarantee"},
+        {"{\"bounds\": [{\"defense\": \"none\", \"guarantee\": \"proven\", \"metric\": \"model_loss\"}]}",
+         "\"metric\" needs"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cJSON *b = cJSON_Parse(bad[i][0]);

@@ -137,6 +137,13 @@ START_TEST(report_of_a_run) {
     ck_assert_ptr_nonnull(strstr(html, "noise ε=0.5"));
     ck_assert_ptr_nonnull(strstr(html, "Nominal ε (total)"));
     ck_assert_ptr_nonnull(strstr(html, "Sound ε (total)"));
+    // The guarantee states: the stand-in is proven up to ε = 1, conditional above it (with
+    // its assumption and the bound beside ∞); none claims nothing.
+    ck_assert_ptr_nonnull(strstr(html, "<span class=\"g-proven\">proven</span></td>"));
+    ck_assert_ptr_nonnull(strstr(html, "<span class=\"g-conditional\">conditional</span><br><small>if:</small>"
+                                       "<ul class=\"why\"><li>stand-in: above epsilon 1 the bound is assumed</li>"));
+    ck_assert_ptr_nonnull(strstr(html, "<span class=\"g-none\">none</span><br><small>because:</small>"));
+    ck_assert_ptr_nonnull(strstr(html, "∞<br><small>12 if</small>"));
     ck_assert_ptr_nonnull(strstr(html, "stand-in matrix"));
     free(html);
 }
