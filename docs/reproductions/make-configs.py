@@ -66,6 +66,10 @@ def asgp_configs():
 # ---- AVP vs NbAFL vs none (docs/reproductions/avp.md) --------------------------------
 MS = [5, 10, 15, 20, 25, 30]
 
+# The seed's uplink sensitivity, NbAFL's 2C/min|D_k|: declared, since fedpriv's default
+# is the proven 2C (the records then list it as an assumption).
+NBAFL_SENS = "2C/min|D_k|"
+
 def avp_configs():
     out = {}
     for tag, ds in (("mnist", {"name": "mnist"}), ("fmnist", {"name": "fashion-mnist", "test_samples": 2000})):
@@ -78,18 +82,18 @@ def avp_configs():
         for e in epsilons:
             for m in MS:
                 out[f"{tag}-avp-eps{e}-M{m}"] = dict(base(m), defense={
-                    "name": "avp", "epsilon": e, "delta": 1e-2, "clip": 5, "vartheta": 1.05})
+                    "name": "avp", "epsilon": e, "delta": 1e-2, "clip": 5, "vartheta": 1.05, "sensitivity": NBAFL_SENS})
                 out[f"{tag}-nbafl-eps{e}-M{m}"] = dict(base(m), defense={
-                    "name": "nbafl", "epsilon": e, "delta": 1e-2, "clip": 5})
+                    "name": "nbafl", "epsilon": e, "delta": 1e-2, "clip": 5, "sensitivity": NBAFL_SENS})
         e = epsilons[-1] if tag == "mnist" else 10
         for th in (0.95, 1.02, 1.1):
             out[f"{tag}-avp-eps{e}-M30-vartheta{th}"] = dict(base(30), defense={
-                "name": "avp", "epsilon": e, "delta": 1e-2, "clip": 5, "vartheta": th})
+                "name": "avp", "epsilon": e, "delta": 1e-2, "clip": 5, "vartheta": th, "sensitivity": NBAFL_SENS})
         for name in ("avp", "nbafl"):
             out[f"{tag}-{name}-eps{e}-M30-delta1e-5"] = dict(base(30), defense={
-                "name": name, "epsilon": e, "delta": 1e-5, "clip": 5})
+                "name": name, "epsilon": e, "delta": 1e-5, "clip": 5, "sensitivity": NBAFL_SENS})
         out[f"{tag}-avp-eps{e}-M30-refine15"] = dict(base(30), defense={
-            "name": "avp", "epsilon": e, "delta": 1e-2, "clip": 5, "vartheta": 1.05, "refine_at": 15})
+            "name": "avp", "epsilon": e, "delta": 1e-2, "clip": 5, "vartheta": 1.05, "refine_at": 15, "sensitivity": NBAFL_SENS})
     return out
 
 def write(sub, configs):
