@@ -347,7 +347,7 @@ static int sample_clients(Federation *f, int round) {
         if (m < c->clients)
             rng_shuffle_u32(&rs, perm, (uint32_t)c->clients);
         // Keep the chosen clients in increasing order: the aggregation order.
-        memset(chosen, 0, (size_t)c->clients);
+        memset(chosen, 0, c->clients > 0 ? (size_t)c->clients : 0);
         for (int k = 0; k < m; k++)
             chosen[perm[k]] = 1;
         for (int k = 0; k < c->clients; k++)
