@@ -732,6 +732,7 @@ Suite *suite_layerwise(void) {
     tcase_add_test(data, power_load_csv_reader);
     suite_add_tcase(s, data);
     TCase *mech = tcase_create("mechanism");
+    tcase_set_timeout(mech, 60); // lstm importance and Armijo losses: slow under the sanitizers
     tcase_add_test(mech, lstm_gradcheck_first_and_second_order);
     tcase_add_test(mech, importance_fraction_hand_built);
     tcase_add_test(mech, budget_shares_sum_to_round_budget);
