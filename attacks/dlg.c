@@ -1,21 +1,22 @@
 // DLG (Zhu et al., NeurIPS 2019) and iDLG (Zhao et al. 2020) against a defended
 // upload: `fedpriv attack dlg|idlg --config FILE.json --out DIR`.
 //
-// Threat model: an honest-but-curious server that sees one client's upload after the
-// defense, for one round in which the client held one batch of the attacked images.
-// Each batch of attack.batch_size images is its own client (client id = batch number,
-// round 0) of a one-round federation with as many clients as batches.
-//   - gradient-level defenses (upload_kind UPLOAD_GRADIENT): the client's upload is the
-//     gradient of the batch-mean loss at the global weights (one step's summed gradient,
-//     computed directly rather than as (w − w′)/lr, which would only add float rounding);
-//     the defense perturbs it and the server matches that;
-//   - weight-level defenses (UPLOAD_WEIGHTS / UPLOAD_DELTA: SPM, the local-DP
-//     mechanisms, and "none"): the client takes one SGD step on the batch through
-//     local_train (federation.lr, momentum, weight_decay), the defense perturbs the
-//     weights or delta, and the server estimates g = (w_global − upload)/lr − wd·w_global
-//     (or −delta/lr − wd·w_global). attack.threat_model "gradient" / "weights" forces one.
+// Threat model: an honest-but-curious server of the configured federation that
+// receives one client's upload, after the defense's client side, in one round. Each
+// batch of attack.batch_size images is the local data of one victim client of that
+// federation (attacks/victims.h: victim b is client (observe.client + b) mod N, observed
+// at observe.round or at its first participation); by default it takes one SGD step on
+// them (the FedSGD probe DLG assumes), with "local": "federation" the federation's local
+// procedure. The federation runs as configured up to that round (the defense created
+// once from its own DefenseSetup), and the upload comes from fl's one upload path. The
+// server turns the upload into its estimate of the batch gradient at the round's global
+// weights, g = (w_global − w)/(lr·steps) − wd·w_global with w the upload as weights
+// (upload_gradient_estimate: −delta/(lr·steps) for a delta, upload/steps for a gradient),
+// and inverts it at those weights.
 // Both attacks then run attacks/inversion.h: DLG learns x′ and soft labels y′; iDLG
 // first reads the labels off the last layer's gradient (idlg_labels) and learns x′ only.
+// A defended upload that is not finite, or a final matching loss that is not, is
+// FP_EDIVERGED: the run reports "diverged" and no similarity as a finding.
 //
 // Metrics: each reconstruction is clamped to [0,1] (what its PNG holds) and compared
 // with the originals by SSIM, PSNR and MSE (eval/image_metrics.h). For a batch of B > 1
@@ -31,6 +32,7 @@
 
 #include "attacks/attack.h"
 #include "attacks/inversion.h"
+#include "attacks/victims.h"
 #include "core/jsonv.h"
 #include "eval/image_metrics.h"
 #include "eval/png.h"
@@ -39,14 +41,12 @@
 #define DLG_MAX_IMAGES 4096
 #define GRID_SNAPSHOTS 8 // snapshot columns in the grid (evenly spaced)
 
-typedef enum { THREAT_AUTO = 0, THREAT_GRADIENT = 1, THREAT_WEIGHTS = 2 } ThreatChoice;
-
 typedef struct DlgOptions {
     int idlg;
     int *images, n_images;
     int batch_size;
     int use_train;          // images come from the train split (dataset.split), else test
-    ThreatChoice threat;
+    VictimOptions victims;
     InversionConfig inv;
 } DlgOptions;
 
@@ -80,7 +80,7 @@ static FpStatus dlg_parse(const AttackEnv *env, int idlg, DlgOptions *o, FpError
     const Experiment *ex = env->ex;
     char p[256];
     static const char *const keys[] = {"name", "images", "batch_size", "steps", "restarts", "distance", "tv",
-                                       "snapshot_every", "threat_model", "lbfgs", NULL};
+                                       "snapshot_every", "lbfgs", VICTIM_KEYS, NULL};
     FP_TRY(jv_keys(j, path, keys, err));
     long long v;
     FP_TRY(jv_int(j, path, "batch_size", JV_OPTIONAL, 1, 1, DLG_MAX_BATCH, &v, err));
@@ -96,9 +96,6 @@ static FpStatus dlg_parse(const AttackEnv *env, int idlg, DlgOptions *o, FpError
     FP_TRY(jv_choice(j, path, "distance", dists, INV_DISTANCE_L2, &choice, err));
     o->inv.distance = (InvDistance)choice;
     FP_TRY(jv_number(j, path, "tv", JV_OPTIONAL, 0.0, 0, 0, 1e6, 0, &o->inv.tv, err));
-    static const char *const threats[] = {"auto", "gradient", "weights", NULL};
-    FP_TRY(jv_choice(j, path, "threat_model", threats, THREAT_AUTO, &choice, err));
-    o->threat = (ThreatChoice)choice;
     const cJSON *lj;
     FP_TRY(jv_object(j, path, "lbfgs", JV_OPTIONAL, &lj, err));
     FP_TRY(parse_lbfgs(lj, jv_path(p, sizeof p, path, "lbfgs"), &o->inv.lbfgs, err));
@@ -151,6 +148,8 @@ static FpStatus dlg_parse(const AttackEnv *env, int idlg, DlgOptions *o, FpError
     if (st == FP_OK && n % o->batch_size != 0)
         st = fp_fail(err, FP_EPARAM, "%s: %d images do not split into batches of %s.batch_size = %d", p, n, path,
                      o->batch_size);
+    if (st == FP_OK)
+        st = victims_parse(env, n / o->batch_size, &o->victims, err);
     if (st != FP_OK) {
         free(o->images);
         o->images = NULL;
@@ -167,145 +166,6 @@ static FpStatus dlg_validate_common(const AttackEnv *env, int idlg, FpError *err
 
 static FpStatus dlg_validate(const AttackEnv *env, FpError *err) { return dlg_validate_common(env, 0, err); }
 static FpStatus idlg_validate(const AttackEnv *env, FpError *err) { return dlg_validate_common(env, 1, err); }
-
-// -- what the server observes --------------------------------------------------------------
-typedef struct Observer {
-    const DefenseOps *ops;
-    void *state;
-    DefenseSetup setup;
-    UploadKind kind;
-    int weights_path;       // 1: estimate from weights/delta after one SGD step; 0: the gradient itself
-    Model *local;           // the client's model
-    Tape *tape;
-    float *momentum;        // device, n_params
-    float *global, *upload; // host, n_params
-    float *scratch;
-} Observer;
-
-static void observer_free(Observer *ob) {
-    if (ob->state)
-        ob->ops->destroy(ob->state);
-    if (ob->local && ob->momentum)
-        ob->local->be->free(ob->momentum);
-    model_free(ob->local);
-    tape_free(ob->tape);
-    free(ob->global);
-    free(ob->upload);
-    free(ob->scratch);
-    memset(ob, 0, sizeof *ob);
-}
-
-static FpStatus observer_create(const Experiment *ex, const DlgOptions *o, const Dataset *d, Observer *ob,
-                                FpError *err) {
-    memset(ob, 0, sizeof *ob);
-    Model *m = ex->model;
-    size_t np = m->table.n_params;
-    int n_batches = o->n_images / o->batch_size;
-    ob->ops = ex->defense;
-    ob->setup = (DefenseSetup){.seed = ex->seed, .params = &m->table, .n_clients = n_batches, .rounds = 1,
-                               .sample_rate = 1.0, .local_epochs = 1, .batch_size = o->batch_size, .lr = ex->fed.lr,
-                               .min_client_samples = o->batch_size, .max_client_samples = o->batch_size};
-    cJSON *dflt = NULL;
-    const cJSON *dj = ex->defense_json;
-    if (!dj) {
-        dflt = cJSON_CreateObject();
-        cJSON_AddStringToObject(dflt, "name", ob->ops->name);
-        dj = dflt;
-    }
-    FpStatus st = ob->ops->create(dj, "defense", &ob->setup, &ob->state, err);
-    cJSON_Delete(dflt);
-    if (st != FP_OK) {
-        ob->state = NULL;
-        return st;
-    }
-    ob->kind = ob->ops->upload_kind(ob->state);
-    ob->weights_path = o->threat == THREAT_WEIGHTS || (o->threat == THREAT_AUTO && ob->kind != UPLOAD_GRADIENT);
-    ob->local = model_clone(m, m->be, err);
-    ob->tape = tape_create(m->be);
-    ob->global = malloc(np * sizeof(float));
-    ob->upload = malloc(np * sizeof(float));
-    size_t ss = dataset_sample_size(d);
-    ob->scratch = malloc(sizeof(float) * ((size_t)o->batch_size * (ss + 1) + 16));
-    ob->momentum = ob->local ? m->be->alloc(np * sizeof(float)) : NULL;
-    if (!ob->local || !ob->tape || !ob->global || !ob->upload || !ob->scratch || !ob->momentum) {
-        observer_free(ob);
-        return fp_fail(err, FP_ENOMEM, "out of memory preparing the observed client");
-    }
-    model_get_params(m, ob->global);
-    return FP_OK;
-}
-
-// The batch-mean loss gradient at the global weights (host, n_params; non-trainable 0).
-static FpStatus batch_gradient(Observer *ob, const Dataset *d, const uint32_t *idx, int B, float *g, FpError *err) {
-    Model *m = ob->local;
-    Tape *t = ob->tape;
-    int L = m->table.n_layers;
-    Var **p = malloc(sizeof(Var *) * 2 * L);
-    if (!p)
-        return fp_fail(err, FP_ENOMEM, "out of memory");
-    model_set_params(m, ob->global);
-    tape_reset(t);
-    FpStatus st = model_param_vars(m, t, 1, p);
-    Var *x = st == FP_OK ? dataset_batch(t, d, idx, B, ob->scratch) : NULL;
-    Var *out = x ? model_forward(m, t, p, x, 1) : NULL;
-    Var *loss = batch_loss(t, out, d, idx, B, ob->scratch);
-    st = loss ? ad_grad(t, loss, p, L, p + L, 0) : FP_EUNSUPPORTED;
-    if (st == FP_OK) {
-        memset(g, 0, sizeof(float) * m->table.n_params);
-        for (int i = 0; i < L; i++)
-            if (m->table.layers[i].trainable)
-                ad_to_host(t, p[L + i], g + m->table.layers[i].offset);
-    }
-    free(p);
-    if (st != FP_OK)
-        return fp_fail(err, st == FP_ENOMEM ? FP_ENOMEM : FP_EUNSUPPORTED, "the client's gradient failed (%s)",
-                       fp_status_name(st));
-    return FP_OK;
-}
-
-// Forms the client's upload for batch `client`, lets the defense perturb it, and writes
-// the server's estimate of the batch gradient to target (host, n_params).
-static FpStatus observe(Observer *ob, const Experiment *ex, const Dataset *d, const uint32_t *idx, int B, int client,
-                        float *target, FpError *err) {
-    Model *m = ob->local;
-    size_t np = m->table.n_params;
-    const FedConfig *fc = &ex->fed;
-    const float *w = ob->global;
-    float *up = ob->upload;
-    float lr = (float)fc->lr, wd = (float)fc->weight_decay;
-    UploadKind kind = ob->kind;
-    if (!ob->weights_path) {
-        FP_TRY(batch_gradient(ob, d, idx, B, up, err));
-        kind = UPLOAD_GRADIENT;
-    } else {
-        // One local SGD step on the batch, exactly as the engine trains a client.
-        model_set_params(m, w);
-        LocalTrainConfig lc = {.epochs = 1, .steps = 1, .batch_size = B, .lr = fc->lr, .momentum = fc->momentum,
-                               .weight_decay = fc->weight_decay};
-        RngStream shuffle = rng_stream(ex->seed, RNG_SHUFFLE, 0, (uint32_t)client);
-        FP_TRY(local_train(m, ob->tape, d, idx, B, &lc, &shuffle, ob->momentum, err));
-        model_get_params(m, up);
-        if (kind == UPLOAD_DELTA)
-            for (size_t i = 0; i < np; i++)
-                up[i] -= w[i];
-        else if (kind == UPLOAD_GRADIENT) // a gradient-level defense forced onto this path
-            for (size_t i = 0; i < np; i++)
-                up[i] = (w[i] - up[i]) / lr;
-    }
-    DefenseRound dr = {.round = 0, .client = client,
-                       .rng = rng_stream(ex->seed, RNG_DEFENSE, 0, (uint32_t)client),
-                       .aux_rng = rng_stream(ex->seed, RNG_DEFENSE_AUX, 0, (uint32_t)client),
-                       .global = w, .n_local_samples = B, .model = m, .local_data = d, .local_idx = idx, .n_local = B};
-    FP_TRY(ob->ops->client_perturb(ob->state, up, &dr, err));
-    for (size_t i = 0; i < np; i++) {
-        switch (kind) {
-        case UPLOAD_WEIGHTS: target[i] = (w[i] - up[i]) / lr - wd * w[i]; break;
-        case UPLOAD_DELTA: target[i] = -up[i] / lr - wd * w[i]; break;
-        case UPLOAD_GRADIENT: target[i] = up[i] - (ob->weights_path ? wd * w[i] : 0.0f); break;
-        }
-    }
-    return FP_OK;
-}
 
 // -- matching and metrics -------------------------------------------------------------------
 static void best_assignment(const double *ssim, int B, int *perm, int *best, double *best_sum, int k, int *used,
@@ -355,6 +215,7 @@ typedef struct RunTotals {
 
 // One batch's inversion job: the server's target and (iDLG) labels in, the result out.
 typedef struct BatchJob {
+    const Model *model;            // the round's global weights (borrowed)
     float *target;                 // host, n_params
     int32_t labels[DLG_MAX_BATCH]; // iDLG's rule
     InversionResult res;
@@ -495,7 +356,7 @@ static void *inversion_worker(void *arg) {
     InvWorker *w = arg;
     for (int bi = w->first; bi < w->n_batches; bi += w->stride) {
         BatchJob *j = &w->jobs[bi];
-        InversionProblem prob = {.model = w->ex->model, .target = j->target, .batch = w->o->batch_size,
+        InversionProblem prob = {.model = j->model, .target = j->target, .batch = w->o->batch_size,
                                  .labels = w->o->idlg ? j->labels : NULL, .seed = w->ex->seed,
                                  .stream = (uint32_t)bi};
         j->st = inversion_run(&prob, &w->o->inv, &j->res, &j->err);
@@ -538,27 +399,31 @@ static FpStatus run_inversions(const Experiment *ex, const DlgOptions *o, BatchJ
     return FP_OK;
 }
 
+static int all_finite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
 static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, FpError *err) {
     DlgOptions o;
     FP_TRY(dlg_parse(env, idlg, &o, err));
     const Experiment *ex = env->ex;
     const Dataset *d = o.use_train ? ex->train : ex->test;
-    size_t ss = dataset_sample_size(d);
-    Observer ob;
-    FpStatus st = observer_create(ex, &o, d, &ob, err);
-    if (st != FP_OK) {
-        free(o.images);
-        return st;
-    }
+    size_t ss = dataset_sample_size(d), np = ex->model->table.n_params;
+    int B = o.batch_size, n_batches = o.n_images / B;
     int n_snap = o.inv.snapshot_every > 0 ? o.inv.steps / o.inv.snapshot_every : 0;
     int grid_cols = 2 + (n_snap < GRID_SNAPSHOTS ? n_snap : GRID_SNAPSHOTS);
     float *grid = calloc((size_t)o.n_images * grid_cols * ss, sizeof(float));
-    if (!grid) {
-        observer_free(&ob);
-        free(o.images);
-        return fp_fail(err, FP_ENOMEM, "out of memory for the image grid");
-    }
-    // The resolved configuration and the threat model, before the work.
+    uint32_t *idx = malloc(sizeof(uint32_t) * (size_t)o.n_images);
+    FedObservation *obs = calloc((size_t)n_batches, sizeof *obs);
+    BatchJob *jobs = calloc((size_t)n_batches, sizeof(BatchJob));
+    Model **round_models = calloc((size_t)n_batches, sizeof(Model *)); // one per distinct observed round
+    FpStatus st = grid && idx && obs && jobs && round_models ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
+    for (int i = 0; st == FP_OK && i < o.n_images; i++)
+        idx[i] = (uint32_t)o.images[i];
+    // The resolved configuration, before the work.
     cJSON *cfg = cJSON_AddObjectToObject(result, "attack_config");
     cJSON_AddStringToObject(cfg, "name", idlg ? "idlg" : "dlg");
     cJSON_AddItemToObject(cfg, "images", cJSON_CreateIntArray(o.images, o.n_images));
@@ -569,6 +434,13 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
     cJSON_AddStringToObject(cfg, "distance", o.inv.distance == INV_DISTANCE_L2 ? "l2" : "cosine");
     cJSON_AddNumberToObject(cfg, "tv", o.inv.tv);
     cJSON_AddNumberToObject(cfg, "snapshot_every", o.inv.snapshot_every);
+    cJSON_AddStringToObject(cfg, "local", o.victims.federation_local ? "federation" : "probe");
+    cJSON *oc = cJSON_AddObjectToObject(cfg, "observe");
+    cJSON_AddNumberToObject(oc, "client", o.victims.client);
+    if (o.victims.round >= 0)
+        cJSON_AddNumberToObject(oc, "round", o.victims.round + 1);
+    else
+        cJSON_AddStringToObject(oc, "round", "first participation");
     cJSON *lb = cJSON_AddObjectToObject(cfg, "lbfgs");
     cJSON_AddNumberToObject(lb, "lr", o.inv.lbfgs.lr);
     cJSON_AddNumberToObject(lb, "max_iter", o.inv.lbfgs.max_iter);
@@ -576,57 +448,72 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
     cJSON_AddNumberToObject(lb, "history_size", o.inv.lbfgs.history_size);
     cJSON_AddNumberToObject(lb, "tolerance_grad", o.inv.lbfgs.tolerance_grad);
     cJSON_AddNumberToObject(lb, "tolerance_change", o.inv.lbfgs.tolerance_change);
-    cJSON_AddStringToObject(result, "threat_model", ob.weights_path ? "weights" : "gradient");
-    char desc[256];
-    if (ob.weights_path)
-        snprintf(desc, sizeof desc, "one local SGD step (lr %g) on the batch; the defense perturbs the %s; the server "
-                 "uses %s", ex->fed.lr, ob.kind == UPLOAD_DELTA ? "delta" : ob.kind == UPLOAD_WEIGHTS ? "weights"
-                 : "gradient", ob.kind == UPLOAD_DELTA ? "-delta/lr" : ob.kind == UPLOAD_WEIGHTS
-                 ? "(w_global - upload)/lr" : "the upload");
-    else
-        snprintf(desc, sizeof desc, "the defense perturbs the batch gradient at the global weights; the server "
-                 "matches the perturbed gradient");
-    cJSON_AddStringToObject(result, "threat_model_detail", desc);
-    cJSON *dj = cJSON_AddObjectToObject(result, "defense");
-    cJSON_AddStringToObject(dj, "name", ob.ops->name);
-    if (ob.ops->describe)
-        ob.ops->describe(ob.state, dj);
-    if (ob.ops->privacy) {
-        PrivacyRecord pr;
-        defense_privacy(ob.ops, ob.state, 1, &pr);
-        cJSON_AddItemToObject(dj, "privacy_one_round", privacy_record_json(&pr));
-    }
-    cJSON *images = cJSON_AddArrayToObject(result, "images");
-    RunTotals tot = {0};
-    int n_batches = o.n_images / o.batch_size;
-    size_t np = ex->model->table.n_params;
-    BatchJob *jobs = calloc((size_t)n_batches, sizeof(BatchJob));
-    if (!jobs)
-        st = fp_fail(err, FP_ENOMEM, "out of memory");
-    // What the server sees, client by client (in order: defenses may keep state).
-    for (int bi = 0; bi < n_batches && st == FP_OK; bi++) {
-        uint32_t idx[DLG_MAX_BATCH];
-        for (int i = 0; i < o.batch_size; i++)
-            idx[i] = (uint32_t)o.images[bi * o.batch_size + i];
+    cJSON_AddStringToObject(result, "observer", fed_observer_name(FED_OBSERVER_SERVER));
+    cJSON_AddStringToObject(result, "threat_model_detail",
+                            "an honest-but-curious server of the configured federation: each batch is one victim "
+                            "client's local data, and the server receives that client's upload after the defense's "
+                            "client side in the observed round, and inverts its gradient estimate at that round's "
+                            "global weights");
+    // What the server sees: the victims inside the federation, through fl's upload path.
+    cJSON *defense = NULL;
+    if (st == FP_OK)
+        st = victims_observe(env, &o.victims, ex->defense, ex->defense_json, d, idx, B, n_batches, obs, &defense,
+                             err);
+    if (defense)
+        cJSON_AddItemToObject(result, "defense", defense);
+    cJSON *oj = cJSON_AddArrayToObject(result, "observations");
+    for (int bi = 0; st == FP_OK && bi < n_batches; bi++) {
+        cJSON *e = victims_observation_json(ex, &o.victims, &obs[bi]);
+        cJSON_AddNumberToObject(e, "batch", bi);
+        cJSON_AddItemToArray(oj, e);
+        // The model at the round's global weights: one per distinct round.
+        for (int k = 0; k <= bi && !jobs[bi].model; k++)
+            if (k == bi || obs[k].round == obs[bi].round)
+                jobs[bi].model = round_models[k];
+        if (!jobs[bi].model) {
+            if (!(round_models[bi] = model_clone(ex->model, ex->backend, err))) {
+                st = err && err->code ? err->code : FP_ENOMEM;
+                break;
+            }
+            model_set_params(round_models[bi], obs[bi].global);
+            jobs[bi].model = round_models[bi];
+        }
         jobs[bi].target = malloc(sizeof(float) * np);
-        if (!jobs[bi].target)
+        if (!jobs[bi].target) {
             st = fp_fail(err, FP_ENOMEM, "out of memory");
-        else
-            st = observe(&ob, ex, d, idx, o.batch_size, bi, jobs[bi].target, err);
+            break;
+        }
+        victims_gradient(ex, &obs[bi], jobs[bi].target);
+        if (!all_finite(jobs[bi].target, np))
+            st = fp_fail(err, FP_EDIVERGED, "batch %d (image %d): the server's gradient estimate from client %d's "
+                         "defended upload in round %d is not finite", bi, o.images[bi * B], obs[bi].client,
+                         obs[bi].round + 1);
         if (st == FP_OK && o.idlg) {
             const ParamLayer *l = &ex->model->table.layers[model_last_weight_layer(ex->model)];
-            idlg_labels(jobs[bi].target + l->offset, l->shape[0], l->shape[1], o.batch_size, jobs[bi].labels);
+            idlg_labels(jobs[bi].target + l->offset, l->shape[0], l->shape[1], B, jobs[bi].labels);
         }
     }
     if (st == FP_OK)
         st = run_inversions(ex, &o, jobs, n_batches, err);
+    // A matching loss that is not finite leaves no reconstruction to score.
+    for (int bi = 0; st == FP_OK && bi < n_batches; bi++)
+        if (!isfinite(jobs[bi].res.loss))
+            st = fp_fail(err, FP_EDIVERGED, "batch %d (image %d): the matching loss is not finite after %d steps "
+                         "(every restart diverged)", bi, o.images[bi * B], o.inv.steps);
+    cJSON *images = cJSON_AddArrayToObject(result, "images");
+    RunTotals tot = {0};
     for (int bi = 0; bi < n_batches && st == FP_OK; bi++)
         st = score_batch(env, &o, d, bi, &jobs[bi], grid, grid_cols, images, &tot, err);
     for (int bi = 0; jobs && bi < n_batches; bi++) {
         free(jobs[bi].target);
         inversion_result_free(&jobs[bi].res);
+        model_free(round_models[bi]);
+        fed_observation_free(&obs[bi]);
     }
     free(jobs);
+    free(round_models);
+    free(obs);
+    free(idx);
     if (st == FP_OK) {
         char gp[4096];
         snprintf(gp, sizeof gp, "%s/grid.png", env->out_dir);
@@ -650,7 +537,6 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
         cJSON_AddNumberToObject(result, "cpu_ms_per_evaluation", tot.evals ? 1e3 * tot.cpu_seconds / tot.evals : 0.0);
     }
     free(grid);
-    observer_free(&ob);
     free(o.images);
     return st;
 }

@@ -2,14 +2,16 @@
 // lstm load forecaster) with a continuous target, as the layer-wise DP paper's Fig. 7
 // runs it: `fedpriv attack dlg-regression --config FILE.json --out DIR`.
 //
-// Threat model: an honest-but-curious server that sees one client's upload for a round
-// in which the client held one window (batch 1) and took one SGD step: the upload is the
-// gradient g of the MSE loss at the global weights θ (the model as initialised from the
-// seed). A gradient-level defense (layerwise, flat-laplace) perturbs g, with the local
-// model w = θ − lr·g, the client's one sample as its data, and round 0 of a federation of
-// federation.rounds rounds, so its round budget is what round 0 of training spends
-// (ε_total/rounds); a weight-level defense perturbs the weights after that step and the
-// server estimates g = (θ − w̃)/lr. Each target sample is its own client.
+// Threat model: an honest-but-curious server of the configured federation that sees one
+// client's upload in one round (attacks/victims.h). Target sample k is the local data of
+// victim client (observe.client + k) mod N (batch 1); by default it takes one SGD step
+// on it (the FedSGD probe), with "local": "federation" the federation's local procedure.
+// The federation runs as configured up to the observed round (each victim's first
+// participation unless observe.round says), the defense created once from its own
+// DefenseSetup: its round budget, clip and schedule are the deployed ones at that round
+// (layerwise: round 0 spends ε_total/rounds). The server's gradient estimate is
+// upload_gradient_estimate of the upload at the round's global weights θ, which the
+// attack differentiates through.
 //
 // Attack: the dummy window x′ and target y′ start from N(0,1) (rng_stream(seed,
 // RNG_ATTACK, target, 0), the same start for every defense) and L-BFGS (attacks/lbfgs.h,
@@ -22,9 +24,11 @@
 // averaged over the targets, plus |y′ − y| and the MSE of the last attack.recent_steps
 // hours (default 6): through an LSTM the gradient of early hours vanishes, so DLG
 // recovers the recent hours and the target far better than the whole window. Curves: the undefended gradient
-// (reference, i.e. FedAvg) and the config's defense at each of attack.epsilons (its
-// epsilon_total; default: the config's own). "uninformed_mse" is MSE(x̄, x) with x̄ the
-// training set's mean window: what an attacker gets without any gradient.
+// (reference: the same federation without a defense, i.e. FedAvg) and the config's
+// defense at each of attack.epsilons (its epsilon_total; default: the config's own).
+// "uninformed_mse" is MSE(x̄, x) with x̄ the training set's mean window: what an
+// attacker gets without any gradient. A defended upload or a final matching loss that
+// is not finite is FP_EDIVERGED (no curve is presented as a finding).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +36,7 @@
 
 #include "attacks/attack.h"
 #include "attacks/lbfgs.h"
+#include "attacks/victims.h"
 #include "core/jsonv.h"
 
 #define DLGR_MAX_TARGETS 256
@@ -45,6 +50,7 @@ typedef struct DlgrOptions {
     int reference;
     int recent;                // the last `recent` time steps: the hours DLG recovers on an LSTM
     LbfgsConfig lbfgs;
+    VictimOptions victims;
 } DlgrOptions;
 
 static FpStatus dlgr_parse(const AttackEnv *env, DlgrOptions *o, FpError *err) {
@@ -54,7 +60,7 @@ static FpStatus dlgr_parse(const AttackEnv *env, DlgrOptions *o, FpError *err) {
     const Experiment *ex = env->ex;
     char p[256];
     static const char *const keys[] = {"name", "samples", "steps", "epsilons", "reference", "recent_steps", "lbfgs",
-                                       NULL};
+                                       VICTIM_KEYS, NULL};
     FP_TRY(jv_keys(j, path, keys, err));
     if (ex->shape.target_dim < 1 || ex->train->n_classes)
         return fp_fail(err, FP_EPARAM, "dataset.name: dlg-regression needs a regression dataset (e.g. power-load)");
@@ -120,6 +126,8 @@ static FpStatus dlgr_parse(const AttackEnv *env, DlgrOptions *o, FpError *err) {
             o->samples[i] = (int)s[i];
     }
     free(s);
+    if (st == FP_OK)
+        st = victims_parse(env, n, &o->victims, err);
     if (st != FP_OK) {
         free(o->samples);
         o->samples = NULL;
@@ -135,98 +143,23 @@ static FpStatus dlgr_validate(const AttackEnv *env, FpError *err) {
 }
 
 // -- what the server observes ----------------------------------------------------------------
-// The clean batch-1 gradient of sample idx at the weights in m (host, n_params).
-static FpStatus sample_gradient(Model *m, Tape *t, const Dataset *d, uint32_t idx, float *g, float *scratch,
-                                FpError *err) {
-    int L = m->table.n_layers;
-    Var *p[64], *dw[64];
-    if (L > 64)
-        return fp_fail(err, FP_EUNSUPPORTED, "dlg-regression: more than 64 parameter tensors");
-    tape_reset(t);
-    model_param_vars(m, t, 1, p);
-    Var *x = dataset_batch(t, d, &idx, 1, scratch);
-    Var *loss = batch_loss(t, x ? model_forward(m, t, p, x, 1) : NULL, d, &idx, 1, scratch);
-    if (!loss || ad_grad(t, loss, p, L, dw, 0) != FP_OK)
-        return fp_fail(err, FP_ENOMEM, "dlg-regression: the client's gradient failed");
-    memset(g, 0, sizeof(float) * m->table.n_params);
-    for (int i = 0; i < L; i++)
-        if (m->table.layers[i].trainable)
-            ad_to_host(t, dw[i], g + m->table.layers[i].offset);
-    return FP_OK;
-}
-
-// The server's view of target k's gradient under the defense (eps <= 0: the config's ε).
-static FpStatus observe(const Experiment *ex, const DlgrOptions *o, double eps, float *targets, FpError *err) {
-    Model *gm = ex->model;
-    size_t np = gm->table.n_params, ss = dataset_sample_size(ex->train);
-    const FedConfig *fc = &ex->fed;
-    int K = o->n_samples;
-    // The server's held-out set for defenses that need one: the samples not attacked.
-    uint32_t *server = fp_malloc(sizeof(uint32_t) * ex->train->n, err);
-    int ns = 0;
-    for (int i = 0; server && i < ex->train->n; i++) {
-        int attacked = 0;
-        for (int k = 0; k < K; k++)
-            attacked |= o->samples[k] == i;
-        if (!attacked)
-            server[ns++] = (uint32_t)i;
-    }
-    DefenseSetup su = {.seed = ex->seed, .params = &gm->table, .n_clients = K, .rounds = fc->rounds,
-                       .sample_rate = 1.0, .local_epochs = 1, .batch_size = 1, .lr = fc->lr,
-                       .min_client_samples = 1, .max_client_samples = 1, .model = gm, .server_data = ex->train,
-                       .server_idx = server, .n_server = ns};
-    cJSON *dj = ex->defense_json ? cJSON_Duplicate(ex->defense_json, 1) : cJSON_CreateObject();
-    if (!ex->defense_json)
-        cJSON_AddStringToObject(dj, "name", ex->defense->name);
-    if (eps > 0) {
+// The victims' observed uploads under `defense` (eps > 0: its epsilon_total replaced).
+static FpStatus observe(const AttackEnv *env, const DlgrOptions *o, const DefenseOps *defense,
+                        const cJSON *defense_json, double eps, FedObservation *obs, FpError *err) {
+    const Experiment *ex = env->ex;
+    cJSON *dj = defense_json ? cJSON_Duplicate(defense_json, 1) : NULL;
+    if (dj && eps > 0) {
         cJSON_DeleteItemFromObjectCaseSensitive(dj, "epsilon_total");
         cJSON_AddNumberToObject(dj, "epsilon_total", eps);
     }
-    void *state = NULL;
-    Model *local = model_clone(gm, gm->be, err);
-    Tape *t = tape_create(gm->be);
-    float *global = malloc(sizeof(float) * np), *up = malloc(sizeof(float) * np), *scratch = malloc(sizeof(float) * (ss + 8));
-    FpStatus st = server && local && t && global && up && scratch ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
+    uint32_t *idx = malloc(sizeof(uint32_t) * (size_t)o->n_samples);
+    FpStatus st = idx ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
+    for (int k = 0; idx && k < o->n_samples; k++)
+        idx[k] = (uint32_t)o->samples[k];
     if (st == FP_OK)
-        st = ex->defense->create(dj, "defense", &su, &state, err);
-    UploadKind kind = st == FP_OK ? ex->defense->upload_kind(state) : UPLOAD_GRADIENT;
-    if (st == FP_OK)
-        model_get_params(gm, global);
-    for (int k = 0; st == FP_OK && k < K; k++) {
-        uint32_t idx = (uint32_t)o->samples[k];
-        float *g = targets + (size_t)k * np;
-        model_set_params(local, global);
-        st = sample_gradient(local, t, ex->train, idx, g, scratch, err);
-        if (st != FP_OK)
-            break;
-        // One SGD step (lr, no momentum on the first step): w = θ − lr·g.
-        for (size_t i = 0; i < np; i++)
-            up[i] = (float)(global[i] - fc->lr * g[i]);
-        model_set_params(local, up);
-        if (kind == UPLOAD_GRADIENT)
-            memcpy(up, g, sizeof(float) * np);
-        else if (kind == UPLOAD_DELTA)
-            for (size_t i = 0; i < np; i++)
-                up[i] -= global[i];
-        DefenseRound dr = {.round = 0, .client = k, .rng = rng_stream(ex->seed, RNG_DEFENSE, 0, (uint32_t)k),
-                           .aux_rng = rng_stream(ex->seed, RNG_DEFENSE_AUX, 0, (uint32_t)k), .global = global,
-                           .n_local_samples = 1, .model = local, .local_data = ex->train, .local_idx = &idx,
-                           .n_local = 1};
-        st = ex->defense->client_perturb(state, up, &dr, err);
-        for (size_t i = 0; st == FP_OK && i < np; i++)
-            g[i] = kind == UPLOAD_GRADIENT ? up[i]
-                   : kind == UPLOAD_DELTA  ? (float)(-up[i] / fc->lr)
-                                           : (float)((global[i] - up[i]) / fc->lr);
-    }
-    if (state)
-        ex->defense->destroy(state);
+        st = victims_observe(env, &o->victims, defense, dj, ex->train, idx, 1, o->n_samples, obs, NULL, err);
+    free(idx);
     cJSON_Delete(dj);
-    model_free(local);
-    tape_free(t);
-    free(server);
-    free(global);
-    free(up);
-    free(scratch);
     return st;
 }
 
@@ -312,16 +245,20 @@ static cJSON *curve_json(const double *v, int n) {
     return a;
 }
 
-// Attacks every target against the gradients in targets; fills one curve object.
-static FpStatus attack_curve(const AttackEnv *env, const DlgrOptions *o, const float *targets, cJSON *curve,
+// Attacks every target against the server's estimate from its observed upload, at that
+// round's global weights; fills one curve object.
+static FpStatus attack_curve(const AttackEnv *env, const DlgrOptions *o, const FedObservation *obs, cJSON *curve,
                              FpError *err) {
     const Experiment *ex = env->ex;
-    Model *m = ex->model;
+    Model *m = model_clone(ex->model, ex->backend, err);
+    if (!m)
+        return err && err->code ? err->code : FP_ENOMEM;
     const Dataset *d = ex->train;
     size_t np = m->table.n_params, nx = dataset_sample_size(d), nz = nx + 1;
     int S = o->steps, K = o->n_samples;
     Objective ob = {.m = m, .t = tape_create(m->be), .T = d->h, .F = d->w};
     ob.target_dev = m->be->alloc(np * sizeof(float));
+    float *target = malloc(sizeof(float) * np);
     double *loss_c = calloc((size_t)S + 1, sizeof(double)), *mse_c = calloc((size_t)S + 1, sizeof(double));
     double *yerr_c = calloc((size_t)S + 1, sizeof(double)), *rec_c = calloc((size_t)S + 1, sizeof(double));
     size_t off = (size_t)(ob.T - o->recent) * ob.F, nr = (size_t)o->recent * ob.F; // the recent rows
@@ -337,11 +274,23 @@ static FpStatus attack_curve(const AttackEnv *env, const DlgrOptions *o, const f
         hi[f] = d->x[i] > hi[f] ? d->x[i] : hi[f];
     }
     cJSON *per = cJSON_AddArrayToObject(curve, "targets");
-    FpStatus st = ob.t && ob.target_dev && loss_c && mse_c && yerr_c && rec_c && z && zc && lo && hi ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
+    cJSON *oj = cJSON_AddArrayToObject(curve, "observations");
+    FpStatus st = ob.t && ob.target_dev && target && loss_c && mse_c && yerr_c && rec_c && z && zc && lo && hi
+                      ? FP_OK
+                      : fp_fail(err, FP_ENOMEM, "out of memory");
     for (int k = 0; st == FP_OK && k < K; k++) {
         const float *x = d->x + (size_t)o->samples[k] * nx;
         float y = d->target[(size_t)o->samples[k] * d->target_dim];
-        m->be->upload(ob.target_dev, targets + (size_t)k * np, np * sizeof(float));
+        cJSON_AddItemToArray(oj, victims_observation_json(ex, &o->victims, &obs[k]));
+        victims_gradient(ex, &obs[k], target);
+        for (size_t i = 0; st == FP_OK && i < np; i++)
+            if (!isfinite(target[i]))
+                st = fp_fail(err, FP_EDIVERGED, "sample %d: the server's gradient estimate from client %d's defended "
+                             "upload in round %d is not finite", o->samples[k], obs[k].client, obs[k].round + 1);
+        if (st != FP_OK)
+            break;
+        model_set_params(m, obs[k].global);
+        m->be->upload(ob.target_dev, target, np * sizeof(float));
         RngStream rs = rng_stream(ex->seed, RNG_ATTACK, (uint32_t)k, 0);
         for (size_t i = 0; i < nz; i++)
             z[i] = (float)rng_normal_at(&rs, i);
@@ -365,6 +314,9 @@ static FpStatus attack_curve(const AttackEnv *env, const DlgrOptions *o, const f
             yerr_c[s] += fabs((double)z[nx] - y) / K;
         }
         lbfgs_free(opt);
+        if (st == FP_OK && !isfinite(dval))
+            st = fp_fail(err, FP_EDIVERGED, "sample %d: the matching loss is not finite after %d steps (diverged)",
+                         o->samples[k], S);
         if (st == FP_OK) {
             cJSON *t = cJSON_CreateObject();
             cJSON_AddNumberToObject(t, "sample", o->samples[k]);
@@ -394,6 +346,8 @@ static FpStatus attack_curve(const AttackEnv *env, const DlgrOptions *o, const f
     if (ob.target_dev)
         m->be->free(ob.target_dev);
     tape_free(ob.t);
+    model_free(m);
+    free(target);
     free(loss_c);
     free(mse_c);
     free(yerr_c);
@@ -410,10 +364,10 @@ static FpStatus dlgr_run(const AttackEnv *env, cJSON *result, FpError *err) {
     FP_TRY(dlgr_parse(env, &o, err));
     const Experiment *ex = env->ex;
     const Dataset *d = ex->train;
-    size_t np = ex->model->table.n_params, nx = dataset_sample_size(d);
-    float *targets = malloc(sizeof(float) * np * o.n_samples);
+    size_t nx = dataset_sample_size(d);
+    FedObservation *obs = calloc((size_t)o.n_samples, sizeof *obs);
     double *mean = calloc(nx, sizeof(double));
-    FpStatus st = targets && mean ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
+    FpStatus st = obs && mean ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
     // What no gradient tells: the training set's mean window.
     double uninformed = 0;
     for (int i = 0; st == FP_OK && i < d->n; i++)
@@ -439,19 +393,18 @@ static FpStatus dlgr_run(const AttackEnv *env, cJSON *result, FpError *err) {
         cJSON_AddStringToObject(curve, "defense", ref ? "none (FedAvg: the clean gradient)" : ex->defense->name);
         if (!ref && eps > 0)
             cJSON_AddNumberToObject(curve, "epsilon_total", eps);
-        if (ref) { // the clean gradient
-            Experiment clean = *ex;
-            clean.defense = defense_find("none");
-            clean.defense_json = NULL;
-            st = observe(&clean, &o, 0, targets, err);
-        } else
-            st = observe(ex, &o, eps, targets, err);
+        if (ref) // the clean upload: the same federation without a defense
+            st = observe(env, &o, defense_find("none"), NULL, 0, obs, err);
+        else
+            st = observe(env, &o, ex->defense, ex->defense_json, eps, obs, err);
         if (st == FP_OK) {
             if (!env->quiet)
                 fprintf(stderr, "dlg-regression: curve %d/%d (%s%s)\n", c + 1, n_runs, ref ? "reference" : ex->defense->name,
                         eps > 0 ? ", swept epsilon" : "");
-            st = attack_curve(env, &o, targets, curve, err);
+            st = attack_curve(env, &o, obs, curve, err);
         }
+        for (int k = 0; k < o.n_samples; k++)
+            fed_observation_free(&obs[k]);
         if (st == FP_OK && !ref && isnan(headline))
             headline = cJSON_GetNumberValue(cJSON_GetObjectItem(curve, "final_window_mse_mean"));
     }
@@ -466,7 +419,7 @@ static FpStatus dlgr_run(const AttackEnv *env, cJSON *result, FpError *err) {
             headline = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(curves, 0), "final_window_mse_mean"));
         add_number(result, "window_mse_final", headline);
     }
-    free(targets);
+    free(obs);
     free(mean);
     free(o.samples);
     return st;

@@ -15,7 +15,7 @@
 #include "core/rng.h"
 
 struct InversionObjective {
-    Model *m;
+    const Model *m;
     const Backend *be;
     Tape *t;
     int B, c, h, w, K;
@@ -48,7 +48,7 @@ void inversion_objective_free(InversionObjective *o) {
 }
 
 InversionObjective *inversion_objective_create(const InversionProblem *p, const InversionConfig *cfg, FpError *err) {
-    Model *m = p->model;
+    const Model *m = p->model;
     if (p->batch < 1 || m->in.n_classes < 2 || m->in.c < 1 || m->in.h < 1 || m->in.w < 1) {
         fp_fail(err, FP_EPARAM, "gradient inversion needs a batch >= 1 and an image classifier (batch %d, %d classes)",
                 p->batch, m->in.n_classes);
@@ -122,7 +122,7 @@ static Var *total_variation(Tape *t, Var *x) {
 
 FpStatus inversion_objective_eval(InversionObjective *o, const float *z, float *grad, double *loss, FpError *err) {
     Tape *t = o->t;
-    Model *m = o->m;
+    const Model *m = o->m;
     int L = m->table.n_layers;
     tape_reset(t);
     int xs[4] = {o->B, o->c, o->h, o->w}, ys[2] = {o->B, o->K};

@@ -35,7 +35,7 @@ typedef struct InversionConfig {
 } InversionConfig;
 
 typedef struct InversionProblem {
-    Model *model;          // θ: the weights the target gradient was taken at (not modified)
+    const Model *model;    // θ: the weights the target gradient was taken at (not modified)
     const float *target;   // g: host, model->table.n_params floats (non-trainable layers ignored)
     int batch;             // B ≥ 1 images
     const int32_t *labels; // iDLG: the B labels to use (hard targets); NULL: DLG (learn y′)

@@ -106,9 +106,22 @@ FpStatus mia_sizes(const AttackEnv *env, const MiaTargetConfig *cfg, MiaSizes *s
                        sz->adv_out ? " (+ the adversary's held-out set)" : "", sz->n_data);
     sz->n_train = (int)n_train;
     int first;
-    sz->available = cfg->kind == MIA_TARGET_CLIENT ? member_range(cfg, sz->clients, sz->n_train, &first)
-                    : sz->adversary >= 0           ? (sz->clients - 1) * sz->per_client
-                                                   : sz->n_train;
+    if (cfg->kind == MIA_TARGET_GLOBAL) { // members: records of clients that take part (not the adversary's)
+        unsigned char *ever = fp_malloc((size_t)sz->clients, err);
+        if (!ever)
+            return FP_ENOMEM;
+        fed_sampled_clients(&ex->fed, ex->seed, ever);
+        for (int k = 0; k < sz->clients; k++)
+            sz->taking_part += ever[k];
+        for (int k = 0; k < sz->clients; k++)
+            sz->available += ever[k] && k != sz->adversary ? sz->per_client : 0;
+        free(ever);
+        if (sz->available == 0)
+            return fp_fail(err, FP_EPARAM, "federation.sample_rate: no client but the adversary takes part in the "
+                           "%d rounds: the global target has no members", ex->fed.rounds);
+    } else
+        sz->available = cfg->kind == MIA_TARGET_CLIENT ? member_range(cfg, sz->clients, sz->n_train, &first)
+                                                       : sz->n_train;
     int room = sz->n_data - sz->n_train - sz->adv_out; // for non-members and the pool
     if (cfg->members > 0) {
         if (cfg->members > sz->available)
@@ -181,15 +194,11 @@ typedef struct TrainHooks {
 } TrainHooks;
 
 static void hook_upload(void *ctx, int round, int client, const float *upload, UploadKind kind,
-                        const ParamTable *table) {
+                        const ParamTable *table, const UploadParams *params) {
     TrainHooks *h = ctx;
     if (client != h->client || h->view != MIA_CLIENT_UPLOADED)
         return;
-    const float *g = h->start_global;
-    float lr = (float)h->ex->fed.lr;
-    for (size_t i = 0; i < table->n_params; i++)
-        h->captured[i] = kind == UPLOAD_WEIGHTS ? upload[i] : kind == UPLOAD_DELTA ? g[i] + upload[i]
-                                                                                   : g[i] - lr * upload[i];
+    upload_to_weights(kind, upload, h->start_global, table->n_params, h->ex->fed.lr, h->captured);
     h->captured_round = round + 1;
 }
 
@@ -223,9 +232,10 @@ static void hook_global(void *ctx, int round, Model *global) {
 // initialisation from seed (shadows); else the experiment's initial model (the target).
 // hooks: optional series recording (global). *round_out: the client target's round.
 // *defense_out (when not NULL): the defense's resolved parameters and the privacy spent.
+// participations (when not NULL, federated): rounds each client took part in.
 static FpStatus train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n,
                             uint64_t seed, int fresh, const Dataset *test, int quiet, int threads, TrainHooks *series,
-                            Model **out, int *round_out, cJSON **defense_out, FpError *err) {
+                            Model **out, int *round_out, cJSON **defense_out, int *participations, FpError *err) {
     Experiment *ex = env->ex;
     const Backend *be = ex->backend;
     *out = NULL;
@@ -307,6 +317,8 @@ static FpStatus train_model(const AttackEnv *env, const MiaTargetConfig *cfg, co
         }
         if (round_out)
             *round_out = h->captured_round;
+        for (int k = 0; participations && f && k < K; k++)
+            participations[k] = fed_client_participations(f, k);
         if (st == FP_OK && defense_out) {
             *defense_out = fed_defense_json(f);
             const FedRoundResult *last = fed_round_result(f, fed_rounds_done(f) - 1);
@@ -388,6 +400,59 @@ static void target_key(const Experiment *ex, const MiaTargetConfig *cfg, char *k
              cfg->central_epochs);
 }
 
+// Members of the global target are records of clients that took part at least once.
+// They were drawn from the clients the server samples; a defense's self-sampling can
+// still keep one out of every round: its records leave the eval set, and as many
+// non-members with them (the set stays balanced), the series rows following.
+static void keep_participants(MiaTarget *t, const int *took_part) {
+    MiaSizes *sz = &t->sz;
+    int M = sz->members, m = sz->per_client, kept = 0;
+    int *row = malloc(sizeof(int) * 2 * (size_t)(M > 0 ? M : 1)); // new row of each old eval row (-1: dropped)
+    int *client_of = malloc(sizeof(int) * (size_t)sz->n_data);
+    if (!row || !client_of) { // no scratch: nothing can be checked, so nothing is claimed
+        free(row);
+        free(client_of);
+        return;
+    }
+    for (int i = 0; i < sz->n_data; i++)
+        client_of[i] = -1;
+    for (int i = 0; i < sz->n_train; i++)
+        client_of[t->train_idx[i]] = i / m;
+    for (int i = 0; i < M; i++) {
+        int k = client_of[t->eval_idx[i]];
+        row[i] = k >= 0 && took_part[k] ? kept++ : -1;
+    }
+    free(client_of);
+    sz->members_without_participation = M - kept;
+    if (kept == M) {
+        free(row);
+        return;
+    }
+    for (int i = 0; i < M; i++) // non-members: the first `kept` stay
+        row[M + i] = i < kept ? kept + i : -1;
+    uint32_t *old = t->eval_idx;
+    for (int i = 0; i < 2 * M; i++)
+        if (row[i] >= 0)
+            old[row[i]] = old[i]; // row[i] <= i: compaction in place
+    if (t->series_py) {
+        int n_old = t->n_series, n_new = 2 * kept + (n_old - 2 * M);
+        for (int r = 0; r < t->series_rounds; r++) {
+            float *py = t->series_py + (size_t)r * n_old, *me = t->series_mentr + (size_t)r * n_old;
+            float *npy = t->series_py + (size_t)r * n_new, *nme = t->series_mentr + (size_t)r * n_new;
+            for (int i = 0; i < n_old; i++) {
+                int to = i < 2 * M ? row[i] : 2 * kept + (i - 2 * M);
+                if (to >= 0) { // to <= i and rounds move forward: never overwrites an unread cell
+                    npy[to] = py[i];
+                    nme[to] = me[i];
+                }
+            }
+        }
+        t->n_series = n_new;
+    }
+    sz->members = kept;
+    free(row);
+}
+
 static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, MiaTarget *t, FpError *err) {
     Experiment *ex = env->ex;
     FP_TRY(mia_sizes(env, cfg, &t->sz, err));
@@ -417,7 +482,22 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
     uint32_t *avail = fp_malloc(sizeof(uint32_t) * (size_t)sz->available, err);
     if (!avail)
         return FP_ENOMEM;
-    memcpy(avail, t->train_idx + first, sizeof(uint32_t) * (size_t)sz->available);
+    if (cfg->kind == MIA_TARGET_GLOBAL) { // the pieces of the clients the server samples (not the adversary)
+        unsigned char *ever = fp_malloc((size_t)sz->clients, err);
+        if (!ever) {
+            free(avail);
+            return FP_ENOMEM;
+        }
+        fed_sampled_clients(&ex->fed, ex->seed, ever);
+        int k_avail = 0;
+        for (int k = 0; k < sz->clients; k++)
+            if (ever[k] && k != sz->adversary) {
+                memcpy(avail + k_avail, t->train_idx + (size_t)k * m, sizeof(uint32_t) * (size_t)m);
+                k_avail += m;
+            }
+        free(ever);
+    } else
+        memcpy(avail, t->train_idx + first, sizeof(uint32_t) * (size_t)sz->available);
     RngStream rm = rng_stream(ex->seed, RNG_ATTACK, 1, 0);
     rng_shuffle_u32(&rm, avail, (uint32_t)sz->available);
     memcpy(t->eval_idx, avail, sizeof(uint32_t) * (size_t)M);
@@ -462,17 +542,44 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
     }
     double t0 = now_seconds();
     Model *model = NULL;
+    int *took_part = fp_calloc((size_t)sz->clients, sizeof(int), err);
+    if (!took_part) {
+        free((void *)series.series_idx);
+        free(series.series_logits);
+        return FP_ENOMEM;
+    }
     FpStatus st = train_model(env, cfg, t->train_idx, sz->n_train, ex->seed, 0, ex->test, env->quiet, ex->threads,
-                              series.series_idx ? &series : NULL, &model, &t->participated_round, &t->defense, err);
+                              series.series_idx ? &series : NULL, &model, &t->participated_round, &t->defense,
+                              took_part, err);
     free((void *)series.series_idx);
     free(series.series_logits);
-    FP_TRY(st);
-    t->train_seconds = now_seconds() - t0;
-    // What the attacks read: logits on the eval samples, Yeom's τ, accuracies.
+    if (st == FP_OK && cfg->kind == MIA_TARGET_GLOBAL) {
+        keep_participants(t, took_part);
+        if (t->sz.members == 0)
+            st = fp_fail(err, FP_EPARAM, "%s: no client whose records were drawn as members took part in training "
+                         "(the defense's self-sampling kept them out)", env->path);
+    }
+    // What the attacks read: logits on the eval samples, Yeom's τ (over the records the
+    // target trained on: those of clients that took part), accuracies.
     int first_train = 0, n_tr = member_range(cfg, sz->clients, sz->n_train, &first_train);
+    uint32_t *trained = st == FP_OK ? fp_malloc(sizeof(uint32_t) * (size_t)(n_tr > 0 ? n_tr : 1), err) : NULL;
+    int n_trained = 0;
+    for (int i = 0; trained && i < n_tr; i++)
+        if (cfg->kind != MIA_TARGET_GLOBAL || took_part[(first_train + i) / m])
+            trained[n_trained++] = t->train_idx[first_train + i];
+    free(took_part);
+    if (st == FP_OK && !trained)
+        st = FP_ENOMEM;
+    if (st != FP_OK) {
+        model_free(model);
+        return st;
+    }
+    t->train_seconds = now_seconds() - t0;
+    M = t->sz.members;
     st = mia_logits(model, ex->train, t->eval_idx, 2 * M, ex->threads, t->eval_logits, err);
     if (st == FP_OK)
-        st = loss_on(ex, model, t->train_idx + first_train, n_tr, &t->train_loss, &t->train_accuracy, err);
+        st = loss_on(ex, model, trained, n_trained, &t->train_loss, &t->train_accuracy, err);
+    free(trained);
     if (st == FP_OK)
         st = model_evaluate(model, ex->test, ex->threads, &t->test_accuracy, &t->test_loss, NULL, err);
     model_free(model);
@@ -538,7 +645,7 @@ FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, 
     double t0 = now_seconds();
     Model *m = NULL;
     FP_TRY(train_model(env, &t->cfg, t->pool_idx, shadow_size, mia_derived_seed(ex->seed, RNG_SHADOW, 0, 0), 1,
-                       t->shadow_test, 1, ex->threads, NULL, &m, NULL, NULL, err));
+                       t->shadow_test, 1, ex->threads, NULL, &m, NULL, NULL, NULL, err));
     FpStatus st = mia_logits(m, ex->train, t->shadow_idx, 2 * members, ex->threads, t->shadow_logits, err);
     if (st == FP_OK)
         st = model_evaluate(m, t->shadow_test, ex->threads, &t->shadow_test_accuracy, NULL, NULL, err);
@@ -576,7 +683,7 @@ static FpStatus lira_shadow(const AttackEnv *env, MiaTarget *t, int j, int shado
     rng_shuffle_u32(&rs, subset, (uint32_t)t->sz.pool);
     Model *m = NULL;
     FP_TRY(train_model(env, &t->cfg, subset, shadow_size, mia_derived_seed(ex->seed, RNG_SHADOW, 1, (uint32_t)j), 1,
-                       t->shadow_test, 1, threads, NULL, &m, NULL, NULL, err));
+                       t->shadow_test, 1, threads, NULL, &m, NULL, NULL, NULL, err));
     FpStatus st = mia_logits(m, ex->train, t->eval_idx, n_eval, threads, z, err);
     if (st == FP_OK)
         st = model_evaluate(m, t->shadow_test, threads, accuracy, NULL, NULL, err);
@@ -709,6 +816,13 @@ void mia_target_describe(const MiaTarget *t, cJSON *result) {
     cJSON_AddNumberToObject(o, "members_trained_on", sz->model_members);
     cJSON_AddNumberToObject(o, "eval_members", sz->members);
     cJSON_AddNumberToObject(o, "eval_non_members", sz->members);
+    if (t->cfg.kind == MIA_TARGET_GLOBAL) {
+        cJSON_AddStringToObject(o, "members_rule", "records of clients that took part in at least one round "
+                                                   "(not the adversary's)");
+        cJSON_AddNumberToObject(o, "clients_sampled", sz->taking_part);
+        if (sz->members_without_participation)
+            cJSON_AddNumberToObject(o, "members_dropped_never_took_part", sz->members_without_participation);
+    }
     cJSON_AddNumberToObject(o, "train_accuracy", t->train_accuracy);
     cJSON_AddNumberToObject(o, "train_loss", t->train_loss);
     cJSON_AddNumberToObject(o, "test_accuracy", t->test_accuracy);

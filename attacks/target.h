@@ -11,7 +11,10 @@
 //         default the target trains on a quarter of the data, as in ML-Leaks' four
 //         equal parts). Client k owns piece k of the client data.
 //   M   = eval members = eval non-members (balanced): "members" in the attack config,
-//         default all the target's members that the data can balance.
+//         default all the target's members that the data can balance. Global target:
+//         drawn from the pieces of the clients the server samples (fed_sampled_clients);
+//         a drawn member whose client the defense's self-sampling then kept out of every
+//         round is dropped after training, with one non-member (the set stays balanced).
 //   The adversary's D_test exists for the global target when clients >= 2: CS-MIA's
 //   adversary is the last client, contributing its piece (D_train) to training and
 //   keeping D_test back. Its piece is never an eval member.
@@ -19,8 +22,9 @@
 //
 // Targets ("target" in the attack config):
 //   "global"  the final global model of a federation over the client data under the
-//             experiment's defense (default). Members: every client's piece but the
-//             adversary's.
+//             experiment's defense (default). Members: the pieces of the clients that
+//             took part in at least one round, but the adversary's (with q < 1 a client
+//             the server never samples trains on nothing: its records are not members).
 //   "client"  one client's model ("target_client", default 0): as the server receives
 //             it, i.e. the upload after the defense turned back into weights
 //             ("client_model": "uploaded", default), or the raw local model before the
@@ -78,6 +82,9 @@ typedef struct MiaSizes {
     int adv_out;           // size of the adversary's D_test (m or 0)
     int pool;              // shadow pool size
     int model_members;     // member-set size of a model trained on n_train samples (shadows)
+    int taking_part;       // global target: clients the server samples at least once
+    int members_without_participation; // drawn members whose client a defense's self-sampling kept out
+                                       // of every round (dropped after training, with as many non-members)
 } MiaSizes;
 
 // A trained target and what the attacks read from it. Owned by the cache (or by the

@@ -1,6 +1,8 @@
 // `fedpriv attack NAME --config FILE.json --out DIR [--device cpu|cuda] [--threads N]`:
 // runs one registered attack against the defense the config names, and writes
-// DIR/result.json (metrics, artifacts relative to DIR, run metadata).
+// DIR/result.json (metrics, artifacts relative to DIR, run metadata, "status": "done").
+// A run that diverged (a non-finite defended upload or matching loss) writes "status":
+// "diverged" with the reason and no metrics, and exits 1.
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +18,8 @@ static void usage(FILE *f) {
     fprintf(f, "usage: fedpriv attack NAME --config FILE.json --out DIR [--device cpu|cuda] [--threads N]\n"
                "  Runs the attack NAME (fedpriv list shows them) as the config's \"attack\" object says,\n"
                "  against the config's defense, and writes DIR/result.json. The config's attack.name,\n"
-               "  if present, must match NAME.\n");
+               "  if present, must match NAME. Exit 0 when done, 1 if the attack diverged (the result\n"
+               "  says so, without metrics), 2 on bad input.\n");
 }
 
 static int make_dir(const char *dir, FpError *err) {
@@ -104,11 +107,21 @@ int cmd_attack(int argc, char **argv) {
     experiment_describe(&ex, NULL, res);
     FpStatus st = ops->run(&env, res, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    if (st != FP_OK) {
+    if (st == FP_EDIVERGED) {
+        // A diverged run is a result, never a finding: the status and the reason, and
+        // whatever the attack recorded of its setting (observations), no metrics.
+        fprintf(stderr, "fedpriv attack: diverged: %s\n", err.msg);
+        cJSON_AddStringToObject(res, "status", "diverged");
+        cJSON_AddStringToObject(res, "message", err.msg);
+        if (ops->headline)
+            cJSON_DeleteItemFromObjectCaseSensitive(res, ops->headline);
+        rc = CLI_EXIT_FAIL;
+    } else if (st != FP_OK) {
         rc = cli_report_error("attack", &err);
         cJSON_Delete(res);
         goto done;
-    }
+    } else
+        cJSON_AddStringToObject(res, "status", "done");
     cJSON_AddNumberToObject(res, "wall_seconds", (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
     char path[4096];
     snprintf(path, sizeof path, "%s/result.json", out);

@@ -124,6 +124,7 @@ const DefenseOps defense_adaptive_harmony = {
     .upload_kind = mech_defense_upload_kind,
     .participates = harmony_participates,
     .client_perturb = harmony_perturb,
+    .upload_params = mech_defense_upload_params,
     .server_aggregate = harmony_aggregate,
     .privacy = harmony_privacy,
     .describe = harmony_describe,

@@ -218,6 +218,15 @@ static FpStatus avp_perturb(void *state, float *upload, const DefenseRound *roun
     return FP_OK;
 }
 
+static void avp_upload_params(const void *state, const DefenseRound *round, UploadParams *out) {
+    const Avp *s = state;
+    *out = upload_params_none();
+    out->noise = "gaussian";
+    out->noise_scale = sqrt(avp_variance(s, round->round + 1));
+    out->clip_norm = "l2";
+    out->clip = s->clip;
+}
+
 // Round m (1-based) in the sound ledger: the client's Gaussian upload, included with
 // probability q (replace one record; joint convexity).
 static FpStatus add_round(RdpAccountant *acc, const Avp *s, int m) {
@@ -348,6 +357,7 @@ const DefenseOps defense_avp = {
     .destroy = avp_destroy,
     .upload_kind = avp_upload_kind,
     .client_perturb = avp_perturb,
+    .upload_params = avp_upload_params,
     .end_round = avp_end_round,
     .privacy = avp_privacy,
     .describe = avp_describe,
@@ -361,6 +371,7 @@ const DefenseOps defense_nbafl = {
     .destroy = avp_destroy,
     .upload_kind = avp_upload_kind,
     .client_perturb = avp_perturb,
+    .upload_params = avp_upload_params,
     .end_round = avp_end_round,
     .privacy = avp_privacy,
     .describe = avp_describe,

@@ -404,3 +404,13 @@ void clip_gaussian_describe(const ClipGaussian *g, cJSON *out) {
     else
         cJSON_AddNullToObject(out, "epsilon_after_all_rounds");
 }
+
+void clip_gaussian_upload_params(const ClipGaussian *g, int k, UploadParams *out) {
+    *out = upload_params_none();
+    out->noise_scale = clip_gaussian_client_std(g, k);
+    out->noise = out->noise_scale > 0 ? "gaussian" : NULL;
+    out->server_noise_scale = clip_gaussian_server_std(g, k);
+    out->clip_norm = "l2";
+    out->clip = g->clip;
+    out->epsilon = g->paper ? g->epsilon : -1;
+}

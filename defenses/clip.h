@@ -136,5 +136,10 @@ double clip_gaussian_epsilon(const ClipGaussian *g, long long rounds);
 void clip_gaussian_privacy(const ClipGaussian *g, int rounds_done, PrivacyRecord *rec);
 // Adds the calibration to a describe() object.
 void clip_gaussian_describe(const ClipGaussian *g, cJSON *out);
+// UploadParams of an upload clipped to C in L2 in a round of k participants, with the
+// client's share of the noise (clip_gaussian_client_std; 0 with server noise, whose std
+// goes to server_noise_scale); ε per round for the paper calibration, else -1 (the
+// claim is over the run, not per upload).
+void clip_gaussian_upload_params(const ClipGaussian *g, int k, UploadParams *out);
 
 #endif

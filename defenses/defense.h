@@ -2,6 +2,11 @@
 // may replace the server's aggregation, and reports what privacy it spent. One file
 // per defense; defenses/registry.c lists them.
 //
+// The engine (fl/) is the only caller: it builds the one DefenseSetup of a federation
+// (fl/fed.c fed_create) and every DefenseRound (fl/upload.c, the one client-upload path
+// that the engine and every attack go through), so a defense is always calibrated for
+// the federation it runs in.
+//
 // Conventions
 // - Uploads are host float buffers laid out like the model's flat parameter buffer
 //   (see core/params.h). `upload_kind` says what the engine puts there:
@@ -24,6 +29,7 @@
 #include <cjson/cJSON.h>
 #include <stdint.h>
 
+#include "core/autodiff.h"
 #include "core/params.h"
 #include "core/rng.h"
 #include "core/status.h"
@@ -67,13 +73,49 @@ typedef struct DefenseRound {
     RngStream aux_rng;       // RNG_DEFENSE_AUX stream for non-noise choices
     const float *global;     // the round's global weights (flat, host), n_params
     int n_local_samples;
-    const struct Model *model;         // the client's trained local model (read only)
-    const struct Dataset *local_data;  // the client's data
+    const struct Model *model;         // the client's local model, trained when client_perturb runs (read
+                                       // only); NULL in participates()
+    const struct Dataset *local_data;  // the client's data: samples local_idx[0..n_local) (NULL in participates())
     const uint32_t *local_idx;
     int n_local;
     int participants;        // k: the round's cohort after sampling and self-sampling (known to
                              // every client before it uploads, as a server announces its cohort)
 } DefenseRound;
+
+// One step of a client's local procedure, for a defense that replaces the step's
+// gradient (DefenseOps.local_gradient). Valid during the call only.
+typedef struct DefenseLocalStep {
+    const DefenseRound *round;         // the client's round (its model is the one training here)
+    long step;                         // 0-based step within this round's local procedure
+    long steps;                        // the procedure's number of steps this round
+    struct Model *model;               // the client's model at this step (parameters on its backend)
+    Tape *tape;                        // reset before the call; the slot may record on it
+    const struct Dataset *data;        // the step's minibatch: samples idx[0..n) of data
+    const uint32_t *idx;
+    int n;
+} DefenseLocalStep;
+
+// What a defense applied to one upload, as an observer of that upload would state it:
+// the noise on each coordinate, the clip, the ε the upload spends. Filled by
+// DefenseOps.upload_params right after client_perturb; the engine records it per round
+// and attacks per observed upload, from the same call, so the two always agree.
+typedef struct UploadParams {
+    const char *noise;          // the law added to each perturbed coordinate: "gaussian", "laplace", or a
+                                // scalar mechanism's name ("spm", "pm", ...); NULL when the client adds none
+    double noise_scale;         // its scale on the upload as sent: Gaussian std, Laplace b; for another
+                                // scalar mechanism its largest output std over the clip range; 0 = none
+    double server_noise_scale;  // std of the Gaussian the server adds to the sum of a round's uploads (0 = none)
+    const char *clip_norm;      // "l2" or "l1" (the trainable part is clipped to that norm), "range" (each
+                                // scalar clamped to an interval of half-width clip); NULL = no clip
+    double clip;                // the bound (the largest over layers or units where they differ); -1 = none
+    double epsilon;             // ε of this upload in the defense's own per-upload or per-round claim; -1 = none
+} UploadParams;
+
+// The record of an upload with no defense: nothing added, nothing clipped.
+static inline UploadParams upload_params_none(void) {
+    return (UploadParams){.noise = NULL, .noise_scale = 0, .server_noise_scale = 0, .clip_norm = NULL, .clip = -1,
+                          .epsilon = -1};
+}
 
 // How far the sound bound is a guarantee for the code as it runs (floating point,
 // sampling and participants included). Zero-initialised records say NONE: a defense
@@ -153,8 +195,19 @@ typedef struct DefenseOps {
     UploadKind (*upload_kind)(const void *state);
     // Optional: 1 when the client takes part this round (client self-sampling); NULL = always.
     int (*participates)(void *state, const DefenseRound *round);
+    // Optional: the client's local procedure, wrapped step by step. A record-level defense
+    // (DP-SGD, Abadi et al. 2016 Alg. 1: clip each example's gradient, add Gaussian noise to
+    // the sum) writes the gradient of this step into grad (n_params floats on the model's
+    // backend, the flat layout; entries of non-trainable layers are ignored); the client's
+    // SGD update (lr, momentum, weight decay of the federation) then applies it. NULL: the
+    // minibatch-mean gradient by backpropagation. Noise drawn here must not reuse the
+    // upload's element indices: draw from step->round->rng at ((uint64_t)(step + 1) << 32) + i.
+    FpStatus (*local_gradient)(void *state, const DefenseLocalStep *step, float *grad, FpError *err);
     // Client side: perturb the upload in place (n = params->n_params).
     FpStatus (*client_perturb)(void *state, float *upload, const DefenseRound *round, FpError *err);
+    // Optional: what client_perturb just applied to this client's upload (same round
+    // context; reads state only). NULL: upload_params_none().
+    void (*upload_params)(const void *state, const DefenseRound *round, UploadParams *out);
     // Optional: server aggregation of k perturbed uploads into out (same kind as the uploads).
     // weights[i] = the engine's FedAvg weight of upload i (they sum to 1). NULL = weighted mean.
     // Called with k = 0 in a round nobody takes part only when release_empty_rounds is set.

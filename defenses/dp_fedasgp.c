@@ -55,7 +55,7 @@
 #include "core/jsonv.h"
 #include "defenses/clip.h"
 #include "defenses/defense.h"
-#include "fl/fed.h"
+#include "models/predict.h"
 
 typedef struct DpFedAsgp {
     int paper;
@@ -172,8 +172,7 @@ static double local_loss(const DefenseRound *round) {
     if (!probs)
         return NAN;
     double sum = NAN;
-    // model_predict only reads the model's parameters (it builds its own tape).
-    if (model_predict((Model *)round->model, round->local_data, round->local_idx, round->n_local, probs, NULL) ==
+    if (model_predict(round->model, round->local_data, round->local_idx, round->n_local, probs, NULL) ==
         FP_OK) {
         sum = 0;
         for (int i = 0; i < round->n_local; i++) {
@@ -276,6 +275,16 @@ static FpStatus asgp_perturb(void *state, float *upload, const DefenseRound *rou
         s->selected[round->client] = selected;
     }
     return st;
+}
+
+static void asgp_upload_params(const void *state, const DefenseRound *round, UploadParams *out) {
+    const DpFedAsgp *s = state;
+    *out = upload_params_none();
+    out->noise = "laplace";
+    out->noise_scale = s->noise_scale;
+    out->clip_norm = "l2";
+    out->clip = s->clip;
+    out->epsilon = s->epsilon;
 }
 
 static FpStatus asgp_aggregate(void *state, int round, const float *const *uploads, const double *weights,
@@ -382,6 +391,7 @@ const DefenseOps defense_dp_fedasgp = {
     .destroy = asgp_destroy,
     .upload_kind = asgp_upload_kind,
     .client_perturb = asgp_perturb,
+    .upload_params = asgp_upload_params,
     .server_aggregate = asgp_aggregate,
     .privacy = asgp_privacy,
     .describe = asgp_describe,

@@ -193,6 +193,10 @@ static void smp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) 
     }
 }
 
+static void smp_upload_params(const void *state, const DefenseRound *round, UploadParams *out) {
+    clip_gaussian_upload_params(&((const FedSmp *)state)->g, round->participants, out);
+}
+
 static void smp_describe(const void *state, cJSON *out) {
     const FedSmp *s = state;
     clip_gaussian_describe(&s->g, out);
@@ -210,6 +214,7 @@ const DefenseOps defense_fedsmp = {
     .destroy = smp_destroy,
     .upload_kind = smp_upload_kind,
     .client_perturb = smp_perturb,
+    .upload_params = smp_upload_params,
     .server_aggregate = smp_aggregate,
     .release_empty_rounds = 1,
     .end_round = smp_end_round,

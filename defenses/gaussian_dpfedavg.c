@@ -91,6 +91,10 @@ static void dpfedavg_privacy(const void *state, int rounds_done, PrivacyRecord *
     clip_gaussian_privacy(&((const DpFedAvg *)state)->g, rounds_done, rec);
 }
 
+static void dpfedavg_upload_params(const void *state, const DefenseRound *round, UploadParams *out) {
+    clip_gaussian_upload_params(&((const DpFedAvg *)state)->g, round->participants, out);
+}
+
 static void dpfedavg_describe(const void *state, cJSON *out) {
     clip_gaussian_describe(&((const DpFedAvg *)state)->g, out);
 }
@@ -103,6 +107,7 @@ const DefenseOps defense_gaussian_dpfedavg = {
     .destroy = dpfedavg_destroy,
     .upload_kind = dpfedavg_upload_kind,
     .client_perturb = dpfedavg_perturb,
+    .upload_params = dpfedavg_upload_params,
     .server_aggregate = dpfedavg_aggregate,
     .release_empty_rounds = 1,
     .end_round = dpfedavg_end_round,

@@ -18,6 +18,7 @@ const DefenseOps defense_laplace = {
     .destroy = mech_defense_destroy,
     .upload_kind = mech_defense_upload_kind,
     .client_perturb = mech_defense_perturb,
+    .upload_params = mech_defense_upload_params,
     .privacy = mech_defense_privacy,
     .describe = mech_defense_describe,
 };

@@ -46,11 +46,8 @@
 #include "core/jsonv.h"
 #include "defenses/defense.h"
 #include "defenses/shapley.h"
-#include "fl/fed.h"
 #include "models/model.h"
-
-// models/lstm.c: one LSTM step; returns the gate pre-activations z (n, 4H), order i,f,g,o.
-Var *lstm_step(Tape *t, Var *const *p, Var *x_t, Var **h, Var **c, int H);
+#include "models/predict.h"
 
 typedef enum { CLIP_MEAN_NORM = 0, CLIP_MEAN_ABS = 1, CLIP_FIXED = 2 } ClipKind;
 typedef enum { LIN_ONE = 0, LIN_MEAN = 1 } LinearImportance;
@@ -115,44 +112,49 @@ double layerwise_true_epsilon(LayerwiseVariant v, double eps_unit, size_t d, dou
     return v == LW_PAPER ? eps_unit * sqrt((double)d) / lr : eps_unit;
 }
 
-FpStatus layerwise_lstm_importance(const Model *mc, const Dataset *d, const uint32_t *idx, int n, double threshold,
+// Counts, through the model's probe, the sigmoid-gate inputs above the threshold.
+typedef struct GateCount {
+    double threshold;
+    float *buf;       // room for the largest gate block of a batch
+    size_t on, total;
+} GateCount;
+
+static void count_gate(void *ctx, const char *unit, Tape *t, Var *z) {
+    GateCount *g = ctx;
+    ad_to_host(t, z, g->buf);
+    for (size_t i = 0; i < z->t.numel; i++)
+        g->on += g->buf[i] > g->threshold;
+    g->total += z->t.numel;
+}
+
+FpStatus layerwise_lstm_importance(const Model *m, const Dataset *d, const uint32_t *idx, int n, double threshold,
                                    double *s, FpError *err) {
-    Model *m = (Model *)mc; // read only: param vars without gradients
     if (strcmp(m->ops->name, "lstm") != 0)
         return fp_fail(err, FP_EUNSUPPORTED, "layerwise: Eq. 14 needs sigmoid gates; model %s has none (use lstm)",
                        m->ops->name);
-    int T = m->in.h, F = m->in.w, H = m->cfg.hidden[0];
+    int H = m->cfg.hidden[0];
+    size_t ss = dataset_sample_size(d);
     Tape *t = tape_create(m->be);
     Var *p[8];
-    float *buf = fp_malloc(sizeof(float) * (size_t)(n > 256 ? 256 : n) * (T * F > 4 * H ? T * F : 4 * H), err);
-    FpStatus st = t && buf ? FP_OK : FP_ENOMEM;
-    size_t on = 0, total = 0;
+    int cap = n > 256 ? 256 : n;
+    GateCount gc = {.threshold = threshold};
+    float *scratch = fp_malloc(sizeof(float) * (size_t)cap * ss, err);
+    gc.buf = fp_malloc(sizeof(float) * (size_t)cap * H, err);
+    FpStatus st = t && scratch && gc.buf ? FP_OK : FP_ENOMEM;
+    ModelProbe probe = {.ctx = &gc, .sigmoid_input = count_gate};
     for (int b0 = 0; st == FP_OK && b0 < n; b0 += 256) {
         int bs = n - b0 < 256 ? n - b0 : 256;
         tape_reset(t);
         model_param_vars(m, t, 0, p);
-        Var *x = dataset_batch(t, d, idx + b0, bs, buf);
-        int s3[3] = {bs, T, F}, s2[2] = {bs, F}, hs[2] = {bs, H};
-        Var *x3 = x ? ad_reshape(t, x, 3, s3) : NULL;
-        Var *h = ad_full(t, 2, hs, 0.0f), *c = ad_full(t, 2, hs, 0.0f);
-        for (int step = 0; x3 && step < T; step++) {
-            Var *z = lstm_step(t, p, ad_reshape(t, ad_slice(t, x3, 1, step, 1), 2, s2), &h, &c, H);
-            if (!z)
-                break;
-            ad_to_host(t, z, buf);
-            for (int r = 0; r < bs; r++)
-                for (int j = 0; j < 4 * H; j++)
-                    if (j < 2 * H || j >= 3 * H) { // gates i, f, o are sigmoid; g (tanh) is not
-                        on += buf[(size_t)r * 4 * H + j] > threshold;
-                        total++;
-                    }
-        }
-        if (tape_status(t) != FP_OK || !x3)
+        Var *x = dataset_batch(t, d, idx + b0, bs, scratch);
+        Var *out = x ? model_forward_probed(m, t, p, x, 0, &probe) : NULL;
+        if (tape_status(t) != FP_OK || !out)
             st = fp_fail(err, FP_ENOMEM, "layerwise: out of memory computing layer importance");
     }
     tape_free(t);
-    free(buf);
-    *s = total ? (double)on / total : 0.0;
+    free(scratch);
+    free(gc.buf);
+    *s = gc.total ? (double)gc.on / gc.total : 0.0;
     return st;
 }
 
@@ -635,6 +637,23 @@ static FpStatus lw_perturb(void *state, float *upload, const DefenseRound *rd, F
     return st;
 }
 
+// The last draw's Laplace scale and the clip of client k's upload, the largest over units.
+static void lw_upload_params(const void *state, const DefenseRound *round, UploadParams *out) {
+    const LwState *s = state;
+    const LayerwiseClientRound *cr = &s->last[round->client];
+    *out = upload_params_none();
+    if (cr->round != round->round || cr->draws == 0) // budget spent: zeros were sent
+        return;
+    out->noise = "laplace";
+    out->clip_norm = s->variant == LW_PAPER ? "l2" : "l1";
+    out->clip = 0;
+    for (int u = 0; u < cr->n_units; u++) {
+        out->noise_scale = fmax(out->noise_scale, cr->scale[u]);
+        out->clip = fmax(out->clip, cr->clip[u]);
+    }
+    out->epsilon = cr->eps_final;
+}
+
 // -- server side ------------------------------------------------------------------------------
 static FpStatus lw_aggregate(void *state, int round, const float *const *uploads, const double *weights,
                              const int *clients, int k, float *out, FpError *err) {
@@ -796,6 +815,7 @@ const DefenseOps defense_layerwise = {
     .upload_kind = lw_upload_kind,
     .participates = lw_participates,
     .client_perturb = lw_perturb,
+    .upload_params = lw_upload_params,
     .server_aggregate = lw_aggregate,
     .end_round = lw_end_round,
     .privacy = lw_privacy,
@@ -811,6 +831,7 @@ const DefenseOps defense_flat_laplace = {
     .upload_kind = lw_upload_kind,
     .participates = lw_participates,
     .client_perturb = lw_perturb,
+    .upload_params = lw_upload_params,
     .server_aggregate = lw_aggregate,
     .end_round = lw_end_round,
     .privacy = lw_privacy,

@@ -22,7 +22,8 @@ double layerwise_activation_fraction(const float *preact, size_t n, double thres
 
 // Eq. 14 for the sigmoid gates (input, forget, output) of an `lstm` model: the fraction
 // of (gate unit, time step, sample) pre-activations > threshold over samples idx[0..n)
-// of d, the model's current parameters. FP_EUNSUPPORTED for another architecture.
+// of d, the model's current parameters, read through the model's forward probe
+// (models/model.h ModelProbe). FP_EUNSUPPORTED for another architecture.
 FpStatus layerwise_lstm_importance(const struct Model *m, const struct Dataset *d, const uint32_t *idx, int n,
                                    double threshold, double *s, FpError *err);
 

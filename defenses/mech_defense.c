@@ -180,3 +180,33 @@ void mech_defense_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "perturbed_scalars", (double)d->d);
     cJSON_AddNumberToObject(out, "units", d->n_units);
 }
+
+void mech_defense_upload_params(const void *state, const DefenseRound *round, UploadParams *out) {
+    const MechDefense *d = state;
+    const MechInfo *info = mech_info(d->mech.spec.kind);
+    *out = upload_params_none();
+    out->noise = info->name;
+    out->epsilon = d->mech.spec.eps;
+    int ranged = info->range != MECH_RANGE_NONE;
+    if (ranged) {
+        out->clip_norm = "range";
+        out->clip = 0;
+    }
+    for (int l = 0; l < d->n_layers; l++) {
+        const ParamLayer *ly = &d->layers[l];
+        Mech m;
+        if (!ly->trainable || ly->count == 0 || mech_defense_layer_mech(d, l, round, &m, NULL) != FP_OK)
+            continue;
+        double var;
+        if (m.spec.kind == MECH_LAPLACE || m.spec.kind == MECH_GAUSSIAN)
+            var = m.sigma * m.sigma;
+        else if (!ranged)
+            var = mech_variance(&m, 1.0);
+        else
+            var = fmax(mech_variance(&m, m.spec.lo), fmax(mech_variance(&m, m.c), mech_variance(&m, m.spec.hi)));
+        double scale = m.spec.kind == MECH_LAPLACE || m.spec.kind == MECH_GAUSSIAN ? m.sigma : sqrt(var);
+        out->noise_scale = fmax(out->noise_scale, scale);
+        if (ranged)
+            out->clip = fmax(out->clip, m.r);
+    }
+}

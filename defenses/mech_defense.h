@@ -42,5 +42,11 @@ FpStatus mech_defense_layer_mech(const MechDefense *d, int l, const DefenseRound
 FpStatus mech_defense_perturb(void *state, float *upload, const DefenseRound *round, FpError *err);
 void mech_defense_privacy(const void *state, int rounds_done, PrivacyRecord *rec);
 void mech_defense_describe(const void *state, cJSON *out);
+// UploadParams: the mechanism's name, ε per scalar, its range's half-width as the clip
+// ("range"), and as the noise scale the Laplace b or Gaussian σ, or for the other
+// mechanisms the largest output std over the range (at an end or the centre: their
+// variances are quadratic in the input); for spm, which takes no range, its std at
+// input 1 (the noise grows with |x|). Layer ranges: the largest over the layers.
+void mech_defense_upload_params(const void *state, const DefenseRound *round, UploadParams *out);
 
 #endif

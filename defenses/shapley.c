@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/jsonv.h"
-#include "fl/fed.h"
+#include "models/predict.h"
 #include "models/model.h"
 
 #define SHAP_BATCH_ROWS 4096 // samples per forward pass when evaluating coalitions

@@ -187,6 +187,50 @@ cJSON *privacy_record_json(const PrivacyRecord *p) {
     return j;
 }
 
+static void add_defined(cJSON *o, const char *key, double v) {
+    if (v >= 0 && isfinite(v))
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+cJSON *upload_params_json(const UploadParams *p) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "noise", p->noise ? p->noise : "none");
+    add_number_or_null(j, "noise_scale", p->noise_scale);
+    add_number_or_null(j, "server_noise_scale", p->server_noise_scale);
+    cJSON_AddStringToObject(j, "clip_norm", p->clip_norm ? p->clip_norm : "none");
+    add_defined(j, "clip", p->clip);
+    add_defined(j, "epsilon", p->epsilon);
+    return j;
+}
+
+// One key, or key_min and key_max when the participants differ.
+static void add_range(cJSON *o, const char *key, double lo, double hi, int defined_only) {
+    char k[64];
+    void (*add)(cJSON *, const char *, double) = defined_only ? add_defined : add_number_or_null;
+    if (lo == hi || (isnan(lo) && isnan(hi))) {
+        add(o, key, lo);
+        return;
+    }
+    snprintf(k, sizeof k, "%s_min", key);
+    add(o, k, lo);
+    snprintf(k, sizeof k, "%s_max", key);
+    add(o, k, hi);
+}
+
+cJSON *upload_summary_json(const UploadSummary *u) {
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "count", u->uploads);
+    cJSON_AddStringToObject(j, "noise", u->noise ? u->noise : "none");
+    add_range(j, "noise_scale", u->noise_scale_min, u->noise_scale_max, 0);
+    add_number_or_null(j, "server_noise_scale", u->server_noise_scale);
+    cJSON_AddStringToObject(j, "clip_norm", u->clip_norm ? u->clip_norm : "none");
+    add_range(j, "clip", u->clip_min, u->clip_max, 1);
+    add_range(j, "epsilon", u->epsilon_min, u->epsilon_max, 1);
+    return j;
+}
+
 cJSON *fed_rounds_json(const Federation *f, int with_timings) {
     cJSON *arr = cJSON_CreateArray();
     for (int r = 0; r < fed_rounds_done(f); r++) {
@@ -201,6 +245,8 @@ cJSON *fed_rounds_json(const Federation *f, int with_timings) {
         if (!isnan(res->test_mape))
             add_number_or_null(o, "test_mape", res->test_mape);
         cJSON_AddItemToObject(o, "privacy", privacy_record_json(&res->privacy));
+        if (res->upload.uploads > 0)
+            cJSON_AddItemToObject(o, "uploads", upload_summary_json(&res->upload));
         if (with_timings) {
             cJSON_AddNumberToObject(o, "seconds", res->seconds);
             cJSON_AddNumberToObject(o, "train_seconds", res->train_seconds);

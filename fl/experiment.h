@@ -51,8 +51,14 @@ Federation *experiment_federation(Experiment *ex, const FedHooks *hooks, int qui
 void experiment_describe(const Experiment *ex, const Federation *f, cJSON *result);
 
 // Rounds as JSON: [{"round", "test_accuracy", "test_loss", ("test_mae"), "participants",
-// "privacy": {...}}, ...] and the final record.
+// "privacy": {...}, "uploads": {...}}, ...] and the final record.
 cJSON *fed_rounds_json(const Federation *f, int with_timings);
 cJSON *privacy_record_json(const PrivacyRecord *p);
+// What a defense applied to one upload: {"noise", "noise_scale", "server_noise_scale",
+// "clip_norm", "clip", "epsilon"} (noise and clip_norm "none" when absent, clip and
+// epsilon null when not defined).
+cJSON *upload_params_json(const UploadParams *p);
+// A round's uploads: the same keys, with "_min"/"_max" pairs where participants differ.
+cJSON *upload_summary_json(const UploadSummary *u);
 
 #endif

@@ -1,6 +1,8 @@
 // The server loop (see fl/fed.h for the round structure and the determinism rule).
 #include "fl/fed.h"
 
+#include "fl/fed_internal.h"
+
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -10,8 +12,6 @@
 
 #include "core/jsonv.h"
 #include "datasets/power_load.h" // dataset_natural_partition
-
-#define MAX_THREADS 16
 
 static const char *const sampling_names[] = {"fixed", "bernoulli", NULL};
 static const char *const partition_names[] = {"iid", "dirichlet", "shards", "natural", NULL};
@@ -75,32 +75,6 @@ cJSON *fed_config_to_json(const FedConfig *c) {
     return j;
 }
 
-// One worker's resources, reused across rounds.
-typedef struct Worker {
-    Tape *tape;
-    Model *local;
-    float *momentum;
-    float *host_local;   // the local model's parameters on the host
-} Worker;
-
-struct Federation {
-    FedSetup s;
-    Partition *own_partition;
-    const Partition *part;
-    void *defense_state;
-    DefenseSetup dsetup;
-    int threads;
-    Worker workers[MAX_THREADS];
-    float *global_host;
-    float **uploads;       // one per client slot of a round
-    int *round_clients;
-    uint32_t *sample_perm;  // client sampling scratch (clients entries)
-    char *sample_chosen;
-    FedRoundResult *results;
-    int rounds_done;
-    uint32_t *server_idx;  // training samples no client trains on (DefenseSetup.server_idx)
-};
-
 int fed_cohort_size(const FedConfig *c) {
     int m = (int)lround(c->sample_rate * c->clients);
     return m < 1 ? 1 : m > c->clients ? c->clients : m;
@@ -112,62 +86,77 @@ static double now_seconds(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int client_samples(const Federation *f, int k) {
+// -- clients' data ---------------------------------------------------------------------
+int fed_client_samples(const Federation *f, int k) {
+    if (f->override && f->override[k])
+        return f->override[k]->n;
     int n = f->part->count[k];
     int cap = f->s.cfg.samples_per_client;
     return cap > 0 && cap < n ? cap : n;
 }
 
-Federation *fed_create(const FedSetup *setup, FpError *err) {
-    Federation *f = fp_calloc(1, sizeof *f, err);
-    if (!f)
-        return NULL;
-    f->s = *setup;
-    const FedConfig *c = &setup->cfg;
-    size_t np = setup->global->table.n_params;
-    if (!f->s.defense)
-        f->s.defense = defense_find("none");
-    // Partition.
-    if (setup->partition) {
-        if (setup->partition->n_clients != c->clients) {
-            fp_fail(err, FP_EPARAM, "federation.clients: %d, but the partition given has %d clients", c->clients,
-                    setup->partition->n_clients);
-            goto fail;
-        }
-        f->part = setup->partition;
-    } else {
-        RngStream rs = rng_stream(setup->seed, RNG_PARTITION, 0, 0);
-        FpStatus st;
-        if (setup->train->n < c->clients) {
-            fp_fail(err, FP_EPARAM, "federation.clients: %d clients but only %d training samples", c->clients,
-                    setup->train->n);
-            goto fail;
-        }
-        if (c->partition == PARTITION_IID)
-            st = partition_iid(setup->train->n, c->clients, &rs, &f->own_partition, err);
-        else if (c->partition == PARTITION_NATURAL)
-            st = dataset_natural_partition(setup->train, c->clients, &f->own_partition, err);
-        else if (!setup->train->y) {
-            fp_fail(err, FP_EPARAM, "federation.partition: label-based partitions need a classification dataset");
-            goto fail;
-        } else if (c->partition == PARTITION_DIRICHLET)
-            st = partition_dirichlet(setup->train->y, setup->train->n, setup->train->n_classes, c->clients, c->alpha,
-                                     &rs, &f->own_partition, err);
-        else
-            st = partition_shards(setup->train->y, setup->train->n, c->clients, c->shards_per_client, &rs,
-                                  &f->own_partition, err);
-        if (st != FP_OK)
-            goto fail;
-        f->part = f->own_partition;
+void fed_client_data(const Federation *f, int k, const Dataset **d, const uint32_t **idx, int *n) {
+    const ClientOverride *o = f->override ? f->override[k] : NULL;
+    *d = o ? o->data : f->s.train;
+    *idx = o ? o->idx : f->part->idx[k];
+    *n = fed_client_samples(f, k);
+}
+
+LocalTrainConfig fed_client_local(const Federation *f, int k) {
+    const FedConfig *c = &f->s.cfg;
+    LocalTrainConfig lc = {.epochs = c->local_epochs, .steps = c->local_steps, .batch_size = c->batch_size,
+                           .lr = c->lr, .momentum = c->momentum, .weight_decay = c->weight_decay};
+    const ClientOverride *o = f->override ? f->override[k] : NULL;
+    if (o && o->probe) { // one step on all its samples: the FedSGD probe
+        lc.steps = 1;
+        lc.batch_size = o->n;
     }
-    // Defense.
+    return lc;
+}
+
+// -- creation ------------------------------------------------------------------------------
+static FpStatus make_partition(Federation *f, FpError *err) {
+    const FedSetup *setup = &f->s;
+    const FedConfig *c = &setup->cfg;
+    if (setup->partition) {
+        if (setup->partition->n_clients != c->clients)
+            return fp_fail(err, FP_EPARAM, "federation.clients: %d, but the partition given has %d clients",
+                           c->clients, setup->partition->n_clients);
+        f->part = setup->partition;
+        return FP_OK;
+    }
+    RngStream rs = rng_stream(setup->seed, RNG_PARTITION, 0, 0);
+    if (setup->train->n < c->clients)
+        return fp_fail(err, FP_EPARAM, "federation.clients: %d clients but only %d training samples", c->clients,
+                       setup->train->n);
+    if (c->partition == PARTITION_IID)
+        FP_TRY(partition_iid(setup->train->n, c->clients, &rs, &f->own_partition, err));
+    else if (c->partition == PARTITION_NATURAL)
+        FP_TRY(dataset_natural_partition(setup->train, c->clients, &f->own_partition, err));
+    else if (!setup->train->y)
+        return fp_fail(err, FP_EPARAM, "federation.partition: label-based partitions need a classification dataset");
+    else if (c->partition == PARTITION_DIRICHLET)
+        FP_TRY(partition_dirichlet(setup->train->y, setup->train->n, setup->train->n_classes, c->clients, c->alpha,
+                                   &rs, &f->own_partition, err));
+    else
+        FP_TRY(partition_shards(setup->train->y, setup->train->n, c->clients, c->shards_per_client, &rs,
+                                &f->own_partition, err));
+    f->part = f->own_partition;
+    return FP_OK;
+}
+
+// The federation's one DefenseSetup, from the configured partition (a victim's data,
+// given later, never changes it), and the defense's state created from it.
+static FpStatus make_defense(Federation *f, FpError *err) {
+    const FedSetup *setup = &f->s;
+    const FedConfig *c = &setup->cfg;
     f->dsetup = (DefenseSetup){.seed = setup->seed, .params = &setup->global->table, .n_clients = c->clients,
                                .rounds = c->rounds, .sample_rate = c->sample_rate, .local_epochs = c->local_epochs,
                                .batch_size = c->batch_size, .lr = c->lr,
                                .cohort_size = c->sampling == SAMPLING_FIXED ? fed_cohort_size(c) : 0};
     f->dsetup.min_client_samples = 1 << 30;
     for (int k = 0; k < c->clients; k++) {
-        int n = client_samples(f, k);
+        int n = fed_client_samples(f, k);
         if (n < f->dsetup.min_client_samples)
             f->dsetup.min_client_samples = n;
         if (n > f->dsetup.max_client_samples)
@@ -178,11 +167,10 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
     f->server_idx = malloc(sizeof(uint32_t) * (size_t)setup->train->n);
     if (!used || !f->server_idx) {
         free(used);
-        fp_fail(err, FP_ENOMEM, "out of memory preparing the federation");
-        goto fail;
+        return fp_fail(err, FP_ENOMEM, "out of memory preparing the federation");
     }
     for (int k = 0; k < c->clients; k++)
-        for (int i = 0; i < client_samples(f, k); i++)
+        for (int i = 0; i < fed_client_samples(f, k); i++)
             used[f->part->idx[k][i]] = 1;
     for (int i = 0; i < setup->train->n; i++)
         if (!used[i])
@@ -198,12 +186,29 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
         cJSON_AddStringToObject(dflt, "name", f->s.defense->name);
         djson = dflt;
     }
-    FpStatus dst = f->s.defense->create(djson, "defense", &f->dsetup, &f->defense_state, err);
+    FpStatus st = f->s.defense->create(djson, "defense", &f->dsetup, &f->defense_state, err);
     cJSON_Delete(dflt);
-    if (dst != FP_OK)
+    if (st != FP_OK) {
+        f->defense_state = NULL;
+        return st;
+    }
+    f->kind = f->s.defense->upload_kind(f->defense_state);
+    return FP_OK;
+}
+
+Federation *fed_create(const FedSetup *setup, FpError *err) {
+    Federation *f = fp_calloc(1, sizeof *f, err);
+    if (!f)
+        return NULL;
+    f->s = *setup;
+    const FedConfig *c = &setup->cfg;
+    size_t np = setup->global->table.n_params;
+    if (!f->s.defense)
+        f->s.defense = defense_find("none");
+    if (make_partition(f, err) != FP_OK || make_defense(f, err) != FP_OK)
         goto fail;
     // Workers.
-    f->threads = setup->threads < 1 ? 1 : setup->threads > MAX_THREADS ? MAX_THREADS : setup->threads;
+    f->threads = setup->threads < 1 ? 1 : setup->threads > FED_MAX_THREADS ? FED_MAX_THREADS : setup->threads;
     if (setup->backend->device != DEVICE_CPU)
         f->threads = 1;
     for (int w = 0; w < f->threads; w++) {
@@ -219,11 +224,15 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
     }
     f->global_host = malloc(np * sizeof(float));
     f->uploads = calloc((size_t)c->clients, sizeof(float *));
+    f->slot_params = calloc((size_t)c->clients, sizeof(UploadParams));
+    f->slot_done = calloc((size_t)c->clients, 1);
     f->round_clients = malloc(sizeof(int) * c->clients);
     f->sample_perm = malloc(sizeof(uint32_t) * c->clients);
     f->sample_chosen = malloc((size_t)c->clients);
+    f->participations = calloc((size_t)c->clients, sizeof(int));
     f->results = calloc((size_t)c->rounds, sizeof(FedRoundResult));
-    if (!f->global_host || !f->uploads || !f->round_clients || !f->sample_perm || !f->sample_chosen || !f->results) {
+    if (!f->global_host || !f->uploads || !f->slot_params || !f->slot_done || !f->round_clients || !f->sample_perm ||
+        !f->sample_chosen || !f->participations || !f->results) {
         fp_fail(err, FP_ENOMEM, "out of memory preparing the federation");
         goto fail;
     }
@@ -238,7 +247,7 @@ void fed_free(Federation *f) {
         return;
     if (f->defense_state && f->s.defense)
         f->s.defense->destroy(f->defense_state);
-    for (int w = 0; w < MAX_THREADS; w++) {
+    for (int w = 0; w < FED_MAX_THREADS; w++) {
         Worker *wk = &f->workers[w];
         tape_free(wk->tape);
         model_free(wk->local);
@@ -249,10 +258,20 @@ void fed_free(Federation *f) {
     if (f->uploads)
         for (int k = 0; k < f->s.cfg.clients; k++)
             free(f->uploads[k]);
+    if (f->override)
+        for (int k = 0; k < f->s.cfg.clients; k++)
+            if (f->override[k]) {
+                free(f->override[k]->idx);
+                free(f->override[k]);
+            }
+    free(f->override);
     free(f->uploads);
+    free(f->slot_params);
+    free(f->slot_done);
     free(f->round_clients);
     free(f->sample_perm);
     free(f->sample_chosen);
+    free(f->participations);
     free(f->global_host);
     free(f->results);
     free(f->server_idx);
@@ -266,6 +285,9 @@ const FedRoundResult *fed_round_result(const Federation *f, int r) {
 }
 const Partition *fed_partition(const Federation *f) { return f->part; }
 void *fed_defense_state(const Federation *f) { return f->defense_state; }
+int fed_client_participations(const Federation *f, int client) {
+    return client >= 0 && client < f->s.cfg.clients ? f->participations[client] : 0;
+}
 
 cJSON *fed_defense_json(const Federation *f) {
     cJSON *j = cJSON_CreateObject();
@@ -275,73 +297,14 @@ cJSON *fed_defense_json(const Federation *f) {
     return j;
 }
 
-// -- one round ------------------------------------------------------------------------
-typedef struct {
-    Federation *f;
-    int round;
-    int worker;
-    int n_participants;
-    FpStatus st;
-    FpError err;
-} RoundJob;
-
-static FpStatus client_update(Federation *f, Worker *wk, int round, int client, int participants, float *upload,
-                              FpError *err) {
-    const FedConfig *c = &f->s.cfg;
-    size_t np = f->s.global->table.n_params;
-    Model *local = wk->local;
-    model_set_params(local, f->global_host);
-    LocalTrainConfig lc = {.epochs = c->local_epochs, .steps = c->local_steps, .batch_size = c->batch_size,
-                           .lr = c->lr, .momentum = c->momentum, .weight_decay = c->weight_decay};
-    RngStream shuffle = rng_stream(f->s.seed, RNG_SHUFFLE, (uint32_t)round, (uint32_t)client);
-    int n = client_samples(f, client);
-    if (n > 0)
-        FP_TRY(local_train(local, wk->tape, f->s.train, f->part->idx[client], n, &lc, &shuffle, wk->momentum, err));
-    if (f->s.hooks.on_local_model)
-        f->s.hooks.on_local_model(f->s.hooks.ctx, round, client, local);
-    model_get_params(local, wk->host_local);
-    UploadKind kind = f->s.defense->upload_kind(f->defense_state);
-    const float *g = f->global_host, *w = wk->host_local;
-    switch (kind) {
-    case UPLOAD_WEIGHTS: memcpy(upload, w, np * sizeof(float)); break;
-    case UPLOAD_DELTA: for (size_t i = 0; i < np; i++) upload[i] = w[i] - g[i]; break;
-    case UPLOAD_GRADIENT: {
-        float inv = (float)(1.0 / c->lr);
-        for (size_t i = 0; i < np; i++)
-            upload[i] = (g[i] - w[i]) * inv;
-        break;
-    }
-    }
-    DefenseRound dr = {.round = round, .client = client,
-                       .rng = rng_stream(f->s.seed, RNG_DEFENSE, (uint32_t)round, (uint32_t)client),
-                       .aux_rng = rng_stream(f->s.seed, RNG_DEFENSE_AUX, (uint32_t)round, (uint32_t)client),
-                       .global = f->global_host, .n_local_samples = n, .model = local,
-                       .local_data = f->s.train, .local_idx = f->part->idx[client], .n_local = n,
-                       .participants = participants};
-    return f->s.defense->client_perturb(f->defense_state, upload, &dr, err);
-}
-
-static void *round_worker(void *arg) {
-    RoundJob *j = arg;
-    Federation *f = j->f;
-    Worker *wk = &f->workers[j->worker];
-    for (int s = j->worker; s < j->n_participants; s += f->threads) {
-        int client = f->round_clients[s];
-        j->st = client_update(f, wk, j->round, client, j->n_participants, f->uploads[s], &j->err);
-        if (j->st != FP_OK)
-            break;
-    }
-    return NULL;
-}
-
-static int sample_clients(Federation *f, int round) {
-    const FedConfig *c = &f->s.cfg;
-    RngStream rs = rng_stream(f->s.seed, RNG_CLIENT_SAMPLE, (uint32_t)round, 0);
+// -- sampling --------------------------------------------------------------------------------
+// The server's sampling of round `round` into out (increasing client order); returns n.
+// Fixed: m = round(q·N) without replacement; Bernoulli(q) each (RNG_CLIENT_SAMPLE, round).
+static int server_sample(const FedConfig *c, uint64_t seed, int round, uint32_t *perm, char *chosen, int *out) {
+    RngStream rs = rng_stream(seed, RNG_CLIENT_SAMPLE, (uint32_t)round, 0);
     int n = 0;
     if (c->sampling == SAMPLING_FIXED) {
         int m = fed_cohort_size(c);
-        uint32_t *perm = f->sample_perm;
-        char *chosen = f->sample_chosen;
         for (int k = 0; k < c->clients; k++)
             perm[k] = (uint32_t)k;
         if (m < c->clients)
@@ -352,21 +315,53 @@ static int sample_clients(Federation *f, int round) {
             chosen[perm[k]] = 1;
         for (int k = 0; k < c->clients; k++)
             if (chosen[k])
-                f->round_clients[n++] = k;
+                out[n++] = k;
     } else {
         for (int k = 0; k < c->clients; k++)
             if (rng_next_uniform(&rs) < c->sample_rate)
-                f->round_clients[n++] = k;
+                out[n++] = k;
     }
-    // The defense's client self-sampling (e.g. Adaptive-Harmony's restrictive sampling).
+    return n;
+}
+
+int fed_server_sample(const FedConfig *c, uint64_t seed, int round, int *clients) {
+    uint32_t *perm = malloc(sizeof(uint32_t) * (size_t)c->clients);
+    char *chosen = malloc((size_t)c->clients);
+    int n = -1;
+    if (perm && chosen)
+        n = server_sample(c, seed, round, perm, chosen, clients);
+    free(perm);
+    free(chosen);
+    return n;
+}
+
+void fed_sampled_clients(const FedConfig *c, uint64_t seed, unsigned char *ever) {
+    int K = c->clients;
+    memset(ever, 0, (size_t)K);
+    uint32_t *perm = malloc(sizeof(uint32_t) * (size_t)K);
+    char *chosen = malloc((size_t)K);
+    int *out = malloc(sizeof(int) * (size_t)K);
+    if (!perm || !chosen || !out) { // no scratch: claim everyone (a superset is safe for callers)
+        memset(ever, 1, (size_t)K);
+    } else
+        for (int r = 0; r < c->rounds; r++) {
+            int n = server_sample(c, seed, r, perm, chosen, out);
+            for (int s = 0; s < n; s++)
+                ever[out[s]] = 1;
+        }
+    free(perm);
+    free(chosen);
+    free(out);
+}
+
+// The participants of round `round`: the server's sampling, then the defense's own
+// client self-sampling (e.g. Adaptive-Harmony's restrictive sampling).
+static int sample_clients(Federation *f, int round) {
+    int n = server_sample(&f->s.cfg, f->s.seed, round, f->sample_perm, f->sample_chosen, f->round_clients);
     if (f->s.defense->participates) {
         int kept = 0;
         for (int s = 0; s < n; s++) {
-            DefenseRound dr = {.round = round, .client = f->round_clients[s],
-                               .rng = rng_stream(f->s.seed, RNG_DEFENSE, (uint32_t)round, (uint32_t)f->round_clients[s]),
-                               .aux_rng = rng_stream(f->s.seed, RNG_DEFENSE_AUX, (uint32_t)round,
-                                                     (uint32_t)f->round_clients[s]),
-                               .global = f->global_host};
+            DefenseRound dr = fed_defense_round(f, round, f->round_clients[s]);
             if (f->s.defense->participates(f->defense_state, &dr))
                 f->round_clients[kept++] = f->round_clients[s];
         }
@@ -375,6 +370,7 @@ static int sample_clients(Federation *f, int round) {
     return n;
 }
 
+// -- aggregation -----------------------------------------------------------------------------
 static FpStatus aggregate(Federation *f, int round, int n, FpError *err) {
     size_t np = f->s.global->table.n_params;
     double *weights = malloc(sizeof(double) * (n ? n : 1));
@@ -386,7 +382,7 @@ static FpStatus aggregate(Federation *f, int round, int n, FpError *err) {
     }
     double total = 0;
     for (int s = 0; s < n; s++) {
-        weights[s] = f->s.cfg.aggregation == AGG_WEIGHTED ? client_samples(f, f->round_clients[s]) : 1.0;
+        weights[s] = f->s.cfg.aggregation == AGG_WEIGHTED ? fed_client_samples(f, f->round_clients[s]) : 1.0;
         total += weights[s];
     }
     for (int s = 0; s < n; s++)
@@ -411,18 +407,8 @@ static FpStatus aggregate(Federation *f, int round, int n, FpError *err) {
         free(acc);
     }
     if (st == FP_OK) {
-        float *g = f->global_host;
-        switch (f->s.defense->upload_kind(f->defense_state)) {
-        case UPLOAD_WEIGHTS: memcpy(g, agg, np * sizeof(float)); break;
-        case UPLOAD_DELTA: for (size_t i = 0; i < np; i++) g[i] += agg[i]; break;
-        case UPLOAD_GRADIENT: {
-            float lr = (float)f->s.cfg.lr;
-            for (size_t i = 0; i < np; i++)
-                g[i] -= lr * agg[i];
-            break;
-        }
-        }
-        model_set_params(f->s.global, g);
+        upload_to_weights(f->kind, agg, f->global_host, np, f->s.cfg.lr, f->global_host);
+        model_set_params(f->s.global, f->global_host);
     }
     free(weights);
     free(agg);
@@ -436,88 +422,218 @@ static int all_finite(const float *x, size_t n) {
     return 1;
 }
 
-FpStatus fed_run(Federation *f, int first_round, FpError *err) {
-    const FedConfig *c = &f->s.cfg;
+// The round's UploadParams over its participants.
+static UploadSummary summarize_uploads(const Federation *f, int n) {
+    UploadSummary u = {.uploads = n};
+    for (int s = 0; s < n; s++) {
+        const UploadParams *p = &f->slot_params[s];
+        if (s == 0) {
+            u.noise = p->noise;
+            u.clip_norm = p->clip_norm;
+            u.noise_scale_min = u.noise_scale_max = p->noise_scale;
+            u.clip_min = u.clip_max = p->clip;
+            u.epsilon_min = u.epsilon_max = p->epsilon;
+            u.server_noise_scale = p->server_noise_scale;
+            continue;
+        }
+        u.noise_scale_min = fmin(u.noise_scale_min, p->noise_scale);
+        u.noise_scale_max = fmax(u.noise_scale_max, p->noise_scale);
+        u.clip_min = fmin(u.clip_min, p->clip);
+        u.clip_max = fmax(u.clip_max, p->clip);
+        u.epsilon_min = fmin(u.epsilon_min, p->epsilon);
+        u.epsilon_max = fmax(u.epsilon_max, p->epsilon);
+        u.server_noise_scale = fmax(u.server_noise_scale, p->server_noise_scale);
+    }
+    return u;
+}
+
+// -- one round, step by step --------------------------------------------------------------
+FpStatus fed_round_begin(Federation *f, int *n_out, FpError *err) {
+    if (f->round_open)
+        return fp_fail(err, FP_EPARAM, "round %d is already begun", f->rounds_done + 1);
+    if (f->rounds_done >= f->s.cfg.rounds)
+        return fp_fail(err, FP_EPARAM, "federation.rounds: all %d planned rounds are done", f->s.cfg.rounds);
     size_t np = f->s.global->table.n_params;
+    int r = f->rounds_done;
+    f->round_t0 = now_seconds();
+    model_get_params(f->s.global, f->global_host);
+    int n = sample_clients(f, r);
+    for (int s = 0; s < n; s++)
+        if (!f->uploads[s] && !(f->uploads[s] = malloc(np * sizeof(float))))
+            return fp_fail(err, FP_ENOMEM, "out of memory for client uploads");
+    memset(f->slot_done, 0, (size_t)f->s.cfg.clients);
+    f->n_round = n;
+    f->round_open = 1;
+    if (n_out)
+        *n_out = n;
+    return FP_OK;
+}
+
+int fed_round_participants(const Federation *f, const int **clients) {
+    if (clients)
+        *clients = f->round_clients;
+    return f->round_open ? f->n_round : 0;
+}
+
+typedef struct {
+    Federation *f;
+    const int *slots;
+    int n_slots, worker, stride;
+    FpStatus st;
+    FpError err;
+} RoundJob;
+
+static void *round_worker(void *arg) {
+    RoundJob *j = arg;
+    Federation *f = j->f;
+    Worker *wk = &f->workers[j->worker];
+    for (int i = j->worker; i < j->n_slots; i += j->stride) {
+        int s = j->slots[i];
+        j->st = fed_client_upload(f, wk, f->rounds_done, f->round_clients[s], f->uploads[s], &f->slot_params[s],
+                                  &j->err);
+        if (j->st != FP_OK)
+            break;
+    }
+    return NULL;
+}
+
+FpStatus fed_round_run(Federation *f, const int *slots, int n, FpError *err) {
+    if (!f->round_open)
+        return fp_fail(err, FP_EPARAM, "no round is begun");
+    int *todo = malloc(sizeof(int) * (size_t)(f->n_round > 0 ? f->n_round : 1));
+    if (!todo)
+        return fp_fail(err, FP_ENOMEM, "out of memory");
+    int m = 0;
+    for (int i = 0; i < (slots ? n : f->n_round); i++) {
+        int s = slots ? slots[i] : i;
+        if (s < 0 || s >= f->n_round) {
+            free(todo);
+            return fp_fail(err, FP_EPARAM, "slot %d: the round has %d participants", s, f->n_round);
+        }
+        int dup = 0;
+        for (int k = 0; k < m; k++)
+            dup |= todo[k] == s;
+        if (!f->slot_done[s] && !dup)
+            todo[m++] = s;
+    }
     const Backend *be = f->s.backend;
     if (be->set_threads)
         be->set_threads(1); // clients run in parallel; each GEMM single-threaded (determinism)
-    double t_start = now_seconds();
-    for (int r = first_round; r < c->rounds; r++) {
-        double t0 = now_seconds();
-        model_get_params(f->s.global, f->global_host);
-        int n = sample_clients(f, r);
+    RoundJob jobs[FED_MAX_THREADS];
+    pthread_t tid[FED_MAX_THREADS];
+    int nt = f->threads < m ? f->threads : (m > 0 ? m : 1);
+    for (int w = 0; w < nt; w++)
+        jobs[w] = (RoundJob){.f = f, .slots = todo, .n_slots = m, .worker = w, .stride = nt};
+    int started[FED_MAX_THREADS] = {0};
+    for (int w = 1; w < nt; w++)
+        started[w] = pthread_create(&tid[w], NULL, round_worker, &jobs[w]) == 0;
+    round_worker(&jobs[0]);
+    for (int w = 1; w < nt; w++) {
+        if (started[w])
+            pthread_join(tid[w], NULL);
+        else
+            round_worker(&jobs[w]);
+    }
+    FpStatus st = FP_OK;
+    for (int w = 0; w < nt && st == FP_OK; w++)
+        if (jobs[w].st != FP_OK) {
+            st = jobs[w].st;
+            if (err)
+                *err = jobs[w].err;
+        }
+    for (int i = 0; st == FP_OK && i < m; i++)
+        f->slot_done[todo[i]] = 1;
+    free(todo);
+    return st;
+}
+
+const float *fed_round_upload(const Federation *f, int slot, const UploadParams **params) {
+    if (!f->round_open || slot < 0 || slot >= f->n_round || !f->slot_done[slot])
+        return NULL;
+    if (params)
+        *params = &f->slot_params[slot];
+    return f->uploads[slot];
+}
+
+FpStatus fed_round_set_upload(Federation *f, int slot, const float *upload, const UploadParams *params,
+                              FpError *err) {
+    if (!f->round_open || slot < 0 || slot >= f->n_round)
+        return fp_fail(err, FP_EPARAM, "slot %d is not a participant of a begun round", slot);
+    memcpy(f->uploads[slot], upload, sizeof(float) * f->s.global->table.n_params);
+    f->slot_params[slot] = params ? *params : upload_params_none();
+    f->slot_done[slot] = 1;
+    return FP_OK;
+}
+
+FpStatus fed_round_finish(Federation *f, FpError *err) {
+    FP_TRY(fed_round_run(f, NULL, 0, err));
+    const FedConfig *c = &f->s.cfg;
+    size_t np = f->s.global->table.n_params;
+    int r = f->rounds_done, n = f->n_round;
+    if (f->s.hooks.on_upload)
         for (int s = 0; s < n; s++)
-            if (!f->uploads[s] && !(f->uploads[s] = malloc(np * sizeof(float))))
-                return fp_fail(err, FP_ENOMEM, "out of memory for client uploads");
-        RoundJob jobs[MAX_THREADS];
-        pthread_t tid[MAX_THREADS];
-        int nt = f->threads < n ? f->threads : (n > 0 ? n : 1);
-        for (int w = 0; w < nt; w++)
-            jobs[w] = (RoundJob){.f = f, .round = r, .worker = w, .n_participants = n};
-        int started[MAX_THREADS] = {0};
-        for (int w = 1; w < nt; w++)
-            started[w] = pthread_create(&tid[w], NULL, round_worker, &jobs[w]) == 0;
-        round_worker(&jobs[0]);
-        for (int w = 1; w < nt; w++) {
-            if (started[w])
-                pthread_join(tid[w], NULL);
-            else
-                round_worker(&jobs[w]);
+            f->s.hooks.on_upload(f->s.hooks.ctx, r, f->round_clients[s], f->uploads[s], f->kind,
+                                 &f->s.global->table, &f->slot_params[s]);
+    // A defense whose account releases every round (central noise) aggregates even
+    // an empty one: the server's noise alone.
+    if (n > 0 || (f->s.defense->release_empty_rounds && f->s.defense->server_aggregate))
+        FP_TRY(aggregate(f, r, n, err));
+    if (f->s.defense->end_round)
+        f->s.defense->end_round(f->defense_state, r, n);
+    for (int s = 0; s < n; s++)
+        f->participations[f->round_clients[s]]++;
+    f->round_open = 0;
+    FedRoundResult *res = &f->results[r];
+    memset(res, 0, sizeof *res);
+    res->train_seconds = now_seconds() - f->round_t0;
+    res->round = r + 1;
+    res->participants = n;
+    res->upload = summarize_uploads(f, n);
+    defense_privacy(f->s.defense, f->defense_state, r + 1, &res->privacy);
+    f->rounds_done = r + 1;
+    if (!all_finite(f->global_host, np)) {
+        res->test_accuracy = res->test_loss = res->test_mae = res->test_mape = NAN;
+        return fp_fail(err, FP_EDIVERGED, "training diverged in round %d: the global model is not finite", r + 1);
+    }
+    res->test_mape = NAN;
+    if (f->s.test->n_classes)
+        FP_TRY(model_evaluate(f->s.global, f->s.test, f->threads, &res->test_accuracy, &res->test_loss, &res->test_mae,
+                              err));
+    else { // regression: MSE, MAE and MAPE in one pass
+        res->test_accuracy = NAN;
+        FP_TRY(model_evaluate_regression(f->s.global, f->s.test, f->threads, &res->test_loss, &res->test_mae,
+                                         &res->test_mape, err));
+    }
+    if (!isfinite(res->test_loss))
+        return fp_fail(err, FP_EDIVERGED, "training diverged in round %d: the test loss is not finite", r + 1);
+    res->seconds = now_seconds() - f->round_t0;
+    if (f->s.hooks.on_global)
+        f->s.hooks.on_global(f->s.hooks.ctx, r, f->s.global);
+    if (!f->s.quiet) {
+        if (f->run_t0 == 0 || f->run_first > r) {
+            f->run_t0 = f->round_t0;
+            f->run_first = r;
         }
-        for (int w = 0; w < nt; w++)
-            if (jobs[w].st != FP_OK) {
-                if (err)
-                    *err = jobs[w].err;
-                return jobs[w].st;
-            }
-        if (f->s.hooks.on_upload)
-            for (int s = 0; s < n; s++)
-                f->s.hooks.on_upload(f->s.hooks.ctx, r, f->round_clients[s], f->uploads[s],
-                                     f->s.defense->upload_kind(f->defense_state), &f->s.global->table);
-        // A defense whose account releases every round (central noise) aggregates even
-        // an empty one: the server's noise alone.
-        if (n > 0 || (f->s.defense->release_empty_rounds && f->s.defense->server_aggregate))
-            FP_TRY(aggregate(f, r, n, err));
-        if (f->s.defense->end_round)
-            f->s.defense->end_round(f->defense_state, r, n);
-        FedRoundResult *res = &f->results[r];
-        memset(res, 0, sizeof *res);
-        res->train_seconds = now_seconds() - t0;
-        res->round = r + 1;
-        res->participants = n;
-        defense_privacy(f->s.defense, f->defense_state, r + 1, &res->privacy);
-        if (!all_finite(f->global_host, np)) {
-            res->test_accuracy = res->test_loss = res->test_mae = res->test_mape = NAN;
-            f->rounds_done = r + 1;
-            return fp_fail(err, FP_EDIVERGED, "training diverged in round %d: the global model is not finite", r + 1);
-        }
-        res->test_mape = NAN;
+        double elapsed = now_seconds() - f->run_t0, eta = elapsed / (r + 1 - f->run_first) * (c->rounds - r - 1);
         if (f->s.test->n_classes)
-            FP_TRY(model_evaluate(f->s.global, f->s.test, f->threads, &res->test_accuracy, &res->test_loss,
-                                  &res->test_mae, err));
-        else { // regression: MSE, MAE and MAPE in one pass
-            res->test_accuracy = NAN;
-            FP_TRY(model_evaluate_regression(f->s.global, f->s.test, f->threads, &res->test_loss, &res->test_mae,
-                                             &res->test_mape, err));
-        }
-        if (!isfinite(res->test_loss)) {
-            f->rounds_done = r + 1;
-            return fp_fail(err, FP_EDIVERGED, "training diverged in round %d: the test loss is not finite", r + 1);
-        }
-        res->seconds = now_seconds() - t0;
-        f->rounds_done = r + 1;
-        if (f->s.hooks.on_global)
-            f->s.hooks.on_global(f->s.hooks.ctx, r, f->s.global);
-        if (!f->s.quiet) {
-            double elapsed = now_seconds() - t_start, eta = elapsed / (r + 1 - first_round) * (c->rounds - r - 1);
-            if (f->s.test->n_classes)
-                fprintf(stderr, "round %d/%d: %d clients, test accuracy %.4f, loss %.4f (%.1f s, ETA %.0f s)\n", r + 1,
-                        c->rounds, n, res->test_accuracy, res->test_loss, res->seconds, eta);
-            else
-                fprintf(stderr, "round %d/%d: %d clients, test MSE %.5f, MAE %.5f, MAPE %.4f (%.1f s, ETA %.0f s)\n",
-                        r + 1, c->rounds, n, res->test_loss, res->test_mae, res->test_mape, res->seconds, eta);
-        }
+            fprintf(stderr, "round %d/%d: %d clients, test accuracy %.4f, loss %.4f (%.1f s, ETA %.0f s)\n", r + 1,
+                    c->rounds, n, res->test_accuracy, res->test_loss, res->seconds, eta);
+        else
+            fprintf(stderr, "round %d/%d: %d clients, test MSE %.5f, MAE %.5f, MAPE %.4f (%.1f s, ETA %.0f s)\n",
+                    r + 1, c->rounds, n, res->test_loss, res->test_mae, res->test_mape, res->seconds, eta);
+    }
+    return FP_OK;
+}
+
+FpStatus fed_run(Federation *f, int first_round, FpError *err) {
+    if (first_round != f->rounds_done || f->round_open)
+        return fp_fail(err, FP_EPARAM, "fed_run: rounds run in order: the next is round %d, not %d",
+                       f->rounds_done + 1, first_round + 1);
+    f->run_t0 = now_seconds();
+    f->run_first = first_round;
+    while (f->rounds_done < f->s.cfg.rounds) {
+        FP_TRY(fed_round_begin(f, NULL, err));
+        FP_TRY(fed_round_finish(f, err));
     }
     return FP_OK;
 }

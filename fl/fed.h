@@ -9,6 +9,7 @@
 //      number of local steps) of minibatch SGD (RNG_SHUFFLE, round r, client k);
 //   3. its upload (weights, delta or summed gradient, as the defense asks) is perturbed
 //      client-side by the defense (RNG_DEFENSE, round r, client k) and shown to hooks;
+//      steps 2 and 3 are the one client-upload path (fl/upload.h) that attacks observe;
 //   4. the server aggregates (the defense's rule, else the FedAvg mean weighted by
 //      local sample counts or uniform; a round nobody takes part in changes nothing,
 //      unless the defense releases its server noise then: release_empty_rounds), forms
@@ -22,9 +23,12 @@
 
 #include <cjson/cJSON.h>
 
+#include "datasets/batch.h"
 #include "datasets/dataset.h"
 #include "defenses/defense.h"
+#include "fl/upload.h"
 #include "models/model.h"
+#include "models/predict.h"
 
 typedef enum { SAMPLING_FIXED = 0, SAMPLING_BERNOULLI = 1 } ClientSampling;
 // PARTITION_NATURAL: the split the dataset brings (power-load: one client per zone;
@@ -57,15 +61,37 @@ cJSON *fed_config_to_json(const FedConfig *cfg);
 
 // Local training options (one client, or a centrally trained model).
 typedef struct LocalTrainConfig {
-    int epochs, steps, batch_size;
+    int epochs, steps, batch_size;   // steps > 0: that many minibatch steps; else epochs passes
     double lr, momentum, weight_decay;
+    // Optional: a defense that wraps the procedure step by step (DefenseOps.local_gradient),
+    // with its state and the client's round. Set by the upload path only; NULL = plain SGD.
+    const DefenseOps *defense;
+    void *defense_state;
+    const DefenseRound *round;
 } LocalTrainConfig;
+
+// The number of SGD steps cfg takes on n samples.
+long local_train_steps(const LocalTrainConfig *cfg, int n);
+
+// What the engine records of a round's uploads: the defense's UploadParams over the
+// round's participants (min and max where clients differ, e.g. layerwise's data-driven clips).
+typedef struct UploadSummary {
+    int uploads;                          // how many were formed
+    const char *noise;                    // UploadParams.noise (NULL: none)
+    const char *clip_norm;
+    double noise_scale_min, noise_scale_max;
+    double clip_min, clip_max;
+    double server_noise_scale;
+    double epsilon_min, epsilon_max;
+} UploadSummary;
 
 // Observers. Any pointer may be NULL. Models handed to hooks are only valid during the call.
 typedef struct FedHooks {
     void *ctx;
-    // A client's upload after the defense (host buffer, n_params floats).
-    void (*on_upload)(void *ctx, int round, int client, const float *upload, UploadKind kind, const ParamTable *table);
+    // A client's upload after the defense (host buffer, n_params floats), with what the
+    // defense applied to it; called in client order when the round finishes.
+    void (*on_upload)(void *ctx, int round, int client, const float *upload, UploadKind kind, const ParamTable *table,
+                      const UploadParams *params);
     // A client's local model after training (before the upload is formed).
     void (*on_local_model)(void *ctx, int round, int client, Model *local);
     // The global model after round `round` was aggregated.
@@ -82,6 +108,7 @@ typedef struct FedRoundResult {
     double seconds;           // the whole round
     double train_seconds;     // local training, defense and aggregation (no evaluation)
     PrivacyRecord privacy;
+    UploadSummary upload;     // what the defense applied to the round's uploads
 } FedRoundResult;
 
 typedef struct Federation Federation;
@@ -102,8 +129,9 @@ typedef struct FedSetup {
 
 Federation *fed_create(const FedSetup *setup, FpError *err);
 void fed_free(Federation *f);
-// Run rounds [first, cfg.rounds). Returns FP_EDIVERGED (with the round in err) when the
-// global model stops being finite; the rounds done so far stay available.
+// Run rounds [first, cfg.rounds); first must be fed_rounds_done(f). Returns FP_EDIVERGED
+// (with the round in err) when the global model stops being finite; the rounds done so
+// far stay available.
 FpStatus fed_run(Federation *f, int first_round, FpError *err);
 int fed_rounds_done(const Federation *f);
 const FedRoundResult *fed_round_result(const Federation *f, int round);
@@ -111,22 +139,97 @@ const Partition *fed_partition(const Federation *f);
 void *fed_defense_state(const Federation *f);
 // The defense's resolved parameters (describe()), or NULL.
 cJSON *fed_defense_json(const Federation *f);
+// How many rounds client k took part in so far (uploads aggregated).
+int fed_client_participations(const Federation *f, int client);
+// The clients the server's sampler picks at least once in the planned rounds (ever[k] =
+// 1, k < cfg->clients), before any self-sampling of the defense: a pure function of the
+// config and the seed, the same sampling fed_round_begin does.
+void fed_sampled_clients(const FedConfig *cfg, uint64_t seed, unsigned char *ever);
+// The server's sampling of round `round` (0-based) into clients (room for cfg->clients,
+// increasing order); returns how many, or -1 out of memory.
+int fed_server_sample(const FedConfig *cfg, uint64_t seed, int round, int *clients);
+
+// -- rounds step by step ---------------------------------------------------------------
+// fed_run is a loop of begin, run, finish. The participants of a round occupy slots
+// 0..n-1 in increasing client order. Any subset of slots may be formed at a time, in any
+// order, by fed_round_run (threads) or elsewhere (fed_round_set_upload: another process
+// formed it with the same code); each slot holds exactly what that client alone uploads,
+// and fed_round_finish combines the slots in client order, so the result is
+// bit-identical however the clients were split. A defense whose aggregation reads
+// per-client state that client_perturb wrote (dp-fedasgp's local losses, layerwise's
+// budgets) has that state where the client ran.
+
+// Begins round fed_rounds_done(f): the round's global weights and its participants
+// (server sampling, then the defense's self-sampling). n_out: how many (may be NULL).
+FpStatus fed_round_begin(Federation *f, int *n_out, FpError *err);
+// The participants of the begun round (slot s holds client clients[s]); returns n.
+int fed_round_participants(const Federation *f, const int **clients);
+// Forms the uploads of slots[0..n) (slots NULL: every slot not formed yet), clients in
+// parallel threads. A slot already formed is left as it is.
+FpStatus fed_round_run(Federation *f, const int *slots, int n, FpError *err);
+// Slot s's upload after the defense (host, n_params) and what was applied, or NULL until formed.
+const float *fed_round_upload(const Federation *f, int slot, const UploadParams **params);
+// A slot formed elsewhere (the same client, round and code in another process).
+FpStatus fed_round_set_upload(Federation *f, int slot, const float *upload, const UploadParams *params,
+                              FpError *err);
+// Forms the missing slots, aggregates in client order, updates the defense's schedules
+// and accounting, evaluates and records the round. FP_EDIVERGED when the model is not finite.
+FpStatus fed_round_finish(Federation *f, FpError *err);
+
+// -- victims and observation points ------------------------------------------------------
+// A client whose local data and procedure are given instead of its share of the
+// partition: an attack's victim inside the configured federation. Everything else (the
+// DefenseSetup and so every calibration, the sampling, the other clients) stays as
+// configured; the victim's aggregation weight is its n.
+typedef struct FedClientData {
+    const Dataset *data;       // borrowed for the federation's lifetime
+    const uint32_t *idx;       // samples idx[0..n) of data (copied)
+    int n;
+    int probe;                 // 1: one local step on all n samples at once (the FedSGD probe that DLG
+                               // assumes); 0: the federation's local procedure on them
+} FedClientData;
+FpStatus fed_set_client_data(Federation *f, int client, const FedClientData *cd, FpError *err);
+
+// Who observes: FED_OBSERVER_SERVER sees a client's upload as the server receives it
+// (after the defense's client side, before any server-side noise).
+typedef enum { FED_OBSERVER_SERVER = 0 } FedObserver;
+const char *fed_observer_name(FedObserver o);
+
+// A declared observation point: client's upload in round `round` (0-based; -1: the
+// client's first participation from the federation's current round on).
+typedef struct FedObservePoint {
+    int client;
+    int round;
+    FedObserver observer;
+} FedObservePoint;
+
+// What the observer saw, with the federation's real state at that point.
+typedef struct FedObservation {
+    FedObservePoint point;     // as declared
+    int round;                 // the round observed (0-based)
+    int client;
+    UploadKind kind;
+    float *upload;             // host, n_params: what the observer received
+    float *global;             // host, n_params: the round's global weights (the model the client started from)
+    UploadParams params;       // what the defense applied to this upload
+    PrivacyRecord privacy;     // the defense's account after this round
+    LocalTrainConfig local;    // the client's local procedure (defense fields NULL)
+    long local_steps;          // SGD steps it took
+    int n_local;               // its samples
+    int participants;          // clients taking part in the round
+} FedObservation;
+
+// Runs the federation from its current round until every point is observed: rounds
+// before the last one needed run in full (training, aggregation, accounting); in the
+// last, only the observed clients' uploads are formed (the round is left begun, not
+// finished). out[i] answers points[i]; free each with fed_observation_free. A client
+// that does not take part in its declared round, or never within the planned rounds,
+// is FP_EPARAM; an upload that is not finite after the defense is FP_EDIVERGED.
+FpStatus fed_observe(Federation *f, const FedObservePoint *points, int n, FedObservation *out, FpError *err);
+void fed_observation_free(FedObservation *o);
 
 // Train m in place on samples idx[0..n) of d (n > 0). shuffle draws the minibatch order.
 FpStatus local_train(Model *m, Tape *t, const Dataset *d, const uint32_t *idx, int n, const LocalTrainConfig *cfg,
                      RngStream *shuffle, float *momentum_buf, FpError *err);
-// Test accuracy and mean loss of m on d (accuracy NaN for regression; mae for regression).
-FpStatus model_evaluate(Model *m, const Dataset *d, int threads, double *accuracy, double *loss, double *mae,
-                        FpError *err);
-// Regression metrics of m on d: MSE, MAE and MAPE (mean |ŷ−y|/|y| over the outputs with
-// y ≠ 0, as a fraction; NaN when every y is 0). Any output pointer may be NULL.
-FpStatus model_evaluate_regression(Model *m, const Dataset *d, int threads, double *mse, double *mae, double *mape,
-                                   FpError *err);
-// Per-sample softmax outputs (n × classes, host) of m on samples idx (NULL = all) of d.
-FpStatus model_predict(Model *m, const Dataset *d, const uint32_t *idx, int n, float *probs, FpError *err);
-// Builds the batch x (host → tape) for samples idx[0..n) of d.
-Var *dataset_batch(Tape *t, const Dataset *d, const uint32_t *idx, int n, float *scratch);
-// The loss of a batch: cross-entropy (classification) or MSE (regression).
-Var *batch_loss(Tape *t, Var *out, const Dataset *d, const uint32_t *idx, int n, float *scratch);
 
 #endif

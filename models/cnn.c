@@ -66,7 +66,7 @@ static FpStatus lenet_layout(Model *m, FpError *err) {
     return add_fc(m, "fc", n_out(&m->in), 12 * h * w, err);
 }
 
-static Var *lenet_forward(Model *m, Tape *t, Var *const *p, Var *x, int training) {
+static Var *lenet_forward(const Model *m, Tape *t, Var *const *p, Var *x, int training, const ModelProbe *probe) {
     Var *h = ad_unary(t, UN_SIGMOID, conv_bias(t, x, p[0], p[1], 2, 2));
     h = ad_unary(t, UN_SIGMOID, conv_bias(t, h, p[2], p[3], 2, 2));
     h = ad_unary(t, UN_SIGMOID, conv_bias(t, h, p[4], p[5], 1, 2));
@@ -98,7 +98,7 @@ static FpStatus cnn_mnist_layout(Model *m, FpError *err) {
     return add_fc(m, "fc2", n_out(&m->in), 50, err);
 }
 
-static Var *cnn_mnist_forward(Model *m, Tape *t, Var *const *p, Var *x, int training) {
+static Var *cnn_mnist_forward(const Model *m, Tape *t, Var *const *p, Var *x, int training, const ModelProbe *probe) {
     Var *h = ad_maxpool2d(t, ad_unary(t, UN_RELU, conv_bias(t, x, p[0], p[1], 1, 0)), 2, 2);
     h = ad_maxpool2d(t, ad_unary(t, UN_RELU, conv_bias(t, h, p[2], p[3], 1, 0)), 2, 2);
     h = ad_unary(t, UN_RELU, ad_linear(t, flatten(t, h), p[4], p[5]));
@@ -123,7 +123,7 @@ static FpStatus cnn_cifar_layout(Model *m, FpError *err) {
     return add_fc(m, "fc3", n_out(&m->in), 192, err);
 }
 
-static Var *cnn_cifar_forward(Model *m, Tape *t, Var *const *p, Var *x, int training) {
+static Var *cnn_cifar_forward(const Model *m, Tape *t, Var *const *p, Var *x, int training, const ModelProbe *probe) {
     Var *h = ad_maxpool2d(t, ad_unary(t, UN_RELU, conv_bias(t, x, p[0], p[1], 1, 2)), 2, 2);
     h = ad_maxpool2d(t, ad_unary(t, UN_RELU, conv_bias(t, h, p[2], p[3], 1, 2)), 2, 2);
     h = ad_unary(t, UN_RELU, ad_linear(t, flatten(t, h), p[4], p[5]));

@@ -35,24 +35,31 @@ static FpStatus lstm_layout(Model *m, FpError *err) {
     return model_add_layer(m, "head.bias", PARAM_BIAS, 1, hb, H, err);
 }
 
-Var *lstm_step(Tape *t, Var *const *p, Var *x_t, Var **h, Var **c, int H) {
+// One step; the gate pre-activations z = x_t W_ihᵀ + h W_hhᵀ + b are (n, 4H), order i,f,g,o.
+// The probe sees the inputs of the sigmoid gates i, f and o.
+Var *lstm_step(Tape *t, Var *const *p, Var *x_t, Var **h, Var **c, int H, const ModelProbe *probe) {
     Var *z = ad_add(t, ad_linear(t, x_t, p[0], p[2]), ad_matmul(t, *h, p[1], 0, 1));
-    Var *i = ad_unary(t, UN_SIGMOID, ad_slice(t, z, 1, 0, H));
-    Var *f = ad_unary(t, UN_SIGMOID, ad_slice(t, z, 1, H, H));
+    Var *zi = ad_slice(t, z, 1, 0, H), *i = ad_unary(t, UN_SIGMOID, zi);
+    Var *zf = ad_slice(t, z, 1, H, H), *f = ad_unary(t, UN_SIGMOID, zf);
     Var *g = ad_unary(t, UN_TANH, ad_slice(t, z, 1, 2 * H, H));
-    Var *o = ad_unary(t, UN_SIGMOID, ad_slice(t, z, 1, 3 * H, H));
+    Var *zo = ad_slice(t, z, 1, 3 * H, H), *o = ad_unary(t, UN_SIGMOID, zo);
+    if (probe && probe->sigmoid_input && zi && zf && zo) {
+        probe->sigmoid_input(probe->ctx, "lstm", t, zi);
+        probe->sigmoid_input(probe->ctx, "lstm", t, zf);
+        probe->sigmoid_input(probe->ctx, "lstm", t, zo);
+    }
     *c = ad_add(t, ad_mul(t, f, *c), ad_mul(t, i, g));
     *h = ad_mul(t, o, ad_unary(t, UN_TANH, *c));
     return z;
 }
 
-static Var *lstm_forward(Model *m, Tape *t, Var *const *p, Var *x, int training) {
+static Var *lstm_forward(const Model *m, Tape *t, Var *const *p, Var *x, int training, const ModelProbe *probe) {
     int n = x->t.shape[0], T = m->in.h, F = m->in.w, H = m->cfg.hidden[0];
     int s3[3] = {n, T, F}, s2[2] = {n, F}, hs[2] = {n, H};
     Var *x3 = ad_reshape(t, x, 3, s3);
     Var *h = ad_full(t, 2, hs, 0.0f), *c = ad_full(t, 2, hs, 0.0f);
     for (int step = 0; step < T; step++)
-        lstm_step(t, p, ad_reshape(t, ad_slice(t, x3, 1, step, 1), 2, s2), &h, &c, H);
+        lstm_step(t, p, ad_reshape(t, ad_slice(t, x3, 1, step, 1), 2, s2), &h, &c, H, probe);
     return ad_linear(t, h, p[3], p[4]);
 }
 

@@ -48,7 +48,7 @@ static FpStatus mlp_layout(Model *m, FpError *err) {
     return FP_OK;
 }
 
-static Var *mlp_forward(Model *m, Tape *t, Var *const *p, Var *x, int training) {
+static Var *mlp_forward(const Model *m, Tape *t, Var *const *p, Var *x, int training, const ModelProbe *probe) {
     int shape[2] = {x->t.shape[0], input_size(&m->in)};
     Var *h = ad_reshape(t, x, 2, shape);
     for (int i = 0; i <= m->cfg.n_hidden; i++) {

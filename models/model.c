@@ -194,7 +194,7 @@ void model_init(Model *m, uint64_t seed) {
     free(host);
 }
 
-FpStatus model_param_vars(Model *m, Tape *t, int requires_grad, Var **p) {
+FpStatus model_param_vars(const Model *m, Tape *t, int requires_grad, Var **p) {
     for (int i = 0; i < m->table.n_layers; i++) {
         const ParamLayer *l = &m->table.layers[i];
         p[i] = ad_leaf(t, m->params + l->offset, l->ndim, l->shape, requires_grad && l->trainable);
@@ -204,8 +204,12 @@ FpStatus model_param_vars(Model *m, Tape *t, int requires_grad, Var **p) {
     return FP_OK;
 }
 
-Var *model_forward(Model *m, Tape *t, Var *const *p, Var *x, int training) {
-    return m->ops->forward(m, t, p, x, training);
+Var *model_forward(const Model *m, Tape *t, Var *const *p, Var *x, int training) {
+    return m->ops->forward(m, t, p, x, training, NULL);
+}
+
+Var *model_forward_probed(const Model *m, Tape *t, Var *const *p, Var *x, int training, const ModelProbe *probe) {
+    return m->ops->forward(m, t, p, x, training, probe);
 }
 
 int model_last_weight_layer(const Model *m) {

@@ -36,6 +36,16 @@ typedef struct ModelConfig {
 
 typedef struct Model Model;
 
+// An observer of a forward pass. sigmoid_input is called with the input z of every
+// sigmoid gate as the model computes it, unit naming the layer (the name prefix of its
+// parameters, e.g. "lstm"), so a caller can measure gate activity without re-running the
+// model by hand (layerwise's importance, Liu et al. 2025 Eq. 14). Models report the
+// sigmoids that gate a recurrence (lstm: i, f, o each step); others never call it.
+typedef struct ModelProbe {
+    void *ctx;
+    void (*sigmoid_input)(void *ctx, const char *unit, Tape *t, Var *z);
+} ModelProbe;
+
 typedef struct ModelOps {
     const char *name;
     const char *summary;
@@ -45,7 +55,10 @@ typedef struct ModelOps {
     FpStatus (*layout)(Model *m, FpError *err);
     // Optional: initialise parameters (NULL = generic: weights and biases U(±1/√fan_in)).
     void (*init)(Model *m, float *host_params, uint64_t seed);
-    Var *(*forward)(Model *m, Tape *t, Var *const *p, Var *x, int training);
+    // The forward pass. training = 1 may update state kept in the parameter buffer
+    // (batch-norm running statistics, written through p); training = 0 writes nothing.
+    // probe (may be NULL) observes intermediate values (ModelProbe).
+    Var *(*forward)(const Model *m, Tape *t, Var *const *p, Var *x, int training, const ModelProbe *probe);
 } ModelOps;
 
 struct Model {
@@ -71,8 +84,12 @@ void model_set_params(Model *m, const float *host);
 
 // Leaf Vars viewing each layer of the parameter buffer (p has table.n_layers entries).
 // Non-trainable layers never require a gradient.
-FpStatus model_param_vars(Model *m, Tape *t, int requires_grad, Var **p);
-Var *model_forward(Model *m, Tape *t, Var *const *p, Var *x, int training);
+// The model struct is not modified; the leaves view its buffer, which a training-mode
+// forward may update (batch-norm statistics).
+FpStatus model_param_vars(const Model *m, Tape *t, int requires_grad, Var **p);
+Var *model_forward(const Model *m, Tape *t, Var *const *p, Var *x, int training);
+// model_forward with an observer of intermediate values (ModelProbe).
+Var *model_forward_probed(const Model *m, Tape *t, Var *const *p, Var *x, int training, const ModelProbe *probe);
 // Index of the last trainable weight layer (the classifier, for iDLG's label rule).
 int model_last_weight_layer(const Model *m);
 

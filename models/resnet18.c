@@ -73,7 +73,7 @@ static FpStatus resnet_layout(Model *m, FpError *err) {
 // Batch norm over p[*k..*k+3] (γ, β, running mean, running var). Training mode uses
 // batch statistics and updates the running ones in the parameter buffer (PyTorch:
 // running = (1−m)·running + m·batch, with the unbiased batch variance).
-static Var *batchnorm(Model *m, Tape *t, Var *const *p, int *k, Var *x, int training) {
+static Var *batchnorm(const Model *m, Tape *t, Var *const *p, int *k, Var *x, int training) {
     Var *gamma = p[*k], *beta = p[*k + 1], *rm = p[*k + 2], *rv = p[*k + 3];
     *k += 4;
     if (!x)
@@ -104,7 +104,7 @@ static Var *batchnorm(Model *m, Tape *t, Var *const *p, int *k, Var *x, int trai
     return y;
 }
 
-static Var *resnet_forward(Model *m, Tape *t, Var *const *p, Var *x, int training) {
+static Var *resnet_forward(const Model *m, Tape *t, Var *const *p, Var *x, int training, const ModelProbe *probe) {
     int k = 0;
     Var *h = ad_conv2d(t, x, p[k++], 1, 1);
     h = ad_unary(t, UN_RELU, batchnorm(m, t, p, &k, h, training));

@@ -444,6 +444,7 @@ START_TEST(cli_attack_end_to_end) {
     snprintf(text, sizeof text,
              "{\"seed\": 3, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\", \"split\": \"test\"},"
              " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"}, \"defense\": {\"name\": \"none\"},"
+             " \"federation\": {\"clients\": 3},"
              " \"attack\": {\"name\": \"idlg\", \"images\": [1, 4], \"batch_size\": 2, \"steps\": 40,"
              " \"restarts\": 2, \"snapshot_every\": 20}}",
              dir);
@@ -454,7 +455,12 @@ START_TEST(cli_attack_end_to_end) {
     snprintf(p, sizeof p, "%s/out/result.json", dir);
     cJSON *r = NULL;
     ck_assert_int_eq(jv_load_file(p, &r, NULL), FP_OK);
-    ck_assert_str_eq(cJSON_GetObjectItem(r, "threat_model")->valuestring, "weights");
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "observer")->valuestring, "server");
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "status")->valuestring, "done");
+    cJSON *ob = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "observations"), 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(ob, "upload_kind")->valuestring, "weights");
+    ck_assert_int_eq(cJSON_GetObjectItem(ob, "round")->valueint, 1);
+    ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(ob, "local"), "steps")->valueint, 1);
     ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(r, "ssim_mean")));
     cJSON *images = cJSON_GetObjectItem(r, "images");
     ck_assert_int_eq(cJSON_GetArraySize(images), 2);
@@ -497,22 +503,24 @@ START_TEST(cli_attack_end_to_end) {
 }
 END_TEST
 
-// --threads N runs batches in parallel and gives the same result as one thread; the
-// "gradient" threat model is recorded and recovers the image too.
-START_TEST(cli_attack_threads_and_threat_model) {
+// --threads N runs batches in parallel and gives the same result as one thread. The
+// victims are clients 1, 2, 3 of a federation of 4 with half of them sampled per round:
+// each is observed at its first participation, with the round's global weights.
+START_TEST(cli_attack_threads_and_observation) {
     if (!bin()) {
-        printf("SKIP: cli_attack_threads_and_threat_model (FEDPRIV_BIN unset)\n");
+        printf("SKIP: cli_attack_threads_and_observation (FEDPRIV_BIN unset)\n");
         return;
     }
     char dir[] = "/tmp/fedpriv-test-dlgthr-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    write_idx_set(dir, 4);
+    write_idx_set(dir, 8);
     char cfg[1200], text[4096], cmd[4096], err[4096], p[1500];
     snprintf(cfg, sizeof cfg, "%s/c.json", dir);
     snprintf(text, sizeof text,
              "{\"seed\": 5, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\"},"
              " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"},"
-             " \"attack\": {\"images\": [0, 1, 2], \"steps\": 40, \"restarts\": 2, \"threat_model\": \"gradient\"}}",
+             " \"federation\": {\"clients\": 4, \"sample_rate\": 0.5, \"rounds\": 6, \"lr\": 0.01},"
+             " \"attack\": {\"images\": [0, 1, 2], \"steps\": 40, \"restarts\": 2, \"observe\": {\"client\": 1}}}",
              dir);
     write_text(cfg, text);
     cJSON *r[2];
@@ -522,7 +530,17 @@ START_TEST(cli_attack_threads_and_threat_model) {
         snprintf(p, sizeof p, "%s/out%d/result.json", dir, k);
         ck_assert_int_eq(jv_load_file(p, &r[k], NULL), FP_OK);
     }
-    ck_assert_str_eq(cJSON_GetObjectItem(r[0], "threat_model")->valuestring, "gradient");
+    cJSON *obs = cJSON_GetObjectItem(r[0], "observations");
+    ck_assert_int_eq(cJSON_GetArraySize(obs), 3);
+    int later = 0;
+    for (int i = 0; i < 3; i++) {
+        cJSON *o = cJSON_GetArrayItem(obs, i);
+        ck_assert_int_eq(cJSON_GetObjectItem(o, "client")->valueint, 1 + i);
+        ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "federation"), "participants")->valueint, 2);
+        ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "federation"), "clients")->valueint, 4);
+        later += cJSON_GetObjectItem(o, "round")->valueint > 1;
+    }
+    ck_assert_msg(later > 0, "with 2 of 4 clients per round some victim starts later"); // seed 5: fixed
     cJSON *a = cJSON_GetObjectItem(r[0], "images"), *b = cJSON_GetObjectItem(r[1], "images");
     ck_assert_int_eq(cJSON_GetArraySize(a), 3);
     int recovered = 0;
@@ -566,7 +584,13 @@ START_TEST(cli_attack_bad_configs) {
         {"\"restarts\": -1", "", "attack.restarts"},
         {"\"distance\": \"l1\"", "", "attack.distance"},
         {"\"tv\": -1", "", "attack.tv"},
-        {"\"threat_model\": \"server\"", "", "attack.threat_model"},
+        {"\"threat_model\": \"gradient\"", "", "attack.threat_model"},
+        {"\"local\": \"sgd\"", "", "attack.local"},
+        {"\"observe\": {\"round\": 6}", "", "attack.observe.round"},
+        {"\"observe\": {\"client\": 3}", "", "attack.observe.client"},
+        {"\"observe\": {\"when\": 1}", "", "attack.observe.when"},
+        {"\"images\": [0, 1, 2]", "", "federation.clients is 2"},
+        {"\"observe\": {\"round\": 2, \"client\": 1}", "", "attack.observe: client 1 does not take part in round 2"},
         {"\"lbfgs\": {\"lr\": 0}", "", "attack.lbfgs.lr"},
         {"\"lbfgs\": {\"line_search\": \"strong_wolfe\"}", "", "attack.lbfgs.line_search"},
         {"\"images\": [0]", ", \"split\": \"validation\"", "dataset.split"},
@@ -577,7 +601,7 @@ START_TEST(cli_attack_bad_configs) {
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         snprintf(text, sizeof text,
                  "{\"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\"%s}, \"model\": {\"name\": \"lenet\"},"
-                 " \"attack\": {%s}}",
+                 " \"federation\": {\"clients\": 2, \"sample_rate\": 0.5, \"rounds\": 5}, \"attack\": {%s}}",
                  dir, cases[k].dataset_extra, cases[k].attack);
         write_text(cfg, text);
         snprintf(cmd, sizeof cmd, "%s attack dlg --config %s --out %s/out%zu", bin(), cfg, dir, k);
@@ -653,7 +677,7 @@ Suite *suite_dlg(void) {
     tc = tcase_create("cli");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, cli_attack_end_to_end);
-    tcase_add_test(tc, cli_attack_threads_and_threat_model);
+    tcase_add_test(tc, cli_attack_threads_and_observation);
     tcase_add_test(tc, cli_attack_bad_configs);
     tcase_add_test(tc, cli_ssim_bad_images);
     suite_add_tcase(s, tc);

@@ -21,7 +21,7 @@
 #include "models/model.h"
 #include "tests/gradcheck.h" // gradcheck() is defined once, in test_autodiff.c
 
-Var *lstm_step(Tape *t, Var *const *p, Var *x_t, Var **h, Var **c, int H); // models/lstm.c
+Var *lstm_step(Tape *t, Var *const *p, Var *x_t, Var **h, Var **c, int H, const ModelProbe *probe); // models/lstm.c
 
 // -- helpers -----------------------------------------------------------------------------
 static Model *make_model(const char *json, int T, int F, FpError *err) {
@@ -190,7 +190,7 @@ static Var *b_lstm(Tape *t, Var **v, void *ctx) {
     Var *p[3] = {v[1], v[2], v[3]};
     Var *h = ad_full(t, 2, hs, 0.0f), *c = ad_full(t, 2, hs, 0.0f);
     for (int step = 0; step < T; step++)
-        lstm_step(t, p, ad_reshape(t, ad_slice(t, v[0], 1, step, 1), 2, s2), &h, &c, H);
+        lstm_step(t, p, ad_reshape(t, ad_slice(t, v[0], 1, step, 1), 2, s2), &h, &c, H, NULL);
     return ad_linear(t, h, ad_from_host(t, hw, 2, ws, 0), ad_from_host(t, hb, 1, bs, 0));
 }
 
