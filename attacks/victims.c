@@ -75,7 +75,9 @@ FpStatus victims_observe(const AttackEnv *env, const VictimOptions *o, const Def
         return err && err->code ? err->code : FP_ENOMEM;
     FedObservePoint *pts = calloc((size_t)n_victims, sizeof *pts);
     Federation *f = pts ? experiment_federation(&fex, NULL, env->quiet, err) : NULL;
-    FpStatus st = f ? FP_OK : pts ? (err && err->code ? err->code : FP_ENOMEM) : fp_fail(err, FP_ENOMEM, "out of memory");
+    FpStatus st = f     ? FP_OK
+                  : pts ? (err && err->code ? err->code : FP_ENOMEM)
+                        : fp_fail(err, FP_ENOMEM, "out of memory");
     for (int v = 0; st == FP_OK && v < n_victims; v++) {
         int client = (o->client + v) % ex->fed.clients;
         FedClientData cd = {.data = d, .idx = idx + (size_t)v * per_victim, .n = per_victim,

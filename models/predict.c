@@ -174,8 +174,8 @@ FpStatus model_evaluate(const Model *m, const Dataset *d, int threads, double *a
     return FP_OK;
 }
 
-FpStatus model_evaluate_regression(const Model *m, const Dataset *d, int threads, double *mse, double *mae, double *mape,
-                                   FpError *err) {
+FpStatus model_evaluate_regression(const Model *m, const Dataset *d, int threads, double *mse, double *mae,
+                                   double *mape, FpError *err) {
     if (d->n <= 0)
         return fp_fail(err, FP_EPARAM, "evaluation set %s is empty", d->name);
     if (d->n_classes)

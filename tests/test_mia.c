@@ -506,6 +506,91 @@ END_TEST
 // ---------------------------------------------------------------------------------
 // Bad configs
 
+// The global target's members are records of clients that took part: with 2 of 8
+// clients sampled per round, a client never sampled trains on nothing and none of its
+// records is a member; with a defense's self-sampling (Adaptive-Harmony, Alg. 4) a drawn
+// member whose client refused every time is dropped with one non-member, and the series
+// rows follow (CS-MIA).
+START_TEST(global_target_members_took_part) {
+    char dir[512], csv[600], cfg[2048];
+    make_tmpdir(dir, sizeof dir);
+    snprintf(csv, sizeof csv, "%s/mixture.csv", dir);
+    write_mixture_csv(csv, 1200);
+    const char *defenses[] = {"{\"name\": \"none\"}",
+                              "{\"name\": \"adaptive-harmony\", \"epsilon\": 2, \"clip\": 1}"};
+    for (int d = 0; d < 2; d++) {
+        snprintf(cfg, sizeof cfg,
+                 "{\"seed\": 4, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"},"
+                 " \"model\": {\"name\": \"mlp\", \"hidden\": [16]},"
+                 " \"federation\": {\"clients\": 8, \"sample_rate\": 0.25, \"rounds\": 3, \"samples_per_client\": 40,"
+                 " \"batch_size\": 20, \"lr\": 0.1}, \"defense\": %s, \"threads\": 2}",
+                 csv, defenses[d]);
+        cJSON *root = cJSON_Parse(cfg), *aj = cJSON_Parse("{\"name\": \"cs-mia\"}");
+        Experiment ex;
+        FpError err = {0};
+        ck_assert_msg(experiment_load(root, NULL, "cpu", 2, &ex, &err) == FP_OK, "%s", err.msg);
+        AttackEnv env = {.ex = &ex, .attack_json = aj, .path = "attack", .out_dir = dir, .quiet = 1};
+        MiaTargetConfig tc;
+        ck_assert_int_eq(mia_target_parse(&env, &tc, &err), FP_OK);
+        tc.series = 1;
+        MiaTarget *t = NULL;
+        ck_assert_msg(mia_target_acquire(&env, &tc, &t, &err) == FP_OK, "%s", err.msg);
+        // Who took part: the engine's own count, from a federation with the same sampling
+        // (Adaptive-Harmony's self-sampling is stateless: the same clients refuse).
+        unsigned char ever[8];
+        fed_sampled_clients(&ex.fed, ex.seed, ever);
+        Experiment fex = ex;
+        fex.model = model_clone(ex.model, ex.backend, &err);
+        Federation *f = experiment_federation(&fex, NULL, 1, &err);
+        ck_assert_ptr_nonnull(f);
+        ck_assert_int_eq(fed_run(f, 0, &err), FP_OK);
+        int m = t->sz.per_client, sampled = 0, took_part = 0;
+        for (int k = 0; k < 7; k++) { // client 7 is CS-MIA's adversary
+            sampled += ever[k];
+            took_part += fed_client_participations(f, k) > 0;
+            ck_assert(fed_client_participations(f, k) == 0 || ever[k]);
+        }
+        ck_assert_msg(sampled < 7, "every client sampled: the test would not tell"); // seed 4: fixed
+        ck_assert_int_eq(t->sz.available, sampled * m);
+        int M = t->sz.members;
+        ck_assert_int_eq(M + t->sz.members_without_participation, d == 0 ? sampled * m : t->sz.available);
+        if (d == 0)
+            ck_assert_int_eq(t->sz.members_without_participation, 0);
+        else { // seed 4: a sampled client refuses in every round it is sampled
+            ck_assert_int_eq(M, took_part * m);
+            ck_assert_int_gt(t->sz.members_without_participation, 0);
+        }
+        for (int i = 0; i < M; i++) {
+            int pos = -1;
+            for (int j = 0; j < t->sz.n_train && pos < 0; j++)
+                pos = t->train_idx[j] == t->eval_idx[i] ? j : -1;
+            ck_assert_int_ge(pos, 0);
+            ck_assert_int_ne(pos / m, 7);
+            ck_assert_msg(fed_client_participations(f, pos / m) > 0, "member %d of client %d", i, pos / m);
+        }
+        // Non-members are outside the training data; the series holds 2M + 2m rows.
+        for (int i = M; i < 2 * M; i++)
+            for (int j = 0; j < t->sz.n_train; j++)
+                ck_assert_uint_ne(t->train_idx[j], t->eval_idx[i]);
+        ck_assert_int_eq(t->n_series, 2 * M + 2 * m);
+        // The last round's series row is the final model's p_y on the (compacted) eval set.
+        for (int i = 0; i < 2 * M; i++) {
+            const float *z = t->eval_logits + (size_t)i * t->n_classes;
+            double py = 1.0 / (1.0 + exp(-mia_phi(z, t->n_classes, ex.train->y[t->eval_idx[i]])));
+            float got = t->series_py[(size_t)(t->series_rounds - 1) * t->n_series + i];
+            ck_assert_msg(fabs(got - py) < 1e-6, "eval row %d: series %g, final model %g", i, got, py);
+        }
+        fed_free(f);
+        model_free(fex.model);
+        mia_target_release(&env, t);
+        experiment_free(&ex);
+        cJSON_Delete(root);
+        cJSON_Delete(aj);
+    }
+    remove_tree(dir);
+}
+END_TEST
+
 START_TEST(bad_configs_fail_validation) {
     Fixture fx;
     fixture_open(&fx, 0.1, 100);
@@ -607,6 +692,7 @@ Suite *suite_mia(void) {
     tcase_add_test(e, e2e_cs_mia_series_and_client_target);
     tcase_add_test(e, e2e_ml_leaks_on_central_target);
     tcase_add_test(e, e2e_untrained_target_does_not_leak);
+    tcase_add_test(e, global_target_members_took_part);
     tcase_add_test(e, bad_configs_fail_validation);
     tcase_add_test(e, cli_bad_configs_exit_2);
     suite_add_tcase(s, e);
