@@ -123,7 +123,7 @@ cJSON *victims_observation_json(const Experiment *ex, const VictimOptions *o, co
     cJSON_AddNumberToObject(lj, "momentum", ob->local.momentum);
     cJSON_AddNumberToObject(lj, "weight_decay", ob->local.weight_decay);
     cJSON *dj = upload_params_json(&ob->params);
-    cJSON_AddItemToObject(dj, "privacy", privacy_record_json(&ob->privacy));
+    cJSON_AddItemToObject(dj, "privacy", cJSON_Duplicate(ob->privacy, 1));
     cJSON_AddItemToObject(j, "defense", dj);
     cJSON_AddStringToObject(j, "server_estimate",
                             ob->kind == UPLOAD_WEIGHTS  ? "(w_global - upload)/(lr*steps) - weight_decay*w_global"

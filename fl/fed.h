@@ -212,7 +212,8 @@ typedef struct FedObservation {
     float *upload;             // host, n_params: what the observer received
     float *global;             // host, n_params: the round's global weights (the model the client started from)
     UploadParams params;       // what the defense applied to this upload
-    PrivacyRecord privacy;     // the defense's account after this round
+    cJSON *privacy;            // the defense's account after this round (privacy_record_json; owned: the
+                               // record's strings live in the defense's state, which the federation frees)
     LocalTrainConfig local;    // the client's local procedure (defense fields NULL)
     long local_steps;          // SGD steps it took
     int n_local;               // its samples

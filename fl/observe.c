@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fl/experiment.h"
 #include "fl/fed_internal.h"
 
 const char *fed_observer_name(FedObserver o) { return o == FED_OBSERVER_SERVER ? "server" : "?"; }
@@ -43,6 +44,7 @@ void fed_observation_free(FedObservation *o) {
         return;
     free(o->upload);
     free(o->global);
+    cJSON_Delete(o->privacy);
     memset(o, 0, sizeof *o);
 }
 
@@ -67,10 +69,12 @@ static FpStatus take(Federation *f, int slot, FedObservation *o, FpError *err) {
     o->n_local = fed_client_samples(f, client);
     o->local_steps = local_train_steps(&o->local, o->n_local);
     o->participants = f->n_round;
-    defense_privacy(f->s.defense, f->defense_state, r + 1, &o->privacy);
+    PrivacyRecord pr;
+    defense_privacy(f->s.defense, f->defense_state, r + 1, &pr);
+    o->privacy = privacy_record_json(&pr);
     o->upload = malloc(np * sizeof(float));
     o->global = malloc(np * sizeof(float));
-    if (!o->upload || !o->global)
+    if (!o->upload || !o->global || !o->privacy)
         return fp_fail(err, FP_ENOMEM, "out of memory keeping an observed upload");
     memcpy(o->upload, u, np * sizeof(float));
     memcpy(o->global, f->global_host, np * sizeof(float));
