@@ -78,7 +78,7 @@ typedef struct DefenseRound {
     const struct Dataset *local_data;  // the client's data: samples local_idx[0..n_local) (NULL in participates())
     const uint32_t *local_idx;
     int n_local;
-    int participants;        // k: the round's cohort after sampling and self-sampling (known to
+    int participants;        // k: the round's cohort after sampling and self-sampling (0 in participates(); known to
                              // every client before it uploads, as a server announces its cohort)
 } DefenseRound;
 

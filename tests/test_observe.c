@@ -337,7 +337,7 @@ END_TEST
 // A victim's own data change its uploads, never the federation's calibration.
 START_TEST(victim_data_keep_the_defense_setup) {
     FedKit a, b;
-    const char *avp = "{\"name\":\"avp\",\"epsilon\":10,\"clip\":5}";
+    const char *avp = "{\"name\":\"avp\",\"epsilon\":10,\"clip\":5,\"sensitivity\":\"2C/min|D_k|\"}";
     fed_kit(&a, FED, avp, NULL, (FedHooks){0}, 1);
     fed_kit(&b, FED, avp, NULL, (FedHooks){0}, 1);
     uint32_t idx[2] = {3, 4};
@@ -488,7 +488,7 @@ START_TEST(attack_records_the_deployed_defense) {
         {"dpfedavg-z", "{\"name\": \"gaussian-dpfedavg\", \"noise_multiplier\": 1.1, \"clip\": 0.5}"},
         {"fedsmp", "{\"name\": \"fedsmp\", \"epsilon\": 4, \"clip\": 1}"},
         {"dp-fedasgp", "{\"name\": \"dp-fedasgp\", \"epsilon\": 2, \"clip\": 1}"},
-        {"avp", "{\"name\": \"avp\", \"epsilon\": 10, \"clip\": 5}"},
+        {"avp", "{\"name\": \"avp\", \"epsilon\": 10, \"clip\": 5, \"sensitivity\": \"2C/min|D_k|\"}"},
         {"nbafl", "{\"name\": \"nbafl\", \"epsilon\": 10, \"clip\": 5}"},
     };
     // Observe round 3 of 4, at a client the server samples there (5 of 20 per round).
