@@ -167,14 +167,7 @@ static double seconds_now(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static float input_as_used(const Mech *m, double x) {
-    float xf = (float)x;
-    if (mech_info(m->spec.kind)->range != MECH_RANGE_NONE) {
-        xf = xf < m->f_lo ? m->f_lo : xf;
-        xf = xf > m->f_hi ? m->f_hi : xf;
-    }
-    return xf;
-}
+static float input_as_used(const Mech *m, double x) { return mech_input(m, x); }
 
 FpStatus audit_run(const Mech *m, const AuditConfig *cfg, AuditResult *res, FpError *err) {
     double t0 = seconds_now();
@@ -205,7 +198,7 @@ FpStatus audit_run(const Mech *m, const AuditConfig *cfg, AuditResult *res, FpEr
     res->seed = cfg->seed;
     res->alpha = cfg->alpha;
     res->epsilon_claimed = m->spec.eps;
-    res->delta = m->spec.kind == MECH_GAUSSIAN ? m->spec.delta : 0;
+    res->delta = m->spec.ops->takes_delta ? m->spec.delta : 0;
 
     float *buf = malloc(sizeof(float) * AUDIT_CHUNK);
     float *pool = malloc(sizeof(float) * (size_t)pilot * (size_t)n_in);
@@ -369,18 +362,19 @@ static cJSON *bound_array(double lo, double hi) {
 
 cJSON *audit_result_json(const Mech *m, const AuditResult *r) {
     cJSON *o = cJSON_CreateObject();
-    const MechInfo *info = mech_info(m->spec.kind);
+    const MechOps *info = m->spec.ops;
     cJSON_AddStringToObject(o, "mechanism", info->name);
     if (m->spec.variant != MV_NONE)
         cJSON_AddStringToObject(o, "variant", mech_variant_name(m->spec.variant));
+    cJSON_AddStringToObject(o, "sampler", mech_sampler_name(m->sampler->kind));
     cJSON_AddNumberToObject(o, "epsilon", m->spec.eps);
     cJSON_AddNumberToObject(o, "delta", r->delta);
     if (info->range != MECH_RANGE_NONE)
         cJSON_AddItemToObject(o, "range", bound_array(m->spec.lo, m->spec.hi));
-    if (m->spec.kind == MECH_HARMONY)
+    if (info->takes_dim)
         cJSON_AddNumberToObject(o, "dim", (double)m->spec.dim);
-    if (m->spec.kind == MECH_GAUSSIAN || m->spec.kind == MECH_LAPLACE)
-        cJSON_AddNumberToObject(o, m->spec.kind == MECH_GAUSSIAN ? "sigma" : "scale", m->sigma);
+    if (info == &mech_gaussian || info == &mech_laplace)
+        cJSON_AddNumberToObject(o, info == &mech_gaussian ? "sigma" : "scale", m->sigma);
     cJSON_AddNumberToObject(o, "samples", (double)r->samples);
     cJSON_AddNumberToObject(o, "seed", (double)r->seed);
     cJSON *ins = cJSON_AddArrayToObject(o, "inputs");

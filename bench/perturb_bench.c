@@ -21,11 +21,15 @@ int main(int argc, char **argv) {
     size_t n = argc > 1 ? (size_t)atoll(argv[1]) : 10000000;
     int reps = argc > 2 ? atoi(argv[2]) : 7;
     static const char *const specs[][2] = {
-        {"spm", "{\"name\":\"spm\",\"variant\":\"corrected\",\"epsilon\":0.6}"},
-        {"gaussian", "{\"name\":\"gaussian\",\"epsilon\":0.6,\"clip\":1}"},
         {"laplace", "{\"name\":\"laplace\",\"epsilon\":0.6,\"clip\":1}"},
-        {"duchi", "{\"name\":\"duchi\",\"epsilon\":0.6,\"clip\":1}"},
+        {"laplace", "{\"name\":\"laplace\",\"epsilon\":0.6,\"clip\":1,\"sampler\":\"float\"}"},
+        {"gaussian", "{\"name\":\"gaussian\",\"epsilon\":0.6,\"clip\":1}"},
+        {"gaussian", "{\"name\":\"gaussian\",\"epsilon\":0.6,\"clip\":1,\"sampler\":\"float\"}"},
         {"pm", "{\"name\":\"pm\",\"epsilon\":0.6,\"clip\":1}"},
+        {"pm", "{\"name\":\"pm\",\"epsilon\":0.6,\"clip\":1,\"sampler\":\"float\"}"},
+        {"spm", "{\"name\":\"spm\",\"variant\":\"corrected\",\"epsilon\":0.6}"},
+        {"spm", "{\"name\":\"spm\",\"variant\":\"corrected\",\"epsilon\":0.6,\"sampler\":\"float\"}"},
+        {"duchi", "{\"name\":\"duchi\",\"epsilon\":0.6,\"clip\":1}"},
         {"ldp-fl", "{\"name\":\"ldp-fl\",\"epsilon\":0.6,\"clip\":1}"},
     };
     float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
@@ -35,11 +39,11 @@ int main(int argc, char **argv) {
     }
     int fail = 0;
     printf("%zu elements, one thread, best of %d runs (M elements/s)\n", n, reps);
-    printf("%-10s %12s %12s %12s %s\n", "mechanism", "wall", "cpu", "oracle", "fast == oracle");
+    printf("%-10s %-8s %12s %12s %12s %s\n", "mechanism", "sampler", "wall", "cpu", "oracle", "fast == oracle");
     for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
         cJSON *o = cJSON_Parse(specs[k][1]);
         MechSpec sp;
-        Mech m;
+        static Mech m;
         FpError e = {0};
         if (mech_spec_parse(o, "bench", MECH_PARSE_AUDIT, NULL, &sp, &e) != FP_OK || mech_init(&m, &sp, &e) != FP_OK) {
             fprintf(stderr, "perturb_bench: %s\n", e.msg);
@@ -65,8 +69,8 @@ int main(int argc, char **argv) {
         double t_ref = clock_s(CLOCK_THREAD_CPUTIME_ID) - t0;
         int same = memcmp(x, y, n * sizeof(float)) == 0;
         fail |= !same;
-        printf("%-10s %12.0f %12.0f %12.0f %s\n", specs[k][0], n / best_wall / 1e6, n / best_cpu / 1e6,
-               n / t_ref / 1e6, same ? "yes" : "NO");
+        printf("%-10s %-8s %12.0f %12.0f %12.0f %s\n", specs[k][0], mech_sampler_name(m.sampler->kind),
+               n / best_wall / 1e6, n / best_cpu / 1e6, n / t_ref / 1e6, same ? "yes" : "NO");
     }
     free(x);
     free(y);

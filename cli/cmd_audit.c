@@ -55,7 +55,7 @@ static int is_number(const char *s) {
 }
 
 static void print_text(const Mech *m, const AuditResult *r) {
-    const MechInfo *info = mech_info(m->spec.kind);
+    const MechOps *info = m->spec.ops;
     printf("audit of %s", info->name);
     if (m->spec.variant != MV_NONE)
         printf(" (variant %s)", mech_variant_name(m->spec.variant));
@@ -64,7 +64,7 @@ static void print_text(const Mech *m, const AuditResult *r) {
         printf(", delta %g", r->delta);
     if (info->range != MECH_RANGE_NONE)
         printf(", range [%g, %g]", m->spec.lo, m->spec.hi);
-    if (m->spec.kind == MECH_HARMONY)
+    if (info->takes_dim)
         printf(", d %ld", m->spec.dim);
     printf(": %lld samples per input, seed %llu\n", r->samples, (unsigned long long)r->seed);
     printf("  %10s %12s %12s %9s %12s %12s %8s %8s\n", "input", "mean", "theory", "mean/x", "variance", "theory",

@@ -4,29 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "core/philox.h"
 #include "core/rng_secure.h"
 
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
-
 void philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
-    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
-    uint32_t k0 = key[0], k1 = key[1];
-    for (int r = 0; r < 10; r++) {
-        uint64_t p0 = (uint64_t)PHILOX_M0 * c0;
-        uint64_t p1 = (uint64_t)PHILOX_M1 * c2;
-        uint32_t hi0 = (uint32_t)(p0 >> 32), lo0 = (uint32_t)p0;
-        uint32_t hi1 = (uint32_t)(p1 >> 32), lo1 = (uint32_t)p1;
-        c0 = hi1 ^ c1 ^ k0;
-        c1 = lo1;
-        c2 = hi0 ^ c3 ^ k1;
-        c3 = lo0;
-        k0 += PHILOX_W0;
-        k1 += PHILOX_W1;
-    }
-    out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+    philox_block(ctr, key[0], key[1], out);
 }
 
 RngStream rng_stream(uint64_t seed, RngPurpose purpose, uint32_t round, uint32_t client) {
@@ -58,9 +40,9 @@ void rng_block(const RngStream *s, uint64_t index, uint32_t out[4]) {
         rng_secure_block(s, index, out);
         return;
     }
-    uint32_t ctr[4] = {(uint32_t)index, (uint32_t)((index >> 32) & 0xffffu) | (s->purpose << 16),
-                       s->round, s->client};
-    philox4x32_10(ctr, s->key, out);
+    uint32_t ctr[4];
+    philox_counter(index, s->purpose, s->round, s->client, ctr);
+    philox_block(ctr, s->key[0], s->key[1], out);
 }
 
 double rng_uniform_at(const RngStream *s, uint64_t index) {

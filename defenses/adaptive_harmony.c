@@ -23,6 +23,8 @@
 // client is L·ε per round by sequential composition over the L units, L·ε·rounds over
 // the run (a client may take part in every round). Self-sampling amplifies nothing
 // against a server that sees the client's own report, and shuffling is not simulated.
+// Guarantee proven (the sign's threshold keeps the exact ratio within e^ε,
+// mech_harmony_unit), conditional when batch-norm statistics travel unperturbed.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +37,7 @@ static FpStatus harmony_create(const cJSON *params, const char *path, const Defe
     static const char *const extra[] = {"self_sampling", NULL};
     MechDefense *d = NULL;
     *state = NULL;
-    FP_TRY(mech_defense_create(MECH_HARMONY, params, path, setup, extra, &d, err));
+    FP_TRY(mech_defense_create(&mech_harmony, params, path, setup, extra, &d, err));
     FpStatus st = jv_bool(params, path, "self_sampling", 1, &d->self_sampling, err);
     for (int l = 0; st == FP_OK && l < d->n_layers; l++)
         if (d->layers[l].trainable && d->layers[l].count >= 0xffffffffu)
@@ -100,12 +102,13 @@ static void harmony_privacy(const void *state, int rounds_done, PrivacyRecord *r
                            .epsilon_total_nominal = eps * rounds,
                            .nominal_notion = "epsilon-LDP per layer per round (Lemma 1; the paper's claim); total = "
                                              "rounds x epsilon",
-                           .epsilon_total_sound = d->n_units * eps * rounds,
                            .delta = 0,
                            .sound_notion = "epsilon-LDP per client: sequential composition over its L layers "
                                            "(L x epsilon per round) and the rounds (a client in every round); no "
-                                           "amplification by self-sampling or shuffling",
+                                           "amplification by self-sampling or shuffling; the sign's 32-bit threshold "
+                                           "keeps the exact ratio within e^epsilon",
                            .sigma = -1};
+    mech_defense_guarantee(d, d->n_units * eps * rounds, rec);
 }
 
 static void harmony_describe(const void *state, cJSON *out) {

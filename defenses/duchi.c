@@ -5,7 +5,7 @@
 static FpStatus duchi_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                              FpError *err) {
     MechDefense *d = NULL;
-    FpStatus st = mech_defense_create(MECH_DUCHI, params, path, setup, NULL, &d, err);
+    FpStatus st = mech_defense_create(&mech_duchi, params, path, setup, NULL, &d, err);
     *state = d;
     return st;
 }

@@ -6,7 +6,7 @@
 static FpStatus gaussian_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                                 FpError *err) {
     MechDefense *d = NULL;
-    FpStatus st = mech_defense_create(MECH_GAUSSIAN, params, path, setup, NULL, &d, err);
+    FpStatus st = mech_defense_create(&mech_gaussian, params, path, setup, NULL, &d, err);
     *state = d;
     return st;
 }

@@ -1,6 +1,6 @@
-// The mechanism table (defenses/mech.h): names, variants, input ranges, parameter
-// parsing, and the dispatch to the families in defenses/mech_*.c. Also the generic
-// output-law arithmetic (moments and interval probabilities of a mixture).
+// The mechanism table (defenses/mech.h): the list of mechanisms, parameter parsing, and
+// the calls through each mechanism's sampler table (defenses/mech_*.c). The output-law
+// arithmetic is in defenses/mech_law.c.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,36 +9,25 @@
 #include "core/jsonv.h"
 #include "defenses/mech_internal.h"
 
-static const MechInfo infos[] = {
-    {MECH_SPM, "spm", "SPM (Chen & Zheng 2024) on the sign and magnitude of each scalar", "corrected,paper,pnpm",
-     MECH_RANGE_NONE, 0},
-    {MECH_DUCHI, "duchi", "Duchi et al. one-dimensional mechanism, output ±(e^eps+1)/(e^eps-1)", NULL,
-     MECH_RANGE_NATIVE, 0},
-    {MECH_PM, "pm", "Piecewise Mechanism (Wang et al. ICDE 2019)", NULL, MECH_RANGE_NATIVE, 0},
-    {MECH_LDPFL, "ldp-fl", "LDP-FL (Sun et al. IJCAI 2021): c ± r(e^eps+1)/(e^eps-1) per scalar", NULL,
-     MECH_RANGE_REQUIRED, 0},
-    {MECH_LAPLACE, "laplace", "Laplace noise per coordinate, scale (hi-lo)/eps", NULL, MECH_RANGE_REQUIRED, 0},
-    {MECH_GAUSSIAN, "gaussian", "Gaussian noise per coordinate for (eps, delta), sensitivity hi-lo",
-     "analytic,classic", MECH_RANGE_REQUIRED, 0},
-    {MECH_HARMONY, "adaptive-harmony", "Adaptive-Harmony (Zhao et al. 2022): one sampled scalar per unit",
-     "corrected,paper", MECH_RANGE_REQUIRED, 0},
-    {MECH_RR, "rr", "randomised response on the sign (audit self-test; variant broken claims eps, uses 2 eps)",
-     "standard,broken", MECH_RANGE_NONE, 1},
+// The mechanisms, in the order `fedpriv list` and the messages show them. A new one is a
+// file defenses/mech_<name>.c defining its MechOps, and a line here.
+static const MechOps *const mechs[] = {
+    &mech_spm, &mech_duchi, &mech_pm, &mech_ldp_fl, &mech_laplace, &mech_gaussian, &mech_harmony, &mech_rr,
 };
-_Static_assert(sizeof infos / sizeof infos[0] == MECH_KIND_COUNT, "one MechInfo per MechKind");
+#define MECH_COUNT ((int)(sizeof mechs / sizeof mechs[0]))
 
 static const char *const variant_names[MV_COUNT] = {"", "corrected", "paper", "pnpm", "analytic",
                                                     "classic", "standard", "broken"};
 
-int mech_info_count(void) { return MECH_KIND_COUNT; }
-const MechInfo *mech_info_at(int i) { return i >= 0 && i < MECH_KIND_COUNT ? &infos[i] : NULL; }
-const MechInfo *mech_info(MechKind kind) { return &infos[kind]; }
+int mech_count(void) { return MECH_COUNT; }
+const MechOps *mech_at(int i) { return i >= 0 && i < MECH_COUNT ? mechs[i] : NULL; }
 const char *mech_variant_name(MechVariant v) { return v >= 0 && v < MV_COUNT ? variant_names[v] : ""; }
+const char *mech_sampler_name(MechSamplerKind k) { return k == MECH_SAMPLER_FLOAT ? "float" : "safe"; }
 
-const MechInfo *mech_info_find(const char *name) {
-    for (int i = 0; i < MECH_KIND_COUNT; i++)
-        if (name && strcmp(infos[i].name, name) == 0)
-            return &infos[i];
+const MechOps *mech_find(const char *name) {
+    for (int i = 0; i < MECH_COUNT; i++)
+        if (name && strcmp(mechs[i]->name, name) == 0)
+            return mechs[i];
     return NULL;
 }
 
@@ -50,7 +39,7 @@ static MechVariant variant_by_name(const char *s) {
 }
 
 // 1 when name is one of the comma-separated variants.
-static int variant_allowed(const MechInfo *info, const char *name) {
+static int variant_allowed(const MechOps *info, const char *name) {
     if (!info->variants)
         return 0;
     size_t len = strlen(name);
@@ -64,7 +53,7 @@ static int variant_allowed(const MechInfo *info, const char *name) {
     return 0;
 }
 
-static MechVariant default_variant(const MechInfo *info) {
+static MechVariant default_variant(const MechOps *info) {
     if (!info->variants)
         return MV_NONE;
     char first[32];
@@ -89,20 +78,20 @@ FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const ch
         return fp_fail(err, FP_EPARAM, "%s: must be an object", path && path[0] ? path : "(top level)");
     const char *name = NULL;
     FP_TRY(jv_string(obj, path, "name", JV_REQUIRED, NULL, &name, err));
-    const MechInfo *info = mech_info_find(name);
+    const MechOps *info = mech_find(name);
     if (!info || ((flags & MECH_PARSE_DEFENSE) && info->audit_only)) {
         char list[256] = "";
-        for (int i = 0; i < MECH_KIND_COUNT; i++) {
-            if ((flags & MECH_PARSE_DEFENSE) && infos[i].audit_only)
+        for (int i = 0; i < MECH_COUNT; i++) {
+            if ((flags & MECH_PARSE_DEFENSE) && mechs[i]->audit_only)
                 continue;
             if (list[0])
                 strncat(list, ", ", sizeof list - strlen(list) - 1);
-            strncat(list, infos[i].name, sizeof list - strlen(list) - 1);
+            strncat(list, mechs[i]->name, sizeof list - strlen(list) - 1);
         }
         return fp_fail(err, FP_EPARAM, "%s: unknown mechanism \"%.64s\" (expected one of: %s)",
                        jv_path(p, sizeof p, path, "name"), name, list);
     }
-    out->kind = info->kind;
+    out->ops = info;
     int defense = (flags & MECH_PARSE_DEFENSE) != 0;
 
     // The keys this mechanism takes.
@@ -110,17 +99,18 @@ FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const ch
     int nk = 0;
     keys[nk++] = "name";
     keys[nk++] = "epsilon";
+    keys[nk++] = "sampler";
     if (info->variants)
         keys[nk++] = "variant";
     if (info->range != MECH_RANGE_NONE) {
         keys[nk++] = "clip";
         keys[nk++] = "range";
     }
-    if (info->kind == MECH_GAUSSIAN)
+    if (info->takes_delta)
         keys[nk++] = "delta";
-    if (info->kind == MECH_HARMONY && !defense)
+    if (info->takes_dim && !defense)
         keys[nk++] = "dim";
-    if ((info->kind == MECH_HARMONY || info->kind == MECH_LDPFL) && defense)
+    if (info->layer_range && defense)
         keys[nk++] = "min_radius";
     keys[nk] = NULL;
     for (const cJSON *it = obj->child; it; it = it->next) {
@@ -145,9 +135,25 @@ FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const ch
         out->variant = variant_by_name(vname);
     }
 
+    // Sampler.
+    const char *sname = NULL;
+    FP_TRY(jv_string(obj, path, "sampler", JV_OPTIONAL, NULL, &sname, err));
+    out->sampler = MECH_SAMPLER_SAFE;
+    if (sname && strcmp(sname, "float") == 0) {
+        if (!info->fp)
+            return fp_fail(err, FP_EPARAM,
+                           "%s: %s has one sampler, \"safe\" (its outputs are fixed values chosen by exact "
+                           "integer thresholds)",
+                           jv_path(p, sizeof p, path, "sampler"), info->name);
+        out->sampler = MECH_SAMPLER_FLOAT;
+    } else if (sname && strcmp(sname, "safe") != 0) {
+        return fp_fail(err, FP_EPARAM, "%s: unknown sampler \"%.64s\" (expected one of: safe%s)",
+                       jv_path(p, sizeof p, path, "sampler"), sname, info->fp ? ", float" : "");
+    }
+
     // Privacy parameters.
     FP_TRY(jv_number(obj, path, "epsilon", JV_REQUIRED, 0, 0, 1, MECH_EPS_MAX, 0, &out->eps, err));
-    if (info->kind == MECH_GAUSSIAN)
+    if (info->takes_delta)
         FP_TRY(jv_number(obj, path, "delta", JV_OPTIONAL, 1e-5, 0, 1, 1, 1, &out->delta, err));
 
     // Input range.
@@ -164,7 +170,7 @@ FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const ch
             out->lo = -c;
             out->hi = c;
         } else if (range && cJSON_IsString(range)) {
-            int per_layer_ok = defense && (info->kind == MECH_LDPFL || info->kind == MECH_HARMONY);
+            int per_layer_ok = defense && info->layer_range;
             if (!per_layer_ok || strcmp(range->valuestring, "layer") != 0)
                 return fp_fail(err, FP_EPARAM, "%s: must be [lo, hi]%s", jv_path(p, sizeof p, path, "range"),
                                per_layer_ok ? " or \"layer\"" : "");
@@ -189,8 +195,7 @@ FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const ch
                            "%s: %s needs an input range: \"clip\": C (values clipped into [-C, C]) or \"range\": "
                            "[lo, hi]%s",
                            jv_path(p, sizeof p, path, "range"), info->name,
-                           defense && (info->kind == MECH_LDPFL || info->kind == MECH_HARMONY)
-                               ? " or \"range\": \"layer\""
+                           defense && info->layer_range ? " or \"range\": \"layer\""
                                : "");
         }
         if (out->range_per_layer)
@@ -199,7 +204,7 @@ FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const ch
             return fp_fail(err, FP_EPARAM, "%s: only with \"range\": \"layer\"",
                            jv_path(p, sizeof p, path, "min_radius"));
     }
-    if (info->kind == MECH_HARMONY) {
+    if (info->takes_dim) {
         long long d = 10;
         if (!defense)
             FP_TRY(jv_int(obj, path, "dim", JV_OPTIONAL, 10, 1, 1000000, &d, err));
@@ -208,7 +213,7 @@ FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const ch
     return FP_OK;
 }
 
-void mech_set_range(Mech *m, double lo, double hi) {
+static void set_range(Mech *m, double lo, double hi) {
     m->spec.lo = lo;
     m->spec.hi = hi;
     m->c = 0.5 * (lo + hi);
@@ -217,223 +222,129 @@ void mech_set_range(Mech *m, double lo, double hi) {
     m->f_hi = (float)hi;
     m->f_c = (float)m->c;
     m->f_r = (float)m->r;
-    switch (m->spec.kind) {
-    case MECH_DUCHI:
-    case MECH_LDPFL:
-    case MECH_RR: twopoint_setup(m); break;
-    case MECH_PM: pm_setup(m); break;
-    case MECH_LAPLACE:
-    case MECH_GAUSSIAN: (void)noise_setup(m, NULL); break;
-    case MECH_HARMONY: harmony_setup(m); break;
-    default: break;
-    }
+    if (m->sampler->set_range)
+        m->sampler->set_range(m);
 }
+
+void mech_set_range(Mech *m, double lo, double hi) { set_range(m, lo, hi); }
 
 FpStatus mech_init(Mech *m, const MechSpec *spec, FpError *err) {
     memset(m, 0, sizeof *m);
     m->spec = *spec;
+    if (!spec->ops)
+        return fp_fail(err, FP_EPARAM, "%s.name: unknown mechanism", spec->path);
     if (!(spec->eps > 0) || spec->eps > MECH_EPS_MAX)
         return fp_fail(err, FP_EPARAM, "%s.epsilon: must be in (0, %g], got %g", spec->path, MECH_EPS_MAX, spec->eps);
+    m->sampler = spec->sampler == MECH_SAMPLER_FLOAT && spec->ops->fp ? spec->ops->fp : spec->ops->safe;
     m->u = exp(spec->eps);
-    double lo = spec->has_range ? spec->lo : -1, hi = spec->has_range ? spec->hi : 1;
-    m->c = 0.5 * (lo + hi);
-    m->r = 0.5 * (hi - lo);
-    m->f_lo = (float)lo;
-    m->f_hi = (float)hi;
-    m->f_c = (float)m->c;
-    m->f_r = (float)m->r;
-    m->spec.lo = lo;
-    m->spec.hi = hi;
-    switch (spec->kind) {
-    case MECH_SPM: spm_setup(m); break;
-    case MECH_DUCHI:
-    case MECH_LDPFL:
-    case MECH_RR: twopoint_setup(m); break;
-    case MECH_PM: pm_setup(m); break;
-    case MECH_LAPLACE:
-    case MECH_GAUSSIAN: FP_TRY(noise_setup(m, err)); break;
-    case MECH_HARMONY:
-        if (spec->dim < 1)
-            m->spec.dim = 1;
-        harmony_setup(m);
-        break;
-    default: return fp_fail(err, FP_EPARAM, "%s.name: unknown mechanism", spec->path);
-    }
+    FP_TRY(m->sampler->setup(m, err));
+    set_range(m, spec->has_range ? spec->lo : -1, spec->has_range ? spec->hi : 1);
     return FP_OK;
 }
 
-float mech_perturb_one(const Mech *m, float x, const uint32_t w[4], int j) {
-    switch (m->spec.kind) {
-    case MECH_SPM: return spm_one(m, x, w[j]);
-    case MECH_DUCHI:
-    case MECH_LDPFL:
-    case MECH_RR: return twopoint_one(m, x, w[j]);
-    case MECH_PM: return pm_one(m, x, w[j]);
-    case MECH_LAPLACE: return laplace_one(m, x, w[j]);
-    case MECH_GAUSSIAN: return gaussian_one(m, x, w, j);
-    case MECH_HARMONY: return harmony_one(m, x, w[j]);
-    default: return x;
-    }
+float mech_draw_one(const Mech *m, float x, const RngStream *s, uint64_t index) {
+    const int epb = m->sampler->elements_per_block, shift = epb == 4 ? 2 : epb == 2 ? 1 : 0;
+    uint32_t w[4];
+    rng_block(s, index >> shift, w);
+    return m->sampler->one(m, x, w, (int)(index & (uint64_t)(epb - 1)));
 }
 
 void mech_perturb_ref(const Mech *m, float *x, size_t n, const RngStream *s, uint64_t first) {
-    uint32_t w[4];
-    for (size_t i = 0; i < n; i++) {
-        rng_block(s, (first + i) >> 2, w);
-        x[i] = mech_perturb_one(m, x[i], w, (int)((first + i) & 3u));
-    }
+    for (size_t i = 0; i < n; i++)
+        x[i] = mech_draw_one(m, x[i], s, first + i);
 }
 
 void mech_perturb(const Mech *m, float *x, size_t n, const RngStream *s, uint64_t first) {
-    if (s->secure) { // secure streams (core/rng_secure.h) draw through rng_block: no Philox fast path
+    // Secure streams (core/rng_secure.h) draw through rng_block: no Philox fast path.
+    if (s->secure || !m->sampler->perturb_fast)
         mech_perturb_ref(m, x, n, s, first);
-        return;
-    }
-    switch (m->spec.kind) {
-    case MECH_SPM: spm_perturb_fast(m, x, n, s, first); break;
-    case MECH_DUCHI:
-    case MECH_LDPFL:
-    case MECH_RR: twopoint_perturb_fast(m, x, n, s, first); break;
-    case MECH_PM: pm_perturb_fast(m, x, n, s, first); break;
-    case MECH_LAPLACE:
-    case MECH_GAUSSIAN: noise_perturb_fast(m, x, n, s, first); break;
-    default: mech_perturb_ref(m, x, n, s, first); break;   // adaptive-harmony's scalar law: audit only
-    }
+    else
+        m->sampler->perturb_fast(m, x, n, s, first);
 }
 
 double mech_clip(const Mech *m, double x) {
-    if (mech_info(m->spec.kind)->range == MECH_RANGE_NONE)
+    if (m->spec.ops->range == MECH_RANGE_NONE)
         return x;
     return x < m->spec.lo ? m->spec.lo : x > m->spec.hi ? m->spec.hi : x;
 }
 
-double mech_mean(const Mech *m, double x) {
-    switch (m->spec.kind) {
-    case MECH_SPM: return spm_mean(m, x);
-    case MECH_DUCHI:
-    case MECH_LDPFL:
-    case MECH_RR: return twopoint_mean(m, x);
-    case MECH_PM: return pm_mean(m, x);
-    case MECH_LAPLACE:
-    case MECH_GAUSSIAN: return noise_mean(m, x);
-    case MECH_HARMONY: return harmony_mean(m, x);
-    default: return NAN;
-    }
+float mech_input(const Mech *m, double x) {
+    float xf = (float)x;
+    return m->spec.ops->range == MECH_RANGE_NONE ? xf : mech_clipf(xf, m->f_lo, m->f_hi);
 }
 
-double mech_variance(const Mech *m, double x) {
-    switch (m->spec.kind) {
-    case MECH_SPM: return spm_variance(m, x);
-    case MECH_DUCHI:
-    case MECH_LDPFL:
-    case MECH_RR: return twopoint_variance(m, x);
-    case MECH_PM: return pm_variance(m, x);
-    case MECH_LAPLACE:
-    case MECH_GAUSSIAN: return noise_variance(m, x);
-    case MECH_HARMONY: return harmony_variance(m, x);
-    default: return NAN;
-    }
-}
+double mech_mean(const Mech *m, double x) { return m->sampler->mean(m, x); }
+double mech_variance(const Mech *m, double x) { return m->sampler->variance(m, x); }
 
 double mech_variance_claimed(const Mech *m, double x) {
-    return m->spec.kind == MECH_SPM ? spm_variance_claimed(m, x) : NAN;
+    return m->spec.ops->variance_claimed ? m->spec.ops->variance_claimed(m, x) : NAN;
 }
 
 void mech_law(const Mech *m, double x, MechLaw *law) {
     memset(law, 0, sizeof *law);
-    switch (m->spec.kind) {
-    case MECH_SPM: spm_law(m, x, law); break;
-    case MECH_DUCHI:
-    case MECH_LDPFL:
-    case MECH_RR: twopoint_law(m, x, law); break;
-    case MECH_PM: pm_law(m, x, law); break;
-    case MECH_LAPLACE:
-    case MECH_GAUSSIAN: noise_law(m, x, law); break;
-    case MECH_HARMONY: harmony_law(m, x, law); break;
-    default: break;
+    m->sampler->law(m, x, law);
+}
+
+int mech_possible(const Mech *m, double x, float y) { return m->sampler->possible(m, x, y); }
+
+long long mech_impossible_count(const Mech *m, double x_from, double x_to, long long n, uint64_t seed) {
+    RngStream s = rng_stream(seed, RNG_AUDIT, 7, 0);
+    float xf = mech_input(m, x_from);
+    long long bad = 0;
+    for (long long i = 0; i < n; i++) {
+        int p = mech_possible(m, x_to, mech_draw_one(m, xf, &s, (uint64_t)i));
+        if (p < 0)
+            return -1;
+        bad += p == 0;
     }
+    return bad;
+}
+
+uint64_t mech_search_ge(const Mech *m, double x, uint64_t lo, uint64_t hi, float target,
+                        float (*key)(const Mech *m, double x, uint64_t w)) {
+    uint64_t a = lo, b = hi + 1;   // the answer is in [a, b]
+    while (a < b) {
+        uint64_t mid = a + (b - a) / 2;
+        if (key(m, x, mid) >= target)
+            b = mid;
+        else
+            a = mid + 1;
+    }
+    return a;
+}
+
+void mech_round_law(float v, int top, int bits, int *n_lo, int *n_hi, double *p_hi) {
+    v = v < 0.0f ? 0.0f : v;
+    int n0 = (int)v;
+    n0 = n0 > top ? top : n0;
+    float f = v - (float)n0;
+    f = f < 0.0f ? 0.0f : f;
+    *n_lo = n0;
+    *n_hi = n0 + 1 > top ? top : n0 + 1;
+    *p_hi = *n_hi == n0 ? 0 : ldexp((double)(uint32_t)(f * (float)(1u << bits)), -bits);
+}
+
+int mech_law_has_atom(const MechLaw *law, float y) {
+    for (int i = 0; i < law->n; i++)
+        if (law->p[i].kind == LAW_ATOM && law->p[i].weight > 0 && (float)law->p[i].a == y)
+            return 1;
+    return 0;
+}
+
+double mech_upload_epsilon(const Mech *m, double units, double rounds, double delta) {
+    if (m->sampler->upload_epsilon)
+        return m->sampler->upload_epsilon(m, units, rounds, delta);
+    if (!m->sampler->exact || !(m->eps_proven <= m->spec.eps))
+        return INFINITY;
+    return units * rounds * m->spec.eps;   // eps_proven <= eps: the configured ε is proven
 }
 
 void mech_default_inputs(const Mech *m, double *x0, double *x1) {
-    if (mech_info(m->spec.kind)->range == MECH_RANGE_NONE) {
+    if (m->spec.ops->range == MECH_RANGE_NONE) {
         *x0 = -1;
         *x1 = 1;
     } else {
         *x0 = m->spec.lo;
         *x1 = m->spec.hi;
     }
-}
-
-// ---- output laws -----------------------------------------------------------------
-
-// E[(Y - s)^k] of one piece, k in 1..4.
-static double piece_moment(const LawPiece *p, double s, int k) {
-    switch (p->kind) {
-    case LAW_ATOM: return pow(p->a - s, k);
-    case LAW_UNIFORM: {
-        double a = p->a - s, b = p->b - s;
-        if (b == a)
-            return pow(a, k);
-        return (pow(b, k + 1) - pow(a, k + 1)) / ((k + 1) * (b - a));
-    }
-    case LAW_LAPLACE:
-    case LAW_NORMAL: {
-        // Y - s = d + Z with Z symmetric: E Z^2 = v, E Z^4 = kurt·v^2 (Laplace 2b², 24b⁴;
-        // normal σ², 3σ⁴), odd moments 0.
-        double d = p->a - s;
-        double v = p->kind == LAW_LAPLACE ? 2 * p->b * p->b : p->b * p->b;
-        double z4 = p->kind == LAW_LAPLACE ? 6 * v * v : 3 * v * v;
-        switch (k) {
-        case 1: return d;
-        case 2: return d * d + v;
-        case 3: return d * d * d + 3 * d * v;
-        default: return d * d * d * d + 6 * d * d * v + z4;
-        }
-    }
-    }
-    return NAN;
-}
-
-double law_mean(const MechLaw *law) {
-    double m = 0;
-    for (int i = 0; i < law->n; i++)
-        m += law->p[i].weight * piece_moment(&law->p[i], 0, 1);
-    return m;
-}
-
-double law_central_moment(const MechLaw *law, int k) {
-    double mu = law_mean(law), m = 0;
-    for (int i = 0; i < law->n; i++)
-        m += law->p[i].weight * piece_moment(&law->p[i], mu, k);
-    return m;
-}
-
-static double piece_cdf(const LawPiece *p, double y) {   // P[Y < y]
-    switch (p->kind) {
-    case LAW_ATOM: return p->a < y ? 1 : 0;
-    case LAW_UNIFORM:
-        if (y <= p->a)
-            return 0;
-        if (y >= p->b)
-            return 1;
-        return (y - p->a) / (p->b - p->a);
-    case LAW_LAPLACE: {
-        if (isinf(y))
-            return y > 0 ? 1 : 0;
-        double z = (y - p->a) / p->b;
-        return z < 0 ? 0.5 * exp(z) : 1 - 0.5 * exp(-z);
-    }
-    case LAW_NORMAL:
-        if (isinf(y))
-            return y > 0 ? 1 : 0;
-        return 0.5 * erfc(-(y - p->a) / (p->b * sqrt(2.0)));
-    }
-    return NAN;
-}
-
-double law_prob(const MechLaw *law, double lo, double hi) {
-    double pr = 0;
-    for (int i = 0; i < law->n; i++)
-        pr += law->p[i].weight * (piece_cdf(&law->p[i], hi) - piece_cdf(&law->p[i], lo));
-    return pr;
 }

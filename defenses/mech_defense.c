@@ -2,13 +2,37 @@
 #include "defenses/mech_defense.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/jsonv.h"
 #include "defenses/accountant.h"
 
-FpStatus mech_defense_create(MechKind kind, const cJSON *params, const char *path, const DefenseSetup *setup,
+// Why a float sampler proves nothing, with the share of 2000 outputs at the range's upper
+// end (or +1) that cannot occur at its lower end (or -1): mech_impossible_count.
+static void float_reason(const Mech *m, const char *path, char *out, size_t size) {
+    out[0] = '\0';
+    if (m->sampler->exact)
+        return;
+    double lo, hi;
+    mech_default_inputs(m, &lo, &hi);
+    const long long n = 2000;
+    long long bad = mech_impossible_count(m, hi, lo, n, 1);
+    char measured[160];
+    if (bad < 0)
+        snprintf(measured, sizeof measured, "its outputs come from 2^64 word pairs, so the support audit cannot "
+                                            "decide them");
+    else
+        snprintf(measured, sizeof measured, "%.1f%% of %lld outputs at input %g cannot occur at input %g (support audit)",
+                 100.0 * (double)bad / (double)n, n, hi, lo);
+    snprintf(out, size,
+             "%s.sampler is \"float\": it draws in float32, so its outputs lie on a float grid that moves with the "
+             "input (Mironov 2012) and no epsilon holds; %s. The safe sampler is the default",
+             path, measured);
+}
+
+FpStatus mech_defense_create(const MechOps *mech, const cJSON *params, const char *path, const DefenseSetup *setup,
                              const char *const *extra_keys, MechDefense **out, FpError *err) {
     *out = NULL;
     const char *keys[8];
@@ -20,9 +44,9 @@ FpStatus mech_defense_create(MechKind kind, const cJSON *params, const char *pat
     MechSpec spec;
     FP_TRY(mech_spec_parse(params, path, MECH_PARSE_DEFENSE, keys, &spec, err));
     char p[256];
-    if (spec.kind != kind)
+    if (spec.ops != mech)
         return fp_fail(err, FP_EPARAM, "%s: this defense runs %s, not %s", jv_path(p, sizeof p, path, "name"),
-                       mech_info(kind)->name, mech_info(spec.kind)->name);
+                       mech->name, spec.ops->name);
     static const char *const uploads[] = {"weights", "delta", "gradient", NULL};
     int up = 0;
     FP_TRY(jv_choice(params, path, "upload", uploads, 0, &up, err));
@@ -34,7 +58,7 @@ FpStatus mech_defense_create(MechKind kind, const cJSON *params, const char *pat
         return fp_fail(err, FP_EPARAM, "%s: the defense needs the model's parameter table", path);
     MechDefense *d = calloc(1, sizeof *d);
     if (!d)
-        return fp_fail(err, FP_ENOMEM, "out of memory creating defense %s", mech_info(kind)->name);
+        return fp_fail(err, FP_ENOMEM, "out of memory creating defense %s", mech->name);
     FpStatus st = mech_init(&d->mech, &spec, err);
     if (st != FP_OK) {
         free(d);
@@ -46,7 +70,7 @@ FpStatus mech_defense_create(MechKind kind, const cJSON *params, const char *pat
     d->layers = malloc(sizeof(ParamLayer) * (size_t)(t->n_layers > 0 ? t->n_layers : 1));
     if (!d->layers) {
         free(d);
-        return fp_fail(err, FP_ENOMEM, "out of memory creating defense %s", mech_info(kind)->name);
+        return fp_fail(err, FP_ENOMEM, "out of memory creating defense %s", mech->name);
     }
     if (t->n_layers > 0)
         memcpy(d->layers, t->layers, sizeof(ParamLayer) * (size_t)t->n_layers);
@@ -54,7 +78,14 @@ FpStatus mech_defense_create(MechKind kind, const cJSON *params, const char *pat
         if (t->layers[l].trainable) {
             d->d += t->layers[l].count;
             d->n_units++;
+        } else {
+            d->raw += t->layers[l].count;
         }
+    snprintf(d->raw_note, sizeof d->raw_note,
+             "the upload also carries %zu untrainable scalars (batch-norm running statistics) unperturbed; the bound "
+             "counts only the %zu perturbed ones",
+             d->raw, d->d);
+    float_reason(&d->mech, path, d->reason, sizeof d->reason);
     *out = d;
     return FP_OK;
 }
@@ -96,15 +127,43 @@ FpStatus mech_defense_layer_mech(const MechDefense *d, int l, const DefenseRound
 
 FpStatus mech_defense_perturb(void *state, float *upload, const DefenseRound *round, FpError *err) {
     const MechDefense *d = state;
-    for (int l = 0; l < d->n_layers; l++) {
+    Mech *layer_mech = NULL;   // a copy per layer only when each layer has its own range
+    if (d->mech.spec.range_per_layer && !(layer_mech = malloc(sizeof *layer_mech)))
+        return fp_fail(err, FP_ENOMEM, "out of memory perturbing an upload");
+    FpStatus st = FP_OK;
+    for (int l = 0; st == FP_OK && l < d->n_layers; l++) {
         const ParamLayer *ly = &d->layers[l];
         if (!ly->trainable || ly->count == 0)
             continue;
-        Mech m;
-        FP_TRY(mech_defense_layer_mech(d, l, round, &m, err));
-        mech_perturb(&m, upload + ly->offset, ly->count, &round->rng, ly->offset);
+        const Mech *m = &d->mech;
+        if (layer_mech) {
+            st = mech_defense_layer_mech(d, l, round, layer_mech, err);
+            m = layer_mech;
+        }
+        if (st == FP_OK)
+            mech_perturb(m, upload + ly->offset, ly->count, &round->rng, ly->offset);
     }
-    return FP_OK;
+    free(layer_mech);
+    return st;
+}
+
+void mech_defense_guarantee(const MechDefense *d, double proven_total, PrivacyRecord *rec) {
+    int n = 0;
+    if (!isfinite(proven_total)) {
+        rec->guarantee = GUARANTEE_NONE;
+        rec->epsilon_total_sound = INFINITY;
+        if (d->reason[0])
+            rec->assumptions[n++] = d->reason;
+    } else if (d->raw > 0) {
+        rec->guarantee = GUARANTEE_CONDITIONAL;
+        rec->epsilon_total_sound = INFINITY;
+        rec->epsilon_total_conditional = proven_total;
+        rec->assumptions[n++] = d->raw_note;
+    } else {
+        rec->guarantee = GUARANTEE_PROVEN;
+        rec->epsilon_total_sound = proven_total;
+    }
+    rec->assumptions[n] = NULL;
 }
 
 void mech_defense_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
@@ -116,39 +175,37 @@ void mech_defense_privacy(const void *state, int rounds_done, PrivacyRecord *rec
                            .epsilon_total_nominal = eps * rounds,
                            .nominal_notion = "epsilon-LDP per scalar per round (the paper's claim); total = rounds x "
                                              "epsilon per scalar",
-                           .epsilon_total_sound = (double)d->d * rounds * eps,
                            .delta = 0,
                            .sound_notion = "epsilon-LDP of the whole upload: sequential composition over its d "
-                                           "clipped scalars and the rounds (a client in every round)",
+                                           "clipped scalars and the rounds (a client in every round); the safe "
+                                           "sampler's exact law is epsilon-LDP per scalar",
                            .sigma = -1};
-    switch (m->spec.kind) {
-    case MECH_SPM:
+    // The bound the mechanism proves for the perturbed scalars (INFINITY: none).
+    double total = mech_upload_epsilon(m, (double)d->d, rounds, m->spec.delta);
+    if (m->spec.ops == &mech_spm) {
         rec->nominal_notion = "epsilon-LDP per scalar per round on the sign only (the paper's claim); total = "
                               "rounds x epsilon per scalar";
-        rec->epsilon_total_sound = INFINITY;
         rec->sound_notion = "none for the values: SPM reveals |w| within a factor C and outputs 0 for 0; only the "
-                            "signs are protected (d x rounds x epsilon for all of them)";
-        break;
-    case MECH_LAPLACE: rec->sigma = m->sigma; break;
-    case MECH_GAUSSIAN: {
+                            "signs are protected (d x rounds x epsilon for all of them, with the safe sampler)";
+        rec->guarantee = GUARANTEE_NONE;
+        rec->epsilon_total_sound = INFINITY;
+        rec->assumptions[0] = "SPM outputs k|w|t with t in [1, C]: the magnitude of every weight is revealed "
+                              "within a factor C, so no epsilon bounds what the upload reveals about the values";
+        if (d->reason[0])
+            rec->assumptions[1] = d->reason;
+        return;
+    }
+    if (m->spec.ops == &mech_gaussian) {
         rec->nominal_notion = "(epsilon, delta)-LDP per scalar per round; total = rounds x epsilon per scalar";
         rec->sigma = m->sigma;
         rec->delta = m->spec.delta;
-        rec->sound_notion = "Gaussian mechanism on the whole upload (L2 sensitivity (hi-lo) sqrt(d)), composed "
-                            "exactly over the rounds (Dong, Roth, Su 2022), at delta";
-        if (rounds_done <= 0 || d->d == 0) {
-            rec->epsilon_total_sound = 0;
-            break;
-        }
-        double sens = (m->spec.hi - m->spec.lo) * sqrt((double)d->d * rounds);
-        double s = m->sigma / sens, e = INFINITY;
-        if (gaussian_exact_epsilon(&s, 1, m->spec.delta, &e, NULL) != FP_OK)
-            e = INFINITY;
-        rec->epsilon_total_sound = e;
-        break;
+        rec->sound_notion = "discrete Gaussian on the whole upload: rho-zCDP with rho = d x rounds x N^2/(2 "
+                            "sigma_grid^2) (Canonne, Kamath, Steinke 2020), converted at delta (Balle et al. 2020), "
+                            "plus the sampler table's distance to the ideal law";
+    } else if (m->spec.ops == &mech_laplace) {
+        rec->sigma = m->sigma;
     }
-    default: break;
-    }
+    mech_defense_guarantee(d, total, rec);
 }
 
 void mech_defense_describe(const void *state, cJSON *out) {
@@ -162,18 +219,28 @@ void mech_defense_describe(const void *state, cJSON *out) {
     if (m->spec.range_per_layer) {
         cJSON_AddStringToObject(out, "range", "layer");
         cJSON_AddNumberToObject(out, "min_radius", m->spec.min_radius);
-    } else if (mech_info(m->spec.kind)->range != MECH_RANGE_NONE) {
+    } else if (m->spec.ops->range != MECH_RANGE_NONE) {
         cJSON *r = cJSON_AddArrayToObject(out, "range");
         cJSON_AddItemToArray(r, cJSON_CreateNumber(m->spec.lo));
         cJSON_AddItemToArray(r, cJSON_CreateNumber(m->spec.hi));
     }
-    if (m->spec.kind == MECH_GAUSSIAN) {
+    if (m->spec.ops->fp)
+        cJSON_AddStringToObject(out, "sampler", mech_sampler_name(m->sampler->kind));
+    if (m->spec.ops == &mech_gaussian) {
         cJSON_AddNumberToObject(out, "delta", m->spec.delta);
         cJSON_AddNumberToObject(out, "sigma", m->sigma);
     }
-    if (m->spec.kind == MECH_LAPLACE)
+    if (m->spec.ops == &mech_laplace)
         cJSON_AddNumberToObject(out, "scale", m->sigma);
-    if (m->spec.kind == MECH_SPM) {
+    if (m->sampler->lattice_ge) {   // the safe laplace and gaussian grids
+        int n_grid = m->spec.ops == &mech_laplace ? m->tab.lap.n_grid : m->tab.gauss.n_grid;
+        double lam = (m->spec.hi - m->spec.lo) / n_grid, off = m->spec.ops == &mech_laplace ? 0.5 : 0;
+        cJSON_AddNumberToObject(out, "grid_step", lam);
+        cJSON *cl = cJSON_AddArrayToObject(out, "output_range");
+        cJSON_AddItemToArray(cl, cJSON_CreateNumber(m->spec.lo + lam * ((double)m->lat_kmin + off)));
+        cJSON_AddItemToArray(cl, cJSON_CreateNumber(m->spec.lo + lam * ((double)m->lat_kmax + off)));
+    }
+    if (m->spec.ops == &mech_spm) {
         cJSON_AddNumberToObject(out, "C", m->big_c);
         cJSON_AddNumberToObject(out, "output_scale", m->k);
     }

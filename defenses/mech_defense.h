@@ -6,14 +6,20 @@
 //             "gradient": what the client perturbs;
 //   "range": "layer" (ldp-fl): each layer's [c - r, c + r] is the [min, max] of that layer
 //             in the round's global model (public), r at least "min_radius" (1e-3).
-// Element i of the upload draws from rng_block(&round->rng, i / 4) (mech.h), so the
+//   "sampler": "safe" (default) or "float" (spm, pm, laplace, gaussian; defenses/mech.h).
+// Element i of the upload draws from Philox block ⌊i/e⌋ of &round->rng (mech.h), so the
 // noise does not depend on the layer loop or the thread that runs the client.
 // Privacy: the unit is one scalar. The nominal ε is the paper's per scalar per round
 // (total: rounds × ε). The sound total is the whole upload's: d scalars by sequential
 // composition, each round (a client may take part in every round): d·rounds·ε for the
-// ε-LDP mechanisms; for gaussian the Gaussian mechanism on the upload (L2 sensitivity
-// (hi-lo)·√d) composed exactly over the rounds at the configured δ; none for spm, which
-// protects the sign only (its magnitude is revealed within a factor C).
+// ε-LDP mechanisms; for gaussian the discrete Gaussian on the upload (zCDP with
+// sensitivity N grid steps per scalar, mech_upload_epsilon) at the configured δ; none for
+// spm, which protects the sign only (its magnitude is revealed within a factor C).
+// Guarantee: "proven" with the safe sampler (its exact law is the one the bound is about);
+// "none" with the float sampler (the reason, with the measured share of outputs at the
+// range's upper end that cannot occur at its lower end, is in the assumptions);
+// "conditional" when the model also uploads untrainable data-dependent scalars (batch-norm
+// running statistics), which travel unperturbed.
 #ifndef FEDPRIV_DEFENSES_MECH_DEFENSE_H
 #define FEDPRIV_DEFENSES_MECH_DEFENSE_H
 
@@ -28,11 +34,14 @@ typedef struct MechDefense {
     size_t d;               // trainable scalars per upload
     int n_units;            // trainable layers
     int self_sampling;      // adaptive-harmony only
+    size_t raw;             // untrainable scalars uploaded as they are (batch-norm statistics)
+    char reason[512];       // why a float sampler proves nothing (measured at creation)
+    char raw_note[200];     // the assumption about the raw scalars
 } MechDefense;
 
-// Parses params for mechanism `kind` (path e.g. "defense"); extra_keys are the
+// Parses params for mechanism `mech` (path e.g. "defense"); extra_keys are the
 // defense's own keys besides "upload" (NULL-terminated, may be NULL).
-FpStatus mech_defense_create(MechKind kind, const cJSON *params, const char *path, const DefenseSetup *setup,
+FpStatus mech_defense_create(const MechOps *mech, const cJSON *params, const char *path, const DefenseSetup *setup,
                              const char *const *extra_keys, MechDefense **out, FpError *err);
 void mech_defense_destroy(void *state);
 UploadKind mech_defense_upload_kind(const void *state);
@@ -41,6 +50,10 @@ UploadKind mech_defense_upload_kind(const void *state);
 FpStatus mech_defense_layer_mech(const MechDefense *d, int l, const DefenseRound *round, Mech *out, FpError *err);
 FpStatus mech_defense_perturb(void *state, float *upload, const DefenseRound *round, FpError *err);
 void mech_defense_privacy(const void *state, int rounds_done, PrivacyRecord *rec);
+// Sets rec's guarantee from the sampler and the upload: proven_total (the mechanism's
+// bound over the rounds, INFINITY when none) becomes epsilon_total_sound (proven),
+// epsilon_total_conditional (raw scalars in the upload) or INFINITY with the reason.
+void mech_defense_guarantee(const MechDefense *d, double proven_total, PrivacyRecord *rec);
 void mech_defense_describe(const void *state, cJSON *out);
 // UploadParams: the mechanism's name, ε per scalar, its range's half-width as the clip
 // ("range"), and as the noise scale the Laplace b or Gaussian σ, or for the other

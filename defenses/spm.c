@@ -7,7 +7,7 @@
 static FpStatus spm_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                            FpError *err) {
     MechDefense *d = NULL;
-    FpStatus st = mech_defense_create(MECH_SPM, params, path, setup, NULL, &d, err);
+    FpStatus st = mech_defense_create(&mech_spm, params, path, setup, NULL, &d, err);
     *state = d;
     return st;
 }

@@ -103,7 +103,7 @@ START_TEST(sound_mechanisms_pass) {
             ck_assert_msg(r.epsilon_lower_bound <= eps[k], "%s: bound %g", text, r.epsilon_lower_bound);
             ck_assert_msg(r.pass_epsilon && r.pass_moments, "%s: moments z %g %g %g %g", text, r.in[0].z_mean,
                           r.in[0].z_variance, r.in[1].z_mean, r.in[1].z_variance);
-            int sharp = m.spec.kind != MECH_GAUSSIAN && m.spec.kind != MECH_HARMONY;
+            int sharp = m.spec.ops != &mech_gaussian && m.spec.ops != &mech_harmony;
             if (sharp)
                 ck_assert_msg(r.epsilon_lower_bound > 0.85 * eps[k], "%s: bound %g has no power", text,
                               r.epsilon_lower_bound);
@@ -150,7 +150,8 @@ START_TEST(spm_acceptance_figures) {
     ck_assert_int_eq(audit_run(&paper, &cfg, &rp, NULL), FP_OK);
     ck_assert_int_eq(audit_run(&corr, &cfg, &rc, NULL), FP_OK);
     double u = exp(0.3);
-    ck_assert_double_eq_tol(rp.bias_factor_theory, u / (u + 1), 1e-12);
+    // the safe sampler's keep and flip counts per cell are within one word of 2^22·(u, 1)/(u+1)
+    ck_assert_double_eq_tol(rp.bias_factor_theory, u / (u + 1), 1e-5);
     ck_assert_double_le(fabs(rp.bias_factor - 0.574), 0.005);
     ck_assert_double_le(fabs(rp.bias_factor - u / (u + 1)), 6 * rp.bias_factor_se);
     ck_assert_double_le(fabs(rc.bias_factor - 1.0), 0.005);

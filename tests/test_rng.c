@@ -2,6 +2,9 @@
 #include <check.h>
 #include <math.h>
 
+#include <string.h>
+
+#include "core/philox.h"
 #include "core/rng.h"
 
 START_TEST(philox_known_answers) {
@@ -17,6 +20,32 @@ START_TEST(philox_known_answers) {
         philox4x32_10(kat[i].ctr, kat[i].key, out);
         for (int j = 0; j < 4; j++)
             ck_assert_uint_eq(out[j], kat[i].out[j]);
+    }
+}
+END_TEST
+
+// The 16-lane Philox (core/philox.h) reproduces rng_block, including across a 2^32-block
+// boundary, and the interleaves put words in element order.
+START_TEST(philox16_matches_rng_block) {
+    RngStream s = rng_stream(0x123456789abcdefull, RNG_DEFENSE, 17, 5);
+    for (uint64_t base = 0; base < (3ull << 32); base += (1ull << 32) - 16) {
+        Philox16 p;
+        philox16_prepare(&p, s.key[0], s.key[1], s.purpose, s.round, s.client, base >> 32);
+        PhiloxU32x16 w[4];
+        philox16_blocks(&p, (uint32_t)base, w);
+        uint32_t e4[64], e2[32];
+        philox16_interleave4(w, e4);
+        philox16_interleave2(w[1], w[3], e2);
+        for (int l = 0; l < 16; l++) {
+            uint32_t ref[4];
+            rng_block(&s, base + (uint64_t)l, ref);
+            for (int j = 0; j < 4; j++) {
+                ck_assert_uint_eq(w[j][l], ref[j]);
+                ck_assert_uint_eq(e4[4 * l + j], ref[j]);
+            }
+            ck_assert_uint_eq(e2[2 * l], ref[1]);
+            ck_assert_uint_eq(e2[2 * l + 1], ref[3]);
+        }
     }
 }
 END_TEST
@@ -75,6 +104,7 @@ Suite *suite_rng(void) {
     Suite *s = suite_create("rng");
     TCase *tc = tcase_create("philox");
     tcase_add_test(tc, philox_known_answers);
+    tcase_add_test(tc, philox16_matches_rng_block);
     tcase_add_test(tc, streams_are_independent_of_order);
     tcase_add_test(tc, normal_and_laplace_moments);
     tcase_add_test(tc, below_is_uniform);

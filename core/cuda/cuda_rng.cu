@@ -1,39 +1,21 @@
 // Philox-4x32-10 on the GPU: one thread per element evaluates the CPU's
 // rng_block / rng_uniform_at / rng_normal_at / rng_laplace_at (core/rng.c) for its index,
-// with the same integer mixing and the same double-precision formulas. See cuda_rng.h.
+// with the same Philox (core/philox.h, compiled for the device) and the same
+// double-precision formulas. See cuda_rng.h.
 #include "core/cuda/cuda_backend.h"
 #include "core/cuda/cuda_launch.cuh"
 #include "core/cuda/cuda_rng.h"
-
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u
-#define PHILOX_W1 0xBB67AE85u
+#include "core/philox.h"
 
 typedef struct RngKey {
     uint32_t k0, k1, purpose, round, client;
 } RngKey;
 
-// Ten rounds of Philox-4x32 (Salmon et al., SC'11), as philox4x32_10 in core/rng.c.
-__device__ __forceinline__ void philox_block(const RngKey &s, uint64_t index, uint32_t w[4]) {
-    uint32_t c0 = (uint32_t)index, c1 = (uint32_t)((index >> 32) & 0xffffu) | (s.purpose << 16), c2 = s.round,
-             c3 = s.client;
-    uint32_t k0 = s.k0, k1 = s.k1;
-#pragma unroll
-    for (int r = 0; r < 10; r++) {
-        uint32_t hi0 = __umulhi(PHILOX_M0, c0), lo0 = PHILOX_M0 * c0;
-        uint32_t hi1 = __umulhi(PHILOX_M1, c2), lo1 = PHILOX_M1 * c2;
-        c0 = hi1 ^ c1 ^ k0;
-        c1 = lo1;
-        c2 = hi0 ^ c3 ^ k1;
-        c3 = lo0;
-        k0 += PHILOX_W0;
-        k1 += PHILOX_W1;
-    }
-    w[0] = c0;
-    w[1] = c1;
-    w[2] = c2;
-    w[3] = c3;
+// Block `index` of the stream: core/philox.h, the same function the CPU evaluates.
+__device__ __forceinline__ void philox_stream_block(const RngKey &s, uint64_t index, uint32_t w[4]) {
+    uint32_t ctr[4];
+    philox_counter(index, s.purpose, s.round, s.client, ctr);
+    philox_block(ctr, s.k0, s.k1, w);
 }
 
 // rng_u01d: 53 bits from two words, the midpoint of a 2^-53 grid cell in (0,1). Exact.
@@ -43,7 +25,7 @@ __device__ __forceinline__ double u01d(uint32_t hi, uint32_t lo) {
 
 __device__ __forceinline__ double draw(int dist, const RngKey &s, uint64_t index) {
     uint32_t w[4];
-    philox_block(s, index, w);
+    philox_stream_block(s, index, w);
     double u = u01d(w[0], w[1]);
     if (dist == CUDA_RNG_UNIFORM)
         return u;
@@ -70,7 +52,7 @@ __global__ void k_rng_fill_f64(int dist, RngKey s, uint64_t first, size_t n, dou
 __global__ void k_rng_blocks(RngKey s, uint64_t first, size_t n, uint32_t *out) {
     for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
         uint32_t w[4];
-        philox_block(s, first + i, w);
+        philox_stream_block(s, first + i, w);
         out[4 * i] = w[0];
         out[4 * i + 1] = w[1];
         out[4 * i + 2] = w[2];

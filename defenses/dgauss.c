@@ -1,0 +1,128 @@
+// The discrete Gaussian table and noise (defenses/dgauss.h).
+#include "defenses/dgauss.h"
+
+#include <math.h>
+
+#include "core/philox.h"
+
+FpStatus dgauss_init(DGauss *g, double sigma, FpError *err) {
+    if (!(sigma >= 0.5 && sigma <= DGAUSS_SIGMA_MAX))
+        return fp_fail(err, FP_EPARAM, "discrete Gaussian: sigma %g grid steps is outside [0.5, %g]", sigma,
+                       DGAUSS_SIGMA_MAX);
+    const long double two63 = 9223372036854775808.0L, s2 = 2.0L * sigma * sigma;
+    // The normaliser Σ_j exp(-j²/2σ²) (terms past 40σ are below 1e-340).
+    long double z = 1;
+    for (long j = 1; j <= (long)(40 * sigma) + 2; j++)
+        z += 2 * expl(-(long double)j * j / s2);
+    long ymax = 0;
+    while (ymax + 1 < (MECH_TABLE_MAX - 2) / 2 && two63 * expl(-(long double)(ymax + 1) * (ymax + 1) / s2) / z >= 0.5L)
+        ymax++;
+    if (two63 * expl(-(long double)(ymax + 1) * (ymax + 1) / s2) / z >= 0.5L)
+        return fp_fail(err, FP_EPARAM, "discrete Gaussian: sigma %g needs a larger table", sigma);
+    g->sigma = sigma;
+    g->ymax = (int)ymax;
+    g->levels = 0;
+    while ((1L << g->levels) < 2 * ymax + 2)
+        g->levels++;
+    // Counts (long double holds integers up to 2^64 exactly), the rest on j = 0.
+    long double sum = 0, tv = 0, var = 0;
+    for (long j = -ymax; j <= ymax; j++)
+        sum += roundl(two63 * expl(-(long double)j * j / s2) / z);
+    long double c0_shift = two63 - sum;
+    long double acc = 0, ideal_in = 0;
+    for (long j = -ymax; j <= ymax; j++) {
+        long double p = expl(-(long double)j * j / s2) / z;
+        long double c = roundl(two63 * p) + (j == 0 ? c0_shift : 0);
+        g->cdf[j + ymax] = (uint64_t)acc;
+        acc += c;
+        tv += fabsl(c / two63 - p);
+        var += c / two63 * (long double)j * j;
+        ideal_in += p;
+    }
+    for (long i = 2 * ymax + 1; i < (1L << g->levels); i++)
+        g->cdf[i] = (uint64_t)1 << 63;
+    // Half the L1 distance, the ideal tail outside the table, and a margin for the
+    // long-double rounding of 2ymax+1 probabilities.
+    g->tv = (double)(0.5L * (tv + fabsl(1 - ideal_in)) + (2 * ymax + 2) * 0x1p-60L);
+    g->variance = (double)var;
+    g->z = z;
+    return FP_OK;
+}
+
+double dgauss_rel_err(const DGauss *g, long jmax, int max_shift) {
+    const long double two63 = 9223372036854775808.0L, s2 = 2.0L * g->sigma * g->sigma;
+    long double worst = 0;
+    for (long j = -jmax + 1; j < jmax; j++) {
+        long double p = expl(-(long double)j * j / s2) / g->z;
+        long double q = ((long double)g->cdf[j + g->ymax + 1] - g->cdf[j + g->ymax]) / two63;
+        worst = fmaxl(worst, fabsl(q / p - 1));
+    }
+    for (long a = jmax - max_shift; a <= jmax; a++) {
+        long double p = 0;
+        for (long j = a; j <= a + (long)(40 * g->sigma) + 2; j++)
+            p += expl(-(long double)j * j / s2) / g->z;
+        long double q = 1 - (long double)g->cdf[a + g->ymax] / two63;
+        worst = fmaxl(worst, fabsl(q / p - 1));
+    }
+    return (double)(worst * (1 + 1e-12L) + 1e-18L);
+}
+
+double dgauss_ge(const DGauss *g, long j) {
+    if (j <= -g->ymax)
+        return 1;
+    if (j > g->ymax)
+        return 0;
+    return (double)(1 - (long double)g->cdf[j + g->ymax] / 9223372036854775808.0L);
+}
+
+double dgauss_delta(const DGauss *g, int max_shift, double eps) {
+    const long double two63 = 9223372036854775808.0L, e = expl((long double)eps) * (1 - 1e-15L);
+    const long y = g->ymax;
+    long double worst = 0;
+    for (int s = 1; s <= max_shift; s++) {
+        long double d = 0;
+        for (long k = -y; k <= y; k++) {
+            long double p = ((long double)g->cdf[k + y + 1] - g->cdf[k + y]) / two63;   // cdf[2y+1] = 2^63
+            long double q = k - s >= -y ? ((long double)g->cdf[k - s + y + 1] - g->cdf[k - s + y]) / two63 : 0;
+            if (p > e * q)
+                d += p - e * q;
+        }
+        worst = d > worst ? d : worst;
+    }
+    return (double)(worst * (1 + 1e-15L) + 1e-300L);
+}
+
+static inline float dgauss_value(const DGauss *g, double grid, float x, uint32_t w0, uint32_t w1, uint32_t w2) {
+    double v = (double)x / grid, fl = floor(v);
+    double thr = floor((v - fl) * 16777216.0);
+    double n = fl + ((double)(w2 >> 8) < thr ? 1 : 0);
+    return (float)(grid * (n + (double)dgauss_draw(g, w0, w1)));
+}
+
+void dgauss_add(const DGauss *g, double grid, float *x, size_t n, const RngStream *s, uint64_t first) {
+    size_t i = 0;
+    uint32_t w[4];
+    for (; i < n && ((first + i) & 15u); i++) {
+        rng_block(s, first + i, w);
+        x[i] = dgauss_value(g, grid, x[i], w[0], w[1], w[2]);
+    }
+    if (!s->secure) {   // secure streams (core/rng_secure.h) draw through rng_block only
+        Philox16 ph = {0};
+        uint64_t hi = UINT64_MAX;
+        for (; i + 16 <= n; i += 16) {
+            uint64_t b0 = first + i;
+            if ((b0 >> 32) != hi) {
+                hi = b0 >> 32;
+                philox16_prepare(&ph, s->key[0], s->key[1], s->purpose, s->round, s->client, hi);
+            }
+            PhiloxU32x16 wv[4];
+            philox16_blocks(&ph, (uint32_t)b0, wv);
+            for (int l = 0; l < 16; l++)
+                x[i + l] = dgauss_value(g, grid, x[i + l], wv[0][l], wv[1][l], wv[2][l]);
+        }
+    }
+    for (; i < n; i++) {
+        rng_block(s, first + i, w);
+        x[i] = dgauss_value(g, grid, x[i], w[0], w[1], w[2]);
+    }
+}

@@ -1,0 +1,69 @@
+// The discrete Gaussian N_Z(0, σ²) (Canonne, Kamath, Steinke, NeurIPS 2020): P(J = j) ∝
+// exp(-j²/(2σ²)) on the integers, sampled exactly from a table, and i.i.d. discrete
+// Gaussian noise on a float buffer. The safe `gaussian` mechanism (defenses/mech_gaussian.c)
+// and DP-SGD noise use it.
+//
+// The table. J ∈ [-ymax, ymax] is the number of thresholds cdf[i] <= u, minus ymax, for a
+// 63-bit word u (bits 30..0 of word 0, then word 1): P(J = j) = count(j)/2^63 exactly,
+// count(j) = round(2^63·P_ideal(j)) (the rounding rest on j = 0), ymax the last j whose
+// count is >= 1. `tv` bounds the total variation distance between this law and the ideal
+// one: for any mechanism M built on the ideal law, the same mechanism on the table's
+// law with n draws is within n·tv of it, so an (ε, δ) guarantee of M becomes
+// (ε, δ + (1 + e^ε)·n·tv) (about 1e-16 per draw: negligible, but accounted).
+//
+// What the ideal law guarantees (CKS 2020, Prop. 5 and Thm 7): adding N_Z(0, σ²) to an
+// integer-valued query with sensitivity Δ (in grid steps; L2 for vectors of independent
+// draws) is (Δ²/(2σ²))-zCDP, and its exact (ε, δ) profile is the sum computed by
+// dgauss_delta.
+//
+// Noise on floats (dgauss_add): x[i] <- g·(n_i + J_i), n_i = x[i]/g rounded to one of its two
+// neighbouring integers at random (unbiased; word 2 of the element's block, 24 bits), J_i
+// from words 0-1 of Philox block first + i of the stream: element-indexed, the same for
+// any split of the loop. Rounding makes the query integer-valued but can move it: for a
+// vector query with L2 sensitivity Δ₂ and d coordinates, the rounded query's sensitivity
+// is at most Δ₂/g + √d grid steps (each coordinate moves by less than one step), so keep
+// g small against Δ₂/√d; E[output] = x to 2^-24 of g per coordinate.
+#ifndef FEDPRIV_DEFENSES_DGAUSS_H
+#define FEDPRIV_DEFENSES_DGAUSS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/rng.h"
+#include "core/status.h"
+#include "defenses/mech.h"
+
+// The largest σ the table holds (its support reaches about 9.2σ each side).
+#define DGAUSS_SIGMA_MAX 110.0
+
+// Builds the table for σ in [0.5, DGAUSS_SIGMA_MAX] (grid steps). FP_EPARAM outside.
+FpStatus dgauss_init(DGauss *g, double sigma, FpError *err);
+
+// J for the element's 63 bits (hi: word 0, bit 31 ignored; lo: word 1).
+static inline long dgauss_draw(const DGauss *g, uint32_t hi, uint32_t lo) {
+    uint64_t u = ((uint64_t)(hi & 0x7fffffffu) << 32) | lo;
+    long pos = 0;
+    for (long s = 1L << g->levels >> 1; s >= 1; s >>= 1)
+        pos += g->cdf[pos + s] <= u ? s : 0;
+    return pos - g->ymax;
+}
+
+// P(J >= j) of the table's law.
+double dgauss_ge(const DGauss *g, long j);
+
+// δ(ε) = max over shifts s = 1..max_shift of Σ_k max(0, P(J = k) - e^ε P(J = k - s)) for the
+// table's law (exact up to long-double rounding, rounded up): the privacy profile of
+// adding J to an integer with sensitivity max_shift.
+double dgauss_delta(const DGauss *g, int max_shift, double eps);
+
+// The largest relative error |Q/P - 1| of the table's law Q against the ideal P on the
+// outputs of clamp(n + J, max_shift - jmax, jmax), n ∈ [0, max_shift]: on P(J = j) for
+// |j| < jmax and on the tail sums P(J >= a) for a in [jmax - max_shift, jmax] (the law is
+// symmetric, so the lower ones agree). Rounded up.
+double dgauss_rel_err(const DGauss *g, long jmax, int max_shift);
+
+// x[i] <- g·(rounded(x[i]/g) + J_i) for i < n, element first + i of stream s (see above).
+// |x[i]/grid| must stay below 2^30.
+void dgauss_add(const DGauss *g, double grid, float *x, size_t n, const RngStream *s, uint64_t first);
+
+#endif
