@@ -202,13 +202,6 @@ $(FUZZ_DIR)/obj/%.o: %.c
 $(FUZZ_DIR)/obj/core/version.o: $(BUILD)/gen/version_describe.h
 $(FUZZ_DIR)/obj/core/version.o: FUZZ_CFLAGS += -I$(BUILD)/gen
 
-# The mechanism kernels use GCC's __builtin_shuffle, which clang lacks. They parse no
-# input, so they are built with $(CC), uninstrumented, and only linked in.
-FUZZ_GCC_OBJ := $(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(shell grep -l 'mech_internal.h' defenses/*.c))
-$(FUZZ_GCC_OBJ): $(FUZZ_DIR)/obj/%.o: %.c
-	@mkdir -p $(dir $@)
-	$(CC) -std=c11 -D_GNU_SOURCE -I. $(PKG_CFLAGS) -pthread -MMD -MP -O2 -g -c -o $@ $<
-
 $(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_util.h fuzz/fuzz_run_dir.h $(FUZZ_DIR)/libfedpriv.a
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_DIR)/libfedpriv.a $(PKG_LIBS) -lm -pthread
 

@@ -86,11 +86,10 @@ PHILOX_FN void philox_block(const uint32_t ctr[4], uint32_t k0, uint32_t k1, uin
 #include <immintrin.h>
 #endif
 
-// Static inline helpers pass 64-byte vectors by value; without AVX-512 GCC warns that
-// such a call would have another ABI, which cannot matter for inlined static functions.
-#if defined(__GNUC__) && !defined(__clang__)
+// Static inline helpers pass 64-byte vectors by value; without AVX-512 GCC and Clang warn
+// that such a call would have another ABI, which cannot matter for inlined static
+// functions.
 #pragma GCC diagnostic ignored "-Wpsabi"
-#endif
 
 typedef uint32_t PhiloxU32x16 __attribute__((vector_size(64)));
 typedef int32_t PhiloxI32x16 __attribute__((vector_size(64)));
