@@ -360,21 +360,29 @@ static cJSON *bound_array(double lo, double hi) {
     return a;
 }
 
-cJSON *audit_result_json(const Mech *m, const AuditResult *r) {
-    cJSON *o = cJSON_CreateObject();
+void audit_mechanism_json(const Mech *m, cJSON *o) {
     const MechOps *info = m->spec.ops;
     cJSON_AddStringToObject(o, "mechanism", info->name);
     if (m->spec.variant != MV_NONE)
         cJSON_AddStringToObject(o, "variant", mech_variant_name(m->spec.variant));
     cJSON_AddStringToObject(o, "sampler", mech_sampler_name(m->sampler->kind));
     cJSON_AddNumberToObject(o, "epsilon", m->spec.eps);
-    cJSON_AddNumberToObject(o, "delta", r->delta);
+    cJSON_AddNumberToObject(o, "delta", info->takes_delta ? m->spec.delta : 0);
     if (info->range != MECH_RANGE_NONE)
         cJSON_AddItemToObject(o, "range", bound_array(m->spec.lo, m->spec.hi));
     if (info->takes_dim)
         cJSON_AddNumberToObject(o, "dim", (double)m->spec.dim);
     if (info == &mech_gaussian || info == &mech_laplace)
         cJSON_AddNumberToObject(o, info == &mech_gaussian ? "sigma" : "scale", m->sigma);
+    if (isfinite(m->eps_proven))
+        cJSON_AddNumberToObject(o, "epsilon_proven", m->eps_proven);
+    else
+        cJSON_AddNullToObject(o, "epsilon_proven");
+}
+
+cJSON *audit_result_json(const Mech *m, const AuditResult *r) {
+    cJSON *o = cJSON_CreateObject();
+    audit_mechanism_json(m, o);
     cJSON_AddNumberToObject(o, "samples", (double)r->samples);
     cJSON_AddNumberToObject(o, "seed", (double)r->seed);
     cJSON *ins = cJSON_AddArrayToObject(o, "inputs");

@@ -78,6 +78,8 @@ typedef struct AuditResult {
 FpStatus audit_run(const Mech *m, const AuditConfig *cfg, AuditResult *res, FpError *err);
 // The result as JSON (NAN and infinities as null), with the mechanism's parameters.
 cJSON *audit_result_json(const Mech *m, const AuditResult *r);
+// The mechanism's parameters (name, variant, sampler, epsilon, delta, range, ...) into o.
+void audit_mechanism_json(const Mech *m, cJSON *o);
 
 // One-sided Clopper-Pearson bounds for k successes in n trials at level alpha:
 // P[p < lower] <= alpha and P[p > upper] <= alpha. lower(0) = 0, upper(n) = 1.

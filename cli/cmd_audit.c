@@ -1,7 +1,10 @@
-// `fedpriv audit`: samples one local-DP mechanism (defenses/mech.h) on chosen inputs
-// and reports its empirical mean, bias factor and variance against the closed forms,
-// and a 95% lower confidence bound on its ε (audits/mechanism.h). Exit 0 when the bound stays
-// <= the claimed ε and the moments match within 6σ, 1 when not, 2 on bad input.
+// `fedpriv audit`: samples one local-DP mechanism (defenses/mech.h) on chosen inputs and
+// runs three tests (all by default, or those named by --test):
+//   moments  the empirical mean, bias factor and variance against the closed forms
+//            (audits/mechanism.h), within 6σ;
+//   epsilon  a 95% lower confidence bound on ε from output histograms, <= the claimed ε;
+//   support  every output drawn at one input can occur at the other (audits/support.h).
+// Exit 0 when every test run passes, 1 when one fails, 2 on bad input.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,31 +12,43 @@
 #include "cli/cli.h"
 #include "core/jsonv.h"
 #include "audits/mechanism.h"
+#include "audits/support.h"
 
 static const char *const CMD = "audit";
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: fedpriv audit --mechanism NAME [--variant V] --epsilon E [--delta D]\n"
-            "                     [--clip C | --range LO HI] [--dim D] [--input X ...]\n"
-            "                     [--samples N] [--seed S] [--bins B] [--json] [--out FILE]\n"
+            "usage: fedpriv audit --mechanism NAME [--variant V] [--sampler safe|float] --epsilon E\n"
+            "                     [--delta D] [--clip C | --range LO HI] [--dim D] [--input X ...]\n"
+            "                     [--test moments,epsilon,support] [--samples N] [--support-samples N]\n"
+            "                     [--confirm] [--seed S] [--bins B] [--json] [--out FILE]\n"
             "\n"
-            "  Draws N outputs of a local-DP mechanism at each input and reports the mean, the bias\n"
-            "  factor mean/x and the variance against the closed forms (z-scores), and a lower bound on\n"
-            "  epsilon: the largest ln((P_lo[M(x) in S] - delta) / P_hi[M(x') in S]) over ordered input\n"
-            "  pairs and unions of adjacent output bins, with one-sided Clopper-Pearson bounds\n"
-            "  Bonferroni-corrected over every set tested (95%% family-wise confidence).\n"
+            "  moments: draws N outputs of a local-DP mechanism at each input and reports the mean, the\n"
+            "  bias factor mean/x and the variance against the closed forms (z-scores, 6 sigma).\n"
+            "  epsilon: a lower bound on epsilon, the largest ln((P_lo[M(x) in S] - delta) /\n"
+            "  P_hi[M(x') in S]) over ordered input pairs and unions of adjacent output bins, with\n"
+            "  one-sided Clopper-Pearson bounds Bonferroni-corrected over every set tested (95%%\n"
+            "  family-wise confidence).\n"
+            "  support: draws outputs at each input and decides exactly whether each can occur at the\n"
+            "  other; one that cannot refutes every epsilon (lower bound inf: floating-point samplers,\n"
+            "  Mironov 2012).\n"
             "\n"
             "  --mechanism NAME  spm, duchi, pm, ldp-fl, laplace, gaussian, adaptive-harmony, rr\n"
             "  --variant V       spm: corrected (default), paper, pnpm; adaptive-harmony: corrected,\n"
             "                    paper; gaussian: analytic (default), classic; rr: standard, broken\n"
+            "  --sampler S       safe (default: exact law, proven epsilon) or float (spm, pm, laplace,\n"
+            "                    gaussian: the float32 samplers, no guarantee)\n"
             "  --epsilon E       the claimed epsilon, in (0, 15]\n"
             "  --delta D         gaussian: delta in (0, 1) (default 1e-5)\n"
             "  --clip C          input range [-C, C] (duchi and pm default to [-1, 1]; ldp-fl,\n"
             "  --range LO HI     laplace, gaussian and adaptive-harmony need one; spm and rr take none)\n"
             "  --dim D           adaptive-harmony: the unit size d (default 10)\n"
             "  --input X ...     inputs to compare (default: the range's ends, or -1 and 1)\n"
-            "  --samples N       outputs per input (default 10000000)\n"
+            "  --test T,...      which tests to run (default all three)\n"
+            "  --samples N       outputs per input for moments and epsilon (default 10000000)\n"
+            "  --support-samples N  outputs per ordered pair for support (default 100000)\n"
+            "  --confirm         support: check the first impossible output against all 2^32 words\n"
+            "                    (one-word samplers; tens of seconds)\n"
             "  --seed S          run seed (default 1)\n"
             "  --bins B          histogram bins for the epsilon bound (default 50)\n"
             "  --json            print the result as JSON\n"
@@ -54,19 +69,26 @@ static int is_number(const char *s) {
     return *end == '\0';
 }
 
-static void print_text(const Mech *m, const AuditResult *r) {
+enum { TEST_MOMENTS = 1, TEST_EPSILON = 2, TEST_SUPPORT = 4 };
+
+static void print_header(const Mech *m) {
     const MechOps *info = m->spec.ops;
     printf("audit of %s", info->name);
     if (m->spec.variant != MV_NONE)
         printf(" (variant %s)", mech_variant_name(m->spec.variant));
-    printf(", epsilon %g", m->spec.eps);
-    if (r->delta > 0)
-        printf(", delta %g", r->delta);
+    printf(", sampler %s, epsilon %g", mech_sampler_name(m->sampler->kind), m->spec.eps);
+    if (info->takes_delta)
+        printf(", delta %g", m->spec.delta);
     if (info->range != MECH_RANGE_NONE)
         printf(", range [%g, %g]", m->spec.lo, m->spec.hi);
     if (info->takes_dim)
         printf(", d %ld", m->spec.dim);
-    printf(": %lld samples per input, seed %llu\n", r->samples, (unsigned long long)r->seed);
+    printf("\n");
+}
+
+static void print_text(const Mech *m, const AuditResult *r, int tests) {
+    print_header(m);
+    printf("  %lld samples per input, seed %llu\n", r->samples, (unsigned long long)r->seed);
     printf("  %10s %12s %12s %9s %12s %12s %8s %8s\n", "input", "mean", "theory", "mean/x", "variance", "theory",
            "z mean", "z var");
     for (int i = 0; i < r->n_inputs; i++) {
@@ -96,10 +118,57 @@ static void print_text(const Mech *m, const AuditResult *r) {
                r->in[r->lb_from].input, r->count_from, r->count_to, r->in[r->lb_to].input);
     else
         printf("epsilon lower bound: none positive (%lld sets)\n", r->sets_tested);
-    printf("epsilon check: %s (lower bound %s claimed epsilon %g)\n", r->pass_epsilon ? "PASS" : "FAIL",
-           r->pass_epsilon ? "<=" : ">", m->spec.eps);
-    printf("moments within 6 sigma of the closed forms: %s\n", r->pass_moments ? "PASS" : "FAIL");
+    if (tests & TEST_EPSILON)
+        printf("epsilon check: %s (lower bound %s claimed epsilon %g)\n", r->pass_epsilon ? "PASS" : "FAIL",
+               r->pass_epsilon ? "<=" : ">", m->spec.eps);
+    if (tests & TEST_MOMENTS)
+        printf("moments within 6 sigma of the closed forms: %s\n", r->pass_moments ? "PASS" : "FAIL");
     printf("(%.2f s)\n", r->seconds);
+}
+
+static void print_support(const SupportResult *r) {
+    if (!r->decidable) {
+        printf("support check: UNDECIDED (this sampler's outputs come from 2^64 word pairs: no exact inverse; "
+               "its guarantee is none)\n");
+        return;
+    }
+    for (int k = 0; k < r->n_pairs; k++) {
+        const SupportPair *p = &r->pair[k];
+        printf("  support: %lld of %lld outputs at input %g cannot occur at input %g (%.2f%%, %.0f%% interval "
+               "[%.2f%%, %.2f%%])",
+               p->impossible, p->drawn, r->inputs[p->from], r->inputs[p->to], 100 * p->share, 95.0,
+               100 * p->share_lo, 100 * p->share_hi);
+        if (p->has_witness)
+            printf("; e.g. %.9g (%a)%s", p->witness, p->witness,
+                   p->confirmed == 1   ? ", no word of 2^32 gives it"
+                   : p->confirmed == 0 ? ", BUT A WORD GIVES IT (inverse search wrong)"
+                                       : "");
+        printf("\n");
+    }
+    if (r->impossible > 0 && r->delta == 0)
+        printf("support check: %s (epsilon lower bound inf: an output at one input cannot occur at the other)\n",
+               r->pass ? "PASS" : "FAIL");
+    else
+        printf("support check: %s (every output drawn can occur at the other input%s)\n", r->pass ? "PASS" : "FAIL",
+               r->impossible > 0 ? ", up to a share within delta" : "");
+}
+
+// "moments,epsilon,support" -> bits; 0 on an unknown name.
+static int parse_tests(const char *v) {
+    int bits = 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", v ? v : "");
+    for (char *save = NULL, *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (strcmp(t, "moments") == 0)
+            bits |= TEST_MOMENTS;
+        else if (strcmp(t, "epsilon") == 0)
+            bits |= TEST_EPSILON;
+        else if (strcmp(t, "support") == 0)
+            bits |= TEST_SUPPORT;
+        else
+            return 0;
+    }
+    return bits;
 }
 
 int cmd_audit(int argc, char **argv) {
@@ -109,20 +178,39 @@ int cmd_audit(int argc, char **argv) {
     }
     cJSON *spec_json = cJSON_CreateObject();
     AuditConfig cfg = audit_config_default();
+    SupportConfig scfg = support_config_default();
     double inputs[AUDIT_MAX_INPUTS];
-    int n_in = 0, json = 0, rc = CLI_EXIT_BADINPUT;
+    int n_in = 0, json = 0, rc = CLI_EXIT_BADINPUT, tests = TEST_MOMENTS | TEST_EPSILON | TEST_SUPPORT;
     const char *out = NULL;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         double d;
         long long ll;
-        if (strcmp(a, "--mechanism") == 0 || strcmp(a, "--variant") == 0) {
+        if (strcmp(a, "--mechanism") == 0 || strcmp(a, "--variant") == 0 || strcmp(a, "--sampler") == 0) {
             if (!v) {
                 fprintf(stderr, "fedpriv %s: %s needs a value\n", CMD, a);
                 goto done;
             }
-            cJSON_AddStringToObject(spec_json, a[2] == 'm' ? "name" : "variant", v);
+            cJSON_AddStringToObject(spec_json, a[2] == 'm' ? "name" : a[2] == 'v' ? "variant" : "sampler", v);
             i++;
+        } else if (strcmp(a, "--test") == 0) {
+            if (!(tests = parse_tests(v))) {
+                fprintf(stderr, "fedpriv %s: --test: expected moments, epsilon, support or a comma list of them\n",
+                        CMD);
+                goto done;
+            }
+            i++;
+        } else if (strcmp(a, "--support-samples") == 0) {
+            if (!cli_parse_long(CMD, a, v, &ll))
+                goto done;
+            if (ll < 1 || ll > 1000000000000LL) {
+                fprintf(stderr, "fedpriv %s: %s: out of range: %s\n", CMD, a, v);
+                goto done;
+            }
+            scfg.samples = ll;
+            i++;
+        } else if (strcmp(a, "--confirm") == 0) {
+            scfg.confirm = 1;
         } else if (strcmp(a, "--epsilon") == 0 || strcmp(a, "--delta") == 0 || strcmp(a, "--clip") == 0) {
             if (!cli_parse_double(CMD, a, v, &d))
                 goto done;
@@ -211,26 +299,60 @@ int cmd_audit(int argc, char **argv) {
         fprintf(stderr, "fedpriv %s: --input: give at least two inputs to compare\n", CMD);
         goto done;
     }
+    scfg.seed = cfg.seed;
+    scfg.inputs = cfg.inputs;
+    scfg.n_inputs = cfg.n_inputs;
     AuditResult res;
-    if (audit_run(&m, &cfg, &res, &err) != FP_OK) {
-        rc = cli_report_error(CMD, &err);
-        goto done;
+    SupportResult sres;
+    int pass = 1;
+    cJSON *rj = NULL;
+    if (tests & (TEST_MOMENTS | TEST_EPSILON)) {
+        if (audit_run(&m, &cfg, &res, &err) != FP_OK) {
+            rc = cli_report_error(CMD, &err);
+            goto done;
+        }
+        rj = audit_result_json(&m, &res);
+        pass &= !(tests & TEST_MOMENTS) || res.pass_moments;
+        pass &= !(tests & TEST_EPSILON) || res.pass_epsilon;
+    } else {
+        rj = cJSON_CreateObject();
+        audit_mechanism_json(&m, rj);
     }
-    cJSON *rj = audit_result_json(&m, &res);
+    if (tests & TEST_SUPPORT) {
+        if (audit_support(&m, &scfg, &sres, &err) != FP_OK) {
+            cJSON_Delete(rj);
+            rc = cli_report_error(CMD, &err);
+            goto done;
+        }
+        cJSON_AddItemToObject(rj, "support", audit_support_json(&sres));
+        pass &= sres.pass;
+    }
+    cJSON *tl = cJSON_AddArrayToObject(rj, "tests");
+    static const char *const names[] = {"moments", "epsilon", "support"};
+    for (int t = 0; t < 3; t++)
+        if (tests & (1 << t))
+            cJSON_AddItemToArray(tl, cJSON_CreateString(names[t]));
+    cJSON_DeleteItemFromObject(rj, "pass");
+    cJSON_AddBoolToObject(rj, "pass", pass);
     if (out && jv_write_file_atomic(out, rj, &err) != FP_OK) {
         cJSON_Delete(rj);
         rc = cli_report_error(CMD, &err);
         goto done;
     }
     if (json) {
-        char *s = cJSON_Print(rj);
-        printf("%s\n", s);
-        free(s);
+        char *js = cJSON_Print(rj);
+        printf("%s\n", js);
+        free(js);
     } else {
-        print_text(&m, &res);
+        if (tests & (TEST_MOMENTS | TEST_EPSILON))
+            print_text(&m, &res, tests);
+        else
+            print_header(&m);
+        if (tests & TEST_SUPPORT)
+            print_support(&sres);
     }
     cJSON_Delete(rj);
-    rc = res.pass_epsilon && res.pass_moments ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+    rc = pass ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 done:
     cJSON_Delete(spec_json);
     return rc;

@@ -287,15 +287,24 @@ void mech_law(const Mech *m, double x, MechLaw *law) {
 
 int mech_possible(const Mech *m, double x, float y) { return m->sampler->possible(m, x, y); }
 
-long long mech_impossible_count(const Mech *m, double x_from, double x_to, long long n, uint64_t seed) {
-    RngStream s = rng_stream(seed, RNG_AUDIT, 7, 0);
+long long mech_support_check(const Mech *m, double x_from, double x_to, long long n, const RngStream *s,
+                             float *witness) {
+    enum { CHUNK = 4096 };
+    float buf[CHUNK];
     float xf = mech_input(m, x_from);
     long long bad = 0;
-    for (long long i = 0; i < n; i++) {
-        int p = mech_possible(m, x_to, mech_draw_one(m, xf, &s, (uint64_t)i));
-        if (p < 0)
-            return -1;
-        bad += p == 0;
+    for (long long done = 0; done < n; done += CHUNK) {
+        size_t len = (size_t)(n - done < CHUNK ? n - done : CHUNK);
+        for (size_t i = 0; i < len; i++)
+            buf[i] = xf;
+        mech_perturb(m, buf, len, s, (uint64_t)done);
+        for (size_t i = 0; i < len; i++) {
+            int p = mech_possible(m, x_to, buf[i]);
+            if (p < 0)
+                return -1;
+            if (p == 0 && bad++ == 0 && witness)
+                *witness = buf[i];
+        }
     }
     return bad;
 }

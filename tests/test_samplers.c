@@ -1,0 +1,365 @@
+// The safe samplers' privacy, checked on their exact output laws (mech_law): every output's
+// probabilities at two inputs are within e^ε of each other (pure ε), or the hockey-stick
+// divergence is within δ (gaussian), with a broken table as the control; mech_possible is
+// consistent with what the samplers draw; the discrete Gaussian table (defenses/dgauss.h)
+// and its noise on float buffers.
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "defenses/accountant.h"
+#include "defenses/dgauss.h"
+#include "defenses/mech.h"
+
+static Mech *make_mech(const char *fmt, double eps) {
+    char text[256];
+    snprintf(text, sizeof text, fmt, eps);
+    cJSON *o = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(o);
+    MechSpec sp;
+    Mech *m = malloc(sizeof *m);
+    FpError e = {0};
+    ck_assert_msg(mech_spec_parse(o, "m", MECH_PARSE_AUDIT, NULL, &sp, &e) == FP_OK, "%s: %s", text, e.msg);
+    ck_assert_msg(mech_init(m, &sp, &e) == FP_OK, "%s: %s", text, e.msg);
+    cJSON_Delete(o);
+    return m;
+}
+
+// ---- the atoms of a law ---------------------------------------------------------------
+
+typedef struct {
+    double y, p;
+} Atom;
+
+typedef struct {
+    Atom *a;
+    size_t n, cap;
+} Atoms;
+
+static void atoms_add(Atoms *s, double y, double p) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 1024;
+        s->a = realloc(s->a, s->cap * sizeof(Atom));
+    }
+    s->a[s->n++] = (Atom){y, p};
+}
+
+static int atom_cmp(const void *x, const void *y) {
+    double a = ((const Atom *)x)->y, b = ((const Atom *)y)->y;
+    return (a > b) - (a < b);
+}
+
+// The law's atoms, sorted by value, equal values merged (the safe samplers' laws are
+// discrete: atoms, grids and lattices).
+static Atoms law_atoms(const MechLaw *law) {
+    Atoms s = {0};
+    for (int i = 0; i < law->n; i++) {
+        const LawPiece *q = &law->p[i];
+        switch (q->kind) {
+        case LAW_ATOM: atoms_add(&s, q->a, q->weight); break;
+        case LAW_GRID:
+            for (long k = 0; k < q->n; k++)
+                atoms_add(&s, q->a + q->b * (double)k, q->weight / (double)q->n);
+            break;
+        case LAW_LATTICE: {
+            MechLaw one = {1, {*q}};
+            one.p[0].weight = 1;
+            for (long k = q->m->lat_kmin; k <= q->m->lat_kmax; k++) {
+                double y = fmaf(q->m->f_b, (float)k + (float)q->a, q->m->f_lo);
+                atoms_add(&s, y, q->weight * law_prob(&one, y - 0.5 * q->b, y + 0.5 * q->b));
+            }
+            break;
+        }
+        default: ck_abort_msg("a safe sampler's law has a continuous piece");
+        }
+    }
+    qsort(s.a, s.n, sizeof(Atom), atom_cmp);
+    size_t w = 0;
+    for (size_t r = 0; r < s.n; r++) {
+        // equal outputs computed two ways (a grid's start plus steps) differ by ~1e-16
+        if (w > 0 && fabs(s.a[w - 1].y - s.a[r].y) <= 1e-12 * (fabs(s.a[r].y) + 1))
+            s.a[w - 1].p += s.a[r].p;
+        else
+            s.a[w++] = s.a[r];
+    }
+    s.n = w;
+    return s;
+}
+
+// max over outputs of ln(P_x(y)/P_x'(y)) in both directions (INFINITY when some output of
+// one has probability 0 at the other), and Σ_y max(0, P_x(y) - e^eps P_x'(y)) both ways.
+static void law_divergence(const Mech *m, double x, double x2, double eps, double *ratio, double *delta) {
+    MechLaw la, lb;
+    mech_law(m, x, &la);
+    mech_law(m, x2, &lb);
+    Atoms a = law_atoms(&la), b = law_atoms(&lb);
+    double worst = 0, d_ab = 0, d_ba = 0, e = exp(eps);
+    size_t i = 0, j = 0;
+    while (i < a.n || j < b.n) {
+        double pa = 0, pb = 0;
+        int same = i < a.n && j < b.n && fabs(a.a[i].y - b.a[j].y) <= 1e-12 * (fabs(a.a[i].y) + 1);
+        if (!same && (j >= b.n || (i < a.n && a.a[i].y < b.a[j].y)))
+            pa = a.a[i++].p;
+        else if (!same)
+            pb = b.a[j++].p;
+        else {
+            pa = a.a[i++].p;
+            pb = b.a[j++].p;
+        }
+        if (pa > 0 || pb > 0)
+            worst = fmax(worst, pa > 0 && pb > 0 ? fabs(log(pa / pb)) : INFINITY);
+        d_ab += fmax(0, pa - e * pb);
+        d_ba += fmax(0, pb - e * pa);
+    }
+    *ratio = worst;
+    *delta = fmax(d_ab, d_ba);
+    free(a.a);
+    free(b.a);
+}
+
+static const char *const pure[] = {
+    "{\"name\":\"laplace\",\"epsilon\":%.17g,\"clip\":1}",
+    "{\"name\":\"laplace\",\"epsilon\":%.17g,\"range\":[-0.3,0.9]}",
+    "{\"name\":\"pm\",\"epsilon\":%.17g}",
+    "{\"name\":\"pm\",\"epsilon\":%.17g,\"range\":[-0.3,0.9]}",
+    "{\"name\":\"spm\",\"epsilon\":%.17g}",
+    "{\"name\":\"spm\",\"variant\":\"pnpm\",\"epsilon\":%.17g}",
+    "{\"name\":\"duchi\",\"epsilon\":%.17g}",
+    "{\"name\":\"ldp-fl\",\"epsilon\":%.17g,\"range\":[-0.3,0.9]}",
+    "{\"name\":\"adaptive-harmony\",\"epsilon\":%.17g,\"range\":[0.2,1.0],\"dim\":4}",
+    "{\"name\":\"rr\",\"epsilon\":%.17g}",
+};
+
+// Inputs of the range: its ends, inner points, and points outside (clipped); spm: ±x.
+static int inputs_of(const Mech *m, double *x) {
+    if (m->spec.ops->range == MECH_RANGE_NONE) {
+        x[0] = -0.8;
+        x[1] = 0.8;
+        return 2;
+    }
+    double lo = m->spec.lo, hi = m->spec.hi;
+    const double f[] = {0, 0.013, 0.31, 0.5, 0.977, 1};
+    for (int i = 0; i < 6; i++)
+        x[i] = lo + f[i] * (hi - lo);
+    x[6] = hi + 3;
+    return 7;
+}
+
+// Every pure-ε safe sampler: at every pair of inputs the exact law's worst log-ratio is at
+// most eps_proven <= ε, and the range's ends come within 10% of ε (the bound is not slack).
+START_TEST(pure_laws_within_e_eps) {
+    static const double eps[] = {0.1, 1, 4, 15};
+    for (size_t c = 0; c < sizeof pure / sizeof pure[0]; c++)
+        for (size_t k = 0; k < sizeof eps / sizeof eps[0]; k++) {
+            if (strstr(pure[c], "pm") && eps[k] == 0.1)
+                continue;   // 2^16 cells: slow in the O(n log n) merge, and the same code
+            Mech *m = make_mech(pure[c], eps[k]);
+            ck_assert_double_le(m->eps_proven, eps[k]);
+            double x[8];
+            int n = inputs_of(m, x);
+            double worst = 0;
+            for (int i = 0; i < n; i++)
+                for (int j = i + 1; j < n; j++) {
+                    double r, d;
+                    law_divergence(m, x[i], x[j], eps[k], &r, &d);
+                    ck_assert_msg(r <= m->eps_proven * (1 + 1e-9) + 1e-12, "%s eps %g: inputs %g %g ratio e^%.12g",
+                                  pure[c], eps[k], x[i], x[j], r);
+                    worst = fmax(worst, r);
+                }
+            ck_assert_msg(worst >= 0.9 * eps[k], "%s eps %g: worst ratio e^%g", pure[c], eps[k], worst);
+            free(m);
+        }
+}
+END_TEST
+
+// Controls: one count of the laplace table raised, the pm window's count raised by 1%, the
+// rr keep threshold of 2ε (variant broken): the same check sees the ratio above e^ε.
+START_TEST(broken_tables_are_caught) {
+    Mech *m = make_mech(pure[0], 1.0);
+    double r, d;
+    uint64_t bump = (m->tab.lap.s[2] - m->tab.lap.s[3]) / 8;
+    for (int y = 0; y <= 2; y++)   // c(2) grows by 1/8: c(2)/c(3) > e^{ε/N}
+        m->tab.lap.s[y] += bump;
+    m->tab.lap.s[0] = (uint64_t)1 << 47;   // the centre count gives the words back
+    law_divergence(m, -1, 1, 1.0, &r, &d);
+    ck_assert_msg(r > 1.0 + 1e-3, "laplace: ratio e^%g", r);
+    free(m);
+    m = make_mech(pure[2], 1.0);
+    m->tab.pm.c_hi = (uint32_t)(m->tab.pm.c_hi * 1.01);
+    m->tab.pm.win_words = m->tab.pm.window * m->tab.pm.c_hi;
+    law_divergence(m, -1, 1, 1.0, &r, &d);
+    ck_assert_msg(r > 1.0 + 1e-3, "pm: ratio e^%g", r);
+    free(m);
+    m = make_mech("{\"name\":\"rr\",\"variant\":\"broken\",\"epsilon\":%.17g}", 1.0);
+    law_divergence(m, -1, 1, 1.0, &r, &d);
+    ck_assert_double_gt(r, 1.9);
+    ck_assert_double_gt(m->eps_proven, 1.9);
+    free(m);
+}
+END_TEST
+
+// The safe gaussian: δ(ε) of the exact laws at every pair of inputs <= the configured δ
+// (and near it at the ends); σ within 2% of the variant's continuous calibration.
+START_TEST(gaussian_law_within_delta) {
+    static const struct { double eps, delta; const char *variant; } t[] = {
+        {0.5, 1e-5, "analytic"}, {1, 1e-5, "analytic"}, {4, 1e-6, "analytic"}, {15, 1e-5, "analytic"},
+        {0.5, 1e-5, "classic"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char fmt[200];
+        snprintf(fmt, sizeof fmt, "{\"name\":\"gaussian\",\"variant\":\"%s\",\"epsilon\":%%.17g,\"delta\":%g,\"clip\":1}",
+                 t[i].variant, t[i].delta);
+        Mech *m = make_mech(fmt, t[i].eps);
+        Mech *mf = malloc(sizeof *mf);
+        MechSpec sp = m->spec;
+        sp.sampler = MECH_SAMPLER_FLOAT;
+        ck_assert_int_eq(mech_init(mf, &sp, NULL), FP_OK);
+        ck_assert_double_le(m->delta_proven, t[i].delta);
+        double x[8];
+        int n = inputs_of(m, x), ends = 0;
+        double worst = 0, worst_r = 0;
+        for (int a = 0; a < n; a++)
+            for (int b = a + 1; b < n; b++) {
+                double r, d;
+                law_divergence(m, x[a], x[b], t[i].eps, &r, &d);
+                worst_r = fmax(worst_r, r);
+                ck_assert_msg(d <= t[i].delta * (1 + 1e-6), "eps %g: inputs %g %g delta %g", t[i].eps, x[a], x[b], d);
+                worst = fmax(worst, d);
+                ends += isfinite(r);   // the clamp: every output reachable
+            }
+        ck_assert_int_eq(ends, n * (n - 1) / 2);
+        // δ is reached at the range's ends (the analytic calibration is tight), unless the
+        // clamp already bounds every ratio by e^ε (at ε = 15: the clamped law is pure ε-DP)
+        if (strcmp(t[i].variant, "analytic") == 0)
+            ck_assert_msg(worst >= 0.3 * t[i].delta || worst_r <= t[i].eps, "eps %g: delta %g, ratio e^%g",
+                          t[i].eps, worst, worst_r);
+        double sd = sqrt(mech_variance(m, 0));
+        ck_assert_msg(fabs(sd / mf->sigma - 1) <= 0.02, "eps %g: sd %g vs %g", t[i].eps, sd, mf->sigma);
+        ck_assert_double_le(m->tab.gauss.rel_err, 1e-6);
+        free(m);
+        free(mf);
+    }
+}
+END_TEST
+
+// mech_possible is consistent with the samplers: every output drawn at x is possible at x
+// (the float inverse searches find its word), for every mechanism and sampler; outputs one
+// float step away from a safe sampler's are mostly impossible (possible() can say no).
+START_TEST(possible_is_consistent) {
+    static const char *const all[] = {
+        "{\"name\":\"laplace\",\"epsilon\":%.17g,\"clip\":1}",
+        "{\"name\":\"laplace\",\"sampler\":\"float\",\"epsilon\":%.17g,\"range\":[-0.3,0.9]}",
+        "{\"name\":\"pm\",\"epsilon\":%.17g}",
+        "{\"name\":\"pm\",\"sampler\":\"float\",\"epsilon\":%.17g,\"range\":[-0.3,0.9]}",
+        "{\"name\":\"spm\",\"epsilon\":%.17g}",
+        "{\"name\":\"spm\",\"sampler\":\"float\",\"variant\":\"paper\",\"epsilon\":%.17g}",
+        "{\"name\":\"gaussian\",\"epsilon\":%.17g,\"clip\":1}",
+        "{\"name\":\"duchi\",\"epsilon\":%.17g}",
+        "{\"name\":\"adaptive-harmony\",\"epsilon\":%.17g,\"range\":[0.2,1.0],\"dim\":4}",
+        "{\"name\":\"rr\",\"epsilon\":%.17g}",
+    };
+    const int n = 3000;
+    for (size_t c = 0; c < sizeof all / sizeof all[0]; c++)
+        for (int k = 0; k < 2; k++) {
+            Mech *m = make_mech(all[c], k ? 3.0 : 0.7);
+            double xs[3] = {m->spec.lo, 0.3 * m->spec.lo + 0.7 * m->spec.hi, -0.41};
+            int next_impossible = 0;
+            for (int i = 0; i < 3; i++) {
+                RngStream s = rng_stream(31 + (uint64_t)c, RNG_TEST, (uint32_t)i, (uint32_t)k);
+                for (int j = 0; j < n; j++) {
+                    float y = mech_draw_one(m, mech_input(m, xs[i]), &s, (uint64_t)j);
+                    ck_assert_msg(mech_possible(m, xs[i], y) == 1, "%s x %g: drawn %a judged impossible", all[c],
+                                  xs[i], y);
+                    next_impossible += mech_possible(m, xs[i], nextafterf(y, INFINITY)) == 0;
+                }
+            }
+            if (m->sampler->exact)
+                ck_assert_msg(next_impossible > 3 * n / 2, "%s: %d of the next floats possible", all[c],
+                              3 * n - next_impossible);
+            free(m);
+        }
+}
+END_TEST
+
+// ---- the discrete Gaussian -------------------------------------------------------------
+
+// The table: 2^63 words, symmetric, its variance within 1e-9 of the ideal N_Z(0, σ²)'s (by
+// direct summation), its distance to the ideal law below 1e-15; dgauss_delta close to the
+// continuous Gaussian's δ(ε) at σ = 40 (CKS: the discrete one is no worse up to ~e^-2π²σ²).
+START_TEST(dgauss_table) {
+    static const double sigmas[] = {0.5, 3.7, 16, 40, 100};
+    DGauss *g = malloc(sizeof *g);
+    for (size_t i = 0; i < sizeof sigmas / sizeof sigmas[0]; i++) {
+        ck_assert_int_eq(dgauss_init(g, sigmas[i], NULL), FP_OK);
+        ck_assert_uint_eq(g->cdf[0], 0);
+        ck_assert_uint_eq(g->cdf[2 * g->ymax + 1], (uint64_t)1 << 63);
+        for (long j = 1; j <= g->ymax; j++)
+            ck_assert_uint_eq(g->cdf[g->ymax + j + 1] - g->cdf[g->ymax + j], g->cdf[g->ymax - j + 1] - g->cdf[g->ymax - j]);
+        double z = 0, v = 0;
+        for (long j = -(long)(40 * sigmas[i]) - 2; j <= (long)(40 * sigmas[i]) + 2; j++) {
+            double p = exp(-(double)j * j / (2 * sigmas[i] * sigmas[i]));
+            z += p;
+            v += p * (double)j * j;
+        }
+        ck_assert_double_le(fabs(g->variance / (v / z) - 1), 1e-9);
+        ck_assert_double_lt(g->tv, 1e-14);
+        ck_assert_double_ge(g->ymax, 8 * sigmas[i]);
+    }
+    ck_assert_int_eq(dgauss_init(g, 0.4, NULL), FP_EPARAM);
+    ck_assert_int_eq(dgauss_init(g, DGAUSS_SIGMA_MAX * 1.01, NULL), FP_EPARAM);
+    ck_assert_int_eq(dgauss_init(g, 40, NULL), FP_OK);
+    static const struct { int shift; double eps; } sd[] = {{4, 0.05}, {40, 1}, {40, 3}};
+    for (int i = 0; i < 3; i++) {
+        double dd = dgauss_delta(g, sd[i].shift, sd[i].eps), dc = gaussian_delta_for_epsilon(sd[i].shift / 40.0, sd[i].eps);
+        ck_assert_msg(fabs(dd / dc - 1) <= 0.02, "shift %d: discrete %g, continuous %g", sd[i].shift, dd, dc);
+    }
+    free(g);
+}
+END_TEST
+
+// dgauss_add: element-indexed (any split of the loop, any offset gives the same numbers),
+// unbiased, variance grid²(σ² + f(1-f)) for the rounding of the fractional part f, within 6σ.
+START_TEST(dgauss_add_noise) {
+    DGauss *g = malloc(sizeof *g);
+    ck_assert_int_eq(dgauss_init(g, 8, NULL), FP_OK);
+    const size_t n = 1000000;
+    const double grid = 0.01, x0 = 0.123456;   // f = 0.3456
+    float *a = malloc(n * sizeof(float)), *b = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++)
+        a[i] = b[i] = (float)x0;
+    RngStream s = rng_stream(8, RNG_TEST, 2, 1);
+    dgauss_add(g, grid, a, n, &s, 5);
+    dgauss_add(g, grid, b, 77, &s, 5);
+    dgauss_add(g, grid, b + 77, n - 77, &s, 82);
+    ck_assert(memcmp(a, b, n * sizeof(float)) == 0);
+    double f = (double)(float)x0 / grid - floor((double)(float)x0 / grid);
+    double s1 = 0, s2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = a[i] - (double)(float)x0;
+        s1 += d;
+        s2 += d * d;
+    }
+    double var = grid * grid * (g->variance + f * (1 - f)), mean = s1 / n, v = s2 / n - mean * mean;
+    ck_assert_double_le(fabs(mean), 6 * sqrt(var / n));
+    ck_assert_double_le(fabs(v - var), 6 * sqrt(2.0 * var * var / n));
+    free(a);
+    free(b);
+    free(g);
+}
+END_TEST
+
+Suite *suite_samplers(void) {
+    Suite *s = suite_create("samplers");
+    TCase *t = tcase_create("samplers");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, pure_laws_within_e_eps);
+    tcase_add_test(t, broken_tables_are_caught);
+    tcase_add_test(t, gaussian_law_within_delta);
+    tcase_add_test(t, possible_is_consistent);
+    tcase_add_test(t, dgauss_table);
+    tcase_add_test(t, dgauss_add_noise);
+    suite_add_tcase(s, t);
+    return s;
+}
