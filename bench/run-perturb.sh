@@ -1,11 +1,9 @@
 #!/usr/bin/env bash
 # Perturbation throughput of the local-DP mechanisms on a 10^7-element upload (one
-# thread). Builds the library if needed, links bench/perturb_bench.c against it and
-# runs it. Usage: bash bench/run-perturb.sh [ELEMENTS [RUNS]]
+# thread), the safe and the float samplers side by side (bench/perturb_bench.c, linked
+# against the library make builds). Usage: bash bench/run-perturb.sh [ELEMENTS [RUNS]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-make -s fedpriv >/dev/null || true   # (re)builds the library; copying ./fedpriv may fail while it runs
-LIB=$(ls -d build/release/libfedpriv.a build/release-cpu/libfedpriv.a | head -1)
-OUT=$(dirname "$LIB")/perturb-bench
-gcc -std=c11 -D_GNU_SOURCE -O3 -march=native -I. $(pkg-config --cflags libcjson) bench/perturb_bench.c "$LIB" $(pkg-config --libs libcjson) -lm -o "$OUT"
-"$OUT" "$@"
+out="$(make -s --no-print-directory print-build)/perturb-bench"
+bash bench/link.sh bench/perturb_bench.c "$out"
+"$out" "$@"

@@ -248,11 +248,27 @@ static float gaussian_safe_one(const Mech *m, float x, const uint32_t w[4], int 
                                 &m->tab.gauss.g, (int)m->lat_kmin, (int)m->lat_kmax);
 }
 
+// The kernel with the table search level by level across the 16 lanes (each pass
+// vectorises; the search is dgauss_draw's): the same operations as gaussian_safe_kernel.
 static inline void gaussian_safe_chunk(const Mech *m, const void *ctx, float *restrict x, const PhiloxU32x16 w[4]) {
     const float lo = m->f_lo, hi = m->f_hi, il = m->f_e, lam = m->f_b;
     const int ng = m->tab.gauss.n_grid, kmin = (int)m->lat_kmin, kmax = (int)m->lat_kmax;
-    for (int l = 0; l < 16; l++)
-        x[l] = gaussian_safe_kernel(x[l], w[0][l], w[1][l], w[2][l], lo, hi, il, lam, ng, &m->tab.gauss.g, kmin, kmax);
+    const DGauss *g = &m->tab.gauss.g;
+    uint64_t u[16];
+    int n[16], pos[16];
+    for (int l = 0; l < 16; l++) {
+        u[l] = ((uint64_t)(w[0][l] & 0x7fffffffu) << 32) | w[1][l];
+        n[l] = mech_round_random((mech_clipf(x[l], lo, hi) - lo) * il, ng, w[2][l] >> 8, 24);
+        pos[l] = 0;
+    }
+    for (int s = 1 << g->levels >> 1; s >= 1; s >>= 1)
+        for (int l = 0; l < 16; l++)
+            pos[l] += g->cdf[pos[l] + s] <= u[l] ? s : 0;
+    for (int l = 0; l < 16; l++) {
+        int k = n[l] + pos[l] - g->ymax;
+        k = k < kmin ? kmin : k > kmax ? kmax : k;
+        x[l] = fmaf(lam, (float)k, lo);
+    }
 }
 
 static void gaussian_safe_perturb_fast(const Mech *m, float *x, size_t n, const RngStream *s, uint64_t first) {

@@ -277,15 +277,32 @@ static float laplace_safe_one(const Mech *m, float x, const uint32_t w[4], int j
 }
 
 // 16 blocks = 32 elements: element 2l takes words 0, 1 of block l, element 2l+1 words 2, 3.
+// The search level by level across the 32 elements (each pass vectorises), then the rare
+// ties on the low bits: the same operations as laplace_safe_kernel.
 static inline void laplace_safe_chunk(const Mech *m, const void *ctx, float *restrict x, const PhiloxU32x16 w[4]) {
     uint32_t ea[32], eb[32];
+    int n[32], pos[32];
     philox16_interleave2(w[0], w[2], ea);
     philox16_interleave2(w[1], w[3], eb);
     const MechLaplaceTable *tb = &m->tab.lap;
     const float lo = m->f_lo, hi = m->f_hi, il = m->f_e, lam = m->f_b;
     const int kmin = (int)m->lat_kmin, kmax = (int)m->lat_kmax;
+    for (int i = 0; i < 32; i++) {
+        n[i] = mech_round_random((mech_clipf(x[i], lo, hi) - lo) * il, tb->n_grid, eb[i] >> 16, 16);
+        pos[i] = 0;
+    }
+    for (int s = 1 << tb->levels >> 1; s >= 1; s >>= 1)
+        for (int i = 0; i < 32; i++)
+            pos[i] += ea[i] < tb->s_hi[pos[i] + s] ? s : 0;
     for (int i = 0; i < 32; i++)
-        x[i] = laplace_safe_kernel(tb, x[i], ea[i], eb[i], lo, hi, il, lam, kmin, kmax);
+        while (pos[i] < tb->ymax && tb->s_hi[pos[i] + 1] == ea[i] &&
+               (eb[i] & 0x7fffu) < (uint32_t)(tb->s[pos[i] + 1] & 0x7fffu))
+            pos[i]++;
+    for (int i = 0; i < 32; i++) {
+        int k = n[i] + (pos[i] ^ -(int)((eb[i] >> 15) & 1u));
+        k = k < kmin ? kmin : k > kmax ? kmax : k;
+        x[i] = fmaf(lam, (float)k + 0.5f, lo);
+    }
 }
 
 #if defined(__AVX512F__)

@@ -175,8 +175,9 @@ static inline float pm_safe_kernel(float x, uint32_t wa, uint32_t wb, float lo, 
                                    double inv_hi, double inv_lo, float step, float base) {
     float t = (mech_clipf(x, lo, hi) - c) * inv_r;
     uint32_t a = (uint32_t)mech_round_random((t + 1.0f) * half_gw, gw, wb >> 8, 24);
-    uint32_t j = wa < win_words ? mech_div_exact(wa, inv_hi) : mech_div_exact(wa - win_words, inv_lo);
-    uint32_t k = wa < win_words ? a + j : j < a ? j : j + window;
+    int win = wa < win_words;
+    uint32_t j = mech_div_exact(wa - (win ? 0u : win_words), win ? inv_hi : inv_lo);
+    uint32_t k = win ? a + j : j + (j >= a ? window : 0u);
     float y = fmaf(step, (float)k, base);
     return wa < all_words ? y : c;
 }
@@ -191,16 +192,33 @@ static float pm_safe_one(const Mech *m, float x, const uint32_t w[4], int j) {
 }
 
 // 16 blocks = 32 elements: element 2l takes words 0, 1 of block l, element 2l+1 words 2, 3.
+// The kernel in passes that each vectorise (the window's place, the exact division in
+// double, the cell and its float output): the same operations as pm_safe_kernel.
 static inline void pm_safe_chunk(const Mech *m, const void *ctx, float *restrict x, const PhiloxU32x16 w[4]) {
-    uint32_t ea[32], eb[32];
+    uint32_t ea[32], eb[32], num[32], j[32];
+    int a[32];
+    double inv[32];
     philox16_interleave2(w[0], w[2], ea);
     philox16_interleave2(w[1], w[3], eb);
     const float lo = m->f_lo, hi = m->f_hi, c = m->f_c, ir = m->f_e, hg = m->f_d, step = m->f_a, base = m->f_b;
     const MechPmGrid g = m->tab.pm;
     const int gw = (int)(g.cells - g.window);
+    for (int i = 0; i < 32; i++) {
+        float t = (mech_clipf(x[i], lo, hi) - c) * ir;
+        a[i] = mech_round_random((t + 1.0f) * hg, gw, eb[i] >> 8, 24);
+        int win = ea[i] < g.win_words;
+        num[i] = ea[i] - (win ? 0u : g.win_words);
+        inv[i] = win ? g.inv_hi : g.inv_lo;
+    }
     for (int i = 0; i < 32; i++)
-        x[i] = pm_safe_kernel(x[i], ea[i], eb[i], lo, hi, c, ir, hg, gw, g.window, g.win_words, g.all_words, g.inv_hi,
-                              g.inv_lo, step, base);
+        j[i] = mech_div_exact(num[i], inv[i]);
+    for (int i = 0; i < 32; i++) {
+        uint32_t au = (uint32_t)a[i];
+        uint32_t k_out = j[i] + (j[i] >= au ? g.window : 0u);   // the cells after the window
+        uint32_t k = ea[i] < g.win_words ? au + j[i] : k_out;
+        float y = fmaf(step, (float)k, base);
+        x[i] = ea[i] < g.all_words ? y : c;
+    }
 }
 
 static void pm_safe_perturb_fast(const Mech *m, float *x, size_t n, const RngStream *s, uint64_t first) {

@@ -174,8 +174,8 @@ static FpStatus spm_safe_setup(Mech *m, FpError *err) {
 
 static inline float spm_safe_kernel(float x, uint32_t w, uint32_t keep_words, double inv_keep, double inv_flip,
                                     float a, float b) {
-    int keep = w < keep_words;
-    uint32_t j = keep ? mech_div_exact(w, inv_keep) : mech_div_exact(w - keep_words, inv_flip);
+    int keep = w < keep_words;   // selects, not branches: the chunk loop vectorises
+    uint32_t j = mech_div_exact(w - (keep ? 0u : keep_words), keep ? inv_keep : inv_flip);
     return (keep ? x : -x) * fmaf(b, (float)j, a);
 }
 
@@ -184,13 +184,23 @@ static float spm_safe_one(const Mech *m, float x, const uint32_t w[4], int j) {
     return spm_safe_kernel(x, w[j], g->keep_words, g->inv_keep, g->inv_flip, m->f_a, m->f_b);
 }
 
+// The kernel in three passes that each vectorise (a branch-free word split, the exact
+// division in double, the float product): the same operations as spm_safe_kernel.
 static inline void spm_safe_chunk(const Mech *m, const void *ctx, float *restrict x, const PhiloxU32x16 w[4]) {
-    uint32_t e[64];
+    uint32_t e[64], num[64], j[64];
+    double inv[64];
     philox16_interleave4(w, e);
     const MechSpmGrid g = m->tab.spm;
     const float a = m->f_a, b = m->f_b;
+    for (int i = 0; i < 64; i++) {
+        int keep = e[i] < g.keep_words;
+        num[i] = e[i] - (keep ? 0u : g.keep_words);
+        inv[i] = keep ? g.inv_keep : g.inv_flip;
+    }
     for (int i = 0; i < 64; i++)
-        x[i] = spm_safe_kernel(x[i], e[i], g.keep_words, g.inv_keep, g.inv_flip, a, b);
+        j[i] = mech_div_exact(num[i], inv[i]);
+    for (int i = 0; i < 64; i++)
+        x[i] = (e[i] < g.keep_words ? x[i] : -x[i]) * fmaf(b, (float)j[i], a);
 }
 
 static void spm_safe_perturb_fast(const Mech *m, float *x, size_t n, const RngStream *s, uint64_t first) {
