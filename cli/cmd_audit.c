@@ -5,6 +5,7 @@
 //   epsilon  a 95% lower confidence bound on ε from output histograms, <= the claimed ε;
 //   support  every output drawn at one input can occur at the other (audits/support.h).
 // Exit 0 when every test run passes, 1 when one fails, 2 on bad input.
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -326,6 +327,15 @@ int cmd_audit(int argc, char **argv) {
         }
         cJSON_AddItemToObject(rj, "support", audit_support_json(&sres));
         pass &= sres.pass;
+        // The audit's ε lower bound is the larger of the two tests': an impossible output
+        // makes it infinite (what `fedpriv check` and the report read).
+        if (isinf(sres.epsilon_lower_bound)) {
+            cJSON *h = cJSON_DetachItemFromObject(rj, "epsilon_lower_bound");
+            if (h)
+                cJSON_AddItemToObject(rj, "epsilon_lower_bound_histogram", h);
+            cJSON_AddStringToObject(rj, "epsilon_lower_bound", "inf");
+            cJSON_AddStringToObject(rj, "epsilon_lower_bound_from", "support");
+        }
     }
     cJSON *tl = cJSON_AddArrayToObject(rj, "tests");
     static const char *const names[] = {"moments", "epsilon", "support"};

@@ -1,6 +1,8 @@
 // `gaussian`: local Gaussian noise on every trainable scalar, clipped into the configured
 // range, sigma for (eps, delta) per scalar: analytic (default, Balle & Wang 2018) or classic
-// (Dwork & Roth Thm A.1, eps < 1) (defenses/mech_laplace_gauss.c).
+// (Dwork & Roth Thm A.1, eps < 1) (defenses/mech_gaussian.c). The safe sampler (default)
+// draws a discrete Gaussian on a grid and records guarantee proven; "sampler": "float"
+// draws Box-Muller in float32 and records none.
 #include "defenses/mech_defense.h"
 
 static FpStatus gaussian_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,

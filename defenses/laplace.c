@@ -1,5 +1,7 @@
 // `laplace`: local Laplace noise on every trainable scalar, clipped into the configured
-// range, scale (hi - lo)/eps (defenses/mech_laplace_gauss.c).
+// range, scale (hi - lo)/eps (defenses/mech_laplace.c). The safe sampler (default) draws a
+// discrete Laplace on a grid and records guarantee proven; "sampler": "float" draws in
+// float32 and records none.
 #include "defenses/mech_defense.h"
 
 static FpStatus laplace_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
