@@ -95,21 +95,28 @@ typedef uint32_t PhiloxU32x16 __attribute__((vector_size(64)));
 typedef int32_t PhiloxI32x16 __attribute__((vector_size(64)));
 typedef uint64_t PhiloxU64x8 __attribute__((vector_size(64)));
 
-// hi and lo halves of the 32x32 -> 64-bit products a[l]·m.
-static inline PhiloxU32x16 philox_mulhilo16(PhiloxU32x16 a, uint32_t m, PhiloxU32x16 *lo) {
+// hi and lo halves of the 32x32 -> 64-bit products a[l]·m. Vectors travel by pointer: a
+// 64-byte vector passed by value has another ABI with and without AVX-512.
+static inline void philox_mulhilo16_p(const PhiloxU32x16 *a, uint32_t m, PhiloxU32x16 *hi, PhiloxU32x16 *lo) {
 #if defined(__AVX512F__)
-    __m512i av = (__m512i)a, mv = _mm512_set1_epi32((int)m);
+    __m512i av = (__m512i)*a, mv = _mm512_set1_epi32((int)m);
     __m512i pe = _mm512_mul_epu32(av, mv);                                         // even lanes' products
     __m512i po = _mm512_mul_epu32(_mm512_shuffle_epi32(av, _MM_PERM_DDBB), mv);    // odd lanes' products
     *lo = (PhiloxU32x16)_mm512_mask_shuffle_epi32(pe, 0xAAAA, po, _MM_PERM_CCAA);
-    return (PhiloxU32x16)_mm512_mask_shuffle_epi32(po, 0x5555, pe, _MM_PERM_DDBB);
+    *hi = (PhiloxU32x16)_mm512_mask_shuffle_epi32(po, 0x5555, pe, _MM_PERM_DDBB);
 #else
-    PhiloxU64x8 pe = ((PhiloxU64x8)a & 0xffffffffu) * (uint64_t)m;
-    PhiloxU64x8 po = ((PhiloxU64x8)a >> 32) * (uint64_t)m;
-    *lo = a * m;
-    return (PhiloxU32x16)((pe >> 32) | (po & 0xffffffff00000000ull));
+    PhiloxU64x8 pe = ((PhiloxU64x8)*a & 0xffffffffu) * (uint64_t)m;
+    PhiloxU64x8 po = ((PhiloxU64x8)*a >> 32) * (uint64_t)m;
+    *lo = *a * m;
+    *hi = (PhiloxU32x16)((pe >> 32) | (po & 0xffffffff00000000ull));
 #endif
 }
+#define philox_mulhilo16(a, m, lo)                                                                                    \
+    __extension__({                                                                                                   \
+        PhiloxU32x16 a_ = (a), h_;                                                                                    \
+        philox_mulhilo16_p(&a_, (m), &h_, (lo));                                                                      \
+        h_;                                                                                                           \
+    })
 
 // What rounds 1-2 compute from the counter words that the 16 blocks share (ctr[1..3]
 // and the key): round 1 needs one product per lane instead of two, round 2 the same.
@@ -184,8 +191,8 @@ static inline void philox16_interleave4(const PhiloxU32x16 w[4], uint32_t e[64])
 }
 
 // Two 16-lane vectors to 32 elements alternating: e[2l] = a[l], e[2l + 1] = b[l].
-static inline void philox16_interleave2(PhiloxU32x16 a, PhiloxU32x16 b, uint32_t e[32]) {
-    PhiloxU32x16 o[2] = {PHILOX_SHUFFLE(a, b, PHILOX_LO), PHILOX_SHUFFLE(a, b, PHILOX_HI)};
+static inline void philox16_interleave2(const PhiloxU32x16 *a, const PhiloxU32x16 *b, uint32_t e[32]) {
+    PhiloxU32x16 o[2] = {PHILOX_SHUFFLE(*a, *b, PHILOX_LO), PHILOX_SHUFFLE(*a, *b, PHILOX_HI)};
     __builtin_memcpy(e, o, sizeof o);
 #undef PHILOX_LO
 #undef PHILOX_HI

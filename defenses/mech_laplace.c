@@ -282,8 +282,8 @@ static float laplace_safe_one(const Mech *m, float x, const uint32_t w[4], int j
 static inline void laplace_safe_chunk(const Mech *m, const void *ctx, float *restrict x, const PhiloxU32x16 w[4]) {
     uint32_t ea[32], eb[32];
     int n[32], pos[32];
-    philox16_interleave2(w[0], w[2], ea);
-    philox16_interleave2(w[1], w[3], eb);
+    philox16_interleave2(&w[0], &w[2], ea);
+    philox16_interleave2(&w[1], &w[3], eb);
     const MechLaplaceTable *tb = &m->tab.lap;
     const float lo = m->f_lo, hi = m->f_hi, il = m->f_e, lam = m->f_b;
     const int kmin = (int)m->lat_kmin, kmax = (int)m->lat_kmax;

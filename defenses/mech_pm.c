@@ -198,8 +198,8 @@ static inline void pm_safe_chunk(const Mech *m, const void *ctx, float *restrict
     uint32_t ea[32], eb[32], num[32], j[32];
     int a[32];
     double inv[32];
-    philox16_interleave2(w[0], w[2], ea);
-    philox16_interleave2(w[1], w[3], eb);
+    philox16_interleave2(&w[0], &w[2], ea);
+    philox16_interleave2(&w[1], &w[3], eb);
     const float lo = m->f_lo, hi = m->f_hi, c = m->f_c, ir = m->f_e, hg = m->f_d, step = m->f_a, base = m->f_b;
     const MechPmGrid g = m->tab.pm;
     const int gw = (int)(g.cells - g.window);

@@ -35,7 +35,7 @@ START_TEST(philox16_matches_rng_block) {
         philox16_blocks(&p, (uint32_t)base, w);
         uint32_t e4[64], e2[32];
         philox16_interleave4(w, e4);
-        philox16_interleave2(w[1], w[3], e2);
+        philox16_interleave2(&w[1], &w[3], e2);
         for (int l = 0; l < 16; l++) {
             uint32_t ref[4];
             rng_block(&s, base + (uint64_t)l, ref);
