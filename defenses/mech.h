@@ -225,11 +225,11 @@ typedef struct MechPmGrid {
     double scale;               // the unbiasing factor of the output (≈ 1)
 } MechPmGrid;
 
-// The safe spm sampler: G cells over [1, C] with c_keep words per cell keeping the sign,
-// c_flip flipping it, the rest output 0.
+// The safe spm sampler: G cells over [1, C] with c_keep words per cell keeping the sign and
+// c_flip flipping it (G·(c_keep + c_flip) = 2^32).
 typedef struct MechSpmGrid {
     uint32_t cells, c_keep, c_flip;
-    uint32_t keep_words, all_words;
+    uint32_t keep_words;    // G·c_keep
     double inv_keep, inv_flip;
 } MechSpmGrid;
 

@@ -156,7 +156,6 @@ static FpStatus spm_safe_setup(Mech *m, FpError *err) {
     g->c_keep = (uint32_t)c_keep;
     g->c_flip = (uint32_t)c_flip;
     g->keep_words = (uint32_t)(cells * c_keep);
-    g->all_words = 0xffffffffu;   // every word keeps or flips
     g->inv_keep = 1 / c_keep;
     g->inv_flip = 1 / c_flip;
     if (m->spec.variant != MV_PAPER)

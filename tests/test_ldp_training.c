@@ -501,6 +501,9 @@ START_TEST(cli_bad_parameters_exit_2) {
         {"{\"name\":\"ldp-fl\",\"epsilon\":0.6,\"range\":\"layer\",\"upload\":\"delta\"}", "defense.range"},
         {"{\"name\":\"adaptive-harmony\",\"epsilon\":1,\"clip\":1,\"self_sampling\":2}", "defense.self_sampling"},
         {"{\"name\":\"spm\",\"epsilon\":0.6,\"sigma\":1}", "defense.sigma"},
+        {"{\"name\":\"laplace\",\"epsilon\":0.6,\"clip\":1,\"sampler\":\"fast\"}", "defense.sampler"},
+        {"{\"name\":\"duchi\",\"epsilon\":0.6,\"clip\":1,\"sampler\":\"float\"}", "defense.sampler"},
+        {"{\"name\":\"laplace\",\"epsilon\":0.001,\"clip\":1}", "defense.epsilon"},
     };
     static char out[8192], errb[8192];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -451,6 +451,11 @@ START_TEST(bad_parameters_name_the_json_path) {
         {"{\"name\":\"rr\",\"epsilon\":1}", MECH_PARSE_DEFENSE, "defense.name: unknown mechanism \"rr\""},
         {"{\"name\":\"nope\",\"epsilon\":1}", MECH_PARSE_AUDIT, "defense.name: unknown mechanism"},
         {"[1]", MECH_PARSE_AUDIT, "defense: must be an object"},
+        {"{\"name\":\"duchi\",\"epsilon\":1,\"sampler\":\"float\"}", MECH_PARSE_AUDIT,
+         "defense.sampler: duchi has one sampler, \"safe\""},
+        {"{\"name\":\"pm\",\"epsilon\":1,\"sampler\":\"double\"}", MECH_PARSE_AUDIT,
+         "defense.sampler: unknown sampler \"double\" (expected one of: safe, float)"},
+        {"{\"name\":\"pm\",\"epsilon\":1,\"sampler\":1}", MECH_PARSE_AUDIT, "defense.sampler"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         MechSpec sp;
@@ -468,6 +473,20 @@ START_TEST(bad_parameters_name_the_json_path) {
                      FP_OK);
     ck_assert_int_eq(mech_init(&m, &sp, &e), FP_EPARAM);
     ck_assert_ptr_nonnull(strstr(e.msg, "defense.epsilon: the classic Gaussian"));
+    // The safe samplers' tables have limits; the message names the float sampler.
+    ck_assert_int_eq(parse_text("{\"name\":\"laplace\",\"epsilon\":0.001,\"clip\":1}", MECH_PARSE_DEFENSE, NULL,
+                                &sp, &e),
+                     FP_OK);
+    ck_assert_int_eq(mech_init(&m, &sp, &e), FP_EPARAM);
+    ck_assert_ptr_nonnull(strstr(e.msg, "defense.epsilon: the safe laplace sampler needs epsilon >="));
+    ck_assert_ptr_nonnull(strstr(e.msg, "\"sampler\": \"float\""));
+    ck_assert_int_eq(parse_text("{\"name\":\"gaussian\",\"epsilon\":0.01,\"clip\":1}", MECH_PARSE_DEFENSE, NULL,
+                                &sp, &e),
+                     FP_OK);
+    ck_assert_int_eq(mech_init(&m, &sp, &e), FP_EPARAM);
+    ck_assert_ptr_nonnull(strstr(e.msg, "defense.epsilon: the safe gaussian sampler holds sigma up to"));
+    sp.sampler = MECH_SAMPLER_FLOAT;   // the float samplers take them
+    ck_assert_int_eq(mech_init(&m, &sp, &e), FP_OK);
     // Defaults: duchi/pm get [-1, 1] in an audit; variants default to the first listed.
     ck_assert_int_eq(parse_text("{\"name\":\"pm\",\"epsilon\":1}", MECH_PARSE_AUDIT, NULL, &sp, &e), FP_OK);
     ck_assert(sp.has_range && sp.lo == -1 && sp.hi == 1);
