@@ -150,22 +150,18 @@ FpStatus mech_defense_perturb(void *state, float *upload, const DefenseRound *ro
 }
 
 void mech_defense_guarantee(const MechDefense *d, double proven_total, PrivacyRecord *rec) {
-    int n = 0;
+    // defense_privacy() settles the record (defenses/defense.h): a proven bound with an
+    // assumption becomes conditional, a record without guarantee shows ∞.
+    rec->epsilon_total_sound = proven_total;
     if (!isfinite(proven_total)) {
         rec->guarantee = GUARANTEE_NONE;
-        rec->epsilon_total_sound = INFINITY;
         if (d->reason[0])
-            rec->assumptions[n++] = d->reason;
-    } else if (d->raw > 0) {
-        rec->guarantee = GUARANTEE_CONDITIONAL;
-        rec->epsilon_total_sound = INFINITY;
-        rec->epsilon_total_conditional = proven_total;
-        rec->assumptions[n++] = d->raw_note;
-    } else {
-        rec->guarantee = GUARANTEE_PROVEN;
-        rec->epsilon_total_sound = proven_total;
+            privacy_assume(rec, d->reason);
+        return;
     }
-    rec->assumptions[n] = NULL;
+    rec->guarantee = GUARANTEE_PROVEN;
+    if (d->raw > 0)
+        privacy_assume(rec, d->raw_note);
 }
 
 void mech_defense_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
@@ -191,10 +187,10 @@ void mech_defense_privacy(const void *state, int rounds_done, PrivacyRecord *rec
                             "signs are protected (d x rounds x epsilon for all of them, with the safe sampler)";
         rec->guarantee = GUARANTEE_NONE;
         rec->epsilon_total_sound = INFINITY;
-        rec->assumptions[0] = "SPM outputs k|w|t with t in [1, C]: the magnitude of every weight is revealed "
-                              "within a factor C, so no epsilon bounds what the upload reveals about the values";
+        privacy_assume(rec, "SPM outputs k|w|t with t in [1, C]: the magnitude of every weight is revealed "
+                            "within a factor C, so no epsilon bounds what the upload reveals about the values");
         if (d->reason[0])
-            rec->assumptions[1] = d->reason;
+            privacy_assume(rec, d->reason);
         return;
     }
     if (m->spec.ops == &mech_gaussian) {

@@ -50,9 +50,10 @@ UploadKind mech_defense_upload_kind(const void *state);
 FpStatus mech_defense_layer_mech(const MechDefense *d, int l, const DefenseRound *round, Mech *out, FpError *err);
 FpStatus mech_defense_perturb(void *state, float *upload, const DefenseRound *round, FpError *err);
 void mech_defense_privacy(const void *state, int rounds_done, PrivacyRecord *rec);
-// Sets rec's guarantee from the sampler and the upload: proven_total (the mechanism's
-// bound over the rounds, INFINITY when none) becomes epsilon_total_sound (proven),
-// epsilon_total_conditional (raw scalars in the upload) or INFINITY with the reason.
+// Sets rec's bound and guarantee from the sampler and the upload: proven_total (the
+// mechanism's bound over the rounds, INFINITY when none) with guarantee proven, the raw
+// scalars' assumption when the upload carries any (so defense_privacy() settles it as
+// conditional), or guarantee none with the float sampler's reason.
 void mech_defense_guarantee(const MechDefense *d, double proven_total, PrivacyRecord *rec);
 void mech_defense_describe(const void *state, cJSON *out);
 // UploadParams: the mechanism's name, ε per scalar, its range's half-width as the clip
