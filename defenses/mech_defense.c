@@ -248,30 +248,38 @@ void mech_defense_describe(const void *state, cJSON *out) {
 
 void mech_defense_upload_params(const void *state, const DefenseRound *round, UploadParams *out) {
     const MechDefense *d = state;
-    const MechInfo *info = mech_info(d->mech.spec.kind);
+    const MechOps *ops = d->mech.spec.ops;
     *out = upload_params_none();
-    out->noise = info->name;
+    out->noise = ops->name;
     out->epsilon = d->mech.spec.eps;
-    int ranged = info->range != MECH_RANGE_NONE;
+    int ranged = ops->range != MECH_RANGE_NONE, additive = ops == &mech_laplace || ops == &mech_gaussian;
     if (ranged) {
         out->clip_norm = "range";
         out->clip = 0;
     }
+    Mech *layer_mech = d->mech.spec.range_per_layer ? malloc(sizeof *layer_mech) : NULL;
+    if (d->mech.spec.range_per_layer && !layer_mech)
+        return;
     for (int l = 0; l < d->n_layers; l++) {
         const ParamLayer *ly = &d->layers[l];
-        Mech m;
-        if (!ly->trainable || ly->count == 0 || mech_defense_layer_mech(d, l, round, &m, NULL) != FP_OK)
+        const Mech *m = &d->mech;
+        if (!ly->trainable || ly->count == 0)
             continue;
+        if (layer_mech) {
+            if (mech_defense_layer_mech(d, l, round, layer_mech, NULL) != FP_OK)
+                continue;
+            m = layer_mech;
+        }
         double var;
-        if (m.spec.kind == MECH_LAPLACE || m.spec.kind == MECH_GAUSSIAN)
-            var = m.sigma * m.sigma;
+        if (additive)
+            var = m->sigma * m->sigma;
         else if (!ranged)
-            var = mech_variance(&m, 1.0);
+            var = mech_variance(m, 1.0);
         else
-            var = fmax(mech_variance(&m, m.spec.lo), fmax(mech_variance(&m, m.c), mech_variance(&m, m.spec.hi)));
-        double scale = m.spec.kind == MECH_LAPLACE || m.spec.kind == MECH_GAUSSIAN ? m.sigma : sqrt(var);
-        out->noise_scale = fmax(out->noise_scale, scale);
+            var = fmax(mech_variance(m, m->spec.lo), fmax(mech_variance(m, m->c), mech_variance(m, m->spec.hi)));
+        out->noise_scale = fmax(out->noise_scale, additive ? m->sigma : sqrt(var));
         if (ranged)
-            out->clip = fmax(out->clip, m.r);
+            out->clip = fmax(out->clip, m->r);
     }
+    free(layer_mech);
 }

@@ -535,7 +535,8 @@ START_TEST(attack_records_the_deployed_defense) {
 }
 END_TEST
 
-// `spm` at ε = 1e-300: the defended upload is not finite. The attack says "diverged",
+// `spm` at ε = 1e-300 with its float sampler: the defended upload is not finite (C
+// overflows; the safe sampler refuses such an ε with exit 2). The attack says "diverged",
 // exits 1 and presents no similarity.
 START_TEST(diverged_attack_is_no_finding) {
     char probe[8];
@@ -551,7 +552,8 @@ START_TEST(diverged_attack_is_no_finding) {
     snprintf(text, sizeof text,
              "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\"},"
              " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"}, \"federation\": {\"clients\": 4},"
-             " \"defense\": {\"name\": \"spm\", \"epsilon\": 1e-300}, \"attack\": {\"images\": [0], \"steps\": 2}}",
+             " \"defense\": {\"name\": \"spm\", \"epsilon\": 1e-300, \"sampler\": \"float\"},"
+             " \"attack\": {\"images\": [0], \"steps\": 2}}",
              dir);
     write_file(cfg, text);
     const char *args[] = {"attack", "dlg", "--config", cfg, "--out", dir, NULL};
