@@ -18,8 +18,9 @@ static void usage(FILE *f) {
     fprintf(f, "usage: fedpriv attack NAME --config FILE.json --out DIR [--device cpu|cuda] [--threads N]\n"
                "  Runs the attack NAME (fedpriv list shows them) as the config's \"attack\" object says,\n"
                "  against the config's defense, and writes DIR/result.json. The config's attack.name,\n"
-               "  if present, must match NAME. Exit 0 when done, 1 if the attack diverged (the result\n"
-               "  says so, without metrics), 2 on bad input.\n");
+               "  if present, must match NAME. Membership attacks keep their reference models' logits\n"
+               "  in DIR/reference-models/: a rerun into DIR trains none of them again. Exit 0 when\n"
+               "  done, 1 if the attack diverged (the result says so, without metrics), 2 on bad input.\n");
 }
 
 static int make_dir(const char *dir, FpError *err) {
@@ -94,6 +95,9 @@ int cmd_attack(int argc, char **argv) {
         return cli_report_error("attack", &err);
     }
     env.ex = &ex;
+    char refdir[4200];
+    snprintf(refdir, sizeof refdir, "%s/reference-models", out);
+    env.reference_dir = refdir;
     if (ops->validate(&env, &err) != FP_OK || !make_dir(out, &err)) {
         fp_error_prefix(&err, config);
         rc = cli_report_error("attack", &err);

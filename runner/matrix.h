@@ -16,6 +16,8 @@
 //                              failed, diverged), rewritten atomically after each cell
 //   DIR/cells/ID.json          one cell's result, written atomically once the cell ends
 //   DIR/cells/ID/K-ATTACK/     the artifacts of attack K (PNG files, ...)
+//   DIR/reference-models/      the membership attacks' reference models (their logits
+//                              only; attacks/refcache.h), shared by every cell and rerun
 // A cell's ID is a readable slug plus a hash of everything that determines its result
 // (seed, backend, dataset, model, federation, the cell's defense object, the attacks).
 // A rerun skips every cell whose file exists with the same hash and status done or
