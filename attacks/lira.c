@@ -116,25 +116,59 @@ static double normal_logpdf(double x, double mu, double sd) {
     return -0.5 * u * u - log(sd);
 }
 
-// Mean and population variance of the values v[j] of the models whose member code for
-// this candidate is `code`; the count is returned.
-static int moments(const double *v, const unsigned char *member, int n_query, int N, int code, double *mu,
-                   double *var) {
+// Mean and population variance of the values v[j·n] of the models whose member code
+// (member[j·n]) is `code`; the count is returned.
+static int moments(const double *v, const unsigned char *member, int n, int N, int code, double *mu, double *var) {
     double s = 0, ss = 0;
     int k = 0;
     for (int j = 0; j < N; j++)
-        if (member[(size_t)j * n_query] == code) {
-            s += v[j];
+        if (member[(size_t)j * n] == code) {
+            s += v[(size_t)j * n];
             k++;
         }
     *mu = k ? s / k : NAN;
     for (int j = 0; j < N; j++)
-        if (member[(size_t)j * n_query] == code) {
-            double e = v[j] - *mu;
+        if (member[(size_t)j * n] == code) {
+            double e = v[(size_t)j * n] - *mu;
             ss += e * e;
         }
     *var = k ? ss / k : NAN;
     return k;
+}
+
+FpStatus mia_lira_scores(const double *phi_obs, const double *phi_refs, const unsigned char *member, int n, int N,
+                         int online, int fixed_variance, double *score, double *pooled_sigma, FpError *err) {
+    // Per candidate and hypothesis (OUT: 2i, IN: 2i + 1): mean and variance of φ.
+    double *mu = malloc(sizeof(double) * 2 * (size_t)n), *var = malloc(sizeof(double) * 2 * (size_t)n);
+    if (!mu || !var) {
+        free(mu);
+        free(var);
+        return fp_fail(err, FP_ENOMEM, "out of memory");
+    }
+    double pooled = 0;
+    for (int i = 0; i < n; i++) {
+        int k_out = moments(phi_refs + i, member + i, n, N, MIA_Q_OUT, &mu[2 * i], &var[2 * i]);
+        int k_in = moments(phi_refs + i, member + i, n, N, MIA_Q_IN, &mu[2 * i + 1], &var[2 * i + 1]);
+        if (k_out + k_in != N || k_out != (online ? N / 2 : N) || (online && N % 2)) {
+            free(mu);
+            free(var);
+            return fp_fail(err, FP_EPARAM, "lira: candidate %d is IN for %d of %d reference models (expected %s)", i,
+                           k_in, N, online ? "half" : "none");
+        }
+        pooled += (online ? 0.5 * (var[2 * i] + var[2 * i + 1]) : var[2 * i]) / n;
+    }
+    for (int i = 0; i < n; i++) {
+        double sd_out = sd_floor(fixed_variance ? pooled : var[2 * i]);
+        if (online) {
+            double sd_in = sd_floor(fixed_variance ? pooled : var[2 * i + 1]);
+            score[i] = normal_logpdf(phi_obs[i], mu[2 * i + 1], sd_in) - normal_logpdf(phi_obs[i], mu[2 * i], sd_out);
+        } else
+            score[i] = (phi_obs[i] - mu[2 * i]) / sd_out;
+    }
+    *pooled_sigma = sqrt(pooled);
+    free(mu);
+    free(var);
+    return FP_OK;
 }
 
 static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
@@ -153,44 +187,30 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
     const MiaRefSet *rs = &t->refs[o.variant];
     int C = t->n_classes, M = t->sz.members, n = 2 * M, N = o.n_models, Q = t->n_query;
     int online = o.variant == MIA_REF_ONLINE;
-    // Per candidate and hypothesis (OUT: 0, IN: 1): mean and variance of φ.
-    double *mu = malloc(sizeof(double) * 2 * (size_t)n), *var = malloc(sizeof(double) * 2 * (size_t)n);
-    double *phi = malloc(sizeof(double) * (size_t)n), *score = malloc(sizeof(double) * (size_t)n);
-    double *v = malloc(sizeof(double) * (size_t)N);
+    double *phi_r = malloc(sizeof(double) * (size_t)N * n), *phi = malloc(sizeof(double) * (size_t)n);
+    unsigned char *member = malloc((size_t)N * n);
+    double *score = malloc(sizeof(double) * (size_t)n), pooled_sigma = 0;
     int32_t *label = malloc(sizeof(int32_t) * (size_t)n);
     unsigned char *dec = malloc((size_t)n);
-    if (!mu || !var || !phi || !score || !v || !label || !dec) {
+    if (!phi_r || !phi || !member || !score || !label || !dec) {
         st = fp_fail(err, FP_ENOMEM, "out of memory");
         goto out;
     }
-    double pooled = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) { // the candidates are the first n queries
         int y = d->y[t->eval_idx[i]];
-        for (int j = 0; j < N; j++)
-            v[j] = mia_phi(rs->logits + ((size_t)j * Q + i) * C, C, y);
-        int k_out = moments(v, rs->member + i, Q, N, MIA_Q_OUT, &mu[2 * i], &var[2 * i]);
-        int k_in = moments(v, rs->member + i, Q, N, MIA_Q_IN, &mu[2 * i + 1], &var[2 * i + 1]);
-        if (k_out + k_in != N || k_out != (online ? N / 2 : N)) { // the design guarantees it
-            st = fp_fail(err, FP_EPARAM, "lira: candidate %d is IN for %d of %d reference models (expected %d)", i,
-                         k_in, N, online ? N / 2 : 0);
-            goto out;
+        for (int j = 0; j < N; j++) {
+            phi_r[(size_t)j * n + i] = mia_phi(rs->logits + ((size_t)j * Q + i) * C, C, y);
+            member[(size_t)j * n + i] = rs->member[(size_t)j * Q + i];
         }
-        pooled += (online ? 0.5 * (var[2 * i] + var[2 * i + 1]) : var[2 * i]) / n;
         phi[i] = mia_phi(t->eval_logits + (size_t)i * C, C, y);
         label[i] = i < M;
     }
+    st = mia_lira_scores(phi, phi_r, member, n, N, online, o.fixed_variance, score, &pooled_sigma, err);
+    if (st != FP_OK)
+        goto out;
     double z_alpha = normal_quantile(1.0 - o.alpha);
-    for (int i = 0; i < n; i++) {
-        double sd_out = sd_floor(o.fixed_variance ? pooled : var[2 * i]);
-        if (online) {
-            double sd_in = sd_floor(o.fixed_variance ? pooled : var[2 * i + 1]);
-            score[i] = normal_logpdf(phi[i], mu[2 * i + 1], sd_in) - normal_logpdf(phi[i], mu[2 * i], sd_out);
-            dec[i] = score[i] >= 0;
-        } else {
-            score[i] = (phi[i] - mu[2 * i]) / sd_out;
-            dec[i] = score[i] >= z_alpha;
-        }
-    }
+    for (int i = 0; i < n; i++)
+        dec[i] = online ? score[i] >= 0 : score[i] >= z_alpha;
     char rule[200];
     if (online)
         snprintf(rule, sizeof rule, "member iff the likelihood ratio N(phi; mu_in, sigma_in) / N(phi; mu_out, "
@@ -215,7 +235,7 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
     for (int j = 0; j < N; j++)
         acc += rs->test_accuracy[j];
     cJSON_AddNumberToObject(result, "shadow_test_accuracy_mean", acc / N);
-    cJSON_AddNumberToObject(result, "pooled_sigma", sqrt(pooled));
+    cJSON_AddNumberToObject(result, "pooled_sigma", pooled_sigma);
     if (!online)
         cJSON_AddNumberToObject(result, "alpha", o.alpha);
     // The same φ without the per-sample calibration: the global-threshold attack, for comparison.
@@ -241,11 +261,10 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON_AddNumberToObject(tm, "shadow_models_trained_now", rs->trained - before.trained);
     cJSON_AddNumberToObject(tm, "attack_seconds", now_seconds() - t0);
 out:
-    free(mu);
-    free(var);
+    free(phi_r);
     free(phi);
+    free(member);
     free(score);
-    free(v);
     free(label);
     free(dec);
     mia_target_release(env, t);

@@ -146,6 +146,48 @@ static int count_le(const double *v, int n, double x) {
     return lo;
 }
 
+FpStatus mia_rmia_scores(const double *lp_target, const double *lp_refs, const unsigned char *member, int n, int Z,
+                         int N, int online, double a, double gamma, double *score, double *log_ratio,
+                         int *population_used, FpError *err) {
+    int Q = n + Z;
+    double *lp = malloc(sizeof(double) * (size_t)(N ? N : 1)), *lr_z = malloc(sizeof(double) * (size_t)(Z ? Z : 1));
+    if (!lp || !lr_z) {
+        free(lp);
+        free(lr_z);
+        return fp_fail(err, FP_ENOMEM, "out of memory");
+    }
+    // log r(q) = log Pr(q | θ) − log Pr(q) for the candidates, then the population.
+    int Zu = 0; // the population samples some model did not train on
+    for (int q = 0; q < Q; q++) {
+        int k, candidate = q < n;
+        for (int j = 0; j < N; j++)
+            lp[j] = lp_refs[(size_t)j * Q + q];
+        double lpr = log_pr(lp, member + q, Q, N, online && candidate, !(online && candidate), a, &k);
+        if (candidate && !k) { // the design keeps every candidate OUT of the offline models and half the online ones
+            free(lp);
+            free(lr_z);
+            return fp_fail(err, FP_EPARAM, "rmia: candidate %d has no reference model to compare with", q);
+        }
+        if (candidate)
+            log_ratio[q] = lp_target[q] - lpr;
+        else if (k)
+            lr_z[Zu++] = lp_target[q] - lpr;
+    }
+    free(lp);
+    *population_used = Zu;
+    if (Zu == 0) {
+        free(lr_z);
+        return fp_fail(err, FP_EPARAM, "rmia: every population sample was in the training set of every reference "
+                       "model (raise the population or lower shadow_size)");
+    }
+    qsort(lr_z, (size_t)Zu, sizeof(double), cmp_double);
+    double lg = log(gamma);
+    for (int i = 0; i < n; i++)
+        score[i] = (double)count_le(lr_z, Zu, log_ratio[i] - lg) / Zu;
+    free(lr_z);
+    return FP_OK;
+}
+
 static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
     RmiaOptions o;
     FP_TRY(rmia_options(env, &o, err));
@@ -164,48 +206,30 @@ static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
     double t0 = now_seconds();
     const Dataset *d = env->ex->train;
     const MiaRefSet *rs = &t->refs[o.variant];
-    int C = t->n_classes, M = t->sz.members, n = 2 * M, N = o.n_models, Q = t->n_query, Z = o.population;
-    int online = o.variant == MIA_REF_ONLINE;
-    double *lp = malloc(sizeof(double) * (size_t)N), *lr_z = malloc(sizeof(double) * (size_t)Z);
+    int C = t->n_classes, M = t->sz.members, n = 2 * M, N = o.n_models, Q = t->n_query, Z = o.population, Zu = 0;
+    int online = o.variant == MIA_REF_ONLINE, Qa = n + Z; // the queries this attack reads: a prefix of Q
+    double *lp_t = malloc(sizeof(double) * (size_t)Qa), *lp_r = malloc(sizeof(double) * (size_t)N * Qa);
+    unsigned char *member = malloc((size_t)N * Qa);
     double *lr_x = malloc(sizeof(double) * (size_t)n), *score = malloc(sizeof(double) * (size_t)n);
     int32_t *label = malloc(sizeof(int32_t) * (size_t)n);
     unsigned char *dec = malloc((size_t)n);
-    if (!lp || !lr_z || !lr_x || !score || !label || !dec) {
+    if (!lp_t || !lp_r || !member || !lr_x || !score || !label || !dec) {
         st = fp_fail(err, FP_ENOMEM, "out of memory");
         goto out;
     }
-    // log r(q) = log Pr(q | θ) − log Pr(q) for the candidates, then the population.
-    for (int q = 0; q < 2 * M + Z; q++) {
-        int y = d->y[t->query_idx[q]], k;
-        for (int j = 0; j < N; j++)
-            lp[j] = log_prob(rs->logits + ((size_t)j * Q + q) * C, C, y);
-        int candidate = q < n;
-        double lpr = log_pr(lp, rs->member + q, Q, N, online && candidate, !(online && candidate), o.a, &k);
-        const float *zt = candidate ? t->eval_logits + (size_t)q * C : t->pop_logits + (size_t)(q - n) * C;
-        double lr = k ? log_prob(zt, C, y) - lpr : NAN;
-        if (candidate) {
-            if (!k) { // the design keeps every candidate OUT of the offline models and of half the online ones
-                st = fp_fail(err, FP_EPARAM, "rmia: candidate %d has no reference model to compare with", q);
-                goto out;
-            }
-            lr_x[q] = lr;
-            label[q] = q < M;
-        } else
-            lr_z[q - n] = lr;
+    for (int q = 0; q < Qa; q++) {
+        int y = d->y[t->query_idx[q]];
+        lp_t[q] = log_prob(q < n ? t->eval_logits + (size_t)q * C : t->pop_logits + (size_t)(q - n) * C, C, y);
+        for (int j = 0; j < N; j++) {
+            lp_r[(size_t)j * Qa + q] = log_prob(rs->logits + ((size_t)j * Q + q) * C, C, y);
+            member[(size_t)j * Qa + q] = rs->member[(size_t)j * Q + q];
+        }
     }
-    int Zu = 0; // the population samples some model did not train on
-    for (int i = 0; i < Z; i++)
-        if (!isnan(lr_z[i]))
-            lr_z[Zu++] = lr_z[i];
-    if (Zu == 0) {
-        st = fp_fail(err, FP_EPARAM, "%s.population: every population sample was in the training set of every "
-                     "reference model (raise the population or lower shadow_size)", env->path);
+    st = mia_rmia_scores(lp_t, lp_r, member, n, Z, N, online, o.a, o.gamma, score, lr_x, &Zu, err);
+    if (st != FP_OK)
         goto out;
-    }
-    qsort(lr_z, (size_t)Zu, sizeof(double), cmp_double);
-    double lg = log(o.gamma);
     for (int i = 0; i < n; i++) {
-        score[i] = (double)count_le(lr_z, Zu, lr_x[i] - lg) / Zu;
+        label[i] = i < M;
         dec[i] = score[i] >= o.beta;
     }
     char rule[200];
@@ -249,8 +273,9 @@ static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON_AddNumberToObject(tm, "shadow_models_trained_now", rs->trained - before.trained);
     cJSON_AddNumberToObject(tm, "attack_seconds", now_seconds() - t0);
 out:
-    free(lp);
-    free(lr_z);
+    free(lp_t);
+    free(lp_r);
+    free(member);
     free(lr_x);
     free(score);
     free(label);

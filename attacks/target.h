@@ -252,6 +252,25 @@ cJSON *mia_decision_json(const unsigned char *decisions, const int32_t *labels, 
 // *best_accuracy gets that accuracy.
 double mia_best_threshold(const double *scores, const int32_t *labels, int n, double *best_accuracy);
 
+// The scores of LiRA and RMIA from per-sample values (what lira.c and rmia.c compute
+// after reading their reference models; pure functions, exposed for the tests).
+// Model j's value on query q is at [j·Q + q], its member code (MIA_Q_*) likewise.
+//
+// LiRA (attacks/lira.c): phi_obs[i] the target's φ on candidate i, phi_refs the
+// reference models' (Q = n). Offline: z = (φ_obs − μ_out)/σ_out; online: log N(φ_obs;
+// μ_in, σ_in²) − log N(φ_obs; μ_out, σ_out²); fixed_variance: one σ, the root of the
+// mean of the per-candidate variances. *pooled_sigma gets that σ. FP_EPARAM when a
+// candidate is not OUT for every model (offline) or IN for exactly half (online).
+FpStatus mia_lira_scores(const double *phi_obs, const double *phi_refs, const unsigned char *member, int n, int N,
+                         int online, int fixed_variance, double *score, double *pooled_sigma, FpError *err);
+// RMIA (attacks/rmia.c): lp_target[q] = log Pr(q | θ) for the n candidates, then the Z
+// population samples (Q = n + Z); lp_refs the reference models'. Out: score[i] =
+// Score_MIA of candidate i, log_ratio[i] = log(Pr(x|θ)/Pr(x)), *population_used = the z
+// that some model did not train on.
+FpStatus mia_rmia_scores(const double *lp_target, const double *lp_refs, const unsigned char *member, int n, int Z,
+                         int N, int online, double a, double gamma, double *score, double *log_ratio,
+                         int *population_used, FpError *err);
+
 // The target block of a result ("target": kind, sizes, accuracies, training time,
 // whether an earlier attack of the cell trained it).
 void mia_target_describe(const MiaTarget *t, cJSON *result);
