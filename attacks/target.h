@@ -237,7 +237,7 @@ cJSON *mia_mlp_json(const MiaMlpConfig *cfg);
 // The metrics every MIA reports, into result: on the balanced eval set (labels[i] = 1
 // for members), from the scores (higher = more likely a member) and the attack's own
 // decisions (1 = member; NULL: decide score >= decision_threshold).
-//   auc, tpr_at_fpr {"0.01", "0.001"} with the rule stated, best_balanced_accuracy,
+//   auc, tpr_at_fpr {"0.01", "0.001", "0"} with the rule stated, best_balanced_accuracy,
 //   best_advantage; balanced_accuracy, precision, recall, advantage, tpr, fpr at the
 //   decision rule (described by rule); roc {fpr, tpr} thinned to <= 200 points that
 //   keep the low-FPR region; members / non_members.

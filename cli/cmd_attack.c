@@ -103,14 +103,16 @@ int cmd_attack(int argc, char **argv) {
         rc = cli_report_error("attack", &err);
         goto done;
     }
-    struct timespec t0, t1;
+    struct timespec t0, t1, c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     cJSON *res = cJSON_CreateObject();
     cJSON_AddStringToObject(res, "command", "attack");
     cJSON_AddStringToObject(res, "attack", ops->name);
     experiment_describe(&ex, NULL, res);
     FpStatus st = ops->run(&env, res, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     if (st == FP_EDIVERGED) {
         // A diverged run is a result, never a finding: the status and the reason, and
         // whatever the attack recorded of its setting (observations), no metrics.
@@ -127,6 +129,8 @@ int cmd_attack(int argc, char **argv) {
     } else
         cJSON_AddStringToObject(res, "status", "done");
     cJSON_AddNumberToObject(res, "wall_seconds", (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    // All threads' CPU time of the attack (data loading excluded, like wall_seconds).
+    cJSON_AddNumberToObject(res, "cpu_seconds", (c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) * 1e-9);
     char path[4096];
     snprintf(path, sizeof path, "%s/result.json", out);
     if (jv_write_file_atomic(path, res, &err) != FP_OK)

@@ -119,6 +119,7 @@ static inline void check_result_shape(const cJSON *r, int members) {
     }
     const cJSON *tf = cJSON_GetObjectItem(r, "tpr_at_fpr");
     ck_assert_double_le(num(tf, "0.001"), num(tf, "0.01"));
+    ck_assert_double_le(num(tf, "0"), num(tf, "0.001"));
     ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(r, "tpr_at_fpr_rule")->valuestring, "FPR <= t"));
     const cJSON *roc = cJSON_GetObjectItem(r, "roc");
     const cJSON *fpr = cJSON_GetObjectItem(roc, "fpr"), *tpr = cJSON_GetObjectItem(roc, "tpr");

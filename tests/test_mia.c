@@ -123,6 +123,21 @@ START_TEST(metrics_match_fixtures) {
     cJSON *c = cJSON_Parse(tiny_ties);
     ck_assert_ptr_nonnull(c);
     check_metrics_case(c);
+    // TPR at FPR 0: members ranked above every non-member. Here only the 0.9 (a member)
+    // beats the first non-member (0.8, tied with two members): 1 of 6.
+    {
+        const cJSON *sc = cJSON_GetObjectItem(c, "scores"), *lb = cJSON_GetObjectItem(c, "labels");
+        double s[12];
+        int32_t l[12];
+        for (int i = 0; i < 12; i++) {
+            s[i] = cJSON_GetArrayItem(sc, i)->valuedouble;
+            l[i] = cJSON_GetArrayItem(lb, i)->valueint;
+        }
+        cJSON *r = cJSON_CreateObject();
+        ck_assert_int_eq(mia_report(r, s, l, 12, NULL, 0.5, "test", NULL), FP_OK);
+        ck_assert_double_eq_tol(num(cJSON_GetObjectItem(r, "tpr_at_fpr"), "0"), 1.0 / 6, 1e-15);
+        cJSON_Delete(r);
+    }
     cJSON_Delete(c);
     cJSON *all = NULL;
     if (jv_load_file("fixtures/roc/reference.json", &all, NULL) != FP_OK) {
