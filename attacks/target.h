@@ -42,7 +42,9 @@
 // by loss, by confidence or by φ is the same global-threshold attack; working from φ
 // avoids the ties that float probabilities of exactly 1 would create.
 //
-// The cache is not thread-safe: the attacks of one cell run one after another.
+// The in-process cache (AttackCache) is not thread-safe: the attacks of one cell run one
+// after another. The on-disk reference-model cache (attacks/refcache.h) is safe for any
+// number of threads and processes.
 #ifndef FEDPRIV_ATTACKS_TARGET_H
 #define FEDPRIV_ATTACKS_TARGET_H
 
