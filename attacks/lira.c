@@ -258,7 +258,6 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");
     cJSON_AddNumberToObject(tm, "target_train_seconds", t->train_seconds);
     cJSON_AddNumberToObject(tm, "shadow_train_seconds", rs->seconds);
-    cJSON_AddNumberToObject(tm, "shadow_models_trained_now", rs->trained - before.trained);
     cJSON_AddNumberToObject(tm, "attack_seconds", now_seconds() - t0);
 out:
     free(phi_r);

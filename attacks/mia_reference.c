@@ -499,10 +499,6 @@ void mia_references_describe(const MiaTarget *t, MiaRefKind kind, int n_models, 
                                                                : "online: each candidate IN for exactly half");
     cJSON_AddNumberToObject(o, "models", n_models);
     cJSON_AddNumberToObject(o, "shadow_size", rs->size);
-    int trained = rs->trained - before->trained, loaded = rs->loaded - before->loaded;
-    cJSON_AddNumberToObject(o, "trained_now", trained);
-    cJSON_AddNumberToObject(o, "read_from_disk_cache", loaded);
-    cJSON_AddNumberToObject(o, "reused_from_earlier_attack", n_models - trained - loaded);
     cJSON_AddNumberToObject(o, "queries", t->n_query);
     cJSON_AddNumberToObject(o, "population_queried", t->n_population);
     double acc = 0;
@@ -510,4 +506,16 @@ void mia_references_describe(const MiaTarget *t, MiaRefKind kind, int n_models, 
         acc += rs->test_accuracy[j];
     cJSON_AddNumberToObject(o, "test_accuracy_mean", n_models ? acc / n_models : NAN);
     cJSON_AddNumberToObject(o, "stored_floats", (double)n_models * t->n_query * t->n_classes);
+    // Where they came from depends on what earlier runs left in the cache, not on the
+    // configuration: run-dependent, like timings, so it goes in the result's "run".
+    int trained = rs->trained - before->trained, loaded = rs->loaded - before->loaded;
+    cJSON *r = cJSON_AddObjectToObject(mia_run_object(result), "reference_models");
+    cJSON_AddNumberToObject(r, "trained_now", trained);
+    cJSON_AddNumberToObject(r, "read_from_disk_cache", loaded);
+    cJSON_AddNumberToObject(r, "reused_from_earlier_attack", n_models - trained - loaded);
+}
+
+cJSON *mia_run_object(cJSON *result) {
+    cJSON *r = cJSON_GetObjectItemCaseSensitive(result, "run");
+    return r ? r : cJSON_AddObjectToObject(result, "run");
 }

@@ -201,9 +201,10 @@ FpStatus mia_target_references(const AttackEnv *env, MiaTarget *t, MiaRefKind ki
 // shadow_size samples that holds half the candidates, a pool that fills the rest.
 FpStatus mia_online_check(const AttackEnv *env, const MiaTargetConfig *cfg, const MiaSizes *sz, int n_models,
                           int shadow_size, FpError *err);
-// The "reference_models" block of a result: kind, how many were used, trained now, read
-// from disk, reused from an earlier attack (counts since *before, a snapshot taken when
-// the attack started: MiaRefSet's trained and loaded).
+// The "reference_models" block of a result (kind, models, size, queries, mean test
+// accuracy, floats kept) and, in its "run" object, how many were trained now, read from
+// the disk cache or reused from an earlier attack (counts since *before, a snapshot of
+// the set taken when the attack started).
 void mia_references_describe(const MiaTarget *t, MiaRefKind kind, int n_models, const MiaRefSet *before,
                              cJSON *result);
 
@@ -272,6 +273,11 @@ FpStatus mia_lira_scores(const double *phi_obs, const double *phi_refs, const un
 FpStatus mia_rmia_scores(const double *lp_target, const double *lp_refs, const unsigned char *member, int n, int Z,
                          int N, int online, double a, double gamma, double *score, double *log_ratio,
                          int *population_used, FpError *err);
+
+// The result's "run" object (created when missing): what depends on the run rather than
+// on the configuration, such as where reference models came from. Like timings, it may
+// differ between an uninterrupted run and a resumed one (runner/matrix.h).
+cJSON *mia_run_object(cJSON *result);
 
 // The target block of a result ("target": kind, sizes, accuracies, training time,
 // whether an earlier attack of the cell trained it).

@@ -53,7 +53,7 @@ for s in seeds:
     l = json.load(open(f"{b}/fedpriv-{s}/lira.json"))
     r = json.load(open(f"{b}/fedpriv-{s}/rmia.json"))
     t = torch[s]
-    assert r["reference_models"]["trained_now"] == 0, "RMIA should read LiRA's models"
+    assert r["run"]["reference_models"]["trained_now"] == 0, "RMIA should read LiRA's models"
     rows.append((l["auc"], t["lira_auc"], r["auc"], t["rmia_auc"]))
     fw += l["wall_seconds"] + r["wall_seconds"]
     fc += l["cpu_seconds"] + r["cpu_seconds"]

@@ -23,8 +23,10 @@
 // A rerun skips every cell whose file exists with the same hash and status done or
 // diverged; failed and missing cells run again. Results are deterministic given the
 // seed, so a run killed at any moment (SIGKILL included) and rerun ends with the same
-// cell files as an uninterrupted run; only timings differ, and they live in keys named
-// "seconds" or ending in "_seconds", and in each cell's "run" object.
+// cell files as an uninterrupted run; only run-dependent facts differ: timings, in keys
+// named "seconds" or ending in "_seconds", and objects named "run" (the cell's; an
+// attack's, e.g. which reference models it trained and which it read from
+// DIR/reference-models/).
 #ifndef FEDPRIV_RUNNER_MATRIX_H
 #define FEDPRIV_RUNNER_MATRIX_H
 

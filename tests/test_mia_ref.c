@@ -426,6 +426,11 @@ static double auc_6sd(int m) { return 6.0 * sqrt((2.0 * m + 1) / (12.0 * m * (do
 
 static const cJSON *refs_of(const cJSON *r) { return cJSON_GetObjectItem(r, "reference_models"); }
 
+// Where an attack's reference models came from (run-dependent: the result's "run").
+static const cJSON *came_from(const cJSON *r) {
+    return cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "reference_models");
+}
+
 START_TEST(e2e_rmia_and_online_lira_share_and_leak) {
     Fixture fx;
     fixture_open(&fx, 0.1, 100);
@@ -442,7 +447,7 @@ START_TEST(e2e_rmia_and_online_lira_share_and_leak) {
     for (int i = 0; i < 5; i++) {
         check_result_shape(all[i], 100);
         ck_assert_msg(num(all[i], "auc") > 0.5 + auc_6sd(100), "%s auc %g", names[i], num(all[i], "auc"));
-        const cJSON *rf = refs_of(all[i]);
+        const cJSON *rf = came_from(all[i]);
         ck_assert_int_eq((int)num(rf, "trained_now"), trained[i]);
         ck_assert_int_eq((int)num(rf, "reused_from_earlier_attack"), reused[i]);
         ck_assert_int_eq((int)num(rf, "read_from_disk_cache"), 0);
@@ -502,7 +507,7 @@ static void first_entry(const char *dir, char *out, size_t n) {
 }
 
 static void expect_counts(const cJSON *r, int trained, int read, int reused) {
-    const cJSON *rf = refs_of(r);
+    const cJSON *rf = came_from(r);
     ck_assert_int_eq((int)num(rf, "trained_now"), trained);
     ck_assert_int_eq((int)num(rf, "read_from_disk_cache"), read);
     ck_assert_int_eq((int)num(rf, "reused_from_earlier_attack"), reused);
@@ -555,9 +560,8 @@ START_TEST(e2e_disk_cache_reruns_train_nothing) {
     // The ML-Leaks / Basic-MIA shadow goes through the same cache.
     cJSON *m1 = run_attack_in(&fx, "ml-leaks", "{}", NULL, refdir);
     cJSON *m2 = run_attack_in(&fx, "basic-mia", "{}", NULL, refdir);
-    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(m1, "shadow"), "read_from_disk_cache")));
-    ck_assert(cJSON_IsTrue(
-        cJSON_GetObjectItem(cJSON_GetObjectItem(m2, "confidence_threshold"), "shadow_read_from_disk_cache")));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetObjectItem(m1, "run"), "shadow_read_from_disk_cache")));
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetObjectItem(m2, "run"), "shadow_read_from_disk_cache")));
     ck_assert_int_eq(count_files(refdir, ".tmp."), 0);
     cJSON *all[] = {a, b, r, r_fresh, c, c2, p1, p2, p3, m1, m2};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
@@ -567,7 +571,7 @@ START_TEST(e2e_disk_cache_reruns_train_nothing) {
 END_TEST
 
 // The reference models trained by the attacks of the cells in dir: sums of
-// reference_models.trained_now, read_from_disk_cache and reused_from_earlier_attack.
+// run.reference_models.trained_now, read_from_disk_cache and reused_from_earlier_attack.
 // Every cell's LiRA must have the same AUC (*lira_auc: negative until the first).
 static void matrix_counts(const char *dir, int *trained, int *read, int *reused, double *lira_auc) {
     char cells[700];
@@ -588,9 +592,9 @@ static void matrix_counts(const char *dir, int *trained, int *read, int *reused,
         cJSON_ArrayForEach(a, cJSON_GetObjectItem(j, "attacks")) {
             ck_assert_str_eq(cJSON_GetObjectItem(a, "status")->valuestring, "done");
             const cJSON *res = cJSON_GetObjectItem(a, "result");
-            *trained += (int)num(refs_of(res), "trained_now");
-            *read += (int)num(refs_of(res), "read_from_disk_cache");
-            *reused += (int)num(refs_of(res), "reused_from_earlier_attack");
+            *trained += (int)num(came_from(res), "trained_now");
+            *read += (int)num(came_from(res), "read_from_disk_cache");
+            *reused += (int)num(came_from(res), "reused_from_earlier_attack");
             if (strcmp(cJSON_GetObjectItem(a, "name")->valuestring, "lira") == 0) {
                 if (*lira_auc >= 0)
                     ck_assert_double_eq(num(res, "auc"), *lira_auc);
