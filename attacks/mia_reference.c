@@ -75,7 +75,8 @@ static char *procedure_text(const AttackEnv *env, const MiaTarget *t) {
     if (ex->defense_json)
         cJSON_AddItemToObject(o, "defense", cJSON_Duplicate(ex->defense_json, 1));
     else
-        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "defense"), "name", ex->defense ? ex->defense->name : "none");
+        cJSON_AddStringToObject(cJSON_AddObjectToObject(o, "defense"), "name",
+                                ex->defense ? ex->defense->name : "none");
     cJSON *tg = cJSON_AddObjectToObject(o, "target");
     cJSON_AddNumberToObject(tg, "kind", t->cfg.kind);
     cJSON_AddNumberToObject(tg, "client", t->cfg.client);

@@ -614,7 +614,8 @@ static Matrix *load_matrix(const char *csv, const char *rmia_extra) {
              " \"federation\": {\"clients\": 2, \"rounds\": 3, \"local_epochs\": 15, \"samples_per_client\": 100,"
              " \"batch_size\": 20, \"lr\": 0.1, \"momentum\": 0.9}, \"threads\": 2, \"device\": \"cpu\","
              " \"defenses\": [{\"name\": \"none\"}],"
-             " \"attacks\": [{\"name\": \"lira\", \"shadow_models\": 16}, {\"name\": \"rmia\", \"shadow_models\": 16%s}]}",
+             " \"attacks\": [{\"name\": \"lira\", \"shadow_models\": 16},"
+             " {\"name\": \"rmia\", \"shadow_models\": 16%s}]}",
              csv, rmia_extra);
     cJSON *root = cJSON_Parse(text);
     ck_assert_ptr_nonnull(root);
