@@ -61,22 +61,27 @@ typedef struct {
     Experiment ex;
 } Fixture;
 
-static inline void fixture_open(Fixture *fx, double lr, int spc) {
+// The federation: 2 clients × spc samples, `rounds` rounds of `epochs` local epochs (SGD
+// lr, momentum 0.9, batch 20), an mlp with `hidden` units.
+static inline void fixture_open_sized(Fixture *fx, double lr, int spc, int rounds, int epochs, int hidden) {
     make_tmpdir(fx->dir, sizeof fx->dir);
     char csv[600], cfg[2048];
     snprintf(csv, sizeof csv, "%s/mixture.csv", fx->dir);
     write_mixture_csv(csv, 3000); // 2500 train / 500 test after the 1/6 holdout
     snprintf(cfg, sizeof cfg,
              "{\"seed\": 3, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"},"
-             " \"model\": {\"name\": \"mlp\", \"hidden\": [64]},"
-             " \"federation\": {\"clients\": 2, \"rounds\": 3, \"local_epochs\": 15, \"samples_per_client\": %d,"
+             " \"model\": {\"name\": \"mlp\", \"hidden\": [%d]},"
+             " \"federation\": {\"clients\": 2, \"rounds\": %d, \"local_epochs\": %d, \"samples_per_client\": %d,"
              " \"batch_size\": 20, \"lr\": %g, \"momentum\": 0.9}, \"threads\": 2}",
-             csv, spc, lr);
+             csv, hidden, rounds, epochs, spc, lr);
     fx->root = cJSON_Parse(cfg);
     ck_assert_ptr_nonnull(fx->root);
     FpError err = {0};
     ck_assert_msg(experiment_load(fx->root, NULL, "cpu", 2, &fx->ex, &err) == FP_OK, "%s", err.msg);
 }
+
+// The end-to-end tests' target: 3 rounds of 15 local epochs, 64 hidden units (overfits).
+static inline void fixture_open(Fixture *fx, double lr, int spc) { fixture_open_sized(fx, lr, spc, 3, 15, 64); }
 
 static inline void fixture_close(Fixture *fx) {
     experiment_free(&fx->ex);
