@@ -18,7 +18,8 @@
 // Decision: member iff p <= alpha (default 0.05), i.e. z >= Φ⁻¹(1 − alpha).
 //
 // "variant": "online": N models (N even), each candidate IN for exactly N/2 of them (the
-// paper's 50% inclusion, as balanced as its reference code makes it). Per candidate
+// paper's 50% inclusion, as balanced as its reference code makes it; fewer when a client of
+// a reference federation never took part, as its records are OUT there). Per candidate
 // Gaussians are fitted to the IN values, N(μ_in, σ_in²), and to the OUT values,
 // N(μ_out, σ_out²); the score is the log likelihood ratio (the paper's Algorithm 1)
 //     log Λ = log N(φ_obs; μ_in, σ_in²) − log N(φ_obs; μ_out, σ_out²),
@@ -149,11 +150,16 @@ FpStatus mia_lira_scores(const double *phi_obs, const double *phi_refs, const un
     for (int i = 0; i < n; i++) {
         int k_out = moments(phi_refs + i, member + i, n, N, MIA_Q_OUT, &mu[2 * i], &var[2 * i]);
         int k_in = moments(phi_refs + i, member + i, n, N, MIA_Q_IN, &mu[2 * i + 1], &var[2 * i + 1]);
-        if (k_out + k_in != N || k_out != (online ? N / 2 : N) || (online && N % 2)) {
+        // The designs: offline, never IN; online, IN for half the models, fewer when a
+        // client of a reference federation never took part (its records are OUT there),
+        // but at least one of each.
+        if (k_out + k_in != N || (online ? k_in < 1 || k_out < 1 || k_in > N / 2 : k_in != 0)) {
             free(mu);
             free(var);
-            return fp_fail(err, FP_EPARAM, "lira: candidate %d is IN for %d of %d reference models (expected %s)", i,
-                           k_in, N, online ? "half" : "none");
+            return fp_fail(err, FP_EPARAM, "lira: candidate %d is IN for %d of %d reference models (%s)", i, k_in, N,
+                           online ? "the online variant needs IN and OUT models for each: raise shadow_models, or "
+                                    "federation.sample_rate so that reference clients take part"
+                                  : "expected none");
         }
         pooled += (online ? 0.5 * (var[2 * i] + var[2 * i + 1]) : var[2 * i]) / n;
     }

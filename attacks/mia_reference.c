@@ -114,10 +114,35 @@ typedef struct RefRequest {
     const uint32_t *query;        // samples to score
     const uint64_t *content;      // their content hashes
     int n_query;
+    unsigned char *member;        // in: the plan's MIA_Q_* per query; out: corrected for clients
+                                  // that never took part (or read from the cache); may be NULL
     float *logits;                // out: n_query × C
     double test_accuracy;         // out
     int loaded;                   // out: 1 when read from the on-disk cache
 } RefRequest;
+
+// A client that the server never sampled (or whose self-sampling kept it out of every
+// round) trained on nothing: its piece of the training list is OUT for this model
+// (client k holds positions [k·n/K, (k+1)·n/K), as mia_train_model splits it).
+static FpStatus drop_untrained(int n_data, RefRequest *rq, int K, const int *took_part, FpError *err) {
+    int idle = 0;
+    for (int k = 0; k < K; k++)
+        idle += took_part[k] == 0;
+    if (!idle)
+        return FP_OK;
+    unsigned char *untrained = calloc((size_t)n_data, 1);
+    if (!untrained)
+        return fp_fail(err, FP_ENOMEM, "out of memory");
+    for (int k = 0; k < K; k++)
+        if (!took_part[k])
+            for (long long i = (long long)k * rq->n_train / K; i < (long long)(k + 1) * rq->n_train / K; i++)
+                untrained[rq->train[i]] = 1;
+    for (int q = 0; q < rq->n_query; q++)
+        if (untrained[rq->query[q]])
+            rq->member[q] = MIA_Q_OUT;
+    free(untrained);
+    return FP_OK;
+}
 
 static FpStatus reference_obtain(const AttackEnv *env, const MiaTarget *t, RefRequest *rq, int threads,
                                  FpError *err) {
@@ -132,7 +157,7 @@ static FpStatus reference_obtain(const AttackEnv *env, const MiaTarget *t, RefRe
         FpError lerr = {0};
         int hit = 0;
         FpStatus ls = refcache_load(env->reference_dir, id, rq->query, rq->content, rq->n_query, C, rq->logits,
-                                    &rq->test_accuracy, &hit, &lerr);
+                                    rq->member, &rq->test_accuracy, &hit, &lerr);
         if (ls == FP_ENOMEM) {
             free(id);
             if (err)
@@ -148,8 +173,14 @@ static FpStatus reference_obtain(const AttackEnv *env, const MiaTarget *t, RefRe
         }
     }
     Model *m = NULL;
-    FpStatus st = mia_train_model(env, &t->cfg, rq->train, rq->n_train, rq->seed, 1, t->shadow_test, 1, threads, NULL,
-                                  &m, NULL, NULL, NULL, err);
+    int K = ex->fed.clients, *took_part = t->cfg.kind == MIA_TARGET_CENTRAL ? NULL : calloc((size_t)K, sizeof(int));
+    FpStatus st = t->cfg.kind != MIA_TARGET_CENTRAL && !took_part ? fp_fail(err, FP_ENOMEM, "out of memory") : FP_OK;
+    if (st == FP_OK)
+        st = mia_train_model(env, &t->cfg, rq->train, rq->n_train, rq->seed, 1, t->shadow_test, 1, threads, NULL, &m,
+                             NULL, NULL, took_part, err);
+    if (st == FP_OK && took_part && rq->member)
+        st = drop_untrained(ex->train->n, rq, K, took_part, err);
+    free(took_part);
     if (st == FP_OK)
         st = mia_logits(m, ex->train, rq->query, rq->n_query, threads, rq->logits, err);
     if (st == FP_OK)
@@ -157,7 +188,7 @@ static FpStatus reference_obtain(const AttackEnv *env, const MiaTarget *t, RefRe
     model_free(m);
     if (st == FP_OK && id) { // a cache that cannot be written costs time, not correctness
         FpError werr = {0};
-        if (refcache_store(env->reference_dir, id, rq->query, rq->content, rq->n_query, C, rq->logits,
+        if (refcache_store(env->reference_dir, id, rq->query, rq->content, rq->n_query, C, rq->logits, rq->member,
                            rq->test_accuracy, &werr) != FP_OK && !env->quiet)
             fprintf(stderr, "mia: reference-model cache: %s (going on without it)\n", werr.msg);
     }
@@ -380,7 +411,8 @@ static FpStatus reference_model(RefJob *jb, int j, RefScratch *w) {
     double t0 = now_seconds();
     uint64_t seed = reference_plan(jb->env, t, jb->kind, j, rs->size, w, rs->member + row);
     RefRequest rq = {.train = w->train, .n_train = rs->size, .seed = seed, .query = t->query_idx,
-                     .content = t->query_content, .n_query = t->n_query, .logits = rs->logits + row * t->n_classes};
+                     .content = t->query_content, .n_query = t->n_query, .member = rs->member + row,
+                     .logits = rs->logits + row * t->n_classes};
     FP_TRY(reference_obtain(jb->env, t, &rq, jb->threads, &jb->err));
     rs->test_accuracy[j] = rq.test_accuracy;
     jb->loaded[j] = (unsigned char)rq.loaded;
@@ -507,6 +539,22 @@ void mia_references_describe(const MiaTarget *t, MiaRefKind kind, int n_models, 
         acc += rs->test_accuracy[j];
     cJSON_AddNumberToObject(o, "test_accuracy_mean", n_models ? acc / n_models : NAN);
     cJSON_AddNumberToObject(o, "stored_floats", (double)n_models * t->n_query * t->n_classes);
+    if (kind == MIA_REF_ONLINE) { // N/2 each, fewer where a reference client never took part
+        int lo = n_models, hi = 0;
+        double sum = 0;
+        for (int i = 0; i < 2 * t->sz.members; i++) {
+            int k = 0;
+            for (int j = 0; j < n_models; j++)
+                k += rs->member[(size_t)j * t->n_query + i] == MIA_Q_IN;
+            lo = k < lo ? k : lo;
+            hi = k > hi ? k : hi;
+            sum += k;
+        }
+        cJSON *c = cJSON_AddObjectToObject(o, "in_models_per_candidate");
+        cJSON_AddNumberToObject(c, "min", lo);
+        cJSON_AddNumberToObject(c, "mean", sum / (2 * t->sz.members));
+        cJSON_AddNumberToObject(c, "max", hi);
+    }
     // Where they came from depends on what earlier runs left in the cache, not on the
     // configuration: run-dependent, like timings, so it goes in the result's "run".
     int trained = rs->trained - before->trained, loaded = rs->loaded - before->loaded;

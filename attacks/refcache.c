@@ -12,7 +12,7 @@
 
 #define REFCACHE_MAGIC "FPREFLG1"
 #define REFCACHE_BOM 0x01020304u
-#define REFCACHE_FORMAT 1u
+#define REFCACHE_FORMAT 2u
 #define REFCACHE_HEADER (8 + 5 * 4 + 8)
 #define REFCACHE_MAX_BYTES ((size_t)1 << 32) // no entry is this large: a bigger file is damaged
 
@@ -91,7 +91,8 @@ static FpStatus read_all(const char *path, unsigned char **data, size_t *n, int 
 }
 
 FpStatus refcache_load(const char *dir, const char *identity, const uint32_t *query, const uint64_t *content,
-                       int n_query, int n_classes, float *logits, double *test_accuracy, int *hit, FpError *err) {
+                       int n_query, int n_classes, float *logits, unsigned char *member, double *test_accuracy,
+                       int *hit, FpError *err) {
     *hit = 0;
     char path[4200];
     refcache_path(dir, identity, path, sizeof path);
@@ -116,7 +117,7 @@ FpStatus refcache_load(const char *dir, const char *identity, const uint32_t *qu
         goto out;
     }
     // The exact size the header announces (in 64 bits: no overflow for u32 counts).
-    uint64_t need = (uint64_t)REFCACHE_HEADER + id_len + (uint64_t)nq * (4 + 8) + (uint64_t)nq * nc * 4 + 4;
+    uint64_t need = (uint64_t)REFCACHE_HEADER + id_len + (uint64_t)nq * (4 + 8 + 1) + (uint64_t)nq * nc * 4 + 4;
     if (need != n) {
         st = fp_fail(err, FP_EFORMAT, "%s: %zu bytes, the header announces %llu (truncated or damaged)", path, n,
                      (unsigned long long)need);
@@ -134,7 +135,7 @@ FpStatus refcache_load(const char *dir, const char *identity, const uint32_t *qu
         nq < (uint32_t)n_query)
         goto out;
     r.at += id_len;
-    const unsigned char *q = data + r.at, *c = q + (size_t)nq * 4, *z = c + (size_t)nq * 8;
+    const unsigned char *q = data + r.at, *c = q + (size_t)nq * 4, *mb = c + (size_t)nq * 8, *z = mb + nq;
     for (int i = 0; i < n_query; i++) {
         uint32_t qi;
         uint64_t ci;
@@ -144,6 +145,8 @@ FpStatus refcache_load(const char *dir, const char *identity, const uint32_t *qu
             goto out;
     }
     memcpy(logits, z, sizeof(float) * (size_t)n_query * n_classes);
+    if (member)
+        memcpy(member, mb, (size_t)n_query);
     if (test_accuracy)
         *test_accuracy = acc;
     *hit = 1;
@@ -158,7 +161,8 @@ static int put(FILE *f, const void *p, size_t n, uLong *crc) {
 }
 
 FpStatus refcache_store(const char *dir, const char *identity, const uint32_t *query, const uint64_t *content,
-                        int n_query, int n_classes, const float *logits, double test_accuracy, FpError *err) {
+                        int n_query, int n_classes, const float *logits, const unsigned char *member,
+                        double test_accuracy, FpError *err) {
     if (mkdir(dir, 0777) != 0 && errno != EEXIST)
         return fp_fail(err, FP_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
     char path[4200], tmp[4300];
@@ -168,8 +172,10 @@ FpStatus refcache_store(const char *dir, const char *identity, const uint32_t *q
     if (fd < 0)
         return fp_fail(err, FP_EIO, "%s: cannot create a temp file: %s", dir, strerror(errno));
     fchmod(fd, 0644); // mkstemp's 0600 would hide the entry from other users of a shared run folder
-    FILE *f = fdopen(fd, "wb");
+    unsigned char *codes = member ? NULL : calloc((size_t)(n_query ? n_query : 1), 1);
+    FILE *f = codes || member ? fdopen(fd, "wb") : NULL;
     if (!f) {
+        free(codes);
         close(fd);
         unlink(tmp);
         return fp_fail(err, FP_EIO, "%s: cannot write: %s", tmp, strerror(errno));
@@ -181,7 +187,9 @@ FpStatus refcache_store(const char *dir, const char *identity, const uint32_t *q
              put(f, &test_accuracy, 8, &crc) &&
              put(f, identity, head[2], &crc) && put(f, query, sizeof(uint32_t) * (size_t)n_query, &crc) &&
              put(f, content, sizeof(uint64_t) * (size_t)n_query, &crc) &&
+             put(f, member ? member : codes, (size_t)n_query, &crc) &&
              put(f, logits, sizeof(float) * (size_t)n_query * n_classes, &crc);
+    free(codes);
     uint32_t c32 = (uint32_t)crc;
     ok = ok && fwrite(&c32, 4, 1, f) == 1 && fflush(f) == 0 && fsync(fileno(f)) == 0;
     int saved = errno;

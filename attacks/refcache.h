@@ -2,7 +2,8 @@
 // model is identified by its identity text: the training procedure (architecture,
 // federation settings, defense, target kind, backend), its training data (indices and a
 // hash of their content), its seed, and the version of the training code
-// (FEDPRIV_VERSION). Once trained, only its logits on the queried samples are kept, not
+// (FEDPRIV_VERSION, as in a matrix cell's identity: a change to what training computes
+// must raise it). Once trained, only its logits on the queried samples are kept, not
 // its weights: an entry holds n_query × n_classes floats, so the cache grows with
 // candidates × models, not with models × parameters.
 //
@@ -15,6 +16,8 @@
 //   identity bytes
 //   u32 query[n_query]          indices into the training set
 //   u64 content[n_query]        a hash of each queried sample (features and label)
+//   u8  member[n_query]         what the model's training was to each query (MIA_Q_* of
+//                               attacks/target.h: out, in its member set, another client's)
 //   f32 logits[n_query × n_classes]
 //   u32 crc32 of everything before it (zlib)
 //
@@ -43,15 +46,18 @@ uint64_t refcache_hash(uint64_t h0, const void *data, size_t n);
 // The entry's file name for an identity: DIR/HASH.ref (out: at least len(dir) + 40 bytes).
 void refcache_path(const char *dir, const char *identity, char *out, size_t n);
 
-// Looks up identity in dir. *hit = 1 and logits (n_query × n_classes) filled when a
-// valid entry covers the queries; *hit = 0 when there is none (or it covers other
+// Looks up identity in dir. *hit = 1 and logits (n_query × n_classes) and member
+// (n_query codes; may be NULL) filled when a valid entry covers the queries; *hit = 0 when there is none (or it covers other
 // queries). A damaged entry (truncated, bad checksum, foreign format) is FP_EFORMAT with
 // the file named, *hit = 0: the caller retrains and overwrites it.
 FpStatus refcache_load(const char *dir, const char *identity, const uint32_t *query, const uint64_t *content,
-                       int n_query, int n_classes, float *logits, double *test_accuracy, int *hit, FpError *err);
+                       int n_query, int n_classes, float *logits, unsigned char *member, double *test_accuracy,
+                       int *hit, FpError *err);
 
-// Writes the entry atomically (creates dir when missing; its parent must exist).
+// Writes the entry atomically (creates dir when missing; its parent must exist). member
+// may be NULL (all zero).
 FpStatus refcache_store(const char *dir, const char *identity, const uint32_t *query, const uint64_t *content,
-                        int n_query, int n_classes, const float *logits, double test_accuracy, FpError *err);
+                        int n_query, int n_classes, const float *logits, const unsigned char *member,
+                        double test_accuracy, FpError *err);
 
 #endif

@@ -6,7 +6,10 @@
 // (from logits in double precision; its log is −softplus(−φ), exact where p_y rounds
 // to 0 or 1). Pr(q) is its mean over reference models θ' (the paper's §3, Eq. 5):
 //   online  (x a candidate; each candidate is IN for exactly half of the N models):
-//           Pr(x) = mean over all N models = ½ (Pr_IN(x) + Pr_OUT(x));
+//           Pr(x) = ½ (Pr_IN(x) + Pr_OUT(x)), the means over its IN and its OUT models (the
+//           mean over all N, unless a client of a reference federation never took part:
+//           its records are OUT there; a candidate left without IN models takes the
+//           offline approximation);
 //   offline (no IN model exists): Pr(x) = ½ ((1 + a) Pr_OUT(x) + (1 − a)), the paper's
 //           linear approximation Pr_IN(x) ≈ a Pr_OUT(x) + (1 − a) ("offline_a", a in [0, 1]),
 //           with Pr_OUT(x) the mean over the models that did not train on x.
@@ -106,26 +109,36 @@ static double log_prob(const float *z, int C, int y) {
     return phi > 0 ? -log1p(exp(-phi)) : phi - log1p(exp(phi));
 }
 
-// log Pr(q) from the reference models' log p_y of query q: the mean over the models whose
-// member code is accepted (all: online candidates; OUT: otherwise), through the offline
-// approximation when offline is set. -INFINITY with *count = 0 when no model qualifies.
-static double log_pr(const double *lp, const unsigned char *member, int n_query, int N, int all, int offline,
-                     double a, int *count) {
+// log of the mean of Pr(q | θ′) over the models whose member code for q is `code`
+// (*count of them; -INFINITY when none).
+static double log_mean(const double *lp, const unsigned char *member, int n_query, int N, int code, int *count) {
     double lse = -INFINITY;
     int k = 0;
     for (int j = 0; j < N; j++)
-        if (all || member[(size_t)j * n_query] == MIA_Q_OUT) {
+        if (member[(size_t)j * n_query] == code) {
             lse = log_add_exp(lse, lp[j]);
             k++;
         }
     *count = k;
-    if (!k)
+    return k ? lse - log((double)k) : -INFINITY;
+}
+
+// log Pr(q) from the reference models' log p_y of query q (Eq. 5): with IN and OUT models
+// (online candidates) ½ (Pr_IN + Pr_OUT), else the offline approximation
+// ½ ((1 + a) Pr_OUT + (1 − a)). *count: the models used; 0 (and -INFINITY) when no model
+// is OUT for q.
+static double log_pr(const double *lp, const unsigned char *member, int n_query, int N, int online, double a,
+                     int *count) {
+    int k_out, k_in = 0;
+    double l_out = log_mean(lp, member, n_query, N, MIA_Q_OUT, &k_out);
+    double l_in = online ? log_mean(lp, member, n_query, N, MIA_Q_IN, &k_in) : -INFINITY;
+    *count = k_out ? k_out + k_in : 0;
+    if (!k_out)
         return -INFINITY;
-    double lm = lse - log((double)k);
-    if (!offline)
-        return lm;
+    if (k_in)
+        return log_add_exp(l_in, l_out) - log(2.0);
     // ½ ((1 + a) m + (1 − a)) in logs (a = 1: m itself).
-    return log_add_exp(log1p(a) + lm, a < 1 ? log1p(-a) : -INFINITY) - log(2.0);
+    return log_add_exp(log1p(a) + l_out, a < 1 ? log1p(-a) : -INFINITY) - log(2.0);
 }
 
 static int cmp_double(const void *pa, const void *pb) {
@@ -162,7 +175,7 @@ FpStatus mia_rmia_scores(const double *lp_target, const double *lp_refs, const u
         int k, candidate = q < n;
         for (int j = 0; j < N; j++)
             lp[j] = lp_refs[(size_t)j * Q + q];
-        double lpr = log_pr(lp, member + q, Q, N, online && candidate, !(online && candidate), a, &k);
+        double lpr = log_pr(lp, member + q, Q, N, online && candidate, a, &k);
         if (candidate && !k) { // the design keeps every candidate OUT of the offline models and half the online ones
             free(lp);
             free(lr_z);

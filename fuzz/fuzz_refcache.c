@@ -31,7 +31,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     double acc;
     int hit = 0;
     FpError err = {0};
-    FpStatus st = refcache_load(dir, id, q, c, 3, 2, logits, &acc, &hit, &err);
+    unsigned char member[3];
+    FpStatus st = refcache_load(dir, id, q, c, 3, 2, logits, member, &acc, &hit, &err);
     if ((st != FP_OK && (!err.msg[0] || hit)) || (st == FP_OK && hit != 0 && hit != 1))
         abort();
     return 0;

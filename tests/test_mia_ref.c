@@ -90,36 +90,39 @@ START_TEST(refcache_round_trip_and_prefix) {
     Entry e = entry_make(6, 3, 1.0f);
     FpError err = {0};
     const char *id = "{\"procedure\":\"p\",\"seed\":1}";
-    ck_assert_int_eq(refcache_store(sub, id, e.q, e.c, 6, 3, e.z, 0.75, &err), FP_OK);
+    const unsigned char codes[6] = {MIA_Q_OUT, MIA_Q_IN, MIA_Q_OTHER, MIA_Q_IN, MIA_Q_OUT, MIA_Q_IN};
+    ck_assert_int_eq(refcache_store(sub, id, e.q, e.c, 6, 3, e.z, codes, 0.75, &err), FP_OK);
     float got[18];
+    unsigned char got_codes[6] = {9, 9, 9, 9, 9, 9};
     double acc = 0;
     int hit = 0;
-    ck_assert_int_eq(refcache_load(sub, id, e.q, e.c, 6, 3, got, &acc, &hit, &err), FP_OK);
+    ck_assert_int_eq(refcache_load(sub, id, e.q, e.c, 6, 3, got, got_codes, &acc, &hit, &err), FP_OK);
     ck_assert_int_eq(hit, 1);
     ck_assert_double_eq(acc, 0.75);
     ck_assert_mem_eq(got, e.z, sizeof got);
+    ck_assert_mem_eq(got_codes, codes, sizeof codes);
     // A prefix of the queries is served; more queries, other indices, other content,
     // another class count or another identity are misses, never wrong numbers.
     memset(got, 0, sizeof got);
-    ck_assert_int_eq(refcache_load(sub, id, e.q, e.c, 4, 3, got, NULL, &hit, &err), FP_OK);
+    ck_assert_int_eq(refcache_load(sub, id, e.q, e.c, 4, 3, got, NULL, NULL, &hit, &err), FP_OK);
     ck_assert_int_eq(hit, 1);
     ck_assert_mem_eq(got, e.z, sizeof(float) * 12);
     Entry big = entry_make(7, 3, 1.0f);
-    ck_assert_int_eq(refcache_load(sub, id, big.q, big.c, 7, 3, got, NULL, &hit, &err), FP_OK);
+    ck_assert_int_eq(refcache_load(sub, id, big.q, big.c, 7, 3, got, NULL, NULL, &hit, &err), FP_OK);
     ck_assert_int_eq(hit, 0);
     uint32_t q2[6];
     memcpy(q2, e.q, sizeof q2);
     q2[5]++;
-    ck_assert_int_eq(refcache_load(sub, id, q2, e.c, 6, 3, got, NULL, &hit, &err), FP_OK);
+    ck_assert_int_eq(refcache_load(sub, id, q2, e.c, 6, 3, got, NULL, NULL, &hit, &err), FP_OK);
     ck_assert_int_eq(hit, 0);
     uint64_t c2[6];
     memcpy(c2, e.c, sizeof c2);
     c2[0] ^= 1;
-    ck_assert_int_eq(refcache_load(sub, id, e.q, c2, 6, 3, got, NULL, &hit, &err), FP_OK);
+    ck_assert_int_eq(refcache_load(sub, id, e.q, c2, 6, 3, got, NULL, NULL, &hit, &err), FP_OK);
     ck_assert_int_eq(hit, 0);
-    ck_assert_int_eq(refcache_load(sub, id, e.q, e.c, 6, 2, got, NULL, &hit, &err), FP_OK);
+    ck_assert_int_eq(refcache_load(sub, id, e.q, e.c, 6, 2, got, NULL, NULL, &hit, &err), FP_OK);
     ck_assert_int_eq(hit, 0);
-    ck_assert_int_eq(refcache_load(sub, "{\"procedure\":\"p\",\"seed\":2}", e.q, e.c, 6, 3, got, NULL, &hit, &err),
+    ck_assert_int_eq(refcache_load(sub, "{\"procedure\":\"p\",\"seed\":2}", e.q, e.c, 6, 3, got, NULL, NULL, &hit, &err),
                      FP_OK);
     ck_assert_int_eq(hit, 0);
     // Storing the same entry again gives the same bytes (nothing run-dependent is kept).
@@ -127,7 +130,7 @@ START_TEST(refcache_round_trip_and_prefix) {
     refcache_path(sub, id, path, sizeof path);
     unsigned char *a, *b;
     size_t na = file_bytes(path, &a);
-    ck_assert_int_eq(refcache_store(sub, id, e.q, e.c, 6, 3, e.z, 0.75, &err), FP_OK);
+    ck_assert_int_eq(refcache_store(sub, id, e.q, e.c, 6, 3, e.z, codes, 0.75, &err), FP_OK);
     size_t nb = file_bytes(path, &b);
     ck_assert_uint_eq(na, nb);
     ck_assert_mem_eq(a, b, na);
@@ -147,7 +150,7 @@ START_TEST(refcache_damaged_entries_are_misses) {
     Entry e = entry_make(5, 4, -2.0f);
     const char *id = "{\"x\":1}";
     FpError err = {0};
-    ck_assert_int_eq(refcache_store(dir, id, e.q, e.c, 5, 4, e.z, 0.5, &err), FP_OK);
+    ck_assert_int_eq(refcache_store(dir, id, e.q, e.c, 5, 4, e.z, NULL, 0.5, &err), FP_OK);
     char path[700];
     refcache_path(dir, id, path, sizeof path);
     unsigned char *good;
@@ -170,13 +173,13 @@ START_TEST(refcache_damaged_entries_are_misses) {
         file_write(path, bad, cases[k].len);
         hit = 1;
         memset(&err, 0, sizeof err);
-        ck_assert_int_eq(refcache_load(dir, id, e.q, e.c, 5, 4, got, NULL, &hit, &err), FP_EFORMAT);
+        ck_assert_int_eq(refcache_load(dir, id, e.q, e.c, 5, 4, got, NULL, NULL, &hit, &err), FP_EFORMAT);
         ck_assert_int_eq(hit, 0);
         ck_assert_msg(strstr(err.msg, cases[k].needle) && strstr(err.msg, path), "case %zu: %s", k, err.msg);
     }
     // A store repairs it.
-    ck_assert_int_eq(refcache_store(dir, id, e.q, e.c, 5, 4, e.z, 0.5, &err), FP_OK);
-    ck_assert_int_eq(refcache_load(dir, id, e.q, e.c, 5, 4, got, NULL, &hit, &err), FP_OK);
+    ck_assert_int_eq(refcache_store(dir, id, e.q, e.c, 5, 4, e.z, NULL, 0.5, &err), FP_OK);
+    ck_assert_int_eq(refcache_load(dir, id, e.q, e.c, 5, 4, got, NULL, NULL, &hit, &err), FP_OK);
     ck_assert_int_eq(hit, 1);
     free(good);
     free(bad);
@@ -203,7 +206,7 @@ START_TEST(refcache_racing_writers_never_tear) {
         if (kids[w] == 0) {
             int ok = 1;
             for (int r = 0; r < ROUNDS && ok; r++)
-                ok = refcache_store(dir, id, e.q, e.c, N, C, e.z, 0.25, NULL) == FP_OK;
+                ok = refcache_store(dir, id, e.q, e.c, N, C, e.z, NULL, 0.25, NULL) == FP_OK;
             _exit(ok ? 0 : 1);
         }
     }
@@ -212,7 +215,7 @@ START_TEST(refcache_racing_writers_never_tear) {
     while (!done) {
         int hit = 0;
         FpError err = {0};
-        FpStatus st = refcache_load(dir, id, e.q, e.c, N, C, got, NULL, &hit, &err);
+        FpStatus st = refcache_load(dir, id, e.q, e.c, N, C, got, NULL, NULL, &hit, &err);
         ck_assert_msg(st == FP_OK, "read %d: %s", reads, err.msg);
         if (hit) {
             ck_assert_mem_eq(got, e.z, sizeof(float) * N * C);
@@ -234,7 +237,7 @@ START_TEST(refcache_racing_writers_never_tear) {
     ck_assert_int_ge(reads, 2);
     ck_assert_int_eq(count_files(dir, ".tmp."), 0);
     int hit = 0;
-    ck_assert_int_eq(refcache_load(dir, id, e.q, e.c, N, C, got, NULL, &hit, NULL), FP_OK);
+    ck_assert_int_eq(refcache_load(dir, id, e.q, e.c, N, C, got, NULL, NULL, &hit, NULL), FP_OK);
     ck_assert_int_eq(hit, 1);
     free(got);
     entry_free(&e);
@@ -249,7 +252,7 @@ START_TEST(refcache_in_place_writer_is_caught) {
     make_tmpdir(dir, sizeof dir);
     Entry e = entry_make(2000, 10, 0.5f);
     const char *id = "{\"torn\":true}";
-    ck_assert_int_eq(refcache_store(dir, id, e.q, e.c, 2000, 10, e.z, 0.25, NULL), FP_OK);
+    ck_assert_int_eq(refcache_store(dir, id, e.q, e.c, 2000, 10, e.z, NULL, 0.25, NULL), FP_OK);
     char path[700];
     refcache_path(dir, id, path, sizeof path);
     unsigned char *data;
@@ -276,13 +279,13 @@ START_TEST(refcache_in_place_writer_is_caught) {
     float *got = malloc(sizeof(float) * 20000);
     int hit = 1;
     FpError err = {0};
-    ck_assert_int_eq(refcache_load(dir, id, e.q, e.c, 2000, 10, got, NULL, &hit, &err), FP_EFORMAT);
+    ck_assert_int_eq(refcache_load(dir, id, e.q, e.c, 2000, 10, got, NULL, NULL, &hit, &err), FP_EFORMAT);
     ck_assert_int_eq(hit, 0);
     ck_assert_int_eq(write(go[1], &c, 1), 1);
     int status;
     waitpid(kid, &status, 0);
     ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-    ck_assert_int_eq(refcache_load(dir, id, e.q, e.c, 2000, 10, got, NULL, &hit, &err), FP_OK);
+    ck_assert_int_eq(refcache_load(dir, id, e.q, e.c, 2000, 10, got, NULL, NULL, &hit, &err), FP_OK);
     ck_assert_int_eq(hit, 1);
     free(got);
     free(data);
@@ -349,6 +352,14 @@ START_TEST(lira_scores_match_direct_formulas) {
     ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, member, n, N, 1, 0, score, &sigma, &err), FP_EPARAM);
     out[1] = MIA_Q_IN;
     ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, out, n, N, 0, 0, score, &sigma, &err), FP_EPARAM);
+    // Online with fewer IN models than half (a reference client that never took part)
+    // still fits; with none it cannot.
+    member[2 * n + 0] = MIA_Q_OUT;
+    member[0 * n + 0] = MIA_Q_OUT; // candidate 0: IN for model 1 only
+    ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, member, n, N, 1, 1, score, &sigma, &err), FP_OK);
+    member[1 * n + 0] = MIA_Q_OUT; // and for none
+    ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, member, n, N, 1, 1, score, &sigma, &err), FP_EPARAM);
+    ck_assert_ptr_nonnull(strstr(err.msg, "shadow_models"));
 }
 END_TEST
 
@@ -426,6 +437,12 @@ static double auc_6sd(int m) { return 6.0 * sqrt((2.0 * m + 1) / (12.0 * m * (do
 
 static const cJSON *refs_of(const cJSON *r) { return cJSON_GetObjectItem(r, "reference_models"); }
 
+static void expect_counts_reused(const cJSON *r, int reused) {
+    const cJSON *rf = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "reference_models");
+    ck_assert_int_eq((int)num(rf, "trained_now"), 0);
+    ck_assert_int_eq((int)num(rf, "reused_from_earlier_attack"), reused);
+}
+
 // Where an attack's reference models came from (run-dependent: the result's "run").
 static const cJSON *came_from(const cJSON *r) {
     return cJSON_GetObjectItem(cJSON_GetObjectItem(r, "run"), "reference_models");
@@ -451,6 +468,12 @@ START_TEST(e2e_rmia_and_online_lira_share_and_leak) {
         ck_assert_int_eq((int)num(rf, "trained_now"), trained[i]);
         ck_assert_int_eq((int)num(rf, "reused_from_earlier_attack"), reused[i]);
         ck_assert_int_eq((int)num(rf, "read_from_disk_cache"), 0);
+    }
+    // Every client takes part: each candidate is IN for exactly half of the online models.
+    for (int i = 2; i < 4; i++) {
+        const cJSON *c = cJSON_GetObjectItem(refs_of(all[i]), "in_models_per_candidate");
+        ck_assert_int_eq((int)num(c, "min"), 4);
+        ck_assert_int_eq((int)num(c, "max"), 4);
     }
     // RMIA's point (the paper's Fig. 1): with the same 4 reference models it finds more
     // members than offline LiRA at 1% FPR (here 0.41 against 0.07).
@@ -487,6 +510,43 @@ START_TEST(e2e_references_independent_of_threads) {
     }
     for (int k = 0; k < 4; k++)
         cJSON_Delete(r[k / 2][k % 2]);
+    fixture_close(&fx);
+}
+END_TEST
+
+START_TEST(e2e_online_references_count_only_clients_that_took_part) {
+    // 4 clients, 2 sampled per round for 2 rounds: in a reference federation a client is
+    // left out of both rounds with probability 1/4, and its records are OUT there.
+    Fixture fx;
+    fixture_open_sized(&fx, 0.1, 50, 1, 5, 16); // for the CSV
+    char cfg[2048];
+    snprintf(cfg, sizeof cfg,
+             "{\"seed\": 5, \"dataset\": {\"name\": \"csv\", \"path\": \"%s/mixture.csv\"},"
+             " \"model\": {\"name\": \"mlp\", \"hidden\": [16]},"
+             " \"federation\": {\"clients\": 4, \"sample_rate\": 0.5, \"rounds\": 2, \"local_epochs\": 3,"
+             " \"samples_per_client\": 50, \"batch_size\": 20, \"lr\": 0.1}, \"threads\": 2}", fx.dir);
+    cJSON *root = cJSON_Parse(cfg);
+    Experiment ex;
+    FpError err = {0};
+    ck_assert_msg(experiment_load(root, NULL, "cpu", 2, &ex, &err) == FP_OK, "%s", err.msg);
+    Experiment keep = fx.ex;
+    fx.ex = ex;
+    AttackCache *cache = attack_cache_create();
+    cJSON *l = run_attack(&fx, "lira", "{\"shadow_models\": 16, \"variant\": \"online\"}", cache);
+    cJSON *r = run_attack(&fx, "rmia", "{\"shadow_models\": 16, \"variant\": \"online\"}", cache);
+    const cJSON *c = cJSON_GetObjectItem(refs_of(l), "in_models_per_candidate");
+    ck_assert_int_eq((int)num(c, "max"), 8);
+    ck_assert_int_ge((int)num(c, "min"), 1);
+    ck_assert_double_lt(num(c, "mean"), 8); // about 6: a quarter of the IN placements were never trained
+    ck_assert_double_gt(num(c, "mean"), 4);
+    expect_counts_reused(r, 16);
+    ck_assert(cJSON_Compare(c, cJSON_GetObjectItem(refs_of(r), "in_models_per_candidate"), 1));
+    cJSON_Delete(l);
+    cJSON_Delete(r);
+    attack_cache_free(cache);
+    fx.ex = keep;
+    experiment_free(&ex);
+    cJSON_Delete(root);
     fixture_close(&fx);
 }
 END_TEST
@@ -715,6 +775,7 @@ Suite *suite_mia_ref(void) {
     tcase_set_timeout(e, 120);
     tcase_add_test(e, e2e_rmia_and_online_lira_share_and_leak);
     tcase_add_test(e, e2e_references_independent_of_threads);
+    tcase_add_test(e, e2e_online_references_count_only_clients_that_took_part);
     tcase_add_test(e, e2e_disk_cache_reruns_train_nothing);
     tcase_add_test(e, matrix_lira_and_rmia_train_16_then_none);
     tcase_add_test(e, cli_attack_rerun_trains_nothing);
