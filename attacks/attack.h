@@ -21,6 +21,7 @@ typedef struct AttackEnv {
     const char *path;              // its JSON path for messages ("attack", "attacks[1]")
     const char *out_dir;           // existing directory for artifacts
     struct AttackCache *cache;     // NULL: nothing shared
+    const char *reference_dir;     // the on-disk reference-model cache (attacks/refcache.h); NULL: none
     int quiet;                     // no progress on stderr
 } AttackEnv;
 

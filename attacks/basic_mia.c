@@ -98,6 +98,7 @@ static FpStatus basic_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON_AddNumberToObject(ct, "shadow_members", t->shadow_n);
     cJSON_AddNumberToObject(ct, "shadow_non_members", t->shadow_n);
     cJSON_AddNumberToObject(ct, "shadow_training_samples", t->shadow_size);
+    cJSON_AddBoolToObject(mia_run_object(result), "shadow_read_from_disk_cache", t->shadow_loaded);
     cJSON_AddNumberToObject(ct, "shadow_test_accuracy", t->shadow_test_accuracy);
     // 2. Yeom: τ = mean training loss; Gaussian variant with the test loss.
     for (int i = 0; i < n; i++)

@@ -1,27 +1,39 @@
-// `lira`: the offline Likelihood Ratio Attack (Carlini et al., S&P'22, "Membership
-// Inference Attacks From First Principles", §VI offline variant; TF Privacy
-// research/mi_lira_2021).
+// `lira`: the Likelihood Ratio Attack (Carlini et al., S&P'22, "Membership Inference
+// Attacks From First Principles", §IV-C online and §VI offline; TF Privacy
+// research/mi_lira_2021), over the reference models of attacks/target.h (shared with
+// RMIA and cached on disk).
 //
-// N OUT shadow models are trained exactly like the target (same fl/ procedure, defense
-// and settings, fresh seeds) on random shadow_size-subsets of the shadow pool, which
-// excludes every eval sample, so each shadow is OUT for every candidate. For candidate x
-// with label y, each shadow gives the logit-scaled confidence
-//     φ = log(p_y / (1 − p_y))   (from logits: z_y − logsumexp_{c≠y} z_c),
-// a Gaussian N(μ_x, σ_x²) is fitted to the N values (mean and population standard
-// deviation), and the one-sided test asks how unlikely the target's φ_obs is under it:
+// Every reference model is trained exactly like the target (same fl/ procedure, defense
+// and settings, fresh seeds). For candidate x with label y, each gives the logit-scaled
+// confidence
+//     φ = log(p_y / (1 − p_y))   (from logits: z_y − logsumexp_{c≠y} z_c).
+//
+// "variant": "offline" (default): N OUT models on random shadow_size-subsets of the
+// shadow pool, which excludes every eval sample. A Gaussian N(μ_x, σ_x²) is fitted to the
+// N values (mean and population standard deviation), and the one-sided test asks how
+// unlikely the target's φ_obs is under it:
 //     p-value = Pr[Z ≥ φ_obs],  Z ~ N(μ_x, σ_x²),   member when p is small.
 // Score: z = (φ_obs − μ_x) / σ_x. 1 − p = Φ(z) is monotone in z, so the ROC is that of
 // the paper's Λ = 1 − Pr[Z > φ_obs], without Φ saturating at 1 in floating point.
 // Decision: member iff p <= alpha (default 0.05), i.e. z >= Φ⁻¹(1 − alpha).
 //
-// Variants ("variance"): "per-sample" (σ_x per candidate, default) or "fixed" (one σ for
-// all candidates: the square root of the mean of the per-candidate variances, the
-// paper's "global variance" for few shadows). Deviations from the reference code, which
-// centres on the median of the OUT values and, with fix_variance, takes np.std over all
-// candidates' values together (so the between-candidate spread of μ enters σ): we fit
-// the Gaussian by its maximum-likelihood mean and pool the within-candidate variances.
-// No augmentation (the paper queries flipped/shifted copies; our data are not images
-// in general).
+// "variant": "online": N models (N even), each candidate IN for exactly N/2 of them (the
+// paper's 50% inclusion, as balanced as its reference code makes it; fewer when a client of
+// a reference federation never took part, as its records are OUT there). Per candidate
+// Gaussians are fitted to the IN values, N(μ_in, σ_in²), and to the OUT values,
+// N(μ_out, σ_out²); the score is the log likelihood ratio (the paper's Algorithm 1)
+//     log Λ = log N(φ_obs; μ_in, σ_in²) − log N(φ_obs; μ_out, σ_out²),
+// and the decision is Λ >= 1 (the more likely hypothesis at equal priors: the eval set is
+// balanced).
+//
+// "variance": "per-sample" (σ per candidate and hypothesis, default) or "fixed" (one σ
+// for all candidates and both hypotheses: the square root of the mean of the
+// per-candidate variances, the paper's global variance for few models). Deviations from
+// the reference code, which centres on the median and, with fix_variance, takes np.std
+// over all candidates' values together (so the between-candidate spread of μ enters σ):
+// we fit the Gaussians by their maximum-likelihood means and pool the within-candidate
+// variances. No augmentation (the paper queries flipped/shifted copies; our data are not
+// images in general).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,14 +49,16 @@ static double now_seconds(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static const char *const lira_keys[] = {"name", MIA_TARGET_KEYS, "shadow_models", "shadow_size", "variance",
-                                        "alpha", NULL};
+static const char *const lira_keys[] = {"name", MIA_TARGET_KEYS, "variant", "shadow_models", "shadow_size",
+                                        "variance", "alpha", NULL};
 static const char *const variance_names[] = {"per-sample", "fixed", NULL};
+static const char *const variant_names[] = {"offline", "online", NULL};
 
 typedef struct {
     MiaTargetConfig cfg;
     MiaSizes sz;
     int n_models, shadow_size, fixed_variance;
+    MiaRefKind variant;
     double alpha;
 } LiraOptions;
 
@@ -54,12 +68,22 @@ static FpStatus lira_options(const AttackEnv *env, LiraOptions *o, FpError *err)
     FP_TRY(mia_target_parse(env, &o->cfg, err));
     FP_TRY(mia_sizes(env, &o->cfg, &o->sz, err));
     long long v;
+    int c;
+    FP_TRY(jv_choice(j, env->path, "variant", variant_names, MIA_REF_OFFLINE, &c, err));
+    o->variant = (MiaRefKind)c;
     FP_TRY(jv_int(j, env->path, "shadow_models", JV_OPTIONAL, 16, 2, 4096, &v, err));
     o->n_models = (int)v;
     FP_TRY(jv_int(j, env->path, "shadow_size", JV_OPTIONAL, 0, 0, 1 << 30, &v, err));
     FP_TRY(mia_shadow_size(env, &o->sz, v, 0, &o->shadow_size, err));
     FP_TRY(jv_choice(j, env->path, "variance", variance_names, 0, &o->fixed_variance, err));
     FP_TRY(jv_number(j, env->path, "alpha", JV_OPTIONAL, 0.05, 0, 1, 1, 1, &o->alpha, err));
+    if (o->variant == MIA_REF_ONLINE) {
+        char p[256];
+        if (cJSON_GetObjectItemCaseSensitive(j, "alpha"))
+            return fp_fail(err, FP_EPARAM, "%s: only the offline variant's one-sided test has a level alpha (the "
+                           "online variant decides by the likelihood ratio)", jv_path(p, sizeof p, env->path, "alpha"));
+        FP_TRY(mia_online_check(env, &o->cfg, &o->sz, o->n_models, o->shadow_size, err));
+    }
     return FP_OK;
 }
 
@@ -81,65 +105,145 @@ static double normal_quantile(double q) {
     return 0.5 * (lo + hi);
 }
 
+// A floor on σ: a candidate whose values coincide (e.g. a saturated float) would
+// otherwise divide by zero; 1e-6 in φ units is far below any real spread.
+static double sd_floor(double var) {
+    double sd = sqrt(var);
+    return sd > 1e-6 ? sd : 1e-6;
+}
+
+static double normal_logpdf(double x, double mu, double sd) {
+    double u = (x - mu) / sd;
+    return -0.5 * u * u - log(sd);
+}
+
+// Mean and population variance of the values v[j·n] of the models whose member code
+// (member[j·n]) is `code`; the count is returned.
+static int moments(const double *v, const unsigned char *member, int n, int N, int code, double *mu, double *var) {
+    double s = 0, ss = 0;
+    int k = 0;
+    for (int j = 0; j < N; j++)
+        if (member[(size_t)j * n] == code) {
+            s += v[(size_t)j * n];
+            k++;
+        }
+    *mu = k ? s / k : NAN;
+    for (int j = 0; j < N; j++)
+        if (member[(size_t)j * n] == code) {
+            double e = v[(size_t)j * n] - *mu;
+            ss += e * e;
+        }
+    *var = k ? ss / k : NAN;
+    return k;
+}
+
+FpStatus mia_lira_scores(const double *phi_obs, const double *phi_refs, const unsigned char *member, int n, int N,
+                         int online, int fixed_variance, double *score, double *pooled_sigma, FpError *err) {
+    // Per candidate and hypothesis (OUT: 2i, IN: 2i + 1): mean and variance of φ.
+    double *mu = malloc(sizeof(double) * 2 * (size_t)n), *var = malloc(sizeof(double) * 2 * (size_t)n);
+    if (!mu || !var) {
+        free(mu);
+        free(var);
+        return fp_fail(err, FP_ENOMEM, "out of memory");
+    }
+    double pooled = 0;
+    for (int i = 0; i < n; i++) {
+        int k_out = moments(phi_refs + i, member + i, n, N, MIA_Q_OUT, &mu[2 * i], &var[2 * i]);
+        int k_in = moments(phi_refs + i, member + i, n, N, MIA_Q_IN, &mu[2 * i + 1], &var[2 * i + 1]);
+        // The designs: offline, never IN; online, IN for half the models, fewer when a
+        // client of a reference federation never took part (its records are OUT there),
+        // but at least one of each.
+        if (k_out + k_in != N || (online ? k_in < 1 || k_out < 1 || k_in > N / 2 : k_in != 0)) {
+            free(mu);
+            free(var);
+            return fp_fail(err, FP_EPARAM, "lira: candidate %d is IN for %d of %d reference models (%s)", i, k_in, N,
+                           online ? "the online variant needs IN and OUT models for each: raise shadow_models, or "
+                                    "federation.sample_rate so that reference clients take part"
+                                  : "expected none");
+        }
+        pooled += (online ? 0.5 * (var[2 * i] + var[2 * i + 1]) : var[2 * i]) / n;
+    }
+    for (int i = 0; i < n; i++) {
+        double sd_out = sd_floor(fixed_variance ? pooled : var[2 * i]);
+        if (online) {
+            double sd_in = sd_floor(fixed_variance ? pooled : var[2 * i + 1]);
+            score[i] = normal_logpdf(phi_obs[i], mu[2 * i + 1], sd_in) - normal_logpdf(phi_obs[i], mu[2 * i], sd_out);
+        } else
+            score[i] = (phi_obs[i] - mu[2 * i]) / sd_out;
+    }
+    *pooled_sigma = sqrt(pooled);
+    free(mu);
+    free(var);
+    return FP_OK;
+}
+
 static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
     LiraOptions o;
     FP_TRY(lira_options(env, &o, err));
     MiaTarget *t;
     FP_TRY(mia_target_acquire(env, &o.cfg, &t, err));
-    int had = t->lira_size == o.shadow_size ? t->lira_n : 0;
-    FpStatus st = mia_target_lira(env, t, o.n_models, o.shadow_size, err);
+    MiaRefSet before = t->refs[o.variant];
+    FpStatus st = mia_target_references(env, t, o.variant, o.n_models, o.shadow_size, err);
     if (st != FP_OK) {
         mia_target_release(env, t);
         return st;
     }
     double t0 = now_seconds();
     const Dataset *d = env->ex->train;
-    int C = t->n_classes, M = t->sz.members, n = 2 * M, N = o.n_models;
-    double *mu = malloc(sizeof(double) * (size_t)n), *var = malloc(sizeof(double) * (size_t)n);
-    double *phi = malloc(sizeof(double) * (size_t)n), *score = malloc(sizeof(double) * (size_t)n);
+    const MiaRefSet *rs = &t->refs[o.variant];
+    int C = t->n_classes, M = t->sz.members, n = 2 * M, N = o.n_models, Q = t->n_query;
+    int online = o.variant == MIA_REF_ONLINE;
+    double *phi_r = malloc(sizeof(double) * (size_t)N * n), *phi = malloc(sizeof(double) * (size_t)n);
+    unsigned char *member = malloc((size_t)N * n);
+    double *score = malloc(sizeof(double) * (size_t)n), pooled_sigma = 0;
     int32_t *label = malloc(sizeof(int32_t) * (size_t)n);
     unsigned char *dec = malloc((size_t)n);
-    if (!mu || !var || !phi || !score || !label || !dec) {
+    if (!phi_r || !phi || !member || !score || !label || !dec) {
         st = fp_fail(err, FP_ENOMEM, "out of memory");
         goto out;
     }
-    double pooled = 0;
-    for (int i = 0; i < n; i++) {
-        double s = 0, ss = 0;
-        for (int j = 0; j < N; j++)
-            s += t->lira_phi[(size_t)j * n + i];
-        mu[i] = s / N;
+    for (int i = 0; i < n; i++) { // the candidates are the first n queries
+        int y = d->y[t->eval_idx[i]];
         for (int j = 0; j < N; j++) {
-            double e = t->lira_phi[(size_t)j * n + i] - mu[i];
-            ss += e * e;
+            phi_r[(size_t)j * n + i] = mia_phi(rs->logits + ((size_t)j * Q + i) * C, C, y);
+            member[(size_t)j * n + i] = rs->member[(size_t)j * Q + i];
         }
-        var[i] = ss / N;
-        pooled += var[i] / n;
-        phi[i] = mia_phi(t->eval_logits + (size_t)i * C, C, d->y[t->eval_idx[i]]);
+        phi[i] = mia_phi(t->eval_logits + (size_t)i * C, C, y);
         label[i] = i < M;
     }
-    // A floor on σ: a candidate whose N shadow values coincide (e.g. a saturated
-    // float) would otherwise divide by zero; 1e-6 in φ units is far below any real spread.
+    st = mia_lira_scores(phi, phi_r, member, n, N, online, o.fixed_variance, score, &pooled_sigma, err);
+    if (st != FP_OK)
+        goto out;
     double z_alpha = normal_quantile(1.0 - o.alpha);
-    for (int i = 0; i < n; i++) {
-        double sd = sqrt(o.fixed_variance ? pooled : var[i]);
-        score[i] = (phi[i] - mu[i]) / (sd > 1e-6 ? sd : 1e-6);
-        dec[i] = score[i] >= z_alpha;
-    }
+    for (int i = 0; i < n; i++)
+        dec[i] = online ? score[i] >= 0 : score[i] >= z_alpha;
     char rule[200];
-    snprintf(rule, sizeof rule, "member iff the one-sided p-value Pr[Z >= phi_obs] <= %g (z >= %.4f)", o.alpha,
-             z_alpha);
+    if (online)
+        snprintf(rule, sizeof rule, "member iff the likelihood ratio N(phi; mu_in, sigma_in) / N(phi; mu_out, "
+                                    "sigma_out) >= 1");
+    else
+        snprintf(rule, sizeof rule, "member iff the one-sided p-value Pr[Z >= phi_obs] <= %g (z >= %.4f)", o.alpha,
+                 z_alpha);
     st = mia_report(result, score, label, n, dec, 0, rule, err);
     if (st != FP_OK)
         goto out;
-    cJSON_AddStringToObject(result, "score", "z = (phi_obs - mu_out) / sigma_out, phi = log(p_y / (1 - p_y)); "
-                                             "monotone in 1 - p-value");
-    cJSON_AddStringToObject(result, "variant", o.fixed_variance ? "offline, fixed variance" : "offline, per-sample "
-                                                                                              "variance");
+    cJSON_AddStringToObject(result, "score", online ? "log N(phi_obs; mu_in, sigma_in^2) - log N(phi_obs; mu_out, "
+                                                      "sigma_out^2), phi = log(p_y / (1 - p_y))"
+                                                    : "z = (phi_obs - mu_out) / sigma_out, phi = log(p_y / (1 - p_y)); "
+                                                      "monotone in 1 - p-value");
+    char variant[80];
+    snprintf(variant, sizeof variant, "%s, %s variance", online ? "online" : "offline",
+             o.fixed_variance ? "fixed" : "per-sample");
+    cJSON_AddStringToObject(result, "variant", variant);
     cJSON_AddNumberToObject(result, "shadow_models", N);
     cJSON_AddNumberToObject(result, "shadow_size", o.shadow_size);
-    cJSON_AddNumberToObject(result, "shadow_test_accuracy_mean", t->lira_test_accuracy);
-    cJSON_AddNumberToObject(result, "pooled_sigma", sqrt(pooled));
+    double acc = 0;
+    for (int j = 0; j < N; j++)
+        acc += rs->test_accuracy[j];
+    cJSON_AddNumberToObject(result, "shadow_test_accuracy_mean", acc / N);
+    cJSON_AddNumberToObject(result, "pooled_sigma", pooled_sigma);
+    if (!online)
+        cJSON_AddNumberToObject(result, "alpha", o.alpha);
     // The same φ without the per-sample calibration: the global-threshold attack, for comparison.
     cJSON *base = cJSON_CreateObject();
     st = mia_report(base, phi, label, n, NULL, INFINITY, "none (the sweep only)", err);
@@ -156,15 +260,15 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
                           cJSON_Duplicate(cJSON_GetObjectItem(base, "best_balanced_accuracy"), 1));
     cJSON_Delete(base);
     mia_target_describe(t, result);
+    mia_references_describe(t, o.variant, N, &before, result);
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");
     cJSON_AddNumberToObject(tm, "target_train_seconds", t->train_seconds);
-    cJSON_AddNumberToObject(tm, "shadow_train_seconds", t->lira_seconds);
-    cJSON_AddNumberToObject(tm, "shadow_models_trained_now", N - had);
+    cJSON_AddNumberToObject(tm, "shadow_train_seconds", rs->seconds);
     cJSON_AddNumberToObject(tm, "attack_seconds", now_seconds() - t0);
 out:
-    free(mu);
-    free(var);
+    free(phi_r);
     free(phi);
+    free(member);
     free(score);
     free(label);
     free(dec);
@@ -174,7 +278,8 @@ out:
 
 const AttackOps attack_lira = {
     .name = "lira",
-    .summary = "membership: offline LiRA (N OUT shadow models, Gaussian fit of logit-scaled confidence, one-sided test)",
+    .summary = "membership: LiRA, offline (N OUT reference models, one-sided test) or online (IN and OUT Gaussians per "
+               "candidate, likelihood ratio)",
     .headline = "auc",
     .headline_higher_leaks = 1,
     .validate = lira_validate,

@@ -74,6 +74,7 @@ FpStatus mia_report(cJSON *result, const double *scores, const int32_t *labels, 
     cJSON *tf = cJSON_AddObjectToObject(result, "tpr_at_fpr");
     cJSON_AddNumberToObject(tf, "0.01", roc_tpr_at_fpr(&roc, 0.01));
     cJSON_AddNumberToObject(tf, "0.001", roc_tpr_at_fpr(&roc, 0.001));
+    cJSON_AddNumberToObject(tf, "0", roc_tpr_at_fpr(&roc, 0.0)); // members found before any non-member
     cJSON_AddStringToObject(result, "tpr_at_fpr_rule", "TPR of the last ROC point with FPR <= t (points by decreasing "
                                                        "threshold, member iff score >= threshold)");
     cJSON_AddNumberToObject(result, "best_balanced_accuracy", roc_best_balanced_accuracy(&roc, NULL));

@@ -123,6 +123,7 @@ static FpStatus leaks_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON_AddNumberToObject(sh, "members", t->shadow_n);
     cJSON_AddNumberToObject(sh, "non_members", t->shadow_n);
     cJSON_AddNumberToObject(sh, "test_accuracy", t->shadow_test_accuracy);
+    cJSON_AddBoolToObject(mia_run_object(result), "shadow_read_from_disk_cache", t->shadow_loaded);
     cJSON_AddStringToObject(sh, "training", "as the target: same model, federation settings and defense, fresh "
                                             "initialisation and seed");
     mia_target_describe(t, result);

@@ -10,6 +10,7 @@ extern const AttackOps attack_basic_mia;
 extern const AttackOps attack_ml_leaks;
 extern const AttackOps attack_cs_mia;
 extern const AttackOps attack_lira;
+extern const AttackOps attack_rmia;
 extern const AttackOps attack_dlg_regression;
 
 static const AttackOps *const all_attacks[] = {
@@ -19,6 +20,7 @@ static const AttackOps *const all_attacks[] = {
     &attack_ml_leaks,
     &attack_cs_mia,
     &attack_lira,
+    &attack_rmia,
     &attack_dlg_regression,
     NULL, // end
 };

@@ -4,12 +4,12 @@
 #include "attacks/target.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "attacks/mia_internal.h"
 #include "core/jsonv.h"
 
 struct AttackCache {
@@ -75,9 +75,8 @@ FpStatus mia_target_parse(const AttackEnv *env, MiaTargetConfig *cfg, FpError *e
     return FP_OK;
 }
 
-// The member range [*first, *first + count) of a model trained on n samples split in
-// `clients` contiguous pieces (pieces k·n/clients ..): the target client's piece, or all.
-static int member_range(const MiaTargetConfig *cfg, int clients, int n, int *first) {
+// Pieces k·n/clients .. (attacks/mia_internal.h).
+int mia_member_range(const MiaTargetConfig *cfg, int clients, int n, int *first) {
     if (cfg->kind == MIA_TARGET_CLIENT) {
         long long a = (long long)cfg->client * n / clients, b = (long long)(cfg->client + 1) * n / clients;
         *first = (int)a;
@@ -120,7 +119,7 @@ FpStatus mia_sizes(const AttackEnv *env, const MiaTargetConfig *cfg, MiaSizes *s
             return fp_fail(err, FP_EPARAM, "federation.sample_rate: no client but the adversary takes part in the "
                            "%d rounds: the global target has no members", ex->fed.rounds);
     } else
-        sz->available = cfg->kind == MIA_TARGET_CLIENT ? member_range(cfg, sz->clients, sz->n_train, &first)
+        sz->available = cfg->kind == MIA_TARGET_CLIENT ? mia_member_range(cfg, sz->clients, sz->n_train, &first)
                                                        : sz->n_train;
     int room = sz->n_data - sz->n_train - sz->adv_out; // for non-members and the pool
     if (cfg->members > 0) {
@@ -136,7 +135,7 @@ FpStatus mia_sizes(const AttackEnv *env, const MiaTargetConfig *cfg, MiaSizes *s
     } else
         sz->members = sz->available < room ? sz->available : room;
     sz->pool = room - sz->members;
-    sz->model_members = member_range(cfg, sz->clients, sz->n_train, &first);
+    sz->model_members = mia_member_range(cfg, sz->clients, sz->n_train, &first);
     return FP_OK;
 }
 
@@ -148,7 +147,7 @@ FpStatus mia_shadow_size(const AttackEnv *env, const MiaSizes *sz, long long req
     jv_path(p, sizeof p, env->path, "shadow_size");
     int first;
     if (requested > 0) {
-        long long need = requested + (need_out ? member_range(&cfg, sz->clients, (int)requested, &first) : 0);
+        long long need = requested + (need_out ? mia_member_range(&cfg, sz->clients, (int)requested, &first) : 0);
         if (requested < sz->clients)
             return fp_fail(err, FP_EPARAM, "%s: %lld samples cannot be split among %d clients", p, requested,
                            sz->clients);
@@ -162,7 +161,7 @@ FpStatus mia_shadow_size(const AttackEnv *env, const MiaSizes *sz, long long req
     }
     // Default: the target's own training size (four equal parts), shrunk to what the pool holds.
     int s = sz->n_train;
-    while (s >= sz->clients && s + (need_out ? member_range(&cfg, sz->clients, s, &first) : 0) > sz->pool)
+    while (s >= sz->clients && s + (need_out ? mia_member_range(&cfg, sz->clients, s, &first) : 0) > sz->pool)
         s = s * 15 / 16 < s - 1 ? s * 15 / 16 : s - 1;
     if (s < sz->clients)
         return fp_fail(err, FP_EPARAM, "%s: the shadow pool holds only %d samples (dataset %d = target training %d + "
@@ -175,7 +174,7 @@ FpStatus mia_shadow_size(const AttackEnv *env, const MiaSizes *sz, long long req
 // ---------------------------------------------------------------------------------
 // Training a target or shadow model (the same procedure for both)
 
-typedef struct TrainHooks {
+struct TrainHooks {
     const Experiment *ex;
     int threads;
     // client target: the model the server receives (or the raw local model) from the
@@ -191,7 +190,8 @@ typedef struct TrainHooks {
     float *series_logits, *series_py, *series_mentr;
     FpStatus st;
     FpError err;
-} TrainHooks;
+};
+typedef struct TrainHooks TrainHooks;
 
 static void hook_upload(void *ctx, int round, int client, const float *upload, UploadKind kind,
                         const ParamTable *table, const UploadParams *params) {
@@ -228,14 +228,10 @@ static void hook_global(void *ctx, int round, Model *global) {
     }
 }
 
-// Trains a model of the experiment's architecture on idx[0..n) as cfg says. fresh: a new
-// initialisation from seed (shadows); else the experiment's initial model (the target).
-// hooks: optional series recording (global). *round_out: the client target's round.
-// *defense_out (when not NULL): the defense's resolved parameters and the privacy spent.
-// participations (when not NULL, federated): rounds each client took part in.
-static FpStatus train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n,
-                            uint64_t seed, int fresh, const Dataset *test, int quiet, int threads, TrainHooks *series,
-                            Model **out, int *round_out, cJSON **defense_out, int *participations, FpError *err) {
+// (attacks/mia_internal.h)
+FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n, uint64_t seed,
+                         int fresh, const Dataset *test, int quiet, int threads, TrainHooks *series, Model **out,
+                         int *round_out, cJSON **defense_out, int *participations, FpError *err) {
     Experiment *ex = env->ex;
     const Backend *be = ex->backend;
     *out = NULL;
@@ -374,9 +370,8 @@ static void target_free(MiaTarget *t) {
     free(t->eval_logits);
     free(t->series_py);
     free(t->series_mentr);
-    free(t->shadow_idx);
-    free(t->shadow_logits);
-    free(t->lira_phi);
+    mia_references_free(t);
+    model_free(t->model);
     dataset_free(t->shadow_test);
     cJSON_Delete(t->defense);
     free(t);
@@ -478,7 +473,7 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
     // Eval members: M drawn uniformly from the target's evaluable members.
     int first = 0;
     if (cfg->kind == MIA_TARGET_CLIENT)
-        member_range(cfg, sz->clients, sz->n_train, &first);
+        mia_member_range(cfg, sz->clients, sz->n_train, &first);
     uint32_t *avail = fp_malloc(sizeof(uint32_t) * (size_t)sz->available, err);
     if (!avail)
         return FP_ENOMEM;
@@ -548,9 +543,9 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
         free(series.series_logits);
         return FP_ENOMEM;
     }
-    FpStatus st = train_model(env, cfg, t->train_idx, sz->n_train, ex->seed, 0, ex->test, env->quiet, ex->threads,
-                              series.series_idx ? &series : NULL, &model, &t->participated_round, &t->defense,
-                              took_part, err);
+    FpStatus st = mia_train_model(env, cfg, t->train_idx, sz->n_train, ex->seed, 0, ex->test, env->quiet,
+                                  ex->threads, series.series_idx ? &series : NULL, &model, &t->participated_round,
+                                  &t->defense, took_part, err);
     free((void *)series.series_idx);
     free(series.series_logits);
     if (st == FP_OK && cfg->kind == MIA_TARGET_GLOBAL) {
@@ -561,7 +556,7 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
     }
     // What the attacks read: logits on the eval samples, Yeom's τ (over the records the
     // target trained on: those of clients that took part), accuracies.
-    int first_train = 0, n_tr = member_range(cfg, sz->clients, sz->n_train, &first_train);
+    int first_train = 0, n_tr = mia_member_range(cfg, sz->clients, sz->n_train, &first_train);
     uint32_t *trained = st == FP_OK ? fp_malloc(sizeof(uint32_t) * (size_t)(n_tr > 0 ? n_tr : 1), err) : NULL;
     int n_trained = 0;
     for (int i = 0; trained && i < n_tr; i++)
@@ -582,7 +577,9 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
     free(trained);
     if (st == FP_OK)
         st = model_evaluate(model, ex->test, ex->threads, &t->test_accuracy, &t->test_loss, NULL, err);
-    model_free(model);
+    t->model = model;
+    if (st == FP_OK)
+        st = mia_queries_init(env, t, err);
     return st;
 }
 
@@ -618,177 +615,6 @@ FpStatus mia_target_acquire(const AttackEnv *env, const MiaTargetConfig *cfg, Mi
 void mia_target_release(const AttackEnv *env, MiaTarget *t) {
     if (!env->cache)
         target_free(t);
-}
-
-// ---------------------------------------------------------------------------------
-// Shadow models
-
-FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, FpError *err) {
-    if (t->shadow_size == shadow_size)
-        return FP_OK;
-    Experiment *ex = env->ex;
-    int C = t->n_classes, first;
-    int members = member_range(&t->cfg, t->sz.clients, shadow_size, &first);
-    if (shadow_size + members > t->sz.pool)
-        return fp_fail(err, FP_EPARAM, "%s.shadow_size: %d + %d shadow samples exceed the pool of %d", env->path,
-                       shadow_size, members, t->sz.pool);
-    free(t->shadow_idx);
-    free(t->shadow_logits);
-    t->shadow_size = 0;
-    t->shadow_idx = fp_malloc(sizeof(uint32_t) * 2 * (size_t)members, err);
-    t->shadow_logits = fp_malloc(sizeof(float) * 2 * (size_t)members * C, err);
-    if (!t->shadow_idx || !t->shadow_logits)
-        return FP_ENOMEM;
-    // shadow-in = pool[0, S): trained on; its member set, then as many shadow-out = pool[S, S + members).
-    memcpy(t->shadow_idx, t->pool_idx + first, sizeof(uint32_t) * (size_t)members);
-    memcpy(t->shadow_idx + members, t->pool_idx + shadow_size, sizeof(uint32_t) * (size_t)members);
-    double t0 = now_seconds();
-    Model *m = NULL;
-    FP_TRY(train_model(env, &t->cfg, t->pool_idx, shadow_size, mia_derived_seed(ex->seed, RNG_SHADOW, 0, 0), 1,
-                       t->shadow_test, 1, ex->threads, NULL, &m, NULL, NULL, NULL, err));
-    FpStatus st = mia_logits(m, ex->train, t->shadow_idx, 2 * members, ex->threads, t->shadow_logits, err);
-    if (st == FP_OK)
-        st = model_evaluate(m, t->shadow_test, ex->threads, &t->shadow_test_accuracy, NULL, NULL, err);
-    model_free(m);
-    FP_TRY(st);
-    t->shadow_seconds = now_seconds() - t0;
-    t->shadow_n = members;
-    t->shadow_size = shadow_size;
-    if (!env->quiet)
-        fprintf(stderr, "mia: shadow model trained on %d samples in %.1f s (test accuracy %.4f)\n", shadow_size,
-                t->shadow_seconds, t->shadow_test_accuracy);
-    return FP_OK;
-}
-
-// LiRA shadows are independent: workers train them in parallel, each shadow on one
-// thread (its federation and BLAS single-threaded), so the results do not depend on
-// the thread count.
-typedef struct {
-    const AttackEnv *env;
-    MiaTarget *t;
-    int first, step, end, shadow_size;
-    double *seconds, *accuracy;   // per shadow
-    FpStatus st;
-    FpError err;
-} LiraJob;
-
-static FpStatus lira_shadow(const AttackEnv *env, MiaTarget *t, int j, int shadow_size, int threads,
-                            uint32_t *subset, float *z, double *seconds, double *accuracy, FpError *err) {
-    Experiment *ex = env->ex;
-    int C = t->n_classes, n_eval = 2 * t->sz.members;
-    double t0 = now_seconds();
-    // Shadow j's training set: a uniformly random shadow_size-subset of the pool.
-    memcpy(subset, t->pool_idx, sizeof(uint32_t) * (size_t)t->sz.pool);
-    RngStream rs = rng_stream(ex->seed, RNG_SHADOW, 2, (uint32_t)j);
-    rng_shuffle_u32(&rs, subset, (uint32_t)t->sz.pool);
-    Model *m = NULL;
-    FP_TRY(train_model(env, &t->cfg, subset, shadow_size, mia_derived_seed(ex->seed, RNG_SHADOW, 1, (uint32_t)j), 1,
-                       t->shadow_test, 1, threads, NULL, &m, NULL, NULL, NULL, err));
-    FpStatus st = mia_logits(m, ex->train, t->eval_idx, n_eval, threads, z, err);
-    if (st == FP_OK)
-        st = model_evaluate(m, t->shadow_test, threads, accuracy, NULL, NULL, err);
-    model_free(m);
-    FP_TRY(st);
-    for (int i = 0; i < n_eval; i++)
-        t->lira_phi[(size_t)j * n_eval + i] = mia_phi(z + (size_t)i * C, C, ex->train->y[t->eval_idx[i]]);
-    *seconds = now_seconds() - t0;
-    if (!env->quiet)
-        fprintf(stderr, "lira: shadow %d trained on %d samples in %.1f s (test accuracy %.4f)\n", j + 1, shadow_size,
-                *seconds, *accuracy);
-    return FP_OK;
-}
-
-static void *lira_worker(void *arg) {
-    LiraJob *jb = arg;
-    MiaTarget *t = jb->t;
-    uint32_t *subset = malloc(sizeof(uint32_t) * (size_t)t->sz.pool);
-    float *z = malloc(sizeof(float) * 2 * (size_t)t->sz.members * t->n_classes);
-    if (!subset || !z)
-        jb->st = fp_fail(&jb->err, FP_ENOMEM, "out of memory for a LiRA shadow model");
-    for (int j = jb->first; jb->st == FP_OK && j < jb->end; j += jb->step)
-        jb->st = lira_shadow(jb->env, t, j, jb->shadow_size, 1, subset, z, &jb->seconds[j], &jb->accuracy[j], &jb->err);
-    free(subset);
-    free(z);
-    return NULL;
-}
-
-FpStatus mia_target_lira(const AttackEnv *env, MiaTarget *t, int n_models, int shadow_size, FpError *err) {
-    Experiment *ex = env->ex;
-    int n_eval = 2 * t->sz.members;
-    if (shadow_size > t->sz.pool)
-        return fp_fail(err, FP_EPARAM, "%s.shadow_size: %d exceeds the shadow pool of %d", env->path, shadow_size,
-                       t->sz.pool);
-    if (t->lira_size != shadow_size) { // other sizes are other shadows: start over
-        t->lira_n = 0;
-        t->lira_seconds = 0;
-        t->lira_test_accuracy = 0;
-        t->lira_size = shadow_size;
-    }
-    if (n_models <= t->lira_n)
-        return FP_OK;
-    if (n_models > t->lira_cap) {
-        double *p = realloc(t->lira_phi, sizeof(double) * (size_t)n_models * n_eval);
-        if (!p)
-            return fp_fail(err, FP_ENOMEM, "out of memory for %d LiRA shadow models", n_models);
-        t->lira_phi = p;
-        t->lira_cap = n_models;
-    }
-    double *seconds = calloc((size_t)n_models, sizeof(double)), *accuracy = calloc((size_t)n_models, sizeof(double));
-    if (!seconds || !accuracy) {
-        free(seconds);
-        free(accuracy);
-        return fp_fail(err, FP_ENOMEM, "out of memory");
-    }
-    int todo = n_models - t->lira_n;
-    int workers = ex->backend->device != DEVICE_CPU ? 1 : ex->threads < 16 ? ex->threads : 16;
-    if (workers > todo)
-        workers = todo;
-    double t0 = now_seconds();
-    FpStatus st = FP_OK;
-    if (workers <= 1) {
-        uint32_t *subset = fp_malloc(sizeof(uint32_t) * (size_t)t->sz.pool, err);
-        float *z = fp_malloc(sizeof(float) * (size_t)n_eval * t->n_classes, err);
-        st = subset && z ? FP_OK : FP_ENOMEM;
-        for (int j = t->lira_n; st == FP_OK && j < n_models; j++)
-            st = lira_shadow(env, t, j, shadow_size, ex->threads, subset, z, &seconds[j], &accuracy[j], err);
-        free(subset);
-        free(z);
-    } else {
-        if (ex->backend->set_threads)
-            ex->backend->set_threads(1);
-        LiraJob jobs[16];
-        pthread_t tid[16];
-        int started[16] = {0};
-        for (int w = 0; w < workers; w++)
-            jobs[w] = (LiraJob){.env = env, .t = t, .first = t->lira_n + w, .step = workers, .end = n_models,
-                                .shadow_size = shadow_size, .seconds = seconds, .accuracy = accuracy};
-        for (int w = 1; w < workers; w++)
-            started[w] = pthread_create(&tid[w], NULL, lira_worker, &jobs[w]) == 0;
-        lira_worker(&jobs[0]);
-        for (int w = 1; w < workers; w++) {
-            if (started[w])
-                pthread_join(tid[w], NULL);
-            else
-                lira_worker(&jobs[w]);
-        }
-        for (int w = 0; w < workers && st == FP_OK; w++)
-            if (jobs[w].st != FP_OK) {
-                st = jobs[w].st;
-                if (err)
-                    *err = jobs[w].err;
-            }
-    }
-    if (st == FP_OK) {
-        double acc = t->lira_test_accuracy * t->lira_n;
-        for (int j = t->lira_n; j < n_models; j++)
-            acc += accuracy[j];
-        t->lira_seconds += now_seconds() - t0; // wall time of the shadows (training and scoring)
-        t->lira_n = n_models;
-        t->lira_test_accuracy = acc / n_models;
-    }
-    free(seconds);
-    free(accuracy);
-    return st;
 }
 
 // ---------------------------------------------------------------------------------

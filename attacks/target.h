@@ -1,6 +1,6 @@
 // Membership-inference targets: who is a member, how the target (and every shadow
 // model) is trained, and the cache that lets several attacks of one matrix cell share
-// one trained federation. Used by basic_mia.c, ml_leaks.c, cs_mia.c and lira.c.
+// one trained federation. Used by basic_mia.c, ml_leaks.c, cs_mia.c, lira.c and rmia.c.
 //
 // Data plan. The experiment's training set is permuted once (RNG_ATTACK, round 0) and
 // cut into disjoint pieces, in this order:
@@ -42,7 +42,9 @@
 // by loss, by confidence or by φ is the same global-threshold attack; working from φ
 // avoids the ties that float probabilities of exactly 1 would create.
 //
-// The cache is not thread-safe: the attacks of one cell run one after another.
+// The in-process cache (AttackCache) is not thread-safe: the attacks of one cell run one
+// after another. The on-disk reference-model cache (attacks/refcache.h) is safe for any
+// number of threads and processes.
 #ifndef FEDPRIV_ATTACKS_TARGET_H
 #define FEDPRIV_ATTACKS_TARGET_H
 
@@ -87,6 +89,36 @@ typedef struct MiaSizes {
                                        // of every round (dropped after training, with as many non-members)
 } MiaSizes;
 
+// Reference (shadow) models of LiRA and RMIA (attacks/mia_reference.c). Each is trained
+// exactly like the target (same fl/ procedure, defense and settings, a fresh
+// initialisation and seed) and scored on the target's queries: the eval candidates, then
+// the population samples. Only those logits are kept (in memory and in the on-disk cache
+// of attacks/refcache.h), never the weights.
+//   offline  model j trains on a uniformly random shadow_size-subset of the shadow pool
+//            (RNG_SHADOW round 2, client j; seed from round 1): OUT for every candidate.
+//   online   models 2k and 2k+1 split the 2M candidates into two random halves
+//            (RNG_SHADOW round 6, client k): each candidate is IN for exactly half of the
+//            models. Model j's member set holds its half of the candidates and pool
+//            samples (round 5, client j), in a random order (round 4); the rest of its
+//            training set is pool samples; seed from round 3.
+typedef enum { MIA_REF_OFFLINE = 0, MIA_REF_ONLINE = 1 } MiaRefKind;
+#define MIA_REF_KINDS 2
+// What a reference model's training set is to a query: not in it, in the model's member
+// set (the target client's piece, or all of it), or trained on by another client.
+enum { MIA_Q_OUT = 0, MIA_Q_IN = 1, MIA_Q_OTHER = 2 };
+// Population samples queried by default (fewer when the pool is smaller).
+#define MIA_POPULATION_DEFAULT 1000
+
+typedef struct MiaRefSet {
+    int size;                    // training-set size of each model (0 = none yet)
+    int n, cap;                  // models held
+    float *logits;               // model j, query q: logits + (j·n_query + q)·C
+    unsigned char *member;       // j·n_query + q: MIA_Q_*
+    double *test_accuracy;       // per model, on the shadow test set
+    double seconds;              // wall time spent obtaining the n models
+    int trained, loaded;         // of the n: trained in this process, read from the on-disk cache
+} MiaRefSet;
+
 // A trained target and what the attacks read from it. Owned by the cache (or by the
 // attack when there is no cache: mia_target_release frees it then).
 typedef struct MiaTarget {
@@ -106,6 +138,7 @@ typedef struct MiaTarget {
     double test_accuracy;
     double train_accuracy;       // on its training data
     double train_seconds;
+    Model *model;                // the trained target (kept to score more population samples)
     Dataset *shadow_test;        // the first ≤ 2000 test samples (shadow federations evaluate on it)
     cJSON *defense;              // federated targets: the defense's resolved parameters and privacy spent
     int participated_round;      // client target: the round its model comes from (1-based), else 0
@@ -120,11 +153,18 @@ typedef struct MiaTarget {
     uint32_t *shadow_idx;        // 2·shadow_n
     float *shadow_logits;        // 2·shadow_n × C
     double shadow_seconds, shadow_test_accuracy;
-    // LiRA OUT shadows: φ of shadow j on eval sample i at lira_phi[j·2M + i].
-    int lira_size, lira_n, lira_cap;
-    double *lira_phi;
-    double lira_seconds;         // wall time spent training and scoring the lira_n shadows
-    double lira_test_accuracy;   // mean over the shadows
+    int shadow_loaded;           // 1: read from the on-disk cache
+    // The reference models' queries: eval_idx (2M), then the population: the first
+    // n_population of a fixed random order of the shadow pool (RNG_SHADOW round 7).
+    // Population samples may be in a reference model's training set (its member codes
+    // say so); they are never in the target's.
+    int n_population, n_query;   // n_query = 2M + n_population
+    uint32_t *pop_order;         // sz.pool
+    uint32_t *query_idx;         // n_query
+    uint64_t *query_content;     // a hash of each query's features and label (cache check)
+    float *pop_logits;           // n_population × C: the target's logits on the population
+    MiaRefSet refs[MIA_REF_KINDS];
+    char *procedure;             // identity text of the reference models' training procedure
     int acquisitions;            // how many attacks used it (> 1: shared through the cache)
     struct MiaTarget *next;
 } MiaTarget;
@@ -144,11 +184,29 @@ FpStatus mia_shadow_size(const AttackEnv *env, const MiaSizes *sz, long long req
 FpStatus mia_target_acquire(const AttackEnv *env, const MiaTargetConfig *cfg, MiaTarget **out, FpError *err);
 void mia_target_release(const AttackEnv *env, MiaTarget *t);
 // Trains (once; cached on t) the one shadow model of ML-Leaks / Basic-MIA on shadow_size
-// pool samples; its shadow-out set follows in the pool.
+// pool samples; its shadow-out set follows in the pool. From the on-disk cache when
+// env->reference_dir holds it.
 FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, FpError *err);
-// Ensures t holds at least n_models offline-LiRA OUT shadows of shadow_size samples each
-// (random subsets of the pool), scored on the eval samples.
-FpStatus mia_target_lira(const AttackEnv *env, MiaTarget *t, int n_models, int shadow_size, FpError *err);
+// Makes the queries cover at least n_population population samples (the target scores
+// them). Growing past what the reference models were scored on drops them: they are
+// obtained again (from the on-disk cache only if an entry covers the new queries).
+FpStatus mia_target_population(const AttackEnv *env, MiaTarget *t, int n_population, FpError *err);
+// Ensures t->refs[kind] holds at least n_models reference models of shadow_size samples
+// each (another size starts over), scored on the current queries: from memory, from the
+// on-disk cache (env->reference_dir), or trained (in parallel workers, one thread each,
+// so the numbers do not depend on the thread count) and stored there.
+FpStatus mia_target_references(const AttackEnv *env, MiaTarget *t, MiaRefKind kind, int n_models, int shadow_size,
+                               FpError *err);
+// The online design's requirements (validate): an even number of models, a member set of
+// shadow_size samples that holds half the candidates, a pool that fills the rest.
+FpStatus mia_online_check(const AttackEnv *env, const MiaTargetConfig *cfg, const MiaSizes *sz, int n_models,
+                          int shadow_size, FpError *err);
+// The "reference_models" block of a result (kind, models, size, queries, mean test
+// accuracy, floats kept) and, in its "run" object, how many were trained now, read from
+// the disk cache or reused from an earlier attack (counts since *before, a snapshot of
+// the set taken when the attack started).
+void mia_references_describe(const MiaTarget *t, MiaRefKind kind, int n_models, const MiaRefSet *before,
+                             cJSON *result);
 
 // A 64-bit seed (below 2^53, exact in JSON) for a derived model: shadow j, an attack model.
 uint64_t mia_derived_seed(uint64_t seed, RngPurpose purpose, uint32_t round, uint32_t client);
@@ -182,7 +240,7 @@ cJSON *mia_mlp_json(const MiaMlpConfig *cfg);
 // The metrics every MIA reports, into result: on the balanced eval set (labels[i] = 1
 // for members), from the scores (higher = more likely a member) and the attack's own
 // decisions (1 = member; NULL: decide score >= decision_threshold).
-//   auc, tpr_at_fpr {"0.01", "0.001"} with the rule stated, best_balanced_accuracy,
+//   auc, tpr_at_fpr {"0.01", "0.001", "0"} with the rule stated, best_balanced_accuracy,
 //   best_advantage; balanced_accuracy, precision, recall, advantage, tpr, fpr at the
 //   decision rule (described by rule); roc {fpr, tpr} thinned to <= 200 points that
 //   keep the low-FPR region; members / non_members.
@@ -196,6 +254,30 @@ cJSON *mia_decision_json(const unsigned char *decisions, const int32_t *labels, 
 // labelled set (τ halfway between the last score taken and the next lower one);
 // *best_accuracy gets that accuracy.
 double mia_best_threshold(const double *scores, const int32_t *labels, int n, double *best_accuracy);
+
+// The scores of LiRA and RMIA from per-sample values (what lira.c and rmia.c compute
+// after reading their reference models; pure functions, exposed for the tests).
+// Model j's value on query q is at [j·Q + q], its member code (MIA_Q_*) likewise.
+//
+// LiRA (attacks/lira.c): phi_obs[i] the target's φ on candidate i, phi_refs the
+// reference models' (Q = n). Offline: z = (φ_obs − μ_out)/σ_out; online: log N(φ_obs;
+// μ_in, σ_in²) − log N(φ_obs; μ_out, σ_out²); fixed_variance: one σ, the root of the
+// mean of the per-candidate variances. *pooled_sigma gets that σ. FP_EPARAM when a
+// candidate is not OUT for every model (offline) or IN for exactly half (online).
+FpStatus mia_lira_scores(const double *phi_obs, const double *phi_refs, const unsigned char *member, int n, int N,
+                         int online, int fixed_variance, double *score, double *pooled_sigma, FpError *err);
+// RMIA (attacks/rmia.c): lp_target[q] = log Pr(q | θ) for the n candidates, then the Z
+// population samples (Q = n + Z); lp_refs the reference models'. Out: score[i] =
+// Score_MIA of candidate i, log_ratio[i] = log(Pr(x|θ)/Pr(x)), *population_used = the z
+// that some model did not train on.
+FpStatus mia_rmia_scores(const double *lp_target, const double *lp_refs, const unsigned char *member, int n, int Z,
+                         int N, int online, double a, double gamma, double *score, double *log_ratio,
+                         int *population_used, FpError *err);
+
+// The result's "run" object (created when missing): what depends on the run rather than
+// on the configuration, such as where reference models came from. Like timings, it may
+// differ between an uninterrupted run and a resumed one (runner/matrix.h).
+cJSON *mia_run_object(cJSON *result);
 
 // The target block of a result ("target": kind, sizes, accuracies, training time,
 // whether an earlier attack of the cell trained it).

@@ -18,8 +18,9 @@ static void usage(FILE *f) {
     fprintf(f, "usage: fedpriv attack NAME --config FILE.json --out DIR [--device cpu|cuda] [--threads N]\n"
                "  Runs the attack NAME (fedpriv list shows them) as the config's \"attack\" object says,\n"
                "  against the config's defense, and writes DIR/result.json. The config's attack.name,\n"
-               "  if present, must match NAME. Exit 0 when done, 1 if the attack diverged (the result\n"
-               "  says so, without metrics), 2 on bad input.\n");
+               "  if present, must match NAME. Membership attacks keep their reference models' logits\n"
+               "  in DIR/reference-models/: a rerun into DIR trains none of them again. Exit 0 when\n"
+               "  done, 1 if the attack diverged (the result says so, without metrics), 2 on bad input.\n");
 }
 
 static int make_dir(const char *dir, FpError *err) {
@@ -94,19 +95,24 @@ int cmd_attack(int argc, char **argv) {
         return cli_report_error("attack", &err);
     }
     env.ex = &ex;
+    char refdir[4200];
+    snprintf(refdir, sizeof refdir, "%s/reference-models", out);
+    env.reference_dir = refdir;
     if (ops->validate(&env, &err) != FP_OK || !make_dir(out, &err)) {
         fp_error_prefix(&err, config);
         rc = cli_report_error("attack", &err);
         goto done;
     }
-    struct timespec t0, t1;
+    struct timespec t0, t1, c0, c1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
     cJSON *res = cJSON_CreateObject();
     cJSON_AddStringToObject(res, "command", "attack");
     cJSON_AddStringToObject(res, "attack", ops->name);
     experiment_describe(&ex, NULL, res);
     FpStatus st = ops->run(&env, res, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
     if (st == FP_EDIVERGED) {
         // A diverged run is a result, never a finding: the status and the reason, and
         // whatever the attack recorded of its setting (observations), no metrics.
@@ -123,6 +129,8 @@ int cmd_attack(int argc, char **argv) {
     } else
         cJSON_AddStringToObject(res, "status", "done");
     cJSON_AddNumberToObject(res, "wall_seconds", (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    // All threads' CPU time of the attack (data loading excluded, like wall_seconds).
+    cJSON_AddNumberToObject(res, "cpu_seconds", (c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) * 1e-9);
     char path[4096];
     snprintf(path, sizeof path, "%s/result.json", out);
     if (jv_write_file_atomic(path, res, &err) != FP_OK)

@@ -104,3 +104,22 @@ put("weights", "broken-trailing", b"\1" + weights("logreg", logreg) + b"x")
 put("weights", "broken-magic", b"\0FPMX" + weights("mlp", mlp)[4:])
 put("weights", "broken-layer-count", b"\0" + weights("mlp", mlp[:3]))
 put("weights", "broken-name-len", b"\0FPMW" + struct.pack("<II", 1, 0xFFFFFFFF) + b"mlp")
+
+# --- reference-model cache entries (attacks/refcache.h): the whole file ------------
+def refentry(identity=b"fuzz-identity", q=(3, 10, 17), c=(1, 2, 3), logits=(0.5, -1, 2, 0.25, -3, 1.5), nc=2,
+             magic=b"FPREFLG1", fmt=2, member=None):
+    body = magic + struct.pack("<IIIII", 0x01020304, fmt, len(identity), len(q), nc) + struct.pack("<d", 0.75)
+    body += identity + struct.pack("<%dI" % len(q), *q) + struct.pack("<%dQ" % len(c), *c)
+    body += bytes(member if member is not None else [i % 3 for i in range(len(q))])
+    body += struct.pack("<%df" % len(logits), *logits)
+    return body + struct.pack("<I", zlib.crc32(body) & 0xFFFFFFFF)
+put("refcache", "valid", refentry())
+put("refcache", "valid-more-queries", refentry(q=(3, 10, 17, 4), c=(1, 2, 3, 9), logits=(0.5, -1, 2, 0.25, -3, 1.5, 7, 8)))
+put("refcache", "miss-other-identity", refentry(identity=b"other"))
+put("refcache", "broken-truncated", refentry()[:-7])
+put("refcache", "broken-crc", refentry()[:-1] + b"\0")
+put("refcache", "broken-magic", refentry(magic=b"FPREFLG2"))
+put("refcache", "broken-format", refentry(fmt=1))
+put("refcache", "broken-huge-counts",
+    refentry()[:16] + struct.pack("<III", 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF) + refentry()[28:])
+

@@ -16,13 +16,17 @@
 //                              failed, diverged), rewritten atomically after each cell
 //   DIR/cells/ID.json          one cell's result, written atomically once the cell ends
 //   DIR/cells/ID/K-ATTACK/     the artifacts of attack K (PNG files, ...)
+//   DIR/reference-models/      the membership attacks' reference models (their logits
+//                              only; attacks/refcache.h), shared by every cell and rerun
 // A cell's ID is a readable slug plus a hash of everything that determines its result
 // (seed, backend, dataset, model, federation, the cell's defense object, the attacks).
 // A rerun skips every cell whose file exists with the same hash and status done or
 // diverged; failed and missing cells run again. Results are deterministic given the
 // seed, so a run killed at any moment (SIGKILL included) and rerun ends with the same
-// cell files as an uninterrupted run; only timings differ, and they live in keys named
-// "seconds" or ending in "_seconds", and in each cell's "run" object.
+// cell files as an uninterrupted run; only run-dependent facts differ: timings, in keys
+// named "seconds" or ending in "_seconds", and objects named "run" (the cell's; an
+// attack's, e.g. which reference models it trained and which it read from
+// DIR/reference-models/).
 #ifndef FEDPRIV_RUNNER_MATRIX_H
 #define FEDPRIV_RUNNER_MATRIX_H
 

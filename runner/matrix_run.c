@@ -68,21 +68,24 @@ static void rm_tree(const char *path) {
     nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
-// What a killed run may leave: temp files of atomic writes ("X.json.tmp.PID") and the
-// artifact folders of unfinished cells ("ID.partial"). Only called under the lock, when
-// no other process writes here.
+// What a killed run may leave: temp files of atomic writes ("X.json.tmp.PID", and
+// "HASH.ref.tmp.XXXXXX" in reference-models/) and the artifact folders of unfinished
+// cells ("ID.partial"). Only called under the lock, when no other process writes here
+// (a writer whose temp file vanished anyway fails its rename: a cache entry is then
+// not written, which costs time, not correctness).
 static void remove_leftovers(const char *dir) {
+    static const char *const subdirs[] = {"", "/cells", "/reference-models"};
     char path[4300];
-    for (int pass = 0; pass < 2; pass++) {
-        snprintf(path, sizeof path, pass ? "%s/cells" : "%s", dir);
+    for (int pass = 0; pass < 3; pass++) {
+        snprintf(path, sizeof path, "%s%s", dir, subdirs[pass]);
         DIR *d = opendir(path);
         if (!d)
             continue;
         struct dirent *de;
         while ((de = readdir(d))) {
             size_t n = strlen(de->d_name);
-            int tmp = strstr(de->d_name, ".json.tmp.") != NULL;
-            int partial = pass && n > 8 && strcmp(de->d_name + n - 8, ".partial") == 0;
+            int tmp = strstr(de->d_name, pass == 2 ? ".ref.tmp." : ".json.tmp.") != NULL;
+            int partial = pass == 1 && n > 8 && strcmp(de->d_name + n - 8, ".partial") == 0;
             if (!tmp && !partial)
                 continue;
             char p[4600];
@@ -232,7 +235,8 @@ static void cell_json_finish(cJSON *j, Cell *c, CellStatus s, const char *messag
 
 // One attack against the cell's setting → its entry in the cell's "attacks" list.
 static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex, AttackCache *cache,
-                         const char *partial, int verbose, CellStatus *status, char *why, size_t why_n) {
+                         const char *dir, const char *partial, int verbose, CellStatus *status, char *why,
+                         size_t why_n) {
     AttackSpec *as = &m->attacks[k];
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", as->ops->name);
@@ -255,8 +259,10 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
             st = err.code ? err.code : FP_ENOMEM;
     }
     if (st == FP_OK) {
+        char refdir[4200];
+        snprintf(refdir, sizeof refdir, "%s/reference-models", dir);
         AttackEnv env = {.ex = &aex, .attack_json = as->json, .path = as->path, .out_dir = adir, .cache = cache,
-                         .quiet = !verbose};
+                         .reference_dir = refdir, .quiet = !verbose};
         st = as->ops->run(&env, res, &err);
     }
     model_free(aex.model);
@@ -342,7 +348,9 @@ static FpStatus cell_execute(Matrix *m, int i, const char *dir, int threads, int
         snprintf(why, sizeof why, "training: %.480s", ferr.msg[0] ? ferr.msg : fp_status_name(fst));
     }
     // The attacks of a cell share trained targets (attacks/target.h): a membership
-    // target or shadow model trained for one attack is reused by the next.
+    // target or shadow model trained for one attack is reused by the next. Reference
+    // models also go to DIR/reference-models/ (attacks/refcache.h), shared by every cell,
+    // shard and rerun that trains the same model.
     // The cache keys targets by their options, not by the architecture, so attacks with
     // a model of their own ("model" in the attack object) share only with the same model.
     AttackCache **caches = calloc((size_t)(m->n_attacks ? m->n_attacks : 1), sizeof(AttackCache *));
@@ -369,7 +377,7 @@ static FpStatus cell_execute(Matrix *m, int i, const char *dir, int threads, int
         if (caches && !caches[owner])
             caches[owner] = attack_cache_create();
         AttackCache *cache = caches ? caches[owner] : NULL;
-        cJSON_AddItemToArray(atk, run_attack(m, c, k, &cex, cache, partial, verbose, &status, why, sizeof why));
+        cJSON_AddItemToArray(atk, run_attack(m, c, k, &cex, cache, dir, partial, verbose, &status, why, sizeof why));
     }
     for (int k = 0; caches && k < m->n_attacks; k++)
         attack_cache_free(caches[k]);

@@ -16,128 +16,7 @@
 
 #include "attacks/target.h"
 #include "core/jsonv.h"
-
-// ---------------------------------------------------------------------------------
-// Helpers
-
-static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) { return remove(p); }
-
-static void make_tmpdir(char *dir, size_t n) {
-    const char *base = getenv("TMPDIR");
-    snprintf(dir, n, "%s/fedpriv-mia-XXXXXX", base && base[0] ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(dir));
-}
-
-static void remove_tree(const char *dir) { nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
-static double num(const cJSON *o, const char *key) {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    ck_assert_msg(cJSON_IsNumber(v), "missing number \"%s\"", key);
-    return v->valuedouble;
-}
-
-// A synthetic CSV of n rows: 5 classes drawn uniformly, 20 features x = μ_y + N(0, 1)
-// with class means μ_c ~ N(0, 0.2²) per feature (RNG_TEST streams). The classes overlap
-// heavily (test accuracy ~0.3), so a model trained long on few samples overfits and its
-// members show.
-static void write_mixture_csv(const char *path, int n) {
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    double mu[5][20];
-    RngStream rm = rng_stream(99, RNG_TEST, 4, 0), rs = rng_stream(99, RNG_TEST, 5, 0);
-    for (int c = 0; c < 5; c++)
-        for (int j = 0; j < 20; j++)
-            mu[c][j] = 0.2 * rng_next_normal(&rm);
-    for (int j = 0; j < 20; j++)
-        fprintf(f, "f%d,", j);
-    fprintf(f, "label\n");
-    for (int i = 0; i < n; i++) {
-        uint32_t y = rng_next_below(&rs, 5);
-        for (int j = 0; j < 20; j++)
-            fprintf(f, "%.6f,", mu[y][j] + rng_next_normal(&rs));
-        fprintf(f, "%u\n", y);
-    }
-    fclose(f);
-}
-
-// The experiment of the end-to-end tests: 2 clients × spc samples, 3 rounds of 15
-// local epochs (SGD lr, momentum 0.9).
-typedef struct {
-    char dir[512];
-    cJSON *root;
-    Experiment ex;
-} Fixture;
-
-static void fixture_open(Fixture *fx, double lr, int spc) {
-    make_tmpdir(fx->dir, sizeof fx->dir);
-    char csv[600], cfg[2048];
-    snprintf(csv, sizeof csv, "%s/mixture.csv", fx->dir);
-    write_mixture_csv(csv, 3000); // 2500 train / 500 test after the 1/6 holdout
-    snprintf(cfg, sizeof cfg,
-             "{\"seed\": 3, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"},"
-             " \"model\": {\"name\": \"mlp\", \"hidden\": [64]},"
-             " \"federation\": {\"clients\": 2, \"rounds\": 3, \"local_epochs\": 15, \"samples_per_client\": %d,"
-             " \"batch_size\": 20, \"lr\": %g, \"momentum\": 0.9}, \"threads\": 2}",
-             csv, spc, lr);
-    fx->root = cJSON_Parse(cfg);
-    ck_assert_ptr_nonnull(fx->root);
-    FpError err = {0};
-    ck_assert_msg(experiment_load(fx->root, NULL, "cpu", 2, &fx->ex, &err) == FP_OK, "%s", err.msg);
-}
-
-static void fixture_close(Fixture *fx) {
-    experiment_free(&fx->ex);
-    cJSON_Delete(fx->root);
-    remove_tree(fx->dir);
-}
-
-// Runs attack `name` with the attack object `attack_json` on fx; returns the result.
-static cJSON *run_attack(Fixture *fx, const char *name, const char *attack_json, AttackCache *cache) {
-    const AttackOps *ops = attack_find(name);
-    ck_assert_ptr_nonnull(ops);
-    cJSON *aj = cJSON_Parse(attack_json);
-    ck_assert_ptr_nonnull(aj);
-    AttackEnv env = {.ex = &fx->ex, .attack_json = aj, .path = "attack", .out_dir = fx->dir, .cache = cache,
-                     .quiet = 1};
-    FpError err = {0};
-    ck_assert_msg(ops->validate(&env, &err) == FP_OK, "%s: %s", name, err.msg);
-    cJSON *res = cJSON_CreateObject();
-    ck_assert_msg(ops->run(&env, res, &err) == FP_OK, "%s: %s", name, err.msg);
-    cJSON_Delete(aj);
-    return res;
-}
-
-// The shape every MIA result must have: balanced sizes, metrics in range, a monotone
-// ROC of at most 200 points from (0,0) to (1,1).
-static void check_result_shape(const cJSON *r, int members) {
-    ck_assert_int_eq((int)num(r, "members"), members);
-    ck_assert_int_eq((int)num(r, "non_members"), members);
-    static const char *const unit[] = {"auc", "balanced_accuracy", "best_balanced_accuracy", "precision", "recall"};
-    for (size_t i = 0; i < sizeof unit / sizeof unit[0]; i++) {
-        double v = num(r, unit[i]);
-        ck_assert_msg(v >= 0 && v <= 1, "%s = %g", unit[i], v);
-    }
-    const cJSON *tf = cJSON_GetObjectItem(r, "tpr_at_fpr");
-    ck_assert_double_le(num(tf, "0.001"), num(tf, "0.01"));
-    ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(r, "tpr_at_fpr_rule")->valuestring, "FPR <= t"));
-    const cJSON *roc = cJSON_GetObjectItem(r, "roc");
-    const cJSON *fpr = cJSON_GetObjectItem(roc, "fpr"), *tpr = cJSON_GetObjectItem(roc, "tpr");
-    int k = cJSON_GetArraySize(fpr);
-    ck_assert_int_eq(k, cJSON_GetArraySize(tpr));
-    ck_assert_int_le(k, 200);
-    ck_assert_int_ge(k, 2);
-    ck_assert_double_eq(cJSON_GetArrayItem(fpr, 0)->valuedouble, 0);
-    ck_assert_double_eq(cJSON_GetArrayItem(tpr, 0)->valuedouble, 0);
-    ck_assert_double_eq(cJSON_GetArrayItem(fpr, k - 1)->valuedouble, 1);
-    ck_assert_double_eq(cJSON_GetArrayItem(tpr, k - 1)->valuedouble, 1);
-    for (int i = 1; i < k; i++) {
-        ck_assert_double_ge(cJSON_GetArrayItem(fpr, i)->valuedouble, cJSON_GetArrayItem(fpr, i - 1)->valuedouble);
-        ck_assert_double_ge(cJSON_GetArrayItem(tpr, i)->valuedouble, cJSON_GetArrayItem(tpr, i - 1)->valuedouble);
-    }
-    const cJSON *t = cJSON_GetObjectItem(r, "target"); // attack results only
-    if (t)
-        ck_assert_int_eq((int)num(t, "eval_members"), members);
-}
+#include "tests/mia_fixture.h"
 
 // ---------------------------------------------------------------------------------
 // Features
@@ -244,6 +123,21 @@ START_TEST(metrics_match_fixtures) {
     cJSON *c = cJSON_Parse(tiny_ties);
     ck_assert_ptr_nonnull(c);
     check_metrics_case(c);
+    // TPR at FPR 0: members ranked above every non-member. Here only the 0.9 (a member)
+    // beats the first non-member (0.8, tied with two members): 1 of 6.
+    {
+        const cJSON *sc = cJSON_GetObjectItem(c, "scores"), *lb = cJSON_GetObjectItem(c, "labels");
+        double s[12];
+        int32_t l[12];
+        for (int i = 0; i < 12; i++) {
+            s[i] = cJSON_GetArrayItem(sc, i)->valuedouble;
+            l[i] = cJSON_GetArrayItem(lb, i)->valueint;
+        }
+        cJSON *r = cJSON_CreateObject();
+        ck_assert_int_eq(mia_report(r, s, l, 12, NULL, 0.5, "test", NULL), FP_OK);
+        ck_assert_double_eq_tol(num(cJSON_GetObjectItem(r, "tpr_at_fpr"), "0"), 1.0 / 6, 1e-15);
+        cJSON_Delete(r);
+    }
     cJSON_Delete(c);
     cJSON *all = NULL;
     if (jv_load_file("fixtures/roc/reference.json", &all, NULL) != FP_OK) {
@@ -488,9 +382,11 @@ START_TEST(e2e_untrained_target_does_not_leak) {
     Fixture fx;
     fixture_open(&fx, 1e-7, 100);
     AttackCache *cache = attack_cache_create();
-    const char *names[4] = {"basic-mia", "ml-leaks", "lira", "cs-mia"};
-    const char *opts[4] = {"{}", "{}", "{\"shadow_models\": 4}", "{}"};
-    for (int i = 0; i < 4; i++) {
+    const char *names[7] = {"basic-mia", "ml-leaks", "lira", "cs-mia", "rmia", "lira", "rmia"};
+    const char *opts[7] = {"{}", "{}", "{\"shadow_models\": 4}", "{}", "{\"shadow_models\": 4}",
+                           "{\"shadow_models\": 4, \"variant\": \"online\"}",
+                           "{\"shadow_models\": 4, \"variant\": \"online\"}"};
+    for (int i = 0; i < 7; i++) {
         cJSON *r = run_attack(&fx, names[i], opts[i], cache);
         check_result_shape(r, 100);
         ck_assert_msg(fabs(num(r, "auc") - 0.5) < auc_6sd(100), "%s auc %g", names[i], num(r, "auc"));
@@ -606,6 +502,18 @@ START_TEST(bad_configs_fail_validation) {
         {"ml-leaks", "{\"bogus\": 1}", "bogus"},
         {"ml-leaks", "{\"attack_model\": {\"lr\": -1}}", "attack.attack_model.lr"},
         {"lira", "{\"variance\": \"global\"}", "attack.variance"},
+        {"lira", "{\"variant\": \"both\"}", "attack.variant"},
+        {"lira", "{\"variant\": \"online\", \"shadow_models\": 5}", "attack.shadow_models"},
+        {"lira", "{\"variant\": \"online\", \"alpha\": 0.1}", "attack.alpha"},
+        {"lira", "{\"variant\": \"online\", \"target\": \"client\", \"shadow_size\": 150}", "attack.shadow_size"},
+        {"rmia", "{\"variant\": \"online\", \"shadow_models\": 3}", "attack.shadow_models"},
+        {"rmia", "{\"shadow_models\": 0}", "attack.shadow_models"},
+        {"rmia", "{\"population\": 100000}", "attack.population"},
+        {"rmia", "{\"gamma\": 0}", "attack.gamma"},
+        {"rmia", "{\"beta\": 1.5}", "attack.beta"},
+        {"rmia", "{\"offline_a\": -0.1}", "attack.offline_a"},
+        {"rmia", "{\"shadow_size\": 5000}", "attack.shadow_size"},
+        {"rmia", "{\"z\": 3}", "z"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         cJSON *aj = cJSON_Parse(cases[k].json);
