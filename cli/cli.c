@@ -7,7 +7,7 @@
 #include <string.h>
 
 int cli_report_error(const char *cmd, const FpError *err) {
-    fprintf(stderr, "fedpriv %s: %s\n", cmd, err->msg[0] ? err->msg : fp_status_name(err->code));
+    fp_print_line(stderr, "fedpriv %s: %s", cmd, err->msg[0] ? err->msg : fp_status_name(err->code));
     switch (err->code) {
     case FP_EIO:
     case FP_EFORMAT:
@@ -29,14 +29,14 @@ int cli_wants_help(int argc, char **argv) {
 
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out) {
     if (!s) {
-        fprintf(stderr, "fedpriv %s: %s needs a value\n", cmd, opt);
+        fp_print_line(stderr, "fedpriv %s: %s needs a value", cmd, opt);
         return 0;
     }
     char *end;
     errno = 0;
     double v = strtod(s, &end);
     if (errno || end == s || *end || !isfinite(v)) {
-        fprintf(stderr, "fedpriv %s: %s: not a number: \"%s\"\n", cmd, opt, s);
+        fp_print_line(stderr, "fedpriv %s: %s: not a number: \"%s\"", cmd, opt, s);
         return 0;
     }
     *out = v;
@@ -45,14 +45,14 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double *ou
 
 int cli_parse_long(const char *cmd, const char *opt, const char *s, long long *out) {
     if (!s) {
-        fprintf(stderr, "fedpriv %s: %s needs a value\n", cmd, opt);
+        fp_print_line(stderr, "fedpriv %s: %s needs a value", cmd, opt);
         return 0;
     }
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
     if (errno || end == s || *end) {
-        fprintf(stderr, "fedpriv %s: %s: not an integer: \"%s\"\n", cmd, opt, s);
+        fp_print_line(stderr, "fedpriv %s: %s: not an integer: \"%s\"", cmd, opt, s);
         return 0;
     }
     *out = v;

@@ -48,17 +48,17 @@ int cmd_attack(int argc, char **argv) {
         else if (strcmp(a, "--threads") == 0 && cli_parse_long("attack", a, v, &threads) && threads >= 1)
             i++;
         else {
-            fprintf(stderr, "fedpriv attack: unknown or incomplete option \"%s\" (fedpriv attack --help)\n", a);
+            fp_print_line(stderr, "fedpriv attack: unknown or incomplete option \"%s\" (fedpriv attack --help)", a);
             return CLI_EXIT_BADINPUT;
         }
     }
     const AttackOps *ops = attack_find(name);
     if (!ops) {
-        fprintf(stderr, "fedpriv attack: unknown attack \"%s\" (fedpriv list shows the attacks)\n", name);
+        fp_print_line(stderr, "fedpriv attack: unknown attack \"%s\" (fedpriv list shows the attacks)", name);
         return CLI_EXIT_BADINPUT;
     }
     if (!config || !out) {
-        fprintf(stderr, "fedpriv attack: --config FILE.json and --out DIR are required\n");
+        fp_print_line(stderr, "fedpriv attack: --config FILE.json and --out DIR are required");
         return CLI_EXIT_BADINPUT;
     }
     FpError err = {0};
@@ -71,13 +71,13 @@ int cmd_attack(int argc, char **argv) {
         owned = cJSON_CreateObject();
         attack_json = owned;
     } else if (!cJSON_IsObject(attack_json)) {
-        fprintf(stderr, "fedpriv attack: %s: attack: must be an object\n", config);
+        fp_print_line(stderr, "fedpriv attack: %s: attack: must be an object", config);
         cJSON_Delete(root);
         return CLI_EXIT_BADINPUT;
     }
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(attack_json, "name");
     if (n && (!cJSON_IsString(n) || strcmp(n->valuestring, name) != 0)) {
-        fprintf(stderr, "fedpriv attack: %s: attack.name: \"%s\" does not match the command's attack \"%s\"\n", config,
+        fp_print_line(stderr, "fedpriv attack: %s: attack.name: \"%s\" does not match the command's attack \"%s\"", config,
                 cJSON_IsString(n) ? n->valuestring : "?", name);
         cJSON_Delete(owned);
         cJSON_Delete(root);

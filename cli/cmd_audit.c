@@ -118,7 +118,7 @@ int cmd_audit(int argc, char **argv) {
         long long ll;
         if (strcmp(a, "--mechanism") == 0 || strcmp(a, "--variant") == 0) {
             if (!v) {
-                fprintf(stderr, "fedpriv %s: %s needs a value\n", CMD, a);
+                fp_print_line(stderr, "fedpriv %s: %s needs a value", CMD, a);
                 goto done;
             }
             cJSON_AddStringToObject(spec_json, a[2] == 'm' ? "name" : "variant", v);
@@ -153,12 +153,12 @@ int cmd_audit(int argc, char **argv) {
             cJSON_AddItemToArray(r, cJSON_CreateNumber(hi));
         } else if (strcmp(a, "--input") == 0) {
             if (!is_number(v)) {
-                fprintf(stderr, "fedpriv %s: --input needs a number\n", CMD);
+                fp_print_line(stderr, "fedpriv %s: --input needs a number", CMD);
                 goto done;
             }
             while (i + 1 < argc && is_number(argv[i + 1])) {
                 if (n_in == AUDIT_MAX_INPUTS) {
-                    fprintf(stderr, "fedpriv %s: --input: at most %d inputs\n", CMD, AUDIT_MAX_INPUTS);
+                    fp_print_line(stderr, "fedpriv %s: --input: at most %d inputs", CMD, AUDIT_MAX_INPUTS);
                     goto done;
                 }
                 if (!cli_parse_double(CMD, a, argv[++i], &inputs[n_in]))
@@ -169,7 +169,7 @@ int cmd_audit(int argc, char **argv) {
             if (!cli_parse_long(CMD, a, v, &ll))
                 goto done;
             if (ll < 0 || (a[2] == 'b' && ll > 400) || (a[3] == 'a' && ll > 1000000000000LL)) {
-                fprintf(stderr, "fedpriv %s: %s: out of range: %s\n", CMD, a, v);
+                fp_print_line(stderr, "fedpriv %s: %s: out of range: %s", CMD, a, v);
                 goto done;
             }
             if (a[2] == 'b')
@@ -183,18 +183,18 @@ int cmd_audit(int argc, char **argv) {
             json = 1;
         } else if (strcmp(a, "--out") == 0) {
             if (!v) {
-                fprintf(stderr, "fedpriv %s: --out needs a file name\n", CMD);
+                fp_print_line(stderr, "fedpriv %s: --out needs a file name", CMD);
                 goto done;
             }
             out = v;
             i++;
         } else {
-            fprintf(stderr, "fedpriv %s: unknown option \"%s\" (fedpriv audit --help)\n", CMD, a);
+            fp_print_line(stderr, "fedpriv %s: unknown option \"%s\" (fedpriv audit --help)", CMD, a);
             goto done;
         }
     }
     if (!cJSON_GetObjectItem(spec_json, "name")) {
-        fprintf(stderr, "fedpriv %s: --mechanism is required (fedpriv audit --help)\n", CMD);
+        fp_print_line(stderr, "fedpriv %s: --mechanism is required (fedpriv audit --help)", CMD);
         goto done;
     }
     FpError err = {0};
@@ -208,7 +208,7 @@ int cmd_audit(int argc, char **argv) {
     cfg.inputs = n_in ? inputs : NULL;
     cfg.n_inputs = n_in;
     if (n_in == 1) {
-        fprintf(stderr, "fedpriv %s: --input: give at least two inputs to compare\n", CMD);
+        fp_print_line(stderr, "fedpriv %s: --input: give at least two inputs to compare", CMD);
         goto done;
     }
     AuditResult res;

@@ -91,12 +91,12 @@ int cmd_forecast(int argc, char **argv) {
         else if (strcmp(a, "--out") == 0 && v)
             out = argv[++i];
         else {
-            fprintf(stderr, "fedpriv forecast: unknown or incomplete option \"%s\" (fedpriv forecast --help)\n", a);
+            fp_print_line(stderr, "fedpriv forecast: unknown or incomplete option \"%s\" (fedpriv forecast --help)", a);
             return CLI_EXIT_BADINPUT;
         }
     }
     if (!config) {
-        fprintf(stderr, "fedpriv forecast: --config FILE.json is required\n");
+        fp_print_line(stderr, "fedpriv forecast: --config FILE.json is required");
         return CLI_EXIT_BADINPUT;
     }
     FpError err = {0};

@@ -42,19 +42,19 @@ int cmd_matrix(int argc, char **argv) {
             if (!cli_parse_long("matrix", a, v, dst))
                 return CLI_EXIT_BADINPUT;
             if (*dst < 1 || *dst > 256) {
-                fprintf(stderr, "fedpriv matrix: %s must be in [1, 256]\n", a);
+                fp_print_line(stderr, "fedpriv matrix: %s must be in [1, 256]", a);
                 return CLI_EXIT_BADINPUT;
             }
             i++;
         } else if (a[0] != '-' && !file)
             file = a;
         else {
-            fprintf(stderr, "fedpriv matrix: unknown or incomplete option \"%s\" (fedpriv matrix --help)\n", a);
+            fp_print_line(stderr, "fedpriv matrix: unknown or incomplete option \"%s\" (fedpriv matrix --help)", a);
             return CLI_EXIT_BADINPUT;
         }
     }
     if (!file || !out) {
-        fprintf(stderr, "fedpriv matrix: a matrix FILE.json and --out DIR are required (fedpriv matrix --help)\n");
+        fp_print_line(stderr, "fedpriv matrix: a matrix FILE.json and --out DIR are required (fedpriv matrix --help)");
         return CLI_EXIT_BADINPUT;
     }
     FpError err = {0};
@@ -75,7 +75,7 @@ int cmd_matrix(int argc, char **argv) {
     matrix_free(m);
     if (st != FP_OK)
         return cli_report_error("matrix", &err);
-    fprintf(stderr, "matrix: %d cells: %d done, %d diverged, %d failed (%d finished earlier); %.1f s. Results in %s/results.json\n",
+    fp_print_line(stderr, "matrix: %d cells: %d done, %d diverged, %d failed (%d finished earlier); %.1f s. Results in %s/results.json",
             sum.cells, sum.done, sum.diverged, sum.failed, sum.skipped, sum.seconds, out);
     return sum.failed > 0 || sum.pending > 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

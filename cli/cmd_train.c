@@ -41,17 +41,17 @@ int cmd_train(int argc, char **argv) {
             secure_rng = 1;
         else if (strcmp(a, "--threads") == 0) {
             if (!cli_parse_long("train", a, v, &threads) || threads < 1 || threads > 256) {
-                fprintf(stderr, "fedpriv train: --threads must be in [1, 256]\n");
+                fp_print_line(stderr, "fedpriv train: --threads must be in [1, 256]");
                 return CLI_EXIT_BADINPUT;
             }
             i++;
         } else {
-            fprintf(stderr, "fedpriv train: unknown or incomplete option \"%s\" (fedpriv train --help)\n", a);
+            fp_print_line(stderr, "fedpriv train: unknown or incomplete option \"%s\" (fedpriv train --help)", a);
             return CLI_EXIT_BADINPUT;
         }
     }
     if (!config) {
-        fprintf(stderr, "fedpriv train: --config FILE.json is required\n");
+        fp_print_line(stderr, "fedpriv train: --config FILE.json is required");
         return CLI_EXIT_BADINPUT;
     }
     FpError err = {0};
@@ -102,7 +102,7 @@ int cmd_train(int argc, char **argv) {
         cJSON_AddStringToObject(res, "status", "diverged");
         cJSON_AddNumberToObject(res, "diverged_round", fed_rounds_done(f));
         cJSON_AddNullToObject(res, "final");
-        fprintf(stderr, "fedpriv train: %s\n", err.msg);
+        fp_print_line(stderr, "fedpriv train: %s", err.msg);
         rc = CLI_EXIT_FAIL;
     } else {
         rc = cli_report_error("train", &err);

@@ -48,6 +48,6 @@ int main(int argc, char **argv) {
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(argv[1], commands[i].name) == 0)
             return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "fedpriv: unknown command \"%s\" (fedpriv --help lists them)\n", argv[1]);
+    fp_print_line(stderr, "fedpriv: unknown command \"%s\" (fedpriv --help lists them)", argv[1]);
     return CLI_EXIT_BADINPUT;
 }

@@ -361,7 +361,7 @@ static FpStatus cell_execute(Matrix *m, int i, const char *dir, int threads, int
             continue;
         }
         if (verbose)
-            fprintf(stderr, "matrix: %s: attack %s\n", c->label, m->attacks[k].ops->name);
+            fp_print_line(stderr, "matrix: %s: attack %s", c->label, m->attacks[k].ops->name);
         int owner = k;
         for (int o = 0; o < k && owner == k; o++)
             if (same_model(m->attacks[o].model_json, m->attacks[k].model_json))
@@ -463,7 +463,7 @@ static void progress_cell(Progress *p, const Matrix *m, const Cell *c, const cha
         format_duration(p->run_seconds / p->ran * p->remaining / par, eta, sizeof eta);
         snprintf(line + k, sizeof line - k, "; ETA %s", eta);
     }
-    fprintf(p->out, "%s\n", line);
+    fp_print_line(p->out, "%s", line); // labels and messages come from files: escaped
     fflush(p->out);
 }
 
@@ -498,7 +498,7 @@ static FpStatus run_forked(Matrix *m, const char *dir, const int *todo, int n, c
                 FpError cerr = {0};
                 FpStatus cst = cell_execute(m, todo[next], dir, threads, opt->verbose, &cerr);
                 if (cst != FP_OK)
-                    fprintf(stderr, "fedpriv matrix: %s\n", cerr.msg);
+                    fp_print_line(stderr, "fedpriv matrix: %s", cerr.msg);
                 fflush(NULL);
                 _exit(cst == FP_OK ? 0 : 3);
             }
@@ -612,7 +612,7 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
         for (int t = 0; t < n && st == FP_OK; t++) {
             Cell *c = &m->cells[todo[t]];
             if (opt.progress) {
-                fprintf(opt.progress, "matrix: running %s\n", c->label);
+                fp_print_line(opt.progress, "matrix: running %s", c->label);
                 fflush(opt.progress);
             }
             double t0 = now_seconds();
