@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "core/jsonv.h"
 #include "audits/mechanism.h"
+#include "fl/experiment.h"
 
 static const char *const CMD = "audit";
 
@@ -168,7 +169,9 @@ int cmd_audit(int argc, char **argv) {
         } else if (strcmp(a, "--samples") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--bins") == 0) {
             if (!cli_parse_long(CMD, a, v, &ll))
                 goto done;
-            if (ll < 0 || (a[2] == 'b' && ll > 400) || (a[3] == 'a' && ll > 1000000000000LL)) {
+            // Seeds are exact integers below 2^53, as in configs (fl/experiment.h).
+            if (ll < 0 || (a[2] == 'b' && ll > 400) || (a[3] == 'a' && ll > 1000000000000LL) ||
+                (a[3] == 'e' && ll > EXPERIMENT_SEED_MAX)) {
                 fp_print_line(stderr, "fedpriv %s: %s: out of range: %s", CMD, a, v);
                 goto done;
             }
@@ -223,7 +226,7 @@ int cmd_audit(int argc, char **argv) {
         goto done;
     }
     if (json) {
-        char *s = cJSON_Print(rj);
+        char *s = jv_print(rj, 1);
         printf("%s\n", s);
         free(s);
     } else {

@@ -140,7 +140,7 @@ int cmd_forecast(int argc, char **argv) {
         if (jv_write_file_atomic(out, res, &err) != FP_OK)
             rc = cli_report_error("forecast", &err);
     } else {
-        char *text = cJSON_Print(res);
+        char *text = jv_print(res, 1);
         puts(text);
         free(text);
     }

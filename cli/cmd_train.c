@@ -115,7 +115,7 @@ int cmd_train(int argc, char **argv) {
             if (jv_write_file_atomic(out, res, &err) != FP_OK)
                 rc = cli_report_error("train", &err);
         } else {
-            char *text = cJSON_Print(res);
+            char *text = jv_print(res, 1);
             puts(text);
             free(text);
         }

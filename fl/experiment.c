@@ -78,7 +78,9 @@ FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const
     keys[nk] = NULL;
     FP_TRY(jv_keys(root, "", keys, err));
     long long seed, threads;
-    FP_TRY(jv_int(root, "", "seed", JV_OPTIONAL, 1, 0, (long long)1 << 53, &seed, err));
+    // Seeds are integers below 2^53: every one is exact in a double (results are JSON)
+    // and bit 63 stays free for RNG_SEED_SECURE.
+    FP_TRY(jv_int(root, "", "seed", JV_OPTIONAL, 1, 0, EXPERIMENT_SEED_MAX, &seed, err));
     ex->seed = (uint64_t)seed;
     // "rng": "secure" (core/rng_secure.h): the seed's flag bit makes every privacy-relevant
     // stream ChaCha20 under a fresh getrandom key; "philox" (default) stays reproducible.

@@ -824,7 +824,7 @@ static void section_audit(Report *R) {
 }
 
 static void put_json(HtmlBuf *o, const cJSON *j) {
-    char *t = j ? cJSON_Print(j) : NULL;
+    char *t = j ? jv_print(j, 1) : NULL;
     hb_puts(o, "<pre>");
     hb_escape(o, t ? t : "—");
     hb_puts(o, "</pre>");
@@ -846,7 +846,12 @@ static void section_metadata(Report *R) {
         hb_puts(o, "</dd>");
     }
     hb_puts(o, "<dt>Seed</dt><dd>");
-    put_value(o, cJSON_GetObjectItemCaseSensitive(ix, "seed"));
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(ix, "seed");
+    if (cJSON_IsNumber(seed) && seed->valuedouble >= 0 && seed->valuedouble < 0x1p53 &&
+        seed->valuedouble == floor(seed->valuedouble))
+        hb_printf(o, "%.0f", seed->valuedouble); // every digit: seeds are exact integers below 2^53
+    else
+        put_value(o, seed);
     hb_puts(o, "</dd><dt>Threads</dt><dd>");
     put_value(o, cJSON_GetObjectItemCaseSensitive(ix, "threads"));
     if (strcmp(jstr(ix, "rng", "philox"), "secure") == 0)

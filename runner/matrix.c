@@ -73,7 +73,7 @@ static void rebase_message(FpError *err, const char *from, const char *to) {
 }
 
 static char *compact(const cJSON *v) {
-    char *s = cJSON_PrintUnformatted(v);
+    char *s = jv_print(v, 0); // exact integers: two seeds never share a cell id
     return s ? s : strdup("?");
 }
 

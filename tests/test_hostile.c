@@ -17,6 +17,7 @@
 #include "cli_run.h"
 #include "core/jsonv.h"
 #include "core/status.h"
+#include "fl/experiment.h"
 
 // ---- helpers ------------------------------------------------------------------------
 
@@ -202,6 +203,200 @@ START_TEST(cli_check_label_is_escaped) {
 }
 END_TEST
 
+// ---- 6. strict JSON for every file ---------------------------------------------------------
+
+// Each text is rejected with its line, column, JSON path and reason.
+START_TEST(strict_json_rejects) {
+    static const struct {
+        const char *text, *want;
+    } cases[] = {
+        {"{\"clients\": 2, \"clients\": 3}", "t.json:1:16: clients: duplicate key (first at line 1, column 2)"},
+        {"{\"a\": {\"b\": [1, {\"c\": 1,\n \"c\": 2}]}}", "t.json:2:2: a.b[1].c: duplicate key (first at line 1"},
+        {"{\"k\\u0065y\": 1, \"key\": 2}", "key: duplicate key"}, // compared after unescaping
+        {"{\"name\": \"none\\u0000x\"}", "t.json:1:15: name: \\u0000 (a NUL character) in a string"},
+        {"{\"seed\": 02}", "t.json:1:10: seed: leading zero in a number"},
+        {"{\"lr\": -01.5}", "lr: leading zero"},
+        {"{\"name\": \"a\nb\"}", "t.json:1:12: name: raw control character U+000A in a string"},
+        {"{\"name\": \"a\tb\"}", "raw control character U+0009"},
+        {"{\"name\": \"\x1b]0;x\x07\"}", "raw control character U+001B"},
+        {"{\"name\": \"\xff\"}", "byte 0xff in a string is not UTF-8"},
+        {"{\"name\": \"\xc0\xaf\"}", "not UTF-8"},             // overlong '/'
+        {"{\"name\": \"\\ud800x\"}", "high surrogate without its low half"},
+        {"{\"name\": \"\\udc00\"}", "lone low surrogate"},
+        {"{\"x\": 1e400}", "x: 1e400 is out of the range of a double"},
+        {"{\"x\": 1.}", "malformed JSON: a digit must follow the decimal point"},
+        {"{\"x\": .5}", "malformed JSON: unexpected '.'"},
+        {"{\"x\": +1}", "malformed JSON: unexpected '+'"},
+        {"{\"x\": [1, 2,]}", "x: malformed JSON: trailing comma before ']'"},
+        {"{\"x\": 1,}", "malformed JSON: trailing comma before '}'"},
+        {"{\"x\":\f1}", "unexpected byte 0x0c"},
+        {"{\"x\": 1} {}", "t.json:1:10: (top level): malformed JSON: text after the JSON value"},
+        {"{\"x\": \"\\q\"}", "unknown escape \\q"},
+        {"\xef\xbb\xbf{}", "byte-order mark"},
+        {"", "malformed JSON: empty"},
+        {"{\"x\": tru}", "malformed JSON: unknown word"},
+        {"{\"dataset\": {\"name\": \"fashion-mnist\"}, \"model\": {\"name\": \"mlp\"},", "malformed JSON"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        cJSON *j = (cJSON *)1;
+        FpError err = {0};
+        FpStatus st = jv_parse("t.json", cases[k].text, strlen(cases[k].text), &j, &err);
+        ck_assert_msg(st == FP_EFORMAT, "case %zu (%s): status %d", k, cases[k].text, st);
+        ck_assert_ptr_null(j);
+        ck_assert_msg(strstr(err.msg, cases[k].want) != NULL, "case %zu: got \"%s\", want \"%s\"", k, err.msg,
+                      cases[k].want);
+        ck_assert_ptr_null(unclean_line(strcat(err.msg, "\n")));
+    }
+    // Depth: 600 nested arrays.
+    char deep[1300];
+    memset(deep, '[', 600);
+    memset(deep + 600, ']', 600);
+    deep[1200] = 0;
+    cJSON *j = NULL;
+    FpError err = {0};
+    ck_assert_int_eq(jv_parse("t.json", deep, 1200, &j, &err), FP_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "nested deeper than 512 levels"));
+    // A NUL byte inside the text (cJSON would stop there).
+    ck_assert_int_eq(jv_parse("t.json", "{\"a\": 1}\0{", 10, &j, &err), FP_EFORMAT);
+    ck_assert_ptr_nonnull(strstr(err.msg, "text after the JSON value"));
+}
+END_TEST
+
+// What strict JSON allows still parses to the same tree cJSON gives.
+START_TEST(strict_json_accepts) {
+    const char *text = " {\"a\": [0, -0, 1.5e3, 2E-2, -1.25, 10, 1e+2], \"s\": \"\\u00e9\\ud83d\\ude00 \\\"\\\\\\/\\b\\f\\n\\r\\t\","
+                       "\r\n \"\\u0065\": {}, \"e\\u0301\": [], \"t\": true, \"f\": false, \"n\": null, \"u\": \"ε✓\x7f\"}\n";
+    cJSON *j = NULL;
+    FpError err = {0};
+    ck_assert_msg(jv_parse("t.json", text, strlen(text), &j, &err) == FP_OK, "%s", err.msg);
+    cJSON *ref = cJSON_Parse(text);
+    ck_assert(cJSON_Compare(j, ref, 1));
+    ck_assert_str_eq(cJSON_GetObjectItem(j, "s")->valuestring, "é😀 \"\\/\b\f\n\r\t");
+    cJSON_Delete(ref);
+    cJSON_Delete(j);
+}
+END_TEST
+
+// Integers are read from their text where a double would round (case 4).
+START_TEST(exact_integers_read_and_written) {
+    static const struct {
+        const char *literal;
+        long long hi, want;
+        const char *error; // NULL: accepted as want
+    } cases[] = {
+        {"9007199254740991", EXPERIMENT_SEED_MAX, 9007199254740991LL, NULL},
+        {"9007199254740992", EXPERIMENT_SEED_MAX, 0, "must be in [0, 9007199254740991], got 9007199254740992"},
+        {"9007199254740993", EXPERIMENT_SEED_MAX, 0, "got 9007199254740993"},
+        {"9007199254740993", 1LL << 62, 9007199254740993LL, NULL}, // a double would say ...992
+        {"4503599627370496.5", 1LL << 62, 0, "must be an integer, got 4503599627370496.5"},
+        {"4503599627370496.0", 1LL << 62, 4503599627370496LL, NULL},
+        {"450359962737049600e-2", 1LL << 62, 4503599627370496LL, NULL},
+        {"1.5e1", 100, 15, NULL},
+        {"12345678901234567890123", 1LL << 62, 0, "must be in [0, 4611686018427387904], got 1234567890123456789"},
+        {"1e5", 100, 0, "must be in [0, 100], got 100000"},
+        {"2.5", 100, 0, "must be an integer"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char text[128];
+        snprintf(text, sizeof text, "{\"seed\": %s}", cases[k].literal);
+        cJSON *j = NULL;
+        FpError err = {0};
+        ck_assert_int_eq(jv_parse("t.json", text, strlen(text), &j, &err), FP_OK);
+        long long v = -1;
+        FpStatus st = jv_int(j, "", "seed", JV_REQUIRED, 0, 0, cases[k].hi, &v, &err);
+        if (cases[k].error) {
+            ck_assert_msg(st == FP_EPARAM, "case %zu accepted as %lld", k, v);
+            ck_assert_msg(strstr(err.msg, cases[k].error) != NULL, "case %zu: %s", k, err.msg);
+        } else {
+            ck_assert_msg(st == FP_OK, "case %zu: %s", k, err.msg);
+            ck_assert_msg(v == cases[k].want, "case %zu: %lld != %lld", k, v, cases[k].want);
+        }
+        cJSON_Delete(j);
+    }
+    // Written with every digit: cJSON alone writes 5e+15 and 9.00719925474099e+15 for these.
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "a", 5000000000000001.0);
+    cJSON_AddNumberToObject(o, "b", 9007199254740990.0);
+    cJSON_AddNumberToObject(o, "c", 9007199254740991.0);
+    cJSON_AddNumberToObject(o, "d", 0.1);
+    cJSON_AddNumberToObject(o, "e", 1e300);
+    char *naive = cJSON_PrintUnformatted(o);
+    ck_assert_ptr_null(strstr(naive, "9007199254740991")); // the control: cJSON rounds
+    free(naive);
+    char *text = jv_print(o, 0);
+    ck_assert_str_eq(text, "{\"a\":5000000000000001,\"b\":9007199254740990,\"c\":9007199254740991,\"d\":0.1,\"e\":1e+300}");
+    ck_assert_int_eq(cJSON_IsNumber(cJSON_GetObjectItem(o, "a")), 1); // the tree is unchanged
+    free(text);
+    cJSON_Delete(o);
+}
+END_TEST
+
+START_TEST(local_steps_and_epochs_exclusive) {
+    cJSON *j = cJSON_Parse("{\"local_epochs\": 2, \"local_steps\": 5}");
+    FedConfig c;
+    FpError err = {0};
+    ck_assert_int_eq(fed_config_parse(j, "federation", &c, &err), FP_EPARAM);
+    ck_assert_str_eq(err.msg, "federation.local_steps: give \"local_epochs\" or \"local_steps\", not both");
+    cJSON_Delete(j);
+    j = cJSON_Parse("{\"local_steps\": 5}");
+    ck_assert_int_eq(fed_config_parse(j, "federation", &c, &err), FP_OK);
+    ck_assert_int_eq(c.local_steps, 5);
+    cJSON_Delete(j);
+}
+END_TEST
+
+// Duplicate keys in a config, a matrix and a baseline: exit 2 naming file, line and key
+// (before, the first one won: "clients": 2, "clients": 3 ran with 2).
+START_TEST(cli_duplicate_keys_every_file) {
+    char cfg[2048], path[400], mpath[400], bpath[400], dir[400];
+    tiny_config(cfg, sizeof cfg, "{\"clients\": 2,\n \"clients\": 3, \"rounds\": 1}", NULL, NULL);
+    write_text(tmp_path("dup.json", path, sizeof path), cfg);
+    int rc = RUN("train", "--config", path);
+    SKIP_WITHOUT_BIN(rc);
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err_buf);
+    ck_assert_ptr_nonnull(strstr(err_buf, "dup.json:3:2: federation.clients: duplicate key (first at line 2"));
+    write_text(tmp_path("m.json", mpath, sizeof mpath), "{\"defenses\": [{\"name\": \"none\"}], \"seed\": 1, \"seed\": 1}");
+    rc = RUN("matrix", mpath, "--out", tmp_path("mout", dir, sizeof dir));
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "m.json:1:45: seed: duplicate key (first at line 1, column 34)"));
+    ck_assert_int_eq(access(dir, F_OK), -1); // nothing ran
+    write_text(tmp_path("b.json", bpath, sizeof bpath), "{\"bounds\": [], \"bounds\": []}");
+    rc = RUN("check", tmp_dir, "--baseline", bpath);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "b.json:1:16: bounds: duplicate key"));
+}
+END_TEST
+
+// Seeds next to 2^53 are recorded exactly, and 2^53 itself is refused (case 4).
+START_TEST(cli_seeds_exact) {
+    char cfg[2048], path[400], out[400];
+    const char *seeds[] = {"9007199254740990", "9007199254740991"};
+    for (int k = 0; k < 2; k++) {
+        char extra[64];
+        snprintf(extra, sizeof extra, ", \"seed\": %s", seeds[k]);
+        tiny_config(cfg, sizeof cfg, NULL, NULL, extra);
+        // The helper writes "seed": 3 first; drop it so the key is not a duplicate.
+        char *first = strstr(cfg, "\"seed\": 3, ");
+        memmove(first, first + 11, strlen(first + 11) + 1);
+        write_text(tmp_path("seed.json", path, sizeof path), cfg);
+        int rc = RUN("train", "--config", path, "--out", tmp_path("seed-result.json", out, sizeof out));
+        SKIP_WITHOUT_BIN(rc);
+        ck_assert_msg(rc == 0, "%s", err_buf);
+        char want[64];
+        snprintf(want, sizeof want, "\"seed\":\t%s,", seeds[k]);
+        ck_assert_msg(strstr(read_text(out), want) != NULL, "no %s in %s", want, read_text(out));
+    }
+    tiny_config(cfg, sizeof cfg, NULL, NULL, ", \"seed\": 9007199254740992");
+    char *first = strstr(cfg, "\"seed\": 3, ");
+    memmove(first, first + 11, strlen(first + 11) + 1);
+    write_text(path, cfg);
+    int rc = RUN("train", "--config", path);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "seed: must be in [0, 9007199254740991], got 9007199254740992"));
+}
+END_TEST
+
 // ---- the suite --------------------------------------------------------------------------
 
 Suite *suite_hostile(void) {
@@ -213,6 +408,12 @@ Suite *suite_hostile(void) {
     tcase_add_test(tc, clean_line_check_catches_raw_bytes);
     tcase_add_test(tc, cli_defense_name_is_escaped);
     tcase_add_test(tc, cli_check_label_is_escaped);
+    tcase_add_test(tc, strict_json_rejects);
+    tcase_add_test(tc, strict_json_accepts);
+    tcase_add_test(tc, exact_integers_read_and_written);
+    tcase_add_test(tc, local_steps_and_epochs_exclusive);
+    tcase_add_test(tc, cli_duplicate_keys_every_file);
+    tcase_add_test(tc, cli_seeds_exact);
     suite_add_tcase(s, tc);
     return s;
 }
