@@ -133,8 +133,8 @@ FpStatus mia_logits(Model *m, const Dataset *d, const uint32_t *idx, int n, int 
         return FP_OK;
     if (m->be->device != DEVICE_CPU || threads < 1)
         threads = 1;
-    if (threads > 16)
-        threads = 16;
+    if (threads > FED_MAX_THREADS)
+        threads = FED_MAX_THREADS; // experiment_load refuses more
     if (threads > (n + MIA_EVAL_BATCH - 1) / MIA_EVAL_BATCH)
         threads = (n + MIA_EVAL_BATCH - 1) / MIA_EVAL_BATCH;
     LogitJob jobs[16];

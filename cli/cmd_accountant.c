@@ -228,8 +228,15 @@ int cmd_accountant(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "delta", a.delta);
         if (a.have_target)
             cJSON_AddNumberToObject(o, "target_epsilon", a.target);
-        cJSON_AddNumberToObject(o, "epsilon", eps);  // cJSON writes null for inf/nan
-        cJSON_AddNumberToObject(o, "alpha", alpha);
+        // No finite bound (sigma 0 with q > 0): "inf" as in every result, and no order.
+        if (isinf(eps))
+            cJSON_AddStringToObject(o, "epsilon", "inf");
+        else
+            cJSON_AddNumberToObject(o, "epsilon", eps);
+        if (isnan(alpha))
+            cJSON_AddNullToObject(o, "alpha");
+        else
+            cJSON_AddNumberToObject(o, "alpha", alpha);
         cJSON_AddStringToObject(o, "conversion", conv_name);
         cJSON_AddStringToObject(o, "orders", orders_name);
         cJSON_AddBoolToObject(o, "alpha_at_grid_edge", at_edge);
@@ -245,6 +252,16 @@ int cmd_accountant(int argc, char **argv) {
     }
     if (a.have_target)
         printf("sigma %.8g  (smallest noise multiplier with epsilon <= %.9g)\n", sigma, a.target);
+    if (isinf(eps)) {
+        printf("epsilon inf  (no finite bound: sigma %g adds no noise; delta %g; q %g, %lld steps; %s sampling)\n",
+               sigma, a.delta, a.q, a.steps, rdp_sampling_name(a.sampling));
+        return CLI_EXIT_OK;
+    }
+    if (isnan(alpha)) { // q = 0: nothing is ever sampled, no order is optimal
+        printf("epsilon %.9g  (q %g: no record is sampled; delta %g, sigma %.8g, %lld steps)\n", eps, a.q, a.delta,
+               sigma, a.steps);
+        return CLI_EXIT_OK;
+    }
     printf("epsilon %.9g  at alpha %.4g  (delta %g; q %g, sigma %.8g, %lld steps; %s sampling; %s conversion, %s "
            "orders)\n",
            eps, alpha, a.delta, a.q, sigma, a.steps, rdp_sampling_name(a.sampling), conv_name, orders_name);

@@ -45,8 +45,11 @@ int cmd_attack(int argc, char **argv) {
             out = argv[++i];
         else if (strcmp(a, "--device") == 0 && v)
             device = argv[++i];
-        else if (strcmp(a, "--threads") == 0 && cli_parse_long("attack", a, v, &threads) && threads >= 1)
+        else if (strcmp(a, "--threads") == 0) {
+            if (!cli_parse_int_range("attack", a, v, 1, FED_MAX_THREADS, &threads))
+                return CLI_EXIT_BADINPUT;
             i++;
+        }
         else {
             fp_print_line(stderr, "fedpriv attack: unknown or incomplete option \"%s\" (fedpriv attack --help)", a);
             return CLI_EXIT_BADINPUT;

@@ -28,7 +28,7 @@ static void usage(FILE *f) {
             "  --mechanism NAME  spm, duchi, pm, ldp-fl, laplace, gaussian, adaptive-harmony, rr\n"
             "  --variant V       spm: corrected (default), paper, pnpm; adaptive-harmony: corrected,\n"
             "                    paper; gaussian: analytic (default), classic; rr: standard, broken\n"
-            "  --epsilon E       the claimed epsilon, in (0, 15]\n"
+            "  --epsilon E       the claimed epsilon, in [1e-9, 15]\n"
             "  --delta D         gaussian: delta in (0, 1) (default 1e-5)\n"
             "  --clip C          input range [-C, C] (duchi and pm default to [-1, 1]; ldp-fl,\n"
             "  --range LO HI     laplace, gaussian and adaptive-harmony need one; spm and rr take none)\n"

@@ -39,12 +39,8 @@ int cmd_matrix(int argc, char **argv) {
             verbose = 1;
         else if (strcmp(a, "--jobs") == 0 || strcmp(a, "--threads") == 0) {
             long long *dst = a[2] == 'j' ? &jobs : &threads;
-            if (!cli_parse_long("matrix", a, v, dst))
+            if (!cli_parse_int_range("matrix", a, v, 1, a[2] == 'j' ? 256 : FED_MAX_THREADS, dst))
                 return CLI_EXIT_BADINPUT;
-            if (*dst < 1 || *dst > 256) {
-                fp_print_line(stderr, "fedpriv matrix: %s must be in [1, 256]", a);
-                return CLI_EXIT_BADINPUT;
-            }
             i++;
         } else if (a[0] != '-' && !file)
             file = a;

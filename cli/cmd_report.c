@@ -30,12 +30,8 @@ int cmd_report(int argc, char **argv) {
         else if (strcmp(a, "--title") == 0 && v)
             title = argv[++i];
         else if (strcmp(a, "--max-images") == 0) {
-            if (!cli_parse_long("report", a, v, &max_images))
+            if (!cli_parse_int_range("report", a, v, 1, 1000, &max_images))
                 return CLI_EXIT_BADINPUT;
-            if (max_images < 1 || max_images > 1000) {
-                fp_print_line(stderr, "fedpriv report: --max-images must be in [1, 1000]");
-                return CLI_EXIT_BADINPUT;
-            }
             i++;
         } else if (a[0] != '-' && !dir)
             dir = a;

@@ -40,10 +40,8 @@ int cmd_train(int argc, char **argv) {
         else if (strcmp(a, "--secure-rng") == 0)
             secure_rng = 1;
         else if (strcmp(a, "--threads") == 0) {
-            if (!cli_parse_long("train", a, v, &threads) || threads < 1 || threads > 256) {
-                fp_print_line(stderr, "fedpriv train: --threads must be in [1, 256]");
+            if (!cli_parse_int_range("train", a, v, 1, FED_MAX_THREADS, &threads))
                 return CLI_EXIT_BADINPUT;
-            }
             i++;
         } else {
             fp_print_line(stderr, "fedpriv train: unknown or incomplete option \"%s\" (fedpriv train --help)", a);

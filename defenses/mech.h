@@ -63,6 +63,9 @@
 #include "core/status.h"
 
 #define MECH_EPS_MAX 15.0
+// Below it the noise scales (1/ε and 1/(e^ε - 1)) leave float range: 1e-320 is a number,
+// not a budget a mechanism can draw for.
+#define MECH_EPS_MIN 1e-9
 
 typedef enum {
     MECH_SPM = 0,

@@ -92,7 +92,10 @@ FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const
         ex->seed |= RNG_SEED_SECURE;
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    FP_TRY(jv_int(root, "", "threads", JV_OPTIONAL, ncpu > 0 ? ncpu : 1, 1, 256, &threads, err));
+    long dflt = ncpu < 1 ? 1 : ncpu > FED_MAX_THREADS ? FED_MAX_THREADS : ncpu;
+    FP_TRY(jv_int(root, "", "threads", JV_OPTIONAL, dflt, 1, FED_MAX_THREADS, &threads, err));
+    if (threads_override > FED_MAX_THREADS)
+        return fp_fail(err, FP_EPARAM, "--threads: must be in [1, %d], got %d", FED_MAX_THREADS, threads_override);
     ex->threads = threads_override > 0 ? threads_override : (int)threads;
     static const char *const devices[] = {"cpu", "cuda", NULL};
     int dev;
@@ -101,6 +104,8 @@ FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const
     ex->backend = backend_by_name(device, err);
     if (!ex->backend)
         return err ? err->code : FP_EBACKEND;
+    if (ex->backend->device != DEVICE_CPU)
+        ex->threads = 1; // a GPU runs clients and attack batches one at a time: record what runs
     const cJSON *dj, *mj, *fj, *defj;
     FP_TRY(jv_object(root, "", "dataset", JV_REQUIRED, &dj, err));
     FP_TRY(jv_object(root, "", "model", JV_REQUIRED, &mj, err));

@@ -210,7 +210,11 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
     if (make_partition(f, err) != FP_OK || make_defense(f, err) != FP_OK)
         goto fail;
     // Workers.
-    f->threads = setup->threads < 1 ? 1 : setup->threads > FED_MAX_THREADS ? FED_MAX_THREADS : setup->threads;
+    if (setup->threads > FED_MAX_THREADS) {
+        fp_fail(err, FP_EPARAM, "threads: %d requested, at most %d", setup->threads, FED_MAX_THREADS);
+        goto fail;
+    }
+    f->threads = setup->threads < 1 ? 1 : setup->threads;
     if (setup->backend->device != DEVICE_CPU)
         f->threads = 1;
     for (int w = 0; w < f->threads; w++) {

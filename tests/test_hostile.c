@@ -74,18 +74,19 @@ static void write_tiny_csv(const char *path) {
     ck_assert_int_eq(fclose(f), 0);
 }
 
-// The tiny CSV in tmp_dir and a config that trains on it, with extra top-level keys
-// (",\"k\": v" or "") and a federation/defense of the caller's.
-static const char *tiny_config(char *buf, size_t n, const char *federation, const char *defense, const char *extra) {
+// The tiny CSV in tmp_dir and a config that trains on it. federation and defense are
+// JSON objects (NULL: two clients, one round; no defense); tail ends the top-level
+// object (NULL: ", \"seed\": 3, \"threads\": 1").
+static const char *tiny_config(char *buf, size_t n, const char *federation, const char *defense, const char *tail) {
     char csv[400];
     tmp_path("tiny.csv", csv, sizeof csv);
     if (access(csv, F_OK) != 0)
         write_tiny_csv(csv);
     snprintf(buf, n,
-             "{\"seed\": 3, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},\n"
-             " \"federation\": %s,\n \"defense\": %s, \"threads\": 1%s}\n",
+             "{\"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},\n"
+             " \"federation\": %s,\n \"defense\": %s%s}\n",
              csv, federation ? federation : "{\"clients\": 2, \"rounds\": 1, \"batch_size\": 16}",
-             defense ? defense : "{\"name\": \"none\"}", extra ? extra : "");
+             defense ? defense : "{\"name\": \"none\"}", tail ? tail : ", \"seed\": 3, \"threads\": 1");
     return buf;
 }
 
@@ -376,9 +377,6 @@ START_TEST(cli_seeds_exact) {
         char extra[64];
         snprintf(extra, sizeof extra, ", \"seed\": %s", seeds[k]);
         tiny_config(cfg, sizeof cfg, NULL, NULL, extra);
-        // The helper writes "seed": 3 first; drop it so the key is not a duplicate.
-        char *first = strstr(cfg, "\"seed\": 3, ");
-        memmove(first, first + 11, strlen(first + 11) + 1);
         write_text(tmp_path("seed.json", path, sizeof path), cfg);
         int rc = RUN("train", "--config", path, "--out", tmp_path("seed-result.json", out, sizeof out));
         SKIP_WITHOUT_BIN(rc);
@@ -388,12 +386,105 @@ START_TEST(cli_seeds_exact) {
         ck_assert_msg(strstr(read_text(out), want) != NULL, "no %s in %s", want, read_text(out));
     }
     tiny_config(cfg, sizeof cfg, NULL, NULL, ", \"seed\": 9007199254740992");
-    char *first = strstr(cfg, "\"seed\": 3, ");
-    memmove(first, first + 11, strlen(first + 11) + 1);
     write_text(path, cfg);
     int rc = RUN("train", "--config", path);
     ck_assert_int_eq(rc, 2);
     ck_assert_ptr_nonnull(strstr(err_buf, "seed: must be in [0, 9007199254740991], got 9007199254740992"));
+}
+END_TEST
+
+// A repeated option is an error, for every command, in both spellings (before, the
+// first one won: --epsilon 1 --epsilon 2 audited epsilon 1).
+START_TEST(cli_repeated_option) {
+    int rc = RUN("accountant", "--q", "0.1", "--sigma", "1", "--steps", "10", "--delta", "1e-5", "--sigma", "2");
+    SKIP_WITHOUT_BIN(rc);
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err_buf);
+    ck_assert_str_eq(err_buf, "fedpriv accountant: --sigma is given twice (each option once; fedpriv accountant --help)\n");
+    rc = RUN("audit", "--mechanism", "laplace", "--epsilon", "1", "--clip", "1", "--epsilon=2");
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "--epsilon is given twice"));
+    rc = RUN("report", tmp_dir, "-o", "a.html", "-o", "b.html");
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "-o is given twice"));
+    // Negative numbers are values, not options.
+    rc = RUN("audit", "--mechanism", "ldp-fl", "--epsilon", "1", "--range", "-0.5", "0.5", "--input", "-0.5", "-0.5",
+             "0.5", "--samples", "2000");
+    ck_assert_msg(rc == 0 || rc == 1, "%d: %s", rc, err_buf);
+}
+END_TEST
+
+// Thread counts: honoured up to FED_MAX_THREADS and recorded, rejected above with the
+// maximum (before: "threads": 200 ran 16 client workers and recorded 200), one line for
+// --threads 1e9 (before: two).
+START_TEST(cli_threads_honoured_or_rejected) {
+    char cfg[2048], path[400], out[400];
+    tiny_config(cfg, sizeof cfg, NULL, NULL, ", \"threads\": 200");
+    write_text(tmp_path("t200.json", path, sizeof path), cfg);
+    int rc = RUN("train", "--config", path);
+    SKIP_WITHOUT_BIN(rc);
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err_buf);
+    ck_assert_ptr_nonnull(strstr(err_buf, "threads: must be in [1, 16], got 200"));
+    tiny_config(cfg, sizeof cfg, NULL, NULL, NULL);
+    write_text(path, cfg);
+    const char *bad[] = {"1e9", "17", "0", "x"};
+    for (int k = 0; k < 4; k++) {
+        rc = RUN("train", "--config", path, "--threads", bad[k]);
+        ck_assert_int_eq(rc, 2);
+        assert_one_clean_line(err_buf);
+        ck_assert_ptr_nonnull(strstr(err_buf, "--threads must be an integer in [1, 16]"));
+    }
+    rc = RUN("matrix", path, "--out", tmp_dir, "--threads", "100");
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "--threads must be an integer in [1, 16], got \"100\""));
+    rc = RUN("train", "--config", path, "--threads", "16", "--out", tmp_path("t16.json", out, sizeof out));
+    ck_assert_msg(rc == 0, "%s", err_buf);
+    ck_assert_ptr_nonnull(strstr(read_text(out), "\"threads\":\t16,"));
+}
+END_TEST
+
+// Numbers out of a type's range are numbers: a range message, not "not a number".
+START_TEST(cli_numbers_out_of_range) {
+    int rc = RUN("audit", "--mechanism", "laplace", "--epsilon", "1e-320", "--clip", "1");
+    SKIP_WITHOUT_BIN(rc);
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err_buf);
+    ck_assert_ptr_nonnull(strstr(err_buf, "epsilon: must be in [1e-09, 15], got 9.99989e-321"));
+    rc = RUN("accountant", "--q", "0.1", "--sigma", "1e400", "--steps", "10", "--delta", "1e-5");
+    ck_assert_int_eq(rc, 2);
+    ck_assert_str_eq(err_buf, "fedpriv accountant: --sigma: 1e400 is out of range (finite numbers up to ±1.8e308)\n");
+    rc = RUN("accountant", "--q", "0.1", "--sigma", "1", "--steps", "10", "--delta", "1e-400");
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "--delta: 1e-400 is too close to 0 to represent"));
+    rc = RUN("accountant", "--q", "0.1", "--sigma", "nan", "--steps", "10", "--delta", "1e-5");
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "--sigma: not a number: \"nan\""));
+    // A CSV value beyond float32.
+    char csv[400], cfg[2048], path[400];
+    write_text(tmp_path("big.csv", csv, sizeof csv), "a,label\n1,0\n1e308,1\n2,0\n");
+    tiny_config(cfg, sizeof cfg, NULL, NULL, NULL);
+    char *p = strstr(cfg, "tiny.csv");
+    memcpy(p, "big.csv\"", 8);
+    memmove(p + 7, p + 8, strlen(p + 8) + 1);
+    write_text(tmp_path("big.json", path, sizeof path), cfg);
+    rc = RUN("train", "--config", path);
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err_buf);
+    ck_assert_ptr_nonnull(strstr(err_buf, "big.csv:3:1: 1e308 is out of range (values are float32: |x| <= 3.4e38)"));
+}
+END_TEST
+
+// sigma 0 spends an infinite epsilon, and says so (before: "epsilon inf at alpha nan").
+START_TEST(cli_accountant_sigma_zero) {
+    int rc = RUN("accountant", "--q", "0.1", "--sigma", "0", "--steps", "10", "--delta", "1e-5");
+    SKIP_WITHOUT_BIN(rc);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_ptr_null(strstr(out_buf, "nan"));
+    ck_assert_ptr_nonnull(strstr(out_buf, "epsilon inf  (no finite bound: sigma 0 adds no noise"));
+    rc = RUN("accountant", "--q", "0.1", "--sigma", "0", "--steps", "10", "--delta", "1e-5", "--json");
+    ck_assert_int_eq(rc, 0);
+    ck_assert_ptr_nonnull(strstr(out_buf, "\"epsilon\":\"inf\",\"alpha\":null"));
 }
 END_TEST
 
@@ -414,6 +505,10 @@ Suite *suite_hostile(void) {
     tcase_add_test(tc, local_steps_and_epochs_exclusive);
     tcase_add_test(tc, cli_duplicate_keys_every_file);
     tcase_add_test(tc, cli_seeds_exact);
+    tcase_add_test(tc, cli_repeated_option);
+    tcase_add_test(tc, cli_threads_honoured_or_rejected);
+    tcase_add_test(tc, cli_numbers_out_of_range);
+    tcase_add_test(tc, cli_accountant_sigma_zero);
     suite_add_tcase(s, tc);
     return s;
 }
