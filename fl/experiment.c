@@ -27,6 +27,28 @@ static FpStatus take_first(Dataset **d, long long n, FpError *err) {
     return FP_OK;
 }
 
+// The model is built for the training set's samples: a test set of another shape, with
+// labels beyond its classes, or of another kind (labels vs targets) would only fail
+// after training ("evaluation failed"), so it is refused at load, naming both files.
+static FpStatus check_same_shape(Dataset *train, const Dataset *test, const char *path, FpError *err) {
+    const char *tf = train->source[0] ? train->source : train->name, *sf = test->source[0] ? test->source : test->name;
+    if (train->c != test->c || train->h != test->h || train->w != test->w)
+        return fp_fail(err, FP_EFORMAT,
+                       "%s: the test set %s has samples of %dx%dx%d (channels x height x width), the training set "
+                       "%s %dx%dx%d: they must match",
+                       path, sf, test->c, test->h, test->w, tf, train->c, train->h, train->w);
+    if ((train->n_classes > 0) != (test->n_classes > 0) || train->target_dim != test->target_dim)
+        return fp_fail(err, FP_EFORMAT,
+                       "%s: the test set %s has %d classes and %d targets per sample, the training set %s %d and "
+                       "%d: they must be the same kind",
+                       path, sf, test->n_classes, test->target_dim, tf, train->n_classes, train->target_dim);
+    if (test->n_classes > train->n_classes)
+        return fp_fail(err, FP_EFORMAT,
+                       "%s: the test set %s has labels up to %d, beyond the %d classes of the training set %s", path, sf,
+                       test->n_classes - 1, train->n_classes, tf);
+    return FP_OK;
+}
+
 FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train, Dataset **test, char *name_out,
                               size_t name_size, FpError *err) {
     static const char *const keys[] = {"name", "path", "train_samples", "test_samples", "split", NULL};
@@ -52,6 +74,8 @@ FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train
     FpStatus st = dataset_open(name, "train", dpath, train, err);
     if (st == FP_OK)
         st = dataset_open(name, "test", dpath, test, err);
+    if (st == FP_OK)
+        st = check_same_shape(*train, *test, path, err);
     if (st == FP_OK)
         st = take_first(train, ntrain, err);
     if (st == FP_OK)

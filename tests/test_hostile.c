@@ -488,6 +488,70 @@ START_TEST(cli_accountant_sigma_zero) {
 }
 END_TEST
 
+// ---- 3. dataset shapes checked at load ----------------------------------------------------
+
+static void write_be32(FILE *f, uint32_t v) {
+    unsigned char b[4] = {(unsigned char)(v >> 24), (unsigned char)(v >> 16), (unsigned char)(v >> 8), (unsigned char)v};
+    fwrite(b, 1, 4, f);
+}
+
+// An IDX image file of n images h x w (pixel values i % 251) and its labels (i % 10).
+static void write_idx_pair(const char *dir, const char *prefix, int n, int h, int w) {
+    char p[600];
+    snprintf(p, sizeof p, "%s/%s-images-idx3-ubyte", dir, prefix);
+    FILE *f = fopen(p, "wb");
+    ck_assert_ptr_nonnull(f);
+    write_be32(f, 0x803), write_be32(f, (uint32_t)n), write_be32(f, (uint32_t)h), write_be32(f, (uint32_t)w);
+    for (int i = 0; i < n * h * w; i++)
+        fputc(i % 251, f);
+    ck_assert_int_eq(fclose(f), 0);
+    snprintf(p, sizeof p, "%s/%s-labels-idx1-ubyte", dir, prefix);
+    f = fopen(p, "wb");
+    ck_assert_ptr_nonnull(f);
+    write_be32(f, 0x801), write_be32(f, (uint32_t)n);
+    for (int i = 0; i < n; i++)
+        fputc(i % 10, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+// Test images 28x29 beside 28x28 training images: exit 2 before training, naming both
+// files, for train and for matrix (before: train failed after training with "evaluation
+// failed: unsupported", matrix failed every cell and exited 1).
+START_TEST(cli_dataset_shapes_checked_at_load) {
+    char dir[400], cfg[1024], path[400], mpath[400], out[400];
+    tmp_path("idx", dir, sizeof dir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    write_idx_pair(dir, "train", 40, 28, 28);
+    write_idx_pair(dir, "t10k", 20, 28, 29);
+    snprintf(cfg, sizeof cfg,
+             "{\"seed\": 1, \"dataset\": {\"name\": \"mnist\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
+             " \"federation\": {\"clients\": 2, \"rounds\": 1}, \"threads\": 1%s}",
+             dir, "");
+    write_text(tmp_path("shape.json", path, sizeof path), cfg);
+    int rc = RUN("train", "--config", path, "--out", tmp_path("shape-result.json", out, sizeof out));
+    SKIP_WITHOUT_BIN(rc);
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err_buf);
+    ck_assert_msg(strstr(err_buf, "dataset: the test set ") && strstr(err_buf, "idx/t10k-images-idx3-ubyte has samples of 1x28x29") &&
+                      strstr(err_buf, "idx/train-images-idx3-ubyte 1x28x28: they must match"),
+                  "%s", err_buf);
+    ck_assert_ptr_null(strstr(err_buf, "round")); // no training happened
+    ck_assert_int_eq(access(out, F_OK), -1);
+    snprintf(cfg, sizeof cfg,
+             "{\"seed\": 1, \"dataset\": {\"name\": \"mnist\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
+             " \"federation\": {\"clients\": 2, \"rounds\": 1}, \"threads\": 1, \"defenses\": [{\"name\": \"none\"}]}",
+             dir);
+    write_text(tmp_path("shape-matrix.json", mpath, sizeof mpath), cfg);
+    rc = RUN("matrix", mpath, "--out", tmp_path("shape-run", out, sizeof out));
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "they must match"));
+    // The same files with matching shapes train.
+    write_idx_pair(dir, "t10k", 20, 28, 28);
+    rc = RUN("train", "--config", path, "--out", tmp_path("shape-result.json", out, sizeof out));
+    ck_assert_msg(rc == 0, "%s", err_buf);
+}
+END_TEST
+
 // ---- the suite --------------------------------------------------------------------------
 
 Suite *suite_hostile(void) {
@@ -509,6 +573,7 @@ Suite *suite_hostile(void) {
     tcase_add_test(tc, cli_threads_honoured_or_rejected);
     tcase_add_test(tc, cli_numbers_out_of_range);
     tcase_add_test(tc, cli_accountant_sigma_zero);
+    tcase_add_test(tc, cli_dataset_shapes_checked_at_load);
     suite_add_tcase(s, tc);
     return s;
 }
