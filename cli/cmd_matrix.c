@@ -58,7 +58,7 @@ int cmd_matrix(int argc, char **argv) {
     if (jv_load_file(file, &root, &err) != FP_OK)
         return cli_report_error("matrix", &err);
     Matrix *m = NULL;
-    MatrixOptions mo = {.device = device, .threads = (int)threads, .file = file};
+    MatrixOptions mo = {.device = device, .threads = (int)threads, .file = file, .progress = stderr};
     FpStatus st = matrix_load(root, &mo, &m, &err);
     cJSON_Delete(root);
     if (st != FP_OK) {

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@
 #include "core/jsonv.h"
 #include "core/status.h"
 #include "fl/experiment.h"
+#include "runner/matrix.h"
 
 // ---- helpers ------------------------------------------------------------------------
 
@@ -552,6 +554,152 @@ START_TEST(cli_dataset_shapes_checked_at_load) {
 }
 END_TEST
 
+// ---- 2. the whole matrix's size, before expansion ------------------------------------------
+
+// A defense that counts its create() calls (the matrix validates each cell through it)
+// and refuses "k" < 0.
+static int count_creates;
+static FpStatus count_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
+                             FpError *err) {
+    count_creates++;
+    static const char *const keys[] = {"name", "epsilon", "k", NULL};
+    FP_TRY(jv_keys(params, path, keys, err));
+    double eps, k;
+    FP_TRY(jv_number(params, path, "epsilon", JV_REQUIRED, 0, 0, 1, 1e6, 0, &eps, err));
+    FP_TRY(jv_number(params, path, "k", JV_OPTIONAL, 1, 0, 0, 1e6, 0, &k, err));
+    *state = NULL;
+    return FP_OK;
+}
+static void count_destroy(void *state) {}
+static UploadKind count_upload_kind(const void *state) { return UPLOAD_WEIGHTS; }
+static FpStatus count_perturb(void *state, float *upload, const DefenseRound *round, FpError *err) { return FP_OK; }
+static void count_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
+    *rec = (PrivacyRecord){.unit = "none", .epsilon_round_nominal = INFINITY, .epsilon_total_nominal = INFINITY,
+                           .epsilon_total_sound = INFINITY, .sigma = -1};
+}
+static const DefenseOps count_defense = {.name = "count", .summary = "counts validations", .create = count_create,
+                                         .destroy = count_destroy, .upload_kind = count_upload_kind,
+                                         .client_perturb = count_perturb, .privacy = count_privacy};
+static const DefenseOps *count_find(const char *name) {
+    return strcmp(name, "count") == 0 ? &count_defense : defense_find(name);
+}
+
+static cJSON *count_matrix(const char *defenses) {
+    char csv[400];
+    tmp_path("tiny.csv", csv, sizeof csv);
+    if (access(csv, F_OK) != 0)
+        write_tiny_csv(csv);
+    size_t n = strlen(defenses) + 1024;
+    char *text = malloc(n);
+    ck_assert_ptr_nonnull(text);
+    snprintf(text, n,
+             "{\"seed\": 1, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
+             " \"federation\": {\"clients\": 2, \"rounds\": 1}, \"threads\": 1, \"defenses\": %s}",
+             csv, defenses);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    ck_assert_ptr_nonnull(j);
+    return j;
+}
+
+// A bad value at the end of a long list is found after about the sum of the list
+// lengths (on-axis cells first), not their product; the message names the cell.
+START_TEST(matrix_bad_parameter_found_fast) {
+    char defs[4096];
+    int k = snprintf(defs, sizeof defs, "[{\"name\": \"count\", \"epsilon\": [");
+    for (int i = 1; i <= 59; i++)
+        k += snprintf(defs + k, sizeof defs - k, "%d, ", i);
+    k += snprintf(defs + k, sizeof defs - k, "-1], \"sweep\": {\"k\": [");
+    for (int i = 1; i <= 100; i++)
+        k += snprintf(defs + k, sizeof defs - k, "%s%d", i > 1 ? ", " : "", i);
+    snprintf(defs + k, sizeof defs - k, "]}}]");
+    cJSON *root = count_matrix(defs);
+    MatrixRegistry reg = {.defense_find = count_find};
+    MatrixOptions mo = {.registry = &reg};
+    Matrix *m = NULL;
+    FpError err = {0};
+    count_creates = 0;
+    ck_assert_int_eq(matrix_load(root, &mo, &m, &err), FP_EPARAM);
+    ck_assert_ptr_null(m);
+    ck_assert_msg(strstr(err.msg, "defenses[0].epsilon: must be in (0, 1e+06], got -1 (cell \"count ε=-1 k=1\")"),
+                  "%s", err.msg);
+    // 6000 cells, epsilon outermost: in file order the bad setting is cell 5901; the
+    // on-axis cells are 60 + 99, and it is one of them.
+    ck_assert_msg(count_creates <= 159, "%d validations before the error", count_creates);
+    cJSON_Delete(root);
+}
+END_TEST
+
+// The limit is the whole matrix's: 200 entries x 60 epsilons (12000 cells, each entry
+// small) fail before anything is expanded, as do 2000 cells x 60 attacks.
+START_TEST(matrix_size_limits_whole_matrix) {
+    static char defs[1 << 16];
+    int k = snprintf(defs, sizeof defs, "[");
+    for (int e = 0; e < 200; e++) {
+        k += snprintf(defs + k, sizeof defs - k, "%s{\"name\": \"count\", \"k\": %d, \"epsilon\": [", e ? ", " : "", e);
+        for (int i = 1; i <= 60; i++)
+            k += snprintf(defs + k, sizeof defs - k, "%s%d", i > 1 ? ", " : "", i);
+        k += snprintf(defs + k, sizeof defs - k, "]}");
+    }
+    snprintf(defs + k, sizeof defs - k, "]");
+    cJSON *root = count_matrix(defs);
+    MatrixRegistry reg = {.defense_find = count_find};
+    MatrixOptions mo = {.registry = &reg};
+    Matrix *m = NULL;
+    FpError err = {0};
+    count_creates = 0;
+    ck_assert_int_eq(matrix_load(root, &mo, &m, &err), FP_EPARAM);
+    ck_assert_str_eq(err.msg, "defenses: the 200 entries expand into 12000 cells, more than the limit of 10000 per "
+                              "matrix (split it into several matrix files, or sweep fewer values)");
+    ck_assert_int_eq(count_creates, 0);
+    cJSON_Delete(root);
+    // Within the cell limit, but too many runs: 2000 cells x (1 + 60 attacks).
+    k = snprintf(defs, sizeof defs, "[{\"name\": \"count\", \"epsilon\": [");
+    for (int i = 1; i <= 2000; i++)
+        k += snprintf(defs + k, sizeof defs - k, "%s%d", i > 1 ? ", " : "", i);
+    snprintf(defs + k, sizeof defs - k, "]}]");
+    root = count_matrix(defs);
+    cJSON *atk = cJSON_AddArrayToObject(root, "attacks");
+    for (int i = 0; i < 60; i++)
+        cJSON_AddItemToArray(atk, cJSON_Parse("{\"name\": \"ml-leaks\"}"));
+    ck_assert_int_eq(matrix_load(root, &mo, &m, &err), FP_EPARAM);
+    ck_assert_ptr_nonnull(strstr(err.msg, "attacks: 2000 cells x (training + 60 attacks) = 122000 runs, more than the "
+                                          "limit of 100000"));
+    ck_assert_int_eq(count_creates, 0);
+    cJSON_Delete(root);
+}
+END_TEST
+
+// The file: 200 entries x 999 epsilons. Exit 2 at once with one line (before:
+// nothing printed for minutes while memory grew past 1.3 GB); the process stays small.
+START_TEST(cli_matrix_bomb_fails_fast) {
+    char mpath[400], dir[400], csv[400];
+    tmp_path("tiny.csv", csv, sizeof csv);
+    write_tiny_csv(csv);
+    FILE *f = fopen(tmp_path("bomb.json", mpath, sizeof mpath), "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
+               " \"threads\": 1, \"defenses\": [", csv);
+    for (int e = 0; e < 200; e++) {
+        fprintf(f, "%s{\"name\": \"gaussian-dpfedavg\", \"clip\": %g, \"epsilon\": [", e ? ",\n" : "", 1 + 0.01 * e);
+        for (int i = 1; i <= 999; i++)
+            fprintf(f, "%s%g", i > 1 ? ", " : "", 0.01 * i);
+        fprintf(f, "]}");
+    }
+    fprintf(f, "]}\n");
+    ck_assert_int_eq(fclose(f), 0);
+    int rc = RUN("matrix", mpath, "--out", tmp_path("bomb-run", dir, sizeof dir));
+    SKIP_WITHOUT_BIN(rc);
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err_buf);
+    ck_assert_ptr_nonnull(strstr(err_buf, "defenses: the 200 entries expand into 199800 cells, more than the limit"));
+    ck_assert_int_eq(access(dir, F_OK), -1);
+    struct rusage ru;
+    getrusage(RUSAGE_CHILDREN, &ru);
+    ck_assert_msg(ru.ru_maxrss < 400 * 1024, "the matrix process reached %ld KiB", ru.ru_maxrss);
+}
+END_TEST
+
 // ---- the suite --------------------------------------------------------------------------
 
 Suite *suite_hostile(void) {
@@ -574,6 +722,9 @@ Suite *suite_hostile(void) {
     tcase_add_test(tc, cli_numbers_out_of_range);
     tcase_add_test(tc, cli_accountant_sigma_zero);
     tcase_add_test(tc, cli_dataset_shapes_checked_at_load);
+    tcase_add_test(tc, matrix_bad_parameter_found_fast);
+    tcase_add_test(tc, matrix_size_limits_whole_matrix);
+    tcase_add_test(tc, cli_matrix_bomb_fails_fast);
     suite_add_tcase(s, tc);
     return s;
 }
