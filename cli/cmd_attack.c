@@ -12,6 +12,7 @@
 
 #include "attacks/attack.h"
 #include "cli/cli.h"
+#include "core/files.h"
 #include "core/jsonv.h"
 
 static void usage(FILE *f) {
@@ -66,7 +67,7 @@ int cmd_attack(int argc, char **argv) {
     }
     FpError err = {0};
     cJSON *root = NULL;
-    if (jv_load_file(config, &root, &err) != FP_OK)
+    if (fp_check_writable_dir(out, &err) != FP_OK || jv_load_file(config, &root, &err) != FP_OK)
         return cli_report_error("attack", &err);
     cJSON *attack_json = cJSON_GetObjectItemCaseSensitive(root, "attack");
     cJSON *owned = NULL;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/files.h"
 #include "core/jsonv.h"
 #include "audits/mechanism.h"
 #include "fl/experiment.h"
@@ -195,6 +196,11 @@ int cmd_audit(int argc, char **argv) {
             fp_print_line(stderr, "fedpriv %s: unknown option \"%s\" (fedpriv audit --help)", CMD, a);
             goto done;
         }
+    }
+    FpError out_err = {0};
+    if (out && fp_check_writable_file(out, &out_err) != FP_OK) {
+        rc = cli_report_error(CMD, &out_err);
+        goto done;
     }
     if (!cJSON_GetObjectItem(spec_json, "name")) {
         fp_print_line(stderr, "fedpriv %s: --mechanism is required (fedpriv audit --help)", CMD);

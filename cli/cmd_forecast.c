@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/files.h"
 #include "core/jsonv.h"
 #include "datasets/power_load.h"
 #include "fl/experiment.h"
@@ -101,7 +102,7 @@ int cmd_forecast(int argc, char **argv) {
     }
     FpError err = {0};
     cJSON *root = NULL;
-    if (jv_load_file(config, &root, &err) != FP_OK)
+    if ((out && fp_check_writable_file(out, &err) != FP_OK) || jv_load_file(config, &root, &err) != FP_OK)
         return cli_report_error("forecast", &err);
     static const char *const extra[] = {"attack", NULL};
     Experiment ex;

@@ -55,7 +55,7 @@ int cmd_matrix(int argc, char **argv) {
     }
     FpError err = {0};
     cJSON *root = NULL;
-    if (jv_load_file(file, &root, &err) != FP_OK)
+    if (matrix_check_out(out, &err) != FP_OK || jv_load_file(file, &root, &err) != FP_OK)
         return cli_report_error("matrix", &err);
     Matrix *m = NULL;
     MatrixOptions mo = {.device = device, .threads = (int)threads, .file = file, .progress = stderr};

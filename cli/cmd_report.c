@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/files.h"
 #include "reports/html.h"
 
 static void usage(FILE *f) {
@@ -52,7 +53,7 @@ int cmd_report(int argc, char **argv) {
     FpError err = {0};
     int problems = 0;
     ReportOptions ro = {.title = title, .max_images = (int)max_images};
-    if (report_write_html(dir, out, &ro, &problems, &err) != FP_OK)
+    if (fp_check_writable_file(out, &err) != FP_OK || report_write_html(dir, out, &ro, &problems, &err) != FP_OK)
         return cli_report_error("report", &err);
     fp_print_line(stderr, "report: wrote %s%s", out, problems ? "" : " (no problems)");
     if (problems)

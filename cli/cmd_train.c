@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "core/files.h"
 #include "core/jsonv.h"
 #include "fl/experiment.h"
 
@@ -54,7 +55,10 @@ int cmd_train(int argc, char **argv) {
     }
     FpError err = {0};
     cJSON *root = NULL;
-    if (jv_load_file(config, &root, &err) != FP_OK)
+    // Outputs are checked before the work: a read-only folder or a directory named as
+    // the result fails now, not after training.
+    if ((out && fp_check_writable_file(out, &err) != FP_OK) || (save && fp_check_writable_file(save, &err) != FP_OK) ||
+        jv_load_file(config, &root, &err) != FP_OK)
         return cli_report_error("train", &err);
     // --secure-rng overrides the config's "rng" key (docs/security.md).
     if (secure_rng && cJSON_IsObject(root)) {

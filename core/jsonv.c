@@ -1,5 +1,7 @@
 #include "core/jsonv.h"
 
+#include "core/files.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
@@ -246,6 +248,18 @@ FpStatus jv_load_file(const char *filename, cJSON **out, FpError *err) {
     return st;
 }
 
+FpStatus jv_load_beneath(const char *dir, const char *rel, cJSON **out, int *missing, FpError *err) {
+    *out = NULL;
+    char *buf;
+    size_t len;
+    FP_TRY(fp_read_beneath(dir, rel, (size_t)1 << 30, &buf, &len, missing, err));
+    char name[4200];
+    snprintf(name, sizeof name, "%s/%s", dir, rel);
+    FpStatus st = jv_parse(name, buf, len, out, err);
+    free(buf);
+    return st;
+}
+
 // Number nodes that cJSON would print inexactly: integral, 1e15 <= |v| < 2^63.
 static int needs_exact(const cJSON *n) {
     return cJSON_IsNumber(n) && n->valuedouble == floor(n->valuedouble) && fabs(n->valuedouble) >= 1e15 &&
@@ -297,16 +311,10 @@ FpStatus jv_write_file_atomic(const char *filename, const cJSON *json, FpError *
     size_t n = strlen(text);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", filename, (int)getpid());
-    // A new file only: a link (or anything else) planted at the temp name is not followed.
-    unlink(tmp);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    FILE *f = fp_create_new(tmp, err); // a link planted at the temp name is not followed
     if (!f) {
-        int saved = errno;
-        if (fd >= 0)
-            close(fd);
         free(text);
-        return fp_fail(err, FP_EIO, "%s: cannot write: %s", tmp, strerror(saved));
+        return FP_EIO;
     }
     int ok = fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fileno(f)) == 0;
     int saved = errno;

@@ -54,6 +54,11 @@ const char *jv_path(char *buf, size_t n, const char *parent, const char *key);
 // FP_EFORMAT with the line, the column and the JSON path.
 FpStatus jv_load_file(const char *filename, cJSON **out, FpError *err);
 
+// Reads dir/rel strictly like jv_load_file, but only from inside dir: no link at any
+// component, no "..", a regular file (core/files.h fp_read_beneath). For the files of a
+// run folder that fedpriv reads back. *missing (when not NULL) is 1 when it does not exist.
+FpStatus jv_load_beneath(const char *dir, const char *rel, cJSON **out, int *missing, FpError *err);
+
 // Parses len bytes of text (text[len] must be 0) as one strict JSON value; name is for
 // messages. On failure *out is NULL.
 FpStatus jv_parse(const char *name, const char *text, size_t len, cJSON **out, FpError *err);

@@ -63,6 +63,7 @@ typedef struct MatrixSummary {
     int cells;      // in the matrix
     int skipped;    // already finished by an earlier run
     int done, diverged, failed, pending;
+    int stale;      // cell files in DIR/cells of another matrix (warned about, left alone)
     double seconds; // wall time of this run
 } MatrixSummary;
 
@@ -85,5 +86,10 @@ const char *matrix_cell_label(const Matrix *m, int i);
 // value is an error only when the run itself cannot proceed (dir unwritable, another
 // run holds dir's lock).
 FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt, MatrixSummary *sum, FpError *err);
+
+// Before loading a matrix (which may take long): dir is, or can be made as, a writable
+// folder, and no live run holds its lock (the message names the holder: pid, host and
+// since when).
+FpStatus matrix_check_out(const char *dir, FpError *err);
 
 #endif

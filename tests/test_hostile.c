@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -700,6 +701,141 @@ START_TEST(cli_matrix_bomb_fails_fast) {
 }
 END_TEST
 
+// ---- 1 and 8. run folders and outputs -----------------------------------------------------
+
+// An output that cannot be written fails before any training: a read-only folder, a
+// directory named as the result file (before: training ran to the end, then "cannot
+// write"). No progress line (training prints one per round) appears.
+START_TEST(cli_outputs_checked_before_work) {
+    char cfg[2048], path[400], ro[400], out[500];
+    tiny_config(cfg, sizeof cfg, "{\"clients\": 2, \"rounds\": 3, \"batch_size\": 16}", NULL, NULL);
+    write_text(tmp_path("cfg.json", path, sizeof path), cfg);
+    tmp_path("ro", ro, sizeof ro);
+    ck_assert_int_eq(mkdir(ro, 0500), 0);
+    if (access(ro, W_OK) == 0) { // root writes into a read-only folder; not into sysfs
+        snprintf(ro, sizeof ro, "/sys");
+        int fd = open("/sys/fedpriv-probe", O_WRONLY | O_CREAT | O_EXCL, 0600);
+        if (fd >= 0) {
+            close(fd);
+            unlink("/sys/fedpriv-probe");
+            fprintf(stderr, "SKIP: no folder here refuses this user's writes\n");
+            return;
+        }
+    }
+    snprintf(out, sizeof out, "%s/result.json", ro);
+    int rc = RUN("train", "--config", path, "--out", out);
+    SKIP_WITHOUT_BIN(rc);
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err_buf);
+    ck_assert_ptr_nonnull(strstr(err_buf, "/result.json: cannot write there: "));
+    ck_assert_ptr_null(strstr(err_buf, "round")); // nothing trained
+    rc = RUN("train", "--config", path, "--out", tmp_dir);
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err_buf);
+    ck_assert_ptr_nonnull(strstr(err_buf, ": is a directory (give a file name)"));
+    rc = RUN("train", "--config", path, "--save-model", out);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "cannot write there"));
+    snprintf(out, sizeof out, "%s/run", ro);
+    rc = RUN("matrix", path, "--out", out);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "/run: cannot write there"));
+    rc = RUN("attack", "ml-leaks", "--config", path, "--out", out);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "cannot write there"));
+    rc = RUN("audit", "--mechanism", "laplace", "--epsilon", "1", "--clip", "1", "--out", ro);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "is a directory"));
+}
+END_TEST
+
+// A second matrix on a folder another run holds says who holds it, at once (before: it
+// waited without a word). The lock is held here by this process, as a run would.
+START_TEST(cli_matrix_lock_names_holder) {
+    if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN"))
+        return;
+    char dir[400], lock[500], mpath[400], csv[400], text[1024], host[256] = "";
+    tmp_path("held", dir, sizeof dir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(lock, sizeof lock, "%s/.lock", dir);
+    int fd = open(lock, O_RDWR | O_CREAT, 0600);
+    ck_assert_int_ge(fd, 0);
+    ck_assert_int_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+    gethostname(host, sizeof host - 1);
+    char line[400];
+    int n = snprintf(line, sizeof line, "pid %ld on %s since 2030-01-02T03:04:05Z\n", (long)getpid(), host);
+    ck_assert_int_eq(write(fd, line, (size_t)n), n);
+    tmp_path("tiny.csv", csv, sizeof csv);
+    write_tiny_csv(csv);
+    snprintf(text, sizeof text,
+             "{\"seed\": 1, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
+             " \"federation\": {\"clients\": 2, \"rounds\": 1}, \"threads\": 1, \"defenses\": [{\"name\": \"none\"}]}",
+             csv);
+    write_text(tmp_path("m.json", mpath, sizeof mpath), text);
+    int rc = RUN("matrix", mpath, "--out", dir);
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err_buf);
+    char want[400];
+    snprintf(want, sizeof want, "another fedpriv matrix is writing this folder (pid %ld on %s since 2030-01-02T03:04:05Z)",
+             (long)getpid(), host);
+    ck_assert_msg(strstr(err_buf, want) != NULL, "%s", err_buf);
+    close(fd); // released: the run goes ahead and writes its own note
+    rc = RUN("matrix", mpath, "--out", dir);
+    ck_assert_msg(rc == 0, "%s", err_buf);
+    snprintf(want, sizeof want, " on %s since ", host);
+    ck_assert_ptr_nonnull(strstr(read_text(lock), want));
+}
+END_TEST
+
+// A different matrix into an old folder warns about the old cells left there (before:
+// nothing said so); a cells folder that is a link out of the run is refused.
+START_TEST(cli_matrix_stale_cells_and_linked_cells) {
+    if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN"))
+        return;
+    char dir[400];
+    tiny_matrix_run("old", dir, sizeof dir);
+    char mpath[400], csv[400], text[1024];
+    tmp_path("tiny.csv", csv, sizeof csv);
+    snprintf(text, sizeof text,
+             "{\"seed\": 2, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
+             " \"federation\": {\"clients\": 2, \"rounds\": 1}, \"threads\": 1, \"defenses\": [{\"name\": \"none\"}]}",
+             csv);
+    write_text(tmp_path("new.json", mpath, sizeof mpath), text);
+    int rc = RUN("matrix", mpath, "--out", dir);
+    ck_assert_msg(rc == 0, "%s", err_buf);
+    ck_assert_msg(strstr(err_buf, "/old/cells holds 1 cell file of another matrix (e.g. cells/none-"), "%s", err_buf);
+    rc = RUN("matrix", mpath, "--out", dir); // the warning stays while the file does
+    ck_assert_ptr_nonnull(strstr(err_buf, "holds 1 cell file of another matrix"));
+    // cells -> a folder outside the run.
+    char other[400], cells[500], target[400];
+    ck_assert_int_eq(mkdir(tmp_path("elsewhere", other, sizeof other), 0700), 0);
+    tmp_path("linked", dir, sizeof dir);
+    ck_assert_int_eq(mkdir(dir, 0700), 0);
+    snprintf(cells, sizeof cells, "%s/cells", dir);
+    ck_assert_ptr_nonnull(realpath(other, target));
+    ck_assert_int_eq(symlink(target, cells), 0);
+    rc = RUN("matrix", mpath, "--out", dir);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_ptr_nonnull(strstr(err_buf, "/linked/cells: not a folder (a symbolic link is not followed"));
+    ck_assert_int_eq(rmdir(other), 0); // nothing was written there
+}
+END_TEST
+
+// No CUDA device is the machine's limit, like a missing build: exit 2, one line.
+START_TEST(cli_no_cuda_device_exit_2) {
+    char cfg[2048], path[400];
+    tiny_config(cfg, sizeof cfg, NULL, NULL, NULL);
+    write_text(tmp_path("cfg.json", path, sizeof path), cfg);
+    setenv("CUDA_VISIBLE_DEVICES", "", 1); // hides any GPU from the child
+    int rc = RUN("train", "--config", path, "--device", "cuda");
+    SKIP_WITHOUT_BIN(rc);
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err_buf);
+    ck_assert_msg(strstr(err_buf, "no CUDA device") || strstr(err_buf, "built without the CUDA backend"), "%s",
+                  err_buf);
+}
+END_TEST
+
 // ---- the suite --------------------------------------------------------------------------
 
 Suite *suite_hostile(void) {
@@ -725,6 +861,10 @@ Suite *suite_hostile(void) {
     tcase_add_test(tc, matrix_bad_parameter_found_fast);
     tcase_add_test(tc, matrix_size_limits_whole_matrix);
     tcase_add_test(tc, cli_matrix_bomb_fails_fast);
+    tcase_add_test(tc, cli_outputs_checked_before_work);
+    tcase_add_test(tc, cli_matrix_lock_names_holder);
+    tcase_add_test(tc, cli_matrix_stale_cells_and_linked_cells);
+    tcase_add_test(tc, cli_no_cuda_device_exit_2);
     suite_add_tcase(s, tc);
     return s;
 }
