@@ -30,13 +30,21 @@
 
 #define JV_MAX_DEPTH 512
 
+// The JSON path is a stack of frames, formatted only when a message needs it (a
+// formatted path per array element would cost more than the scan itself on the MNIST
+// digit files).
+typedef struct PathFrame {
+    const char *key; // NULL: an array index
+    int key_len, index;
+} PathFrame;
+
 typedef struct Scan {
     const char *name;
     const unsigned char *t;
     size_t len, pos;
     int depth;
-    char path[512];
-    size_t path_len;
+    PathFrame path[JV_MAX_DEPTH + 2];
+    int n_path;
     FpError *err;
 } Scan;
 
@@ -52,6 +60,19 @@ static void line_col(const Scan *S, size_t at, int *line, int *col) {
     }
 }
 
+static void format_path(const Scan *S, char *buf, size_t n) {
+    size_t k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < S->n_path && k + 1 < n; i++) {
+        const PathFrame *f = &S->path[i];
+        int w = f->key ? snprintf(buf + k, n - k, "%s%.*s", k ? "." : "", f->key_len > 64 ? 64 : f->key_len, f->key)
+                       : snprintf(buf + k, n - k, "[%d]", f->index);
+        if (w < 0)
+            break;
+        k = k + (size_t)w < n ? k + (size_t)w : n - 1;
+    }
+}
+
 static int scan_fail(Scan *S, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int scan_fail(Scan *S, size_t at, const char *fmt, ...) {
     char what[300];
@@ -61,36 +82,23 @@ static int scan_fail(Scan *S, size_t at, const char *fmt, ...) {
     va_end(ap);
     int line, col;
     line_col(S, at, &line, &col);
+    char path[2048];
+    format_path(S, path, sizeof path);
+    size_t plen = strlen(path);
     // A very deep path keeps its end, where the problem is.
-    const char *path = S->path_len ? S->path : "(top level)";
-    int cut = S->path_len > 160;
+    int cut = plen > 160;
     fp_fail(S->err, FP_EFORMAT, "%s:%d:%d: %s%s: %s", S->name, line, col, cut ? "..." : "",
-            cut ? S->path + S->path_len - 120 : path, what);
+            cut ? path + plen - 120 : plen ? path : "(top level)", what);
     return -1;
 }
 
-// The path grows by ".key" or "[i]" while a member is scanned; *saved restores it.
-static void path_key(Scan *S, const char *key, size_t key_len, size_t *saved) {
-    *saved = S->path_len;
-    if (key_len > 64)
-        key_len = 64;
-    int n = snprintf(S->path + S->path_len, sizeof S->path - S->path_len, "%s%.*s", S->path_len ? "." : "",
-                     (int)key_len, key);
-    if (n > 0)
-        S->path_len = S->path_len + (size_t)n < sizeof S->path ? S->path_len + (size_t)n : sizeof S->path - 1;
+static void path_key(Scan *S, const char *key, size_t key_len) {
+    S->path[S->n_path++] = (PathFrame){.key = key, .key_len = (int)(key_len < 4096 ? key_len : 4096)};
 }
 
-static void path_index(Scan *S, int i, size_t *saved) {
-    *saved = S->path_len;
-    int n = snprintf(S->path + S->path_len, sizeof S->path - S->path_len, "[%d]", i);
-    if (n > 0)
-        S->path_len = S->path_len + (size_t)n < sizeof S->path ? S->path_len + (size_t)n : sizeof S->path - 1;
-}
+static void path_index(Scan *S, int i) { S->path[S->n_path++] = (PathFrame){.index = i}; }
 
-static void path_restore(Scan *S, size_t saved) {
-    S->path_len = saved;
-    S->path[saved] = 0;
-}
+static void path_pop(Scan *S) { S->n_path--; }
 
 static void skip_ws(Scan *S) {
     while (S->pos < S->len &&
@@ -336,9 +344,10 @@ static int check_duplicates(Scan *S, Member *m, int n) {
         return 0;
     int line, col;
     line_col(S, m[wi - 1].at, &line, &col);
-    size_t saved;
-    path_key(S, m[wi].key, strlen(m[wi].key), &saved);
-    return scan_fail(S, m[wi].at, "duplicate key (first at line %d, column %d)", line, col);
+    path_key(S, m[wi].key, strlen(m[wi].key));
+    int rc = scan_fail(S, m[wi].at, "duplicate key (first at line %d, column %d)", line, col);
+    path_pop(S);
+    return rc;
 }
 
 static int scan_object(Scan *S, cJSON *node) {
@@ -375,13 +384,12 @@ static int scan_object(Scan *S, cJSON *node) {
             rc = scan_fail(S, key_at, "the parser read this object differently");
             break;
         }
-        size_t saved;
         if (child)
-            path_key(S, child->string, strlen(child->string), &saved);
+            path_key(S, child->string, strlen(child->string));
         else
-            path_key(S, (const char *)S->t + key_at + 1, key_end - key_at - 2, &saved);
+            path_key(S, (const char *)S->t + key_at + 1, key_end - key_at - 2);
         rc = scan_value(S, child);
-        path_restore(S, saved);
+        path_pop(S);
         if (rc)
             break;
         if (child) {
@@ -411,8 +419,9 @@ static int scan_object(Scan *S, cJSON *node) {
             S->pos++;
             break;
         }
-        rc = scan_fail(S, S->pos < S->len ? S->pos : open, S->pos < S->len ? "malformed JSON: expected ',' or '}' after a member"
-                                                                           : "malformed JSON: unterminated object");
+        rc = scan_fail(S, S->pos < S->len ? S->pos : open,
+                       S->pos < S->len ? "malformed JSON: expected ',' or '}' after a member"
+                                       : "malformed JSON: unterminated object");
         break;
     }
     if (!rc && node)
@@ -432,18 +441,22 @@ static int scan_array(Scan *S, cJSON *node) {
         S->pos++;
         return 0;
     }
+    path_index(S, 0);
     for (int i = 0;; i++) {
+        S->path[S->n_path - 1].index = i;
         skip_ws(S);
-        if (S->pos < S->len && S->t[S->pos] == ']' && i > 0)
+        if (S->pos < S->len && S->t[S->pos] == ']' && i > 0) {
+            path_pop(S);
             return scan_fail(S, S->pos, "malformed JSON: trailing comma before ']'");
-        if (node && !child)
+        }
+        if (node && !child) {
+            path_pop(S);
             return scan_fail(S, S->pos, "the parser read this array differently");
-        size_t saved;
-        path_index(S, i, &saved);
-        int rc = scan_value(S, child);
-        path_restore(S, saved);
-        if (rc)
-            return rc;
+        }
+        if (scan_value(S, child)) {
+            path_pop(S);
+            return -1;
+        }
         if (child)
             child = child->next;
         skip_ws(S);
@@ -451,12 +464,14 @@ static int scan_array(Scan *S, cJSON *node) {
             S->pos++;
             continue;
         }
+        path_pop(S);
         if (S->pos < S->len && S->t[S->pos] == ']') {
             S->pos++;
             return 0;
         }
         return scan_fail(S, S->pos < S->len ? S->pos : open,
-                         S->pos < S->len ? "malformed JSON: expected ',' or ']' after an element" : "malformed JSON: unterminated array");
+                         S->pos < S->len ? "malformed JSON: expected ',' or ']' after an element"
+                                         : "malformed JSON: unterminated array");
     }
 }
 
