@@ -1,14 +1,13 @@
 #include "core/jsonv.h"
 
-#include "core/files.h"
-
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "core/files.h"
 
 const char *jv_path(char *buf, size_t n, const char *parent, const char *key) {
     if (parent && parent[0])

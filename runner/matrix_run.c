@@ -613,9 +613,9 @@ static FpStatus lock_folder(const char *dir, FILE *progress, int *out, FpError *
     if (gmtime_r(&now, &tm))
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     int n = snprintf(line, sizeof line, "pid %ld on %s since %s\n", (long)getpid(), host, when);
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, line, (size_t)n, 0) != n) {
-        // The lock holds without its note; a second run then says "a process that left no name".
-    }
+    // Without its note the lock still holds; a second run then names "a process that left no name".
+    ssize_t noted = ftruncate(fd, 0) == 0 ? pwrite(fd, line, (size_t)n, 0) : -1;
+    (void)noted;
     *out = fd;
     return FP_OK;
 }
