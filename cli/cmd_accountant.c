@@ -113,7 +113,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                     found = 1;
                 }
             if (!found) {
-                fprintf(stderr, "fedpriv %s: --sampling must be poisson, fixed or poisson-replace\n", CMD);
+                fp_print_line(stderr, "fedpriv %s: --sampling must be poisson, fixed or poisson-replace", CMD);
                 return CLI_EXIT_BADINPUT;
             }
         } else if (strcmp(opt, "--orders") == 0) {

@@ -114,7 +114,7 @@ int cmd_attack(int argc, char **argv) {
     if (st == FP_EDIVERGED) {
         // A diverged run is a result, never a finding: the status and the reason, and
         // whatever the attack recorded of its setting (observations), no metrics.
-        fprintf(stderr, "fedpriv attack: diverged: %s\n", err.msg);
+        fp_print_line(stderr, "fedpriv attack: diverged: %s", err.msg);
         cJSON_AddStringToObject(res, "status", "diverged");
         cJSON_AddStringToObject(res, "message", err.msg);
         if (ops->headline)

@@ -146,7 +146,8 @@ FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const ch
     }
 
     // Privacy parameters.
-    FP_TRY(jv_number(obj, path, "epsilon", JV_REQUIRED, 0, MECH_EPS_MIN, 0, MECH_EPS_MAX, 0, &out->eps, err));
+    FP_TRY(jv_number(obj, path, "epsilon", JV_REQUIRED, 0, defense ? 0 : MECH_EPS_MIN, defense, MECH_EPS_MAX, 0,
+                     &out->eps, err));
     if (info->kind == MECH_GAUSSIAN)
         FP_TRY(jv_number(obj, path, "delta", JV_OPTIONAL, 1e-5, 0, 1, 1, 1, &out->delta, err));
 
@@ -232,9 +233,8 @@ void mech_set_range(Mech *m, double lo, double hi) {
 FpStatus mech_init(Mech *m, const MechSpec *spec, FpError *err) {
     memset(m, 0, sizeof *m);
     m->spec = *spec;
-    if (!(spec->eps >= MECH_EPS_MIN) || spec->eps > MECH_EPS_MAX)
-        return fp_fail(err, FP_EPARAM, "%s.epsilon: must be in [%g, %g], got %g", spec->path, MECH_EPS_MIN, MECH_EPS_MAX,
-                       spec->eps);
+    if (!(spec->eps > 0) || spec->eps > MECH_EPS_MAX)
+        return fp_fail(err, FP_EPARAM, "%s.epsilon: must be in (0, %g], got %g", spec->path, MECH_EPS_MAX, spec->eps);
     m->u = exp(spec->eps);
     double lo = spec->has_range ? spec->lo : -1, hi = spec->has_range ? spec->hi : 1;
     m->c = 0.5 * (lo + hi);
