@@ -740,7 +740,7 @@ FpStatus mia_target_lira(const AttackEnv *env, MiaTarget *t, int n_models, int s
         return fp_fail(err, FP_ENOMEM, "out of memory");
     }
     int todo = n_models - t->lira_n;
-    int workers = ex->backend->device != DEVICE_CPU ? 1 : ex->threads < 16 ? ex->threads : 16;
+    int workers = ex->backend->device != DEVICE_CPU ? 1 : ex->threads < FED_MAX_THREADS ? ex->threads : FED_MAX_THREADS;
     if (workers > todo)
         workers = todo;
     double t0 = now_seconds();
@@ -756,9 +756,9 @@ FpStatus mia_target_lira(const AttackEnv *env, MiaTarget *t, int n_models, int s
     } else {
         if (ex->backend->set_threads)
             ex->backend->set_threads(1);
-        LiraJob jobs[16];
-        pthread_t tid[16];
-        int started[16] = {0};
+        LiraJob jobs[FED_MAX_THREADS];
+        pthread_t tid[FED_MAX_THREADS];
+        int started[FED_MAX_THREADS] = {0};
         for (int w = 0; w < workers; w++)
             jobs[w] = (LiraJob){.env = env, .t = t, .first = t->lira_n + w, .step = workers, .end = n_models,
                                 .shadow_size = shadow_size, .seconds = seconds, .accuracy = accuracy};
