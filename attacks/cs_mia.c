@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "attacks/target.h"
+#include "core/files.h"
 #include "core/jsonv.h"
 
 static double now_seconds(void) {
@@ -90,9 +91,9 @@ static cJSON *mean_series(const MiaTarget *t, const float *series, int first, in
 static FpStatus write_series_csv(const AttackEnv *env, const MiaTarget *t, const float *series, FpError *err) {
     char path[4096];
     snprintf(path, sizeof path, "%s/cs_mia_series.csv", env->out_dir);
-    FILE *f = fopen(path, "w");
+    FILE *f = fp_create_new(path, err); // a link planted in the output folder is replaced, not followed
     if (!f)
-        return fp_fail(err, FP_EIO, "%s: cannot write", path);
+        return FP_EIO;
     int M = t->sz.members, m = t->sz.adv_out;
     fprintf(f, "set,sample,member");
     for (int r = 1; r <= t->series_rounds; r++)

@@ -375,11 +375,11 @@ static FpStatus run_inversions(const Experiment *ex, const DlgOptions *o, BatchJ
         T = 1;
     if (ex->backend->set_threads)
         ex->backend->set_threads(1); // closures are far too small for BLAS threads
-    InvWorker w[64];
-    pthread_t tid[64];
-    int running[64] = {0};
-    if (T > 64)
-        T = 64;
+    InvWorker w[FED_MAX_THREADS];
+    pthread_t tid[FED_MAX_THREADS];
+    int running[FED_MAX_THREADS] = {0};
+    if (T > FED_MAX_THREADS)
+        T = FED_MAX_THREADS; // experiment_load refuses more
     for (int k = 0; k < T; k++)
         w[k] = (InvWorker){.o = o, .ex = ex, .jobs = jobs, .first = k, .stride = T, .n_batches = n_batches};
     for (int k = 1; k < T; k++)

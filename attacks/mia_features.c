@@ -133,13 +133,13 @@ FpStatus mia_logits(Model *m, const Dataset *d, const uint32_t *idx, int n, int 
         return FP_OK;
     if (m->be->device != DEVICE_CPU || threads < 1)
         threads = 1;
-    if (threads > 16)
-        threads = 16;
+    if (threads > FED_MAX_THREADS)
+        threads = FED_MAX_THREADS; // experiment_load refuses more
     if (threads > (n + MIA_EVAL_BATCH - 1) / MIA_EVAL_BATCH)
         threads = (n + MIA_EVAL_BATCH - 1) / MIA_EVAL_BATCH;
-    LogitJob jobs[16];
-    pthread_t tid[16];
-    int started[16] = {0};
+    LogitJob jobs[FED_MAX_THREADS];
+    pthread_t tid[FED_MAX_THREADS];
+    int started[FED_MAX_THREADS] = {0};
     // Whole batches per thread, at fixed boundaries: a sample's batch-mates, hence its
     // logits bit for bit, do not depend on the thread count.
     int batches = (n + MIA_EVAL_BATCH - 1) / MIA_EVAL_BATCH, per = (batches + threads - 1) / threads;

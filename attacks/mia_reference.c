@@ -481,16 +481,16 @@ FpStatus mia_target_references(const AttackEnv *env, MiaTarget *t, MiaRefKind ki
     if (!loaded)
         return FP_ENOMEM;
     int todo = n_models - rs->n;
-    int workers = ex->backend->device != DEVICE_CPU ? 1 : ex->threads < 16 ? ex->threads : 16;
+    int workers = ex->backend->device != DEVICE_CPU ? 1 : ex->threads < FED_MAX_THREADS ? ex->threads : FED_MAX_THREADS;
     if (workers > todo)
         workers = todo;
     if (workers < 1)
         workers = 1;
     double t0 = now_seconds();
     FpStatus st = FP_OK;
-    RefJob jobs[16];
-    pthread_t tid[16];
-    int started[16] = {0};
+    RefJob jobs[FED_MAX_THREADS];
+    pthread_t tid[FED_MAX_THREADS];
+    int started[FED_MAX_THREADS] = {0};
     // One worker: the model gets the experiment's threads; several: one thread each (BLAS too).
     if (workers > 1 && ex->backend->set_threads)
         ex->backend->set_threads(1);

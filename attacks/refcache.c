@@ -3,6 +3,7 @@
 #include "attacks/refcache.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,8 +61,12 @@ static int take(Reader *r, void *out, size_t bytes) {
 static FpStatus read_all(const char *path, unsigned char **data, size_t *n, int *missing, FpError *err) {
     *data = NULL;
     *missing = 0;
-    FILE *f = fopen(path, "rb");
+    // A link planted in the run folder is not followed (docs/security.md, run folders).
+    int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!f) {
+        if (fd >= 0)
+            close(fd);
         if (errno == ENOENT) {
             *missing = 1;
             return FP_OK;

@@ -19,6 +19,14 @@ int cli_wants_help(int argc, char **argv);
 // Parses a number option value; on failure prints a line and returns 0.
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out);
 int cli_parse_long(const char *cmd, const char *opt, const char *s, long long *out);
+// An integer option in [lo, hi]: anything else (no value, not an integer, out of range)
+// prints one line naming the range and returns 0.
+int cli_parse_int_range(const char *cmd, const char *opt, const char *s, long long lo, long long hi, long long *out);
+
+// Every option of a command may be given once: a second --epsilon (or --epsilon=...)
+// prints one line and returns the exit status 2; 0 when none repeats. main() calls it
+// for every command, so a command's own parser never sees a repeat.
+int cli_reject_repeated_options(const char *cmd, int argc, char **argv);
 
 // Subcommands (one file each in cli/).
 int cmd_train(int argc, char **argv);

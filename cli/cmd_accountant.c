@@ -73,7 +73,7 @@ static int parse_args(int argc, char **argv, Args *a) {
             strcpy(opt, arg);
             val = i + 1 < argc ? argv[++i] : NULL;
         } else {
-            fprintf(stderr, "fedpriv %s: unknown option \"%.60s...\" (fedpriv accountant --help)\n", CMD, arg);
+            fp_print_line(stderr, "fedpriv %s: unknown option \"%.60s...\" (fedpriv accountant --help)", CMD, arg);
             return CLI_EXIT_BADINPUT;
         }
         if (strcmp(opt, "--q") == 0) {
@@ -102,7 +102,7 @@ static int parse_args(int argc, char **argv, Args *a) {
             else if (val && strcmp(val, "classic") == 0)
                 a->conv = RDP_CONVERSION_CLASSIC;
             else {
-                fprintf(stderr, "fedpriv %s: --conversion must be balle or classic\n", CMD);
+                fp_print_line(stderr, "fedpriv %s: --conversion must be balle or classic", CMD);
                 return CLI_EXIT_BADINPUT;
             }
         } else if (strcmp(opt, "--sampling") == 0) {
@@ -113,7 +113,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                     found = 1;
                 }
             if (!found) {
-                fprintf(stderr, "fedpriv %s: --sampling must be poisson, fixed or poisson-replace\n", CMD);
+                fp_print_line(stderr, "fedpriv %s: --sampling must be poisson, fixed or poisson-replace", CMD);
                 return CLI_EXIT_BADINPUT;
             }
         } else if (strcmp(opt, "--orders") == 0) {
@@ -122,53 +122,53 @@ static int parse_args(int argc, char **argv, Args *a) {
             else if (val && strcmp(val, "extended") == 0)
                 a->extended = 1;
             else {
-                fprintf(stderr, "fedpriv %s: --orders must be default or extended\n", CMD);
+                fp_print_line(stderr, "fedpriv %s: --orders must be default or extended", CMD);
                 return CLI_EXIT_BADINPUT;
             }
         } else {
-            fprintf(stderr, "fedpriv %s: unknown option \"%s\" (fedpriv accountant --help)\n", CMD, opt);
+            fp_print_line(stderr, "fedpriv %s: unknown option \"%s\" (fedpriv accountant --help)", CMD, opt);
             return CLI_EXIT_BADINPUT;
         }
     }
     // Range checks, one line naming the option.
     if (!a->have_q) {
-        fprintf(stderr, "fedpriv %s: --q is required\n", CMD);
+        fp_print_line(stderr, "fedpriv %s: --q is required", CMD);
         return CLI_EXIT_BADINPUT;
     }
     if (!(a->q >= 0.0 && a->q <= 1.0)) {
-        fprintf(stderr, "fedpriv %s: --q must be in [0, 1], got %g\n", CMD, a->q);
+        fp_print_line(stderr, "fedpriv %s: --q must be in [0, 1], got %g", CMD, a->q);
         return CLI_EXIT_BADINPUT;
     }
     if (a->have_sigma == a->have_target) {
-        fprintf(stderr, "fedpriv %s: give exactly one of --sigma and --target-eps\n", CMD);
+        fp_print_line(stderr, "fedpriv %s: give exactly one of --sigma and --target-eps", CMD);
         return CLI_EXIT_BADINPUT;
     }
     if (a->have_sigma && !(a->sigma >= 0.0)) {
-        fprintf(stderr, "fedpriv %s: --sigma must be >= 0, got %g\n", CMD, a->sigma);
+        fp_print_line(stderr, "fedpriv %s: --sigma must be >= 0, got %g", CMD, a->sigma);
         return CLI_EXIT_BADINPUT;
     }
     if (a->have_target && !(a->target > 0.0)) {
-        fprintf(stderr, "fedpriv %s: --target-eps must be > 0, got %g\n", CMD, a->target);
+        fp_print_line(stderr, "fedpriv %s: --target-eps must be > 0, got %g", CMD, a->target);
         return CLI_EXIT_BADINPUT;
     }
     if (a->have_target && a->conv != RDP_CONVERSION_BALLE2020) {
-        fprintf(stderr, "fedpriv %s: --target-eps uses the balle conversion; drop --conversion classic\n", CMD);
+        fp_print_line(stderr, "fedpriv %s: --target-eps uses the balle conversion; drop --conversion classic", CMD);
         return CLI_EXIT_BADINPUT;
     }
     if (!a->have_steps) {
-        fprintf(stderr, "fedpriv %s: --steps is required\n", CMD);
+        fp_print_line(stderr, "fedpriv %s: --steps is required", CMD);
         return CLI_EXIT_BADINPUT;
     }
     if (a->steps < 1) {
-        fprintf(stderr, "fedpriv %s: --steps must be >= 1, got %lld\n", CMD, a->steps);
+        fp_print_line(stderr, "fedpriv %s: --steps must be >= 1, got %lld", CMD, a->steps);
         return CLI_EXIT_BADINPUT;
     }
     if (!a->have_delta) {
-        fprintf(stderr, "fedpriv %s: --delta is required\n", CMD);
+        fp_print_line(stderr, "fedpriv %s: --delta is required", CMD);
         return CLI_EXIT_BADINPUT;
     }
     if (!(a->delta > 0.0 && a->delta < 1.0)) {
-        fprintf(stderr, "fedpriv %s: --delta must be in (0, 1), got %g\n", CMD, a->delta);
+        fp_print_line(stderr, "fedpriv %s: --delta must be in (0, 1), got %g", CMD, a->delta);
         return CLI_EXIT_BADINPUT;
     }
     return 0;
@@ -228,8 +228,15 @@ int cmd_accountant(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "delta", a.delta);
         if (a.have_target)
             cJSON_AddNumberToObject(o, "target_epsilon", a.target);
-        cJSON_AddNumberToObject(o, "epsilon", eps);  // cJSON writes null for inf/nan
-        cJSON_AddNumberToObject(o, "alpha", alpha);
+        // No finite bound (sigma 0 with q > 0): "inf" as in every result, and no order.
+        if (isinf(eps))
+            cJSON_AddStringToObject(o, "epsilon", "inf");
+        else
+            cJSON_AddNumberToObject(o, "epsilon", eps);
+        if (isnan(alpha))
+            cJSON_AddNullToObject(o, "alpha");
+        else
+            cJSON_AddNumberToObject(o, "alpha", alpha);
         cJSON_AddStringToObject(o, "conversion", conv_name);
         cJSON_AddStringToObject(o, "orders", orders_name);
         cJSON_AddBoolToObject(o, "alpha_at_grid_edge", at_edge);
@@ -245,6 +252,16 @@ int cmd_accountant(int argc, char **argv) {
     }
     if (a.have_target)
         printf("sigma %.8g  (smallest noise multiplier with epsilon <= %.9g)\n", sigma, a.target);
+    if (isinf(eps)) {
+        printf("epsilon inf  (no finite bound: sigma %g adds no noise; delta %g; q %g, %lld steps; %s sampling)\n",
+               sigma, a.delta, a.q, a.steps, rdp_sampling_name(a.sampling));
+        return CLI_EXIT_OK;
+    }
+    if (isnan(alpha)) { // q = 0: nothing is ever sampled, no order is optimal
+        printf("epsilon %.9g  (q %g: no record is sampled; delta %g, sigma %.8g, %lld steps)\n", eps, a.q, a.delta,
+               sigma, a.steps);
+        return CLI_EXIT_OK;
+    }
     printf("epsilon %.9g  at alpha %.4g  (delta %g; q %g, sigma %.8g, %lld steps; %s sampling; %s conversion, %s "
            "orders)\n",
            eps, alpha, a.delta, a.q, sigma, a.steps, rdp_sampling_name(a.sampling), conv_name, orders_name);

@@ -12,6 +12,7 @@
 
 #include "attacks/attack.h"
 #include "cli/cli.h"
+#include "core/files.h"
 #include "core/jsonv.h"
 
 static void usage(FILE *f) {
@@ -46,25 +47,28 @@ int cmd_attack(int argc, char **argv) {
             out = argv[++i];
         else if (strcmp(a, "--device") == 0 && v)
             device = argv[++i];
-        else if (strcmp(a, "--threads") == 0 && cli_parse_long("attack", a, v, &threads) && threads >= 1)
+        else if (strcmp(a, "--threads") == 0) {
+            if (!cli_parse_int_range("attack", a, v, 1, FED_MAX_THREADS, &threads))
+                return CLI_EXIT_BADINPUT;
             i++;
+        }
         else {
-            fprintf(stderr, "fedpriv attack: unknown or incomplete option \"%s\" (fedpriv attack --help)\n", a);
+            fp_print_line(stderr, "fedpriv attack: unknown or incomplete option \"%s\" (fedpriv attack --help)", a);
             return CLI_EXIT_BADINPUT;
         }
     }
     const AttackOps *ops = attack_find(name);
     if (!ops) {
-        fprintf(stderr, "fedpriv attack: unknown attack \"%s\" (fedpriv list shows the attacks)\n", name);
+        fp_print_line(stderr, "fedpriv attack: unknown attack \"%s\" (fedpriv list shows the attacks)", name);
         return CLI_EXIT_BADINPUT;
     }
     if (!config || !out) {
-        fprintf(stderr, "fedpriv attack: --config FILE.json and --out DIR are required\n");
+        fp_print_line(stderr, "fedpriv attack: --config FILE.json and --out DIR are required");
         return CLI_EXIT_BADINPUT;
     }
     FpError err = {0};
     cJSON *root = NULL;
-    if (jv_load_file(config, &root, &err) != FP_OK)
+    if (fp_check_writable_dir(out, &err) != FP_OK || jv_load_file(config, &root, &err) != FP_OK)
         return cli_report_error("attack", &err);
     cJSON *attack_json = cJSON_GetObjectItemCaseSensitive(root, "attack");
     cJSON *owned = NULL;
@@ -72,13 +76,13 @@ int cmd_attack(int argc, char **argv) {
         owned = cJSON_CreateObject();
         attack_json = owned;
     } else if (!cJSON_IsObject(attack_json)) {
-        fprintf(stderr, "fedpriv attack: %s: attack: must be an object\n", config);
+        fp_print_line(stderr, "fedpriv attack: %s: attack: must be an object", config);
         cJSON_Delete(root);
         return CLI_EXIT_BADINPUT;
     }
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(attack_json, "name");
     if (n && (!cJSON_IsString(n) || strcmp(n->valuestring, name) != 0)) {
-        fprintf(stderr, "fedpriv attack: %s: attack.name: \"%s\" does not match the command's attack \"%s\"\n", config,
+        fp_print_line(stderr, "fedpriv attack: %s: attack.name: \"%s\" does not match the command's attack \"%s\"", config,
                 cJSON_IsString(n) ? n->valuestring : "?", name);
         cJSON_Delete(owned);
         cJSON_Delete(root);
@@ -116,7 +120,7 @@ int cmd_attack(int argc, char **argv) {
     if (st == FP_EDIVERGED) {
         // A diverged run is a result, never a finding: the status and the reason, and
         // whatever the attack recorded of its setting (observations), no metrics.
-        fprintf(stderr, "fedpriv attack: diverged: %s\n", err.msg);
+        fp_print_line(stderr, "fedpriv attack: diverged: %s", err.msg);
         cJSON_AddStringToObject(res, "status", "diverged");
         cJSON_AddStringToObject(res, "message", err.msg);
         if (ops->headline)

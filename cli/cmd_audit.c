@@ -11,9 +11,11 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/files.h"
 #include "core/jsonv.h"
 #include "audits/mechanism.h"
 #include "audits/support.h"
+#include "fl/experiment.h"
 
 static const char *const CMD = "audit";
 
@@ -39,7 +41,8 @@ static void usage(FILE *f) {
             "                    paper; gaussian: analytic (default), classic; rr: standard, broken\n"
             "  --sampler S       safe (default: exact law, proven epsilon) or float (spm, pm, laplace,\n"
             "                    gaussian: the float32 samplers, no guarantee)\n"
-            "  --epsilon E       the claimed epsilon, in (0, 15]\n"
+            "  --epsilon E       the claimed epsilon, in [1e-9, 15]\n"
+            "  --epsilon E       the claimed epsilon, in [1e-9, 15]\n"
             "  --delta D         gaussian: delta in (0, 1) (default 1e-5)\n"
             "  --clip C          input range [-C, C] (duchi and pm default to [-1, 1]; ldp-fl,\n"
             "  --range LO HI     laplace, gaussian and adaptive-harmony need one; spm and rr take none)\n"
@@ -189,14 +192,14 @@ int cmd_audit(int argc, char **argv) {
         long long ll;
         if (strcmp(a, "--mechanism") == 0 || strcmp(a, "--variant") == 0 || strcmp(a, "--sampler") == 0) {
             if (!v) {
-                fprintf(stderr, "fedpriv %s: %s needs a value\n", CMD, a);
+                fp_print_line(stderr, "fedpriv %s: %s needs a value", CMD, a);
                 goto done;
             }
             cJSON_AddStringToObject(spec_json, a[2] == 'm' ? "name" : a[2] == 'v' ? "variant" : "sampler", v);
             i++;
         } else if (strcmp(a, "--test") == 0) {
             if (!(tests = parse_tests(v))) {
-                fprintf(stderr, "fedpriv %s: --test: expected moments, epsilon, support or a comma list of them\n",
+                fp_print_line(stderr, "fedpriv %s: --test: expected moments, epsilon, support or a comma list of them",
                         CMD);
                 goto done;
             }
@@ -205,7 +208,7 @@ int cmd_audit(int argc, char **argv) {
             if (!cli_parse_long(CMD, a, v, &ll))
                 goto done;
             if (ll < 1 || ll > 1000000000000LL) {
-                fprintf(stderr, "fedpriv %s: %s: out of range: %s\n", CMD, a, v);
+                fp_print_line(stderr, "fedpriv %s: %s: out of range: %s", CMD, a, v);
                 goto done;
             }
             scfg.samples = ll;
@@ -242,12 +245,12 @@ int cmd_audit(int argc, char **argv) {
             cJSON_AddItemToArray(r, cJSON_CreateNumber(hi));
         } else if (strcmp(a, "--input") == 0) {
             if (!is_number(v)) {
-                fprintf(stderr, "fedpriv %s: --input needs a number\n", CMD);
+                fp_print_line(stderr, "fedpriv %s: --input needs a number", CMD);
                 goto done;
             }
             while (i + 1 < argc && is_number(argv[i + 1])) {
                 if (n_in == AUDIT_MAX_INPUTS) {
-                    fprintf(stderr, "fedpriv %s: --input: at most %d inputs\n", CMD, AUDIT_MAX_INPUTS);
+                    fp_print_line(stderr, "fedpriv %s: --input: at most %d inputs", CMD, AUDIT_MAX_INPUTS);
                     goto done;
                 }
                 if (!cli_parse_double(CMD, a, argv[++i], &inputs[n_in]))
@@ -257,8 +260,10 @@ int cmd_audit(int argc, char **argv) {
         } else if (strcmp(a, "--samples") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--bins") == 0) {
             if (!cli_parse_long(CMD, a, v, &ll))
                 goto done;
-            if (ll < 0 || (a[2] == 'b' && ll > 400) || (a[3] == 'a' && ll > 1000000000000LL)) {
-                fprintf(stderr, "fedpriv %s: %s: out of range: %s\n", CMD, a, v);
+            // Seeds are exact integers below 2^53, as in configs (fl/experiment.h).
+            if (ll < 0 || (a[2] == 'b' && ll > 400) || (a[3] == 'a' && ll > 1000000000000LL) ||
+                (a[3] == 'e' && ll > EXPERIMENT_SEED_MAX)) {
+                fp_print_line(stderr, "fedpriv %s: %s: out of range: %s", CMD, a, v);
                 goto done;
             }
             if (a[2] == 'b')
@@ -272,18 +277,23 @@ int cmd_audit(int argc, char **argv) {
             json = 1;
         } else if (strcmp(a, "--out") == 0) {
             if (!v) {
-                fprintf(stderr, "fedpriv %s: --out needs a file name\n", CMD);
+                fp_print_line(stderr, "fedpriv %s: --out needs a file name", CMD);
                 goto done;
             }
             out = v;
             i++;
         } else {
-            fprintf(stderr, "fedpriv %s: unknown option \"%s\" (fedpriv audit --help)\n", CMD, a);
+            fp_print_line(stderr, "fedpriv %s: unknown option \"%s\" (fedpriv audit --help)", CMD, a);
             goto done;
         }
     }
+    FpError out_err = {0};
+    if (out && fp_check_writable_file(out, &out_err) != FP_OK) {
+        rc = cli_report_error(CMD, &out_err);
+        goto done;
+    }
     if (!cJSON_GetObjectItem(spec_json, "name")) {
-        fprintf(stderr, "fedpriv %s: --mechanism is required (fedpriv audit --help)\n", CMD);
+        fp_print_line(stderr, "fedpriv %s: --mechanism is required (fedpriv audit --help)", CMD);
         goto done;
     }
     FpError err = {0};
@@ -297,7 +307,7 @@ int cmd_audit(int argc, char **argv) {
     cfg.inputs = n_in ? inputs : NULL;
     cfg.n_inputs = n_in;
     if (n_in == 1) {
-        fprintf(stderr, "fedpriv %s: --input: give at least two inputs to compare\n", CMD);
+        fp_print_line(stderr, "fedpriv %s: --input: give at least two inputs to compare", CMD);
         goto done;
     }
     scfg.seed = cfg.seed;
@@ -350,9 +360,9 @@ int cmd_audit(int argc, char **argv) {
         goto done;
     }
     if (json) {
-        char *js = cJSON_Print(rj);
-        printf("%s\n", js);
-        free(js);
+        char *s = jv_print(rj, 1);
+        printf("%s\n", s);
+        free(s);
     } else {
         if (tests & (TEST_MOMENTS | TEST_EPSILON))
             print_text(&m, &res, tests);

@@ -29,12 +29,12 @@ int cmd_check(int argc, char **argv) {
         else if (a[0] != '-' && !dir)
             dir = a;
         else {
-            fprintf(stderr, "fedpriv check: unknown or incomplete option \"%s\" (fedpriv check --help)\n", a);
+            fp_print_line(stderr, "fedpriv check: unknown or incomplete option \"%s\" (fedpriv check --help)", a);
             return CLI_EXIT_BADINPUT;
         }
     }
     if (!dir || !baseline) {
-        fprintf(stderr, "fedpriv check: the run folder DIR and --baseline FILE.json are required\n");
+        fp_print_line(stderr, "fedpriv check: the run folder DIR and --baseline FILE.json are required");
         return CLI_EXIT_BADINPUT;
     }
     FpError err = {0};
@@ -51,11 +51,11 @@ int cmd_check(int argc, char **argv) {
         printf("check: all %d bound%s hold (%d comparison%s)\n", r.bounds, r.bounds == 1 ? "" : "s", r.evaluations,
                r.evaluations == 1 ? "" : "s");
     else {
-        printf("check: %d violation%s of %s (%d bound%s, %d comparison%s):\n", r.n_violations,
+        fp_print_line(stdout, "check: %d violation%s of %s (%d bound%s, %d comparison%s):", r.n_violations,
                r.n_violations == 1 ? "" : "s", baseline, r.bounds, r.bounds == 1 ? "" : "s", r.evaluations,
                r.evaluations == 1 ? "" : "s");
         for (int i = 0; i < r.n_violations; i++)
-            printf("  - %s\n", r.violations[i]);
+            fp_print_line(stdout, "  - %s", r.violations[i]);
         rc = CLI_EXIT_FAIL;
     }
     check_result_free(&r);

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/files.h"
 #include "core/jsonv.h"
 #include "datasets/power_load.h"
 #include "fl/experiment.h"
@@ -91,17 +92,17 @@ int cmd_forecast(int argc, char **argv) {
         else if (strcmp(a, "--out") == 0 && v)
             out = argv[++i];
         else {
-            fprintf(stderr, "fedpriv forecast: unknown or incomplete option \"%s\" (fedpriv forecast --help)\n", a);
+            fp_print_line(stderr, "fedpriv forecast: unknown or incomplete option \"%s\" (fedpriv forecast --help)", a);
             return CLI_EXIT_BADINPUT;
         }
     }
     if (!config) {
-        fprintf(stderr, "fedpriv forecast: --config FILE.json is required\n");
+        fp_print_line(stderr, "fedpriv forecast: --config FILE.json is required");
         return CLI_EXIT_BADINPUT;
     }
     FpError err = {0};
     cJSON *root = NULL;
-    if (jv_load_file(config, &root, &err) != FP_OK)
+    if ((out && fp_check_writable_file(out, &err) != FP_OK) || jv_load_file(config, &root, &err) != FP_OK)
         return cli_report_error("forecast", &err);
     static const char *const extra[] = {"attack", NULL};
     Experiment ex;
@@ -140,7 +141,7 @@ int cmd_forecast(int argc, char **argv) {
         if (jv_write_file_atomic(out, res, &err) != FP_OK)
             rc = cli_report_error("forecast", &err);
     } else {
-        char *text = cJSON_Print(res);
+        char *text = jv_print(res, 1);
         puts(text);
         free(text);
     }

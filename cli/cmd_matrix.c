@@ -39,30 +39,26 @@ int cmd_matrix(int argc, char **argv) {
             verbose = 1;
         else if (strcmp(a, "--jobs") == 0 || strcmp(a, "--threads") == 0) {
             long long *dst = a[2] == 'j' ? &jobs : &threads;
-            if (!cli_parse_long("matrix", a, v, dst))
+            if (!cli_parse_int_range("matrix", a, v, 1, a[2] == 'j' ? 256 : FED_MAX_THREADS, dst))
                 return CLI_EXIT_BADINPUT;
-            if (*dst < 1 || *dst > 256) {
-                fprintf(stderr, "fedpriv matrix: %s must be in [1, 256]\n", a);
-                return CLI_EXIT_BADINPUT;
-            }
             i++;
         } else if (a[0] != '-' && !file)
             file = a;
         else {
-            fprintf(stderr, "fedpriv matrix: unknown or incomplete option \"%s\" (fedpriv matrix --help)\n", a);
+            fp_print_line(stderr, "fedpriv matrix: unknown or incomplete option \"%s\" (fedpriv matrix --help)", a);
             return CLI_EXIT_BADINPUT;
         }
     }
     if (!file || !out) {
-        fprintf(stderr, "fedpriv matrix: a matrix FILE.json and --out DIR are required (fedpriv matrix --help)\n");
+        fp_print_line(stderr, "fedpriv matrix: a matrix FILE.json and --out DIR are required (fedpriv matrix --help)");
         return CLI_EXIT_BADINPUT;
     }
     FpError err = {0};
     cJSON *root = NULL;
-    if (jv_load_file(file, &root, &err) != FP_OK)
+    if (matrix_check_out(out, &err) != FP_OK || jv_load_file(file, &root, &err) != FP_OK)
         return cli_report_error("matrix", &err);
     Matrix *m = NULL;
-    MatrixOptions mo = {.device = device, .threads = (int)threads, .file = file};
+    MatrixOptions mo = {.device = device, .threads = (int)threads, .file = file, .progress = stderr};
     FpStatus st = matrix_load(root, &mo, &m, &err);
     cJSON_Delete(root);
     if (st != FP_OK) {
@@ -75,7 +71,7 @@ int cmd_matrix(int argc, char **argv) {
     matrix_free(m);
     if (st != FP_OK)
         return cli_report_error("matrix", &err);
-    fprintf(stderr, "matrix: %d cells: %d done, %d diverged, %d failed (%d finished earlier); %.1f s. Results in %s/results.json\n",
+    fp_print_line(stderr, "matrix: %d cells: %d done, %d diverged, %d failed (%d finished earlier); %.1f s. Results in %s/results.json",
             sum.cells, sum.done, sum.diverged, sum.failed, sum.skipped, sum.seconds, out);
     return sum.failed > 0 || sum.pending > 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/files.h"
 #include "reports/html.h"
 
 static void usage(FILE *f) {
@@ -30,22 +31,18 @@ int cmd_report(int argc, char **argv) {
         else if (strcmp(a, "--title") == 0 && v)
             title = argv[++i];
         else if (strcmp(a, "--max-images") == 0) {
-            if (!cli_parse_long("report", a, v, &max_images))
+            if (!cli_parse_int_range("report", a, v, 1, 1000, &max_images))
                 return CLI_EXIT_BADINPUT;
-            if (max_images < 1 || max_images > 1000) {
-                fprintf(stderr, "fedpriv report: --max-images must be in [1, 1000]\n");
-                return CLI_EXIT_BADINPUT;
-            }
             i++;
         } else if (a[0] != '-' && !dir)
             dir = a;
         else {
-            fprintf(stderr, "fedpriv report: unknown or incomplete option \"%s\" (fedpriv report --help)\n", a);
+            fp_print_line(stderr, "fedpriv report: unknown or incomplete option \"%s\" (fedpriv report --help)", a);
             return CLI_EXIT_BADINPUT;
         }
     }
     if (!dir) {
-        fprintf(stderr, "fedpriv report: the run folder DIR is required (fedpriv report --help)\n");
+        fp_print_line(stderr, "fedpriv report: the run folder DIR is required (fedpriv report --help)");
         return CLI_EXIT_BADINPUT;
     }
     char def[4200];
@@ -56,11 +53,11 @@ int cmd_report(int argc, char **argv) {
     FpError err = {0};
     int problems = 0;
     ReportOptions ro = {.title = title, .max_images = (int)max_images};
-    if (report_write_html(dir, out, &ro, &problems, &err) != FP_OK)
+    if (fp_check_writable_file(out, &err) != FP_OK || report_write_html(dir, out, &ro, &problems, &err) != FP_OK)
         return cli_report_error("report", &err);
-    fprintf(stderr, "report: wrote %s%s\n", out, problems ? "" : " (no problems)");
+    fp_print_line(stderr, "report: wrote %s%s", out, problems ? "" : " (no problems)");
     if (problems)
-        fprintf(stderr, "report: %d problem%s listed at the top of the page (missing or invalid artifacts, failed cells)\n",
+        fp_print_line(stderr, "report: %d problem%s listed at the top of the page (missing or invalid artifacts, failed cells)",
                 problems, problems == 1 ? "" : "s");
     return CLI_EXIT_OK;
 }

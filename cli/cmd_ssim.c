@@ -54,12 +54,12 @@ int cmd_ssim(int argc, char **argv) {
         if (strcmp(argv[i], "--json") == 0)
             json = 1;
         else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "fedpriv ssim: unknown option \"%s\" (fedpriv ssim --help)\n", argv[i]);
+            fp_print_line(stderr, "fedpriv ssim: unknown option \"%s\" (fedpriv ssim --help)", argv[i]);
             return CLI_EXIT_BADINPUT;
         } else if (npaths < 2)
             paths[npaths++] = argv[i];
         else {
-            fprintf(stderr, "fedpriv ssim: expected two images, got a third: \"%s\"\n", argv[i]);
+            fp_print_line(stderr, "fedpriv ssim: expected two images, got a third: \"%s\"", argv[i]);
             return CLI_EXIT_BADINPUT;
         }
     }
@@ -76,13 +76,13 @@ int cmd_ssim(int argc, char **argv) {
         if (png_read(paths[k], &img[k], &c[k], &h[k], &w[k], &err) != FP_OK)
             rc = cli_report_error("ssim", &err);
         else if (h[k] < IMAGE_SSIM_WINDOW || w[k] < IMAGE_SSIM_WINDOW) {
-            fprintf(stderr, "fedpriv ssim: %s: image is %dx%d; SSIM needs at least %dx%d\n", paths[k], h[k], w[k],
+            fp_print_line(stderr, "fedpriv ssim: %s: image is %dx%d; SSIM needs at least %dx%d", paths[k], h[k], w[k],
                     IMAGE_SSIM_WINDOW, IMAGE_SSIM_WINDOW);
             rc = CLI_EXIT_BADINPUT;
         }
     }
     if (rc == CLI_EXIT_OK && (c[0] != c[1] || h[0] != h[1] || w[0] != w[1])) {
-        fprintf(stderr, "fedpriv ssim: %s: size %dx%dx%d (channels x height x width) differs from %s (%dx%dx%d)\n",
+        fp_print_line(stderr, "fedpriv ssim: %s: size %dx%dx%d (channels x height x width) differs from %s (%dx%dx%d)",
                 paths[1], c[1], h[1], w[1], paths[0], c[0], h[0], w[0]);
         rc = CLI_EXIT_BADINPUT;
     }
@@ -92,7 +92,7 @@ int cmd_ssim(int argc, char **argv) {
     if (rc == CLI_EXIT_OK) {
         if (json) {
             if (!print_json(paths[0], paths[1], c[0], h[0], w[0], &m)) {
-                fprintf(stderr, "fedpriv ssim: out of memory writing JSON\n");
+                fp_print_line(stderr, "fedpriv ssim: out of memory writing JSON");
                 rc = CLI_EXIT_FAIL;
             }
         } else if (isfinite(m.psnr))

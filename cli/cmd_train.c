@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "core/files.h"
 #include "core/jsonv.h"
 #include "fl/experiment.h"
 
@@ -40,23 +41,24 @@ int cmd_train(int argc, char **argv) {
         else if (strcmp(a, "--secure-rng") == 0)
             secure_rng = 1;
         else if (strcmp(a, "--threads") == 0) {
-            if (!cli_parse_long("train", a, v, &threads) || threads < 1 || threads > 256) {
-                fprintf(stderr, "fedpriv train: --threads must be in [1, 256]\n");
+            if (!cli_parse_int_range("train", a, v, 1, FED_MAX_THREADS, &threads))
                 return CLI_EXIT_BADINPUT;
-            }
             i++;
         } else {
-            fprintf(stderr, "fedpriv train: unknown or incomplete option \"%s\" (fedpriv train --help)\n", a);
+            fp_print_line(stderr, "fedpriv train: unknown or incomplete option \"%s\" (fedpriv train --help)", a);
             return CLI_EXIT_BADINPUT;
         }
     }
     if (!config) {
-        fprintf(stderr, "fedpriv train: --config FILE.json is required\n");
+        fp_print_line(stderr, "fedpriv train: --config FILE.json is required");
         return CLI_EXIT_BADINPUT;
     }
     FpError err = {0};
     cJSON *root = NULL;
-    if (jv_load_file(config, &root, &err) != FP_OK)
+    // Outputs are checked before the work: a read-only folder or a directory named as
+    // the result fails now, not after training.
+    if ((out && fp_check_writable_file(out, &err) != FP_OK) || (save && fp_check_writable_file(save, &err) != FP_OK) ||
+        jv_load_file(config, &root, &err) != FP_OK)
         return cli_report_error("train", &err);
     // --secure-rng overrides the config's "rng" key (docs/security.md).
     if (secure_rng && cJSON_IsObject(root)) {
@@ -102,7 +104,7 @@ int cmd_train(int argc, char **argv) {
         cJSON_AddStringToObject(res, "status", "diverged");
         cJSON_AddNumberToObject(res, "diverged_round", fed_rounds_done(f));
         cJSON_AddNullToObject(res, "final");
-        fprintf(stderr, "fedpriv train: %s\n", err.msg);
+        fp_print_line(stderr, "fedpriv train: %s", err.msg);
         rc = CLI_EXIT_FAIL;
     } else {
         rc = cli_report_error("train", &err);
@@ -115,7 +117,7 @@ int cmd_train(int argc, char **argv) {
             if (jv_write_file_atomic(out, res, &err) != FP_OK)
                 rc = cli_report_error("train", &err);
         } else {
-            char *text = cJSON_Print(res);
+            char *text = jv_print(res, 1);
             puts(text);
             free(text);
         }

@@ -46,8 +46,10 @@ int main(int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(argv[1], commands[i].name) == 0)
-            return commands[i].run(argc - 1, argv + 1);
-    fprintf(stderr, "fedpriv: unknown command \"%s\" (fedpriv --help lists them)\n", argv[1]);
+        if (strcmp(argv[1], commands[i].name) == 0) {
+            int rc = cli_reject_repeated_options(commands[i].name, argc - 1, argv + 1);
+            return rc ? rc : commands[i].run(argc - 1, argv + 1);
+        }
+    fp_print_line(stderr, "fedpriv: unknown command \"%s\" (fedpriv --help lists them)", argv[1]);
     return CLI_EXIT_BADINPUT;
 }

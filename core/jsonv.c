@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/files.h"
+
 const char *jv_path(char *buf, size_t n, const char *parent, const char *key) {
     if (parent && parent[0])
         snprintf(buf, n, "%s.%s", parent, key);
@@ -27,6 +29,14 @@ FpStatus jv_keys(const cJSON *obj, const char *path, const char *const *allowed,
             char p[256];
             return fp_fail(err, FP_EPARAM, "%s: unknown key", jv_path(p, sizeof p, path, it->string));
         }
+    }
+    return FP_OK;
+}
+
+FpStatus jv_exclusive(const cJSON *obj, const char *path, const char *a, const char *b, FpError *err) {
+    if (cJSON_GetObjectItemCaseSensitive(obj, a) && cJSON_GetObjectItemCaseSensitive(obj, b)) {
+        char p[256];
+        return fp_fail(err, FP_EPARAM, "%s: give \"%s\" or \"%s\", not both", jv_path(p, sizeof p, path, b), a, b);
     }
     return FP_OK;
 }
@@ -69,12 +79,26 @@ FpStatus jv_int(const cJSON *obj, const char *path, const char *key, int require
         *out = def;
         return FP_OK;
     }
-    if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || !isfinite(v->valuedouble))
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
         return fp_fail(err, FP_EPARAM, "%s: must be an integer", p);
-    double x = v->valuedouble;
-    if (x < (double)lo || x > (double)hi)
-        return fp_fail(err, FP_EPARAM, "%s: must be in [%lld, %lld], got %g", p, lo, hi, x);
-    *out = (long long)x;
+    long long x;
+    if (v->valuestring) { // the literal's text (core/jsonv_text.c): exact where the double is not
+        int k = jv_text_integer(v->valuestring, &x);
+        if (k == 0)
+            return fp_fail(err, FP_EPARAM, "%s: must be an integer, got %.40s", p, v->valuestring);
+        if (k < 0 || x < lo || x > hi)
+            return fp_fail(err, FP_EPARAM, "%s: must be in [%lld, %lld], got %.40s", p, lo, hi, v->valuestring);
+    } else {
+        double d = v->valuedouble;
+        if (d != floor(d))
+            return fp_fail(err, FP_EPARAM, "%s: must be an integer", p);
+        if (d < (double)lo || d > (double)hi || d < -0x1p63 || d >= 0x1p63)
+            return fp_fail(err, FP_EPARAM, "%s: must be in [%lld, %lld], got %.17g", p, lo, hi, d);
+        x = (long long)d;
+        if (x < lo || x > hi) // (double)hi rounds up above 2^53
+            return fp_fail(err, FP_EPARAM, "%s: must be in [%lld, %lld], got %lld", p, lo, hi, x);
+    }
+    *out = x;
     return FP_OK;
 }
 
@@ -182,6 +206,7 @@ FpStatus jv_number_array(const cJSON *obj, const char *path, const char *key, in
 }
 
 FpStatus jv_load_file(const char *filename, cJSON **out, FpError *err) {
+    *out = NULL;
     FILE *f = fopen(filename, "rb");
     if (!f)
         return fp_fail(err, FP_EIO, "%s: cannot open: %s", filename, strerror(errno));
@@ -217,41 +242,78 @@ FpStatus jv_load_file(const char *filename, cJSON **out, FpError *err) {
         return fp_fail(err, FP_EIO, "%s: read error", filename);
     }
     buf[len] = 0;
-    if (memchr(buf, 0, len)) {
-        free(buf);
-        return fp_fail(err, FP_EFORMAT, "%s: not a JSON text (contains NUL bytes)", filename);
-    }
-    const char *end = NULL;
-    cJSON *j = cJSON_ParseWithOpts(buf, &end, 1);
-    if (!j) {
-        size_t off = end ? (size_t)(end - buf) : 0;
-        int line = 1, col = 1;
-        for (size_t i = 0; i < off && i < len; i++) {
-            if (buf[i] == '\n') {
-                line++;
-                col = 1;
-            } else
-                col++;
-        }
-        free(buf);
-        return fp_fail(err, FP_EFORMAT, "%s:%d:%d: malformed JSON", filename, line, col);
-    }
+    FpStatus st = jv_parse(filename, buf, len, out, err);
     free(buf);
-    *out = j;
-    return FP_OK;
+    return st;
+}
+
+FpStatus jv_load_beneath(const char *dir, const char *rel, cJSON **out, int *missing, FpError *err) {
+    *out = NULL;
+    char *buf;
+    size_t len;
+    FP_TRY(fp_read_beneath(dir, rel, (size_t)1 << 30, &buf, &len, missing, err));
+    char name[4200];
+    snprintf(name, sizeof name, "%s/%s", dir, rel);
+    FpStatus st = jv_parse(name, buf, len, out, err);
+    free(buf);
+    return st;
+}
+
+// Number nodes that cJSON would print inexactly: integral, 1e15 <= |v| < 2^63.
+static int needs_exact(const cJSON *n) {
+    return cJSON_IsNumber(n) && n->valuedouble == floor(n->valuedouble) && fabs(n->valuedouble) >= 1e15 &&
+           fabs(n->valuedouble) < 0x1p63;
+}
+
+static int any_needs_exact(const cJSON *j) {
+    for (; j; j = j->next)
+        if (needs_exact(j) || (j->child && any_needs_exact(j->child)))
+            return 1;
+    return 0;
+}
+
+// In a copy: such numbers become raw nodes holding all their digits.
+static int make_exact(cJSON *j) {
+    for (; j; j = j->next) {
+        if (needs_exact(j)) {
+            char digits[32];
+            snprintf(digits, sizeof digits, "%.0f", j->valuedouble);
+            char *text = strdup(digits);
+            if (!text)
+                return 0;
+            free(j->valuestring);
+            j->valuestring = text;
+            j->type = cJSON_Raw;
+        } else if (j->child && !make_exact(j->child))
+            return 0;
+    }
+    return 1;
+}
+
+char *jv_print(const cJSON *j, int formatted) {
+    if (!j)
+        return NULL;
+    if (!needs_exact(j) && !(j->child && any_needs_exact(j->child)))
+        return formatted ? cJSON_Print(j) : cJSON_PrintUnformatted(j);
+    cJSON *copy = cJSON_Duplicate(j, 1);
+    char *text = NULL;
+    if (copy && make_exact(copy))
+        text = formatted ? cJSON_Print(copy) : cJSON_PrintUnformatted(copy);
+    cJSON_Delete(copy);
+    return text;
 }
 
 FpStatus jv_write_file_atomic(const char *filename, const cJSON *json, FpError *err) {
-    char *text = cJSON_Print(json);
+    char *text = jv_print(json, 1);
     if (!text)
         return fp_fail(err, FP_ENOMEM, "%s: out of memory serialising JSON", filename);
     size_t n = strlen(text);
     char tmp[4096];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", filename, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
+    FILE *f = fp_create_new(tmp, err); // a link planted at the temp name is not followed
     if (!f) {
         free(text);
-        return fp_fail(err, FP_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+        return FP_EIO;
     }
     int ok = fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF && fflush(f) == 0 && fsync(fileno(f)) == 0;
     int saved = errno;

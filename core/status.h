@@ -1,10 +1,20 @@
 // Status codes and error messages. Library code returns an FpStatus and fills an
 // FpError with one human-readable line; only cli/ turns a status into an exit code
 // (FP_EIO, FP_EFORMAT and FP_EPARAM are the user's bad input: exit 2).
+//
+// Messages quote what users and files supply (names, labels, paths, JSON strings), so
+// every message passes through one formatter, fp_vformat: whatever the arguments hold,
+// the result is one line of printable UTF-8. Control characters (C0, DEL, C1), bytes
+// that are not UTF-8, and the Unicode line separators and bidirectional overrides
+// are written as escapes (\n, \t, \r, \xNN, \uXXXX), so a name cannot retitle a
+// terminal, fake a second line or reorder what a reader sees. fp_fail, fp_error_prefix
+// and fp_print_line all use it; printing code never formats user strings itself.
 #ifndef FEDPRIV_CORE_STATUS_H
 #define FEDPRIV_CORE_STATUS_H
 
+#include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef enum {
     FP_OK = 0,
@@ -22,14 +32,24 @@ typedef struct FpError {
     char msg[512];
 } FpError;
 
-// Sets err (when not NULL) to code and a printf-style message; returns code so that
-// callers can write `return fp_fail(err, FP_EPARAM, "...")`.
+// Sets err (when not NULL) to code and a printf-style message (through fp_vformat);
+// returns code so that callers can write `return fp_fail(err, FP_EPARAM, "...")`.
 FpStatus fp_fail(FpError *err, FpStatus code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 // Puts "prefix: " before err's message (truncating the end when it no longer fits), e.g.
 // the config file's name before a JSON path.
 void fp_error_prefix(FpError *err, const char *prefix);
+
+// printf-style formatting into buf (n >= 1 bytes, always NUL-terminated), then the
+// escaping described above; a long result is cut at a character boundary, never inside
+// an escape. Returns the length written.
+size_t fp_vformat(char *buf, size_t n, const char *fmt, va_list ap) __attribute__((format(printf, 3, 0)));
+size_t fp_format(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+// The escaped form of text in buf (n >= 1 bytes); returns buf.
+const char *fp_escape(const char *text, char *buf, size_t n);
+// Prints one formatted, escaped line (at most 2 KiB) and a newline to f.
+void fp_print_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 // A short name for a status ("io", "format", ...).
 const char *fp_status_name(FpStatus code);

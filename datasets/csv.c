@@ -7,6 +7,8 @@
 #include "datasets/dataset.h"
 
 #include <limits.h>
+#include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,14 +113,19 @@ static const char *printable(const char *s, char *buf, size_t n) {
     return buf;
 }
 
+// 1 and *out for a number float32 holds; 0 for text that is not a number; -1 for a
+// number out of float32's range (1e308 is a number, just not one a float holds).
 static int parse_number(char *s, float *out) {
     s = trim(s);
     if (!*s)
         return 0;
     char *e;
+    errno = 0;
     double v = strtod(s, &e);
-    if (*e || !isfinite(v) || fabs(v) > 3.4e38)
+    if (*e || isnan(v) || (isinf(v) && errno != ERANGE)) // "nan", "inf": not finite numbers
         return 0;
+    if (isinf(v) || fabs(v) > FLT_MAX) // 1e400 (ERANGE), 1e308
+        return -1;
     *out = (float)v;
     return 1;
 }
@@ -263,10 +270,13 @@ FpStatus csv_load(const char *path, const char *label_column, const char *target
                 continue;
             }
             float v;
-            if (!parse_number(rec.field[j], &v)) {
+            int parsed = parse_number(rec.field[j], &v);
+            if (parsed != 1) {
                 char pb[64];
-                st = fp_fail(err, FP_EFORMAT, "%s:%d:%d: not a number: \"%s\"", path, rec.col_line[j], j + 1,
-                             printable(rec.field[j], pb, sizeof pb));
+                st = fp_fail(err, FP_EFORMAT,
+                             parsed ? "%s:%d:%d: %s is out of range (values are float32: |x| <= 3.4e38)"
+                                    : "%s:%d:%d: not a number: \"%s\"",
+                             path, rec.col_line[j], j + 1, printable(rec.field[j], pb, sizeof pb));
                 goto done;
             }
             if (j == special)

@@ -79,6 +79,7 @@ Dataset *dataset_subset(const Dataset *src, const uint32_t *idx, int n, FpError 
     Dataset *d = dataset_create(src->name, n, src->c, src->h, src->w, src->n_classes, src->target_dim, err);
     if (!d)
         return NULL;
+    memcpy(d->source, src->source, sizeof d->source);
     size_t ss = dataset_sample_size(src), td = (size_t)src->target_dim;
     for (int i = 0; i < n; i++) {
         memcpy(d->x + (size_t)i * ss, src->x + (size_t)idx[i] * ss, ss * sizeof(float));

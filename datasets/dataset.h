@@ -37,6 +37,7 @@
 
 typedef struct Dataset {
     char name[64];
+    char source[320];     // the file (or folder) it was read from, for messages; "" when made in memory
     int n;                // number of samples
     int c, h, w;          // per-sample shape; tabular: c=h=1, w=features; sequence: c=1, h=steps, w=features
     int n_classes;        // 0 for regression

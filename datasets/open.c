@@ -92,7 +92,9 @@ static FpStatus open_idx_dir(const char *what, const char *split, const char *di
         return fp_fail(err, FP_EIO, "%s: %s: missing %s-images-idx3-ubyte[.gz] or %s-labels-idx1-ubyte[.gz]", what,
                        dir, prefix, prefix);
     snprintf(name, sizeof name, "%s/%s", what, split);
-    return idx_load(img, lab, name, out, err);
+    FP_TRY(idx_load(img, lab, name, out, err));
+    snprintf((*out)->source, sizeof (*out)->source, "%.300s", img);
+    return FP_OK;
 }
 
 static FpStatus open_fashion_mnist(const char *split, const char *path, Dataset **out, FpError *err) {
@@ -116,6 +118,7 @@ static FpStatus open_mnist(const char *split, const char *path, Dataset **out, F
                        path);
     Dataset *all = NULL;
     FP_TRY(mnist_json_load(path, &all, err));
+    snprintf(all->source, sizeof all->source, "%.300s", path);
     FpStatus st = dataset_holdout(all, DATASET_HOLDOUT_DENOM, split, out, err);
     dataset_free(all);
     return st;
@@ -138,6 +141,7 @@ static FpStatus open_cifar10(const char *split, const char *path, Dataset **out,
         snprintf(buf[0], sizeof buf[0], "%s/test_batch.bin", path), files[0] = buf[0], n = 1;
     FP_TRY(cifar10_load(files, n, out, err));
     snprintf((*out)->name, sizeof (*out)->name, "cifar10/%s", split);
+    snprintf((*out)->source, sizeof (*out)->source, "%.300s", files[0]);
     return FP_OK;
 }
 
@@ -172,6 +176,7 @@ static FpStatus open_csv(const char *split, const char *path, Dataset **out, FpE
     } else if (st != FP_OK) {
         return st;
     }
+    snprintf(d->source, sizeof d->source, "%.300s", file);
     if (mark) {
         snprintf(d->name, sizeof d->name, "csv/%s", split);
         *out = d;

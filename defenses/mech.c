@@ -152,7 +152,8 @@ FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const ch
     }
 
     // Privacy parameters.
-    FP_TRY(jv_number(obj, path, "epsilon", JV_REQUIRED, 0, 0, 1, MECH_EPS_MAX, 0, &out->eps, err));
+    FP_TRY(jv_number(obj, path, "epsilon", JV_REQUIRED, 0, defense ? 0 : MECH_EPS_MIN, defense, MECH_EPS_MAX, 0,
+                     &out->eps, err));
     if (info->takes_delta)
         FP_TRY(jv_number(obj, path, "delta", JV_OPTIONAL, 1e-5, 0, 1, 1, 1, &out->delta, err));
 

@@ -73,6 +73,11 @@
 #include "core/status.h"
 
 #define MECH_EPS_MAX 15.0
+// The smallest ε an audit takes: below it the noise scales (1/ε, 1/(e^ε - 1)) leave
+// float range and there is nothing to measure (1e-320 is a number, not a budget an audit
+// can sample). A defense takes any ε > 0: an upload that is no longer finite is reported
+// as divergence.
+#define MECH_EPS_MIN 1e-9
 
 typedef enum {
     MV_NONE = 0,      // the mechanism has no variants

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/files.h"
+
 typedef struct {
     jmp_buf jump;
     char msg[200];
@@ -112,12 +114,11 @@ static FpStatus read_body(PngReader *r, const char *path, int *c, int *h, int *w
     return FP_OK;
 }
 
-FpStatus png_read(const char *path, float **img, int *c, int *h, int *w, FpError *err) {
-    *img = NULL;
+// Reads the PNG in f (closed here); path names it in messages.
+static FpStatus read_file(FILE *f, const char *path, float **img, int *c, int *h, int *w, FpError *err) {
     PngReader r;
     memset(&r, 0, sizeof r);
-    if (!(r.file = fopen(path, "rb")))
-        return fp_fail(err, FP_EIO, "%s: cannot open: %s", path, strerror(errno));
+    r.file = f;
     unsigned char sig[8];
     size_t got = fread(sig, 1, sizeof sig, r.file);
     FpStatus status;
@@ -137,6 +138,24 @@ FpStatus png_read(const char *path, float **img, int *c, int *h, int *w, FpError
     else
         free(r.img);
     return status;
+}
+
+FpStatus png_read(const char *path, float **img, int *c, int *h, int *w, FpError *err) {
+    *img = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return fp_fail(err, FP_EIO, "%s: cannot open: %s", path, strerror(errno));
+    return read_file(f, path, img, c, h, w, err);
+}
+
+FpStatus png_read_memory(const char *name, const void *data, size_t len, float **img, int *c, int *h, int *w,
+                         FpError *err) {
+    *img = NULL;
+    FILE *f = len ? fmemopen((void *)data, len, "rb") : NULL;
+    if (!f)
+        return len ? fp_fail(err, FP_ENOMEM, "%s: cannot read from memory: %s", name, strerror(errno))
+                   : fp_fail(err, FP_EFORMAT, "%s: not a PNG file (empty)", name);
+    return read_file(f, name, img, c, h, w, err);
 }
 
 // ------------------------------------------------------------------ writing -------
@@ -178,8 +197,8 @@ static FpStatus write_u8(const char *path, const unsigned char *pixels, int c, i
         return fp_fail(err, FP_EPARAM, "%s: path too long", path);
     PngWriter wr;
     memset(&wr, 0, sizeof wr);
-    if (!(wr.file = fopen(tmp, "wb")))
-        return fp_fail(err, FP_EIO, "%s: cannot create: %s", path, strerror(errno));
+    if (!(wr.file = fp_create_new(tmp, err)))
+        return FP_EIO;
     FpStatus status = write_body(&wr, path, pixels, c, h, w, err);
     if (wr.png)
         png_destroy_write_struct(&wr.png, wr.info ? &wr.info : NULL);

@@ -34,6 +34,10 @@ FpStatus png_write(const char *path, const float *img, int c, int h, int w, FpEr
 // Reads path into a malloc'd CHW float buffer (*img, caller frees) with *c in {1, 3}.
 // On error *img is NULL.
 FpStatus png_read(const char *path, float **img, int *c, int *h, int *w, FpError *err);
+// The same from len bytes in memory (a file already read, e.g. through
+// fp_read_beneath); name is for messages.
+FpStatus png_read_memory(const char *name, const void *data, size_t len, float **img, int *c, int *h, int *w,
+                         FpError *err);
 
 // Tiles n images (images is (n, c, h, w), c in {1, 3}) into one PNG: cols per row,
 // ceil(n / cols) rows, each image upscaled scale times by nearest neighbour (scale 1

@@ -27,6 +27,28 @@ static FpStatus take_first(Dataset **d, long long n, FpError *err) {
     return FP_OK;
 }
 
+// The model is built for the training set's samples: a test set of another shape, with
+// labels beyond its classes, or of another kind (labels vs targets) would only fail
+// after training ("evaluation failed"), so it is refused at load, naming both files.
+static FpStatus check_same_shape(Dataset *train, const Dataset *test, const char *path, FpError *err) {
+    const char *tf = train->source[0] ? train->source : train->name, *sf = test->source[0] ? test->source : test->name;
+    if (train->c != test->c || train->h != test->h || train->w != test->w)
+        return fp_fail(err, FP_EFORMAT,
+                       "%s: the test set %s has samples of %dx%dx%d (channels x height x width), the training set "
+                       "%s %dx%dx%d: they must match",
+                       path, sf, test->c, test->h, test->w, tf, train->c, train->h, train->w);
+    if ((train->n_classes > 0) != (test->n_classes > 0) || train->target_dim != test->target_dim)
+        return fp_fail(err, FP_EFORMAT,
+                       "%s: the test set %s has %d classes and %d targets per sample, the training set %s %d and "
+                       "%d: they must be the same kind",
+                       path, sf, test->n_classes, test->target_dim, tf, train->n_classes, train->target_dim);
+    if (test->n_classes > train->n_classes)
+        return fp_fail(err, FP_EFORMAT,
+                       "%s: the test set %s has labels up to %d, beyond the %d classes of the training set %s", path, sf,
+                       test->n_classes - 1, train->n_classes, tf);
+    return FP_OK;
+}
+
 FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train, Dataset **test, char *name_out,
                               size_t name_size, FpError *err) {
     static const char *const keys[] = {"name", "path", "train_samples", "test_samples", "split", NULL};
@@ -53,6 +75,8 @@ FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train
     if (st == FP_OK)
         st = dataset_open(name, "test", dpath, test, err);
     if (st == FP_OK)
+        st = check_same_shape(*train, *test, path, err);
+    if (st == FP_OK)
         st = take_first(train, ntrain, err);
     if (st == FP_OK)
         st = take_first(test, ntest, err);
@@ -78,7 +102,9 @@ FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const
     keys[nk] = NULL;
     FP_TRY(jv_keys(root, "", keys, err));
     long long seed, threads;
-    FP_TRY(jv_int(root, "", "seed", JV_OPTIONAL, 1, 0, (long long)1 << 53, &seed, err));
+    // Seeds are integers below 2^53: every one is exact in a double (results are JSON)
+    // and bit 63 stays free for RNG_SEED_SECURE.
+    FP_TRY(jv_int(root, "", "seed", JV_OPTIONAL, 1, 0, EXPERIMENT_SEED_MAX, &seed, err));
     ex->seed = (uint64_t)seed;
     // "rng": "secure" (core/rng_secure.h): the seed's flag bit makes every privacy-relevant
     // stream ChaCha20 under a fresh getrandom key; "philox" (default) stays reproducible.
@@ -90,7 +116,10 @@ FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const
         ex->seed |= RNG_SEED_SECURE;
     }
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    FP_TRY(jv_int(root, "", "threads", JV_OPTIONAL, ncpu > 0 ? ncpu : 1, 1, 256, &threads, err));
+    long dflt = ncpu < 1 ? 1 : ncpu > FED_MAX_THREADS ? FED_MAX_THREADS : ncpu;
+    FP_TRY(jv_int(root, "", "threads", JV_OPTIONAL, dflt, 1, FED_MAX_THREADS, &threads, err));
+    if (threads_override > FED_MAX_THREADS)
+        return fp_fail(err, FP_EPARAM, "--threads: must be in [1, %d], got %d", FED_MAX_THREADS, threads_override);
     ex->threads = threads_override > 0 ? threads_override : (int)threads;
     static const char *const devices[] = {"cpu", "cuda", NULL};
     int dev;
@@ -99,6 +128,8 @@ FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const
     ex->backend = backend_by_name(device, err);
     if (!ex->backend)
         return err ? err->code : FP_EBACKEND;
+    if (ex->backend->device != DEVICE_CPU)
+        ex->threads = 1; // a GPU runs clients and attack batches one at a time: record what runs
     const cJSON *dj, *mj, *fj, *defj;
     FP_TRY(jv_object(root, "", "dataset", JV_REQUIRED, &dj, err));
     FP_TRY(jv_object(root, "", "model", JV_REQUIRED, &mj, err));

@@ -16,6 +16,10 @@
 #include "core/version.h"
 #include "fl/fed.h"
 
+// The largest seed: 2^53 - 1. Seeds are read and written as exact integers; 2^53 and
+// above are rejected (a double, which JSON readers use, cannot tell 2^53 + 1 from 2^53).
+#define EXPERIMENT_SEED_MAX ((long long)(((uint64_t)1 << 53) - 1))
+
 typedef struct Experiment {
     uint64_t seed;
     const Backend *backend;

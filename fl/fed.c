@@ -32,6 +32,8 @@ FpStatus fed_config_parse(const cJSON *json, const char *path, FedConfig *c, FpE
     c->sampling = (ClientSampling)choice;
     FP_TRY(jv_int(json, path, "rounds", JV_OPTIONAL, 5, 1, 1000000, &v, err));
     c->rounds = (int)v;
+    // local_steps replaces local_epochs; both together would leave one silently unused.
+    FP_TRY(jv_exclusive(json, path, "local_epochs", "local_steps", err));
     FP_TRY(jv_int(json, path, "local_epochs", JV_OPTIONAL, 1, 1, 100000, &v, err));
     c->local_epochs = (int)v;
     FP_TRY(jv_int(json, path, "local_steps", JV_OPTIONAL, 0, 0, 100000000, &v, err));
@@ -208,7 +210,11 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
     if (make_partition(f, err) != FP_OK || make_defense(f, err) != FP_OK)
         goto fail;
     // Workers.
-    f->threads = setup->threads < 1 ? 1 : setup->threads > FED_MAX_THREADS ? FED_MAX_THREADS : setup->threads;
+    if (setup->threads > FED_MAX_THREADS) {
+        fp_fail(err, FP_EPARAM, "threads: %d requested, at most %d", setup->threads, FED_MAX_THREADS);
+        goto fail;
+    }
+    f->threads = setup->threads < 1 ? 1 : setup->threads;
     if (setup->backend->device != DEVICE_CPU)
         f->threads = 1;
     for (int w = 0; w < f->threads; w++) {

@@ -113,10 +113,14 @@ typedef struct FedRoundResult {
 
 typedef struct Federation Federation;
 
+// The most threads a federation, its evaluation and the attacks run. A request above it
+// is an error naming it (never a silent clamp: results record the threads that ran).
+#define FED_MAX_THREADS 16
+
 typedef struct FedSetup {
     FedConfig cfg;
     uint64_t seed;
-    int threads;                    // worker threads for clients and evaluation (>= 1)
+    int threads;                    // worker threads for clients and evaluation, 1..FED_MAX_THREADS
     const Backend *backend;
     Model *global;                  // borrowed: trained in place
     const Dataset *train, *test;    // borrowed

@@ -5,8 +5,6 @@
 
 #include "fl/fed.h"
 
-#define FED_MAX_THREADS 16
-
 // One worker's resources, reused across rounds.
 typedef struct Worker {
     Tape *tape;

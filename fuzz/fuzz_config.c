@@ -64,10 +64,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     cJSON *root = NULL;
     FpError err = {0};
     if (jv_load_file(path, &root, &err) != FP_OK) {
-        if (root || !err.msg[0])
+        if (root)
             abort();
+        fuzz_check_message(err.msg);
         return 0;
     }
+    fuzz_check_tree(root);
     if (!cJSON_IsObject(root) || requested_weights(root) > (double)(1 << 22)) {
         cJSON_Delete(root);
         return 0;
@@ -83,12 +85,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FpStatus st = experiment_load(root, NULL, NULL, 1, &ex, &err);
     if (st == FP_OK) {
         Federation *f = experiment_federation(&ex, NULL, 1, &err);
-        if (!f && !err.msg[0])
-            abort();
+        if (!f)
+            fuzz_check_message(err.msg);
         fed_free(f);
         experiment_free(&ex);
-    } else if (!err.msg[0]) {
-        abort();
+    } else {
+        fuzz_check_message(err.msg);
     }
     cJSON_Delete(root);
     return 0;

@@ -9,6 +9,7 @@
 #ifndef FEDPRIV_FUZZ_UTIL_H
 #define FEDPRIV_FUZZ_UTIL_H
 
+#include <cjson/cJSON.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +55,30 @@ static inline const char *fuzz_tmpdir(void) {
             abort();
     }
     return dir;
+}
+
+// An error line as fedpriv prints it: not empty, one line of printable text (the
+// formatter of core/status.h escapes control characters, whatever the input held).
+static inline void fuzz_check_message(const char *msg) {
+    if (!msg[0])
+        abort();
+    for (const unsigned char *p = (const unsigned char *)msg; *p; p++)
+        if (*p < 0x20 || *p == 0x7f)
+            abort();
+}
+
+// A tree jv_load_file accepted: no object holds a key twice (the strict layer of
+// core/jsonv_text.c refuses duplicates; cJSON alone keeps both and finds the first).
+static inline void fuzz_check_tree(const cJSON *j) {
+    for (; j; j = j->next) {
+        if (cJSON_IsObject(j))
+            for (const cJSON *a = j->child; a; a = a->next)
+                for (const cJSON *b = a->next; b; b = b->next)
+                    if (strcmp(a->string, b->string) == 0)
+                        abort();
+        if (j->child)
+            fuzz_check_tree(j->child);
+    }
 }
 
 // Writes a whole file (for fixed helper files next to the fuzzed one).

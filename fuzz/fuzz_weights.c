@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     Model *m = models[data[0] & 1];
     const char *path = fuzz_file(0, data + 1, size - 1);
     FpError err = {0};
-    if (model_load(m, path, &err) != FP_OK && !err.msg[0])
-        abort();
+    if (model_load(m, path, &err) != FP_OK)
+        fuzz_check_message(err.msg);
     return 0;
 }

@@ -123,3 +123,24 @@ put("refcache", "broken-format", refentry(fmt=1))
 put("refcache", "broken-huge-counts",
     refentry()[:16] + struct.pack("<III", 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF) + refentry()[28:])
 
+# --- hostile JSON (docs/security.md, "Hostile input"): duplicate keys, NUL escapes,
+# leading zeros, raw control characters, seeds at 2^53, a size bomb --------------------
+cfg = ('{"seed": 1, "dataset": {"name": "csv"}, "model": {"name": "logreg"}, '
+       '"federation": {"clients": 2, "rounds": 1}, "defense": {"name": "none"}%s}')
+put("config", "hostile-duplicate", (cfg % ', "seed": 2').encode())
+put("config", "hostile-nul-escape", (cfg % '').replace('"none"', '"none\\u0000x"').encode())
+put("config", "hostile-leading-zero", (cfg % '').replace('"clients": 2', '"clients": 02').encode())
+put("config", "hostile-raw-newline", (cfg % '').replace('"none"', '"no\nne"').encode())
+put("config", "hostile-escape-name", (cfg % '').replace('"none"', '"\\u001b]0;pwned\\u0007x\\nfedpriv train: ok"').encode())
+put("config", "hostile-seed-2p53", (cfg % '').replace('"seed": 1', '"seed": 9007199254740992').encode())
+put("config", "hostile-steps-epochs", (cfg % '').replace('"rounds": 1', '"rounds": 1, "local_epochs": 1, "local_steps": 3').encode())
+put("config", "hostile-threads", (cfg % ', "threads": 200').encode())
+mat = ('\0{"seed": 1, "dataset": {"name": "csv"}, "model": {"name": "logreg"}, '
+       '"federation": {"clients": 2, "rounds": 1}, "defenses": [%s]}')
+put("matrix", "hostile-duplicate", (mat % '{"name": "laplace", "epsilon": 1, "epsilon": [1, 2], "clip": 1}').encode())
+put("matrix", "hostile-bomb", (mat % ", ".join('{"name": "laplace", "clip": %d, "epsilon": [%s]}' % (k + 1, ", ".join(str(i + 1) for i in range(40))) for k in range(40))).encode())
+put("matrix", "hostile-label", ('\1\0{"cells": [{"id": "a", "label": "\\u001b]0;x\\u0007\\nok", "status": "done", "spec_hash": "h"}]}').encode())
+put("baseline", "hostile-duplicate", b'\0{"bounds": [{"defense": "none", "metric": "model_accuracy", "at_least": 0.5, "at_least": 2}]}')
+put("baseline", "hostile-label", b'\0{"bounds": [{"label": "\\u001b[2J\\u001b]0;owned\\u0007\\nall bounds hold", "defense": "*", "metric": "model_accuracy", "at_least": 2}]}')
+put("mnist_json", "hostile-duplicate", ('{"data": [], "data": %s}' % one).encode())
+put("mnist_json", "hostile-leading-zero", ('{"data": %s}' % one.replace("0.5", "00.5", 1)).encode())

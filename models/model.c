@@ -6,7 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/files.h"
 #include "core/jsonv.h"
 #include "core/rng.h"
 
@@ -228,10 +230,10 @@ static int read_u32(FILE *f, uint32_t *v) { return fread(v, 4, 1, f) == 1; }
 
 FpStatus model_save(const Model *m, const char *filename, FpError *err) {
     char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", filename);
-    FILE *f = fopen(tmp, "wb");
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", filename, (long)getpid());
+    FILE *f = fp_create_new(tmp, err); // never through a link planted at the temp name
     if (!f)
-        return fp_fail(err, FP_EIO, "%s: cannot write: %s", filename, strerror(errno));
+        return FP_EIO;
     float *host = malloc(m->table.n_params * sizeof(float) + 4);
     if (!host) {
         fclose(f);

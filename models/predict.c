@@ -123,7 +123,7 @@ static FpStatus run_eval(const Model *m, const Dataset *d, const uint32_t *idx, 
     if (m->be->device != DEVICE_CPU || threads < 1)
         threads = 1;
     if (threads > 16)
-        threads = 16;
+        threads = 16; // FED_MAX_THREADS (fl/fed.h): experiment_load and fed_create refuse more
     int n_batches = (n + EVAL_BATCH - 1) / EVAL_BATCH;
     BatchSums *sums = calloc((size_t)(n_batches ? n_batches : 1), sizeof(BatchSums));
     if (!sums)

@@ -3,7 +3,8 @@
 // ROC curves, reconstructions, audit findings, run metadata.
 //
 // Artifacts are read only from inside DIR: a path from a result must be relative,
-// without "..", and the file must decode as a PNG (eval/png.h) before its bytes are
+// without "..", every component is opened without following a symbolic link
+// (core/files.h), and the file must decode as a PNG (eval/png.h) before its bytes are
 // inlined; anything else is listed as a problem instead of drawing a broken image.
 #include "reports/html.h"
 
@@ -17,6 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/files.h"
 #include "core/jsonv.h"
 #include "core/version.h"
 #include "eval/png.h"
@@ -126,9 +128,9 @@ void hb_escape_attr(HtmlBuf *b, const char *text) { hb_escape(b, text); }
 FpStatus report_write_file_atomic(const char *path, const char *data, size_t n, FpError *err) {
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
+    FILE *f = fp_create_new(tmp, err);
     if (!f)
-        return fp_fail(err, FP_EIO, "%s: cannot write: %s", tmp, strerror(errno));
+        return FP_EIO;
     int ok = fwrite(data, 1, n, f) == n && fflush(f) == 0 && fsync(fileno(f)) == 0;
     int saved = errno;
     ok = fclose(f) == 0 && ok;
@@ -229,20 +231,17 @@ static void inline_png(Report *R, const char *adir, const char *file, const char
     }
     snprintf(rel, sizeof rel, "%s/%s", adir, file);
     snprintf(path, sizeof path, "%s/%s", R->dir, rel);
-    // Read it (at most 16 MiB), look at the header (a report shows images up to 4096 px
-    // a side, so a small file cannot ask for gigabytes when decoded), then decode it all:
-    // only a PNG that libpng reads cleanly is inlined.
-    gchar *contents = NULL;
-    gsize len = 0;
-    struct stat sb;
+    // Read it from inside DIR only (no link on the way: core/files.h), at most 16 MiB,
+    // look at the header (a report shows images up to 4096 px a side, so a small file
+    // cannot ask for gigabytes when decoded), then decode those same bytes: only a PNG
+    // that libpng reads cleanly is inlined.
+    char *contents = NULL;
+    size_t len = 0;
+    int missing = 0;
     const char *why = NULL;
-    FpError err = {0};
-    if (stat(path, &sb) != 0 || !S_ISREG(sb.st_mode))
-        why = "no such file";
-    else if (sb.st_size > (16 << 20))
-        why = "larger than 16 MiB";
-    else if (!g_file_get_contents(path, &contents, &len, NULL))
-        why = "cannot read the file";
+    FpError err = {0}, rerr = {0};
+    if (fp_read_beneath(R->dir, rel, 16 << 20, &contents, &len, &missing, &rerr) != FP_OK)
+        why = missing ? "no such file" : rerr.msg;
     else if (len < 24 || memcmp(contents, "\x89PNG\r\n\x1a\n", 8) != 0 || memcmp(contents + 12, "IHDR", 4) != 0)
         why = "not a PNG file";
     else {
@@ -254,17 +253,17 @@ static void inline_png(Report *R, const char *adir, const char *file, const char
     }
     float *img = NULL;
     int c, h = 0, w = 0;
-    if (!why && png_read(path, &img, &c, &h, &w, &err) != FP_OK)
+    if (!why && png_read_memory(path, contents, len, &img, &c, &h, &w, &err) != FP_OK)
         why = err.msg;
     free(img);
     if (why) {
         problem(R, "%s: %s: %s", where, rel, why);
-        g_free(contents);
+        free(contents);
         hb_puts(&R->out, "<span class=\"missing\">image missing</span>");
         return;
     }
     gchar *b64 = g_base64_encode((const guchar *)contents, len);
-    g_free(contents);
+    free(contents);
     int scale = w <= 40 ? 2 : 1; // small digits are unreadable at 1:1
     hb_printf(&R->out, "<img width=\"%d\" height=\"%d\" alt=\"", w * scale, h * scale);
     hb_escape_attr(&R->out, alt);
@@ -824,7 +823,7 @@ static void section_audit(Report *R) {
 }
 
 static void put_json(HtmlBuf *o, const cJSON *j) {
-    char *t = j ? cJSON_Print(j) : NULL;
+    char *t = j ? jv_print(j, 1) : NULL;
     hb_puts(o, "<pre>");
     hb_escape(o, t ? t : "—");
     hb_puts(o, "</pre>");
@@ -846,7 +845,12 @@ static void section_metadata(Report *R) {
         hb_puts(o, "</dd>");
     }
     hb_puts(o, "<dt>Seed</dt><dd>");
-    put_value(o, cJSON_GetObjectItemCaseSensitive(ix, "seed"));
+    const cJSON *seed = cJSON_GetObjectItemCaseSensitive(ix, "seed");
+    if (cJSON_IsNumber(seed) && seed->valuedouble >= 0 && seed->valuedouble < 0x1p53 &&
+        seed->valuedouble == floor(seed->valuedouble))
+        hb_printf(o, "%.0f", seed->valuedouble); // every digit: seeds are exact integers below 2^53
+    else
+        put_value(o, seed);
     hb_puts(o, "</dd><dt>Threads</dt><dd>");
     put_value(o, cJSON_GetObjectItemCaseSensitive(ix, "threads"));
     if (strcmp(jstr(ix, "rng", "philox"), "secure") == 0)

@@ -40,7 +40,9 @@ FpStatus matrix_results_load(const char *dir, MatrixResults *r, FpError *err) {
     memset(r, 0, sizeof *r);
     char path[4096];
     snprintf(path, sizeof path, "%s/results.json", dir);
-    FP_TRY(jv_load_file(path, &r->index, err));
+    // Everything below DIR is read through jv_load_beneath: a link planted in the run
+    // folder is refused, never followed out of it.
+    FP_TRY(jv_load_beneath(dir, "results.json", &r->index, NULL, err));
     const cJSON *cells = cJSON_GetObjectItemCaseSensitive(r->index, "cells");
     if (!cJSON_IsObject(r->index) || !cJSON_IsArray(cells)) {
         matrix_results_free(r);
@@ -65,20 +67,16 @@ FpStatus matrix_results_load(const char *dir, MatrixResults *r, FpError *err) {
                            path, i);
         }
         r->status[i] = (CellStatus)s;
-        char cpath[4096];
+        char cpath[4096], rel[200];
         snprintf(cpath, sizeof cpath, "%s/cells/%s.json", dir, id->valuestring);
-        FILE *probe = fopen(cpath, "rb");
-        if (!probe) {
-            if (errno != ENOENT) {
-                matrix_results_free(r);
-                return fp_fail(err, FP_EIO, "%s: cannot read: %s", cpath, strerror(errno));
-            }
+        snprintf(rel, sizeof rel, "cells/%s.json", id->valuestring);
+        cJSON *cell = NULL;
+        int missing = 0;
+        FpStatus st = jv_load_beneath(dir, rel, &cell, &missing, err);
+        if (st != FP_OK && missing) {
             r->status[i] = CELL_PENDING; // no file: whatever the index said, nothing to show
             continue;
         }
-        fclose(probe);
-        cJSON *cell = NULL;
-        FpStatus st = jv_load_file(cpath, &cell, err);
         if (st != FP_OK) {
             matrix_results_free(r);
             return st;
@@ -151,8 +149,10 @@ FpStatus matrix_audit_load(const char *dir, cJSON **records, FpError *err) {
     FpStatus st = FP_OK;
     for (int i = 0; i < n; i++) {
         snprintf(path, sizeof path, "%s/audit/%s", dir, names[i]);
+        char rel[300];
+        snprintf(rel, sizeof rel, "audit/%.250s", names[i]);
         cJSON *j = NULL;
-        if (st == FP_OK && (st = jv_load_file(path, &j, err)) == FP_OK) {
+        if (st == FP_OK && (st = jv_load_beneath(dir, rel, &j, NULL, err)) == FP_OK) {
             cJSON *list = cJSON_IsArray(j) ? j : cJSON_GetObjectItemCaseSensitive(j, "results");
             if (cJSON_IsArray(list)) {
                 for (cJSON *a = list->child; a && st == FP_OK; a = a->next)

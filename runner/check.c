@@ -43,7 +43,7 @@ static void add_violation(CheckResult *r, const char *fmt, ...) {
     char line[1024];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(line, sizeof line, fmt, ap);
+    fp_vformat(line, sizeof line, fmt, ap); // labels come from the baseline and the run: escaped
     va_end(ap);
     char **v = realloc(r->violations, sizeof(char *) * (size_t)(r->n_violations + 1));
     if (!v)

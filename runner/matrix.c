@@ -73,7 +73,7 @@ static void rebase_message(FpError *err, const char *from, const char *to) {
 }
 
 static char *compact(const cJSON *v) {
-    char *s = cJSON_PrintUnformatted(v);
+    char *s = jv_print(v, 0); // exact integers: two seeds never share a cell id
     return s ? s : strdup("?");
 }
 
@@ -114,26 +114,29 @@ static FpStatus add_cell(Matrix *m, int di, const char *dpath, const cJSON *entr
     return FP_OK;
 }
 
-// One defense entry → its cells.
-static FpStatus expand_defense(Matrix *m, int di, const cJSON *entry, FpError *err) {
-    char path[64], p[128];
-    snprintf(path, sizeof path, "defenses[%d]", di);
+// An entry's sweep dimensions: "epsilon" first when it is a list, then the "sweep"
+// lists as written. Checks their types and contents, and counts the cells the entry
+// expands into (the product of the lengths, as a double: no overflow) without
+// expanding anything.
+typedef struct EntryDims {
+    const cJSON *list[17];
+    const char *name[17];
+    int n;
+    const cJSON *eps;
+    double cells;
+} EntryDims;
+
+static FpStatus entry_dims(const cJSON *entry, const char *path, EntryDims *d, FpError *err) {
+    char p[128];
+    memset(d, 0, sizeof *d);
+    d->cells = 1;
     if (!cJSON_IsObject(entry))
         return fp_fail(err, FP_EPARAM, "%s: must be an object", path);
-    const char *name;
-    FP_TRY(jv_string(entry, path, "name", JV_REQUIRED, NULL, &name, err));
-    const DefenseOps *ops = matrix_defense_find(m, name);
-    if (!ops)
-        return fp_fail(err, FP_EPARAM, "%s: unknown defense \"%.64s\" (fedpriv list shows the defenses)",
-                       jv_path(p, sizeof p, path, "name"), name);
-    // The sweep dimensions: epsilon first, then "sweep" keys as written.
-    const cJSON *dims[17];
-    const char *dim_names[17];
-    int nd = 0;
     const cJSON *eps = cJSON_GetObjectItemCaseSensitive(entry, "epsilon");
+    d->eps = eps;
     if (eps && cJSON_IsArray(eps)) {
-        dims[nd] = eps;
-        dim_names[nd++] = "epsilon";
+        d->list[d->n] = eps;
+        d->name[d->n++] = "epsilon";
     } else if (eps && !cJSON_IsNumber(eps))
         return fp_fail(err, FP_EPARAM, "%s: must be a number or a list of numbers", jv_path(p, sizeof p, path, "epsilon"));
     const cJSON *sweep = cJSON_GetObjectItemCaseSensitive(entry, "sweep");
@@ -149,33 +152,50 @@ static FpStatus expand_defense(Matrix *m, int di, const cJSON *entry, FpError *e
                 cJSON_GetObjectItemCaseSensitive(entry, it->string))
                 return fp_fail(err, FP_EPARAM, "%s: cannot sweep \"%s\" (give epsilon lists directly; a key set "
                                "outright cannot also be swept)", sp, it->string);
-            if (nd == 16)
+            if (d->n == 16)
                 return fp_fail(err, FP_EPARAM, "%s: at most 16 swept parameters", sp);
-            dims[nd] = it;
-            dim_names[nd++] = it->string;
+            d->list[d->n] = it;
+            d->name[d->n++] = it->string;
         }
     }
-    int len[17], at[17] = {0};
-    long total = 1;
-    for (int d = 0; d < nd; d++) {
-        len[d] = cJSON_GetArraySize(dims[d]);
+    for (int k = 0; k < d->n; k++) {
+        int len = cJSON_GetArraySize(d->list[k]);
         char dp[160];
-        if (d == 0 && dims[0] == eps)
+        if (d->list[k] == eps)
             snprintf(dp, sizeof dp, "%s.epsilon", path);
         else
-            snprintf(dp, sizeof dp, "%s.sweep.%.64s", path, dim_names[d]);
-        if (len[d] == 0)
+            snprintf(dp, sizeof dp, "%s.sweep.%.64s", path, d->name[k]);
+        if (len == 0)
             return fp_fail(err, FP_EPARAM, "%s: empty list", dp);
-        if (dims[d] == eps)
-            for (int j = 0; j < len[d]; j++) {
-                const cJSON *v = cJSON_GetArrayItem(eps, j);
+        if (d->list[k] == eps) {
+            int j = 0;
+            for (const cJSON *v = eps->child; v; v = v->next, j++)
                 if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble))
                     return fp_fail(err, FP_EPARAM, "%s[%d]: must be a number", dp, j);
-            }
-        total *= len[d];
-        if (total > 100000)
-            return fp_fail(err, FP_EPARAM, "%s: more than 100000 cells", path);
+        }
+        d->cells *= len;
     }
+    return FP_OK;
+}
+
+// One defense entry → its cells. Cells on an axis (every list but at most one at its
+// first value) are marked: they are validated first, so a bad value anywhere in a list
+// is found after about the sum of the list lengths, not their product.
+static FpStatus expand_defense(Matrix *m, int di, const cJSON *entry, FpError *err) {
+    char path[64], p[128];
+    snprintf(path, sizeof path, "defenses[%d]", di);
+    EntryDims dm;
+    FP_TRY(entry_dims(entry, path, &dm, err));
+    const char *name;
+    FP_TRY(jv_string(entry, path, "name", JV_REQUIRED, NULL, &name, err));
+    const DefenseOps *ops = matrix_defense_find(m, name);
+    if (!ops)
+        return fp_fail(err, FP_EPARAM, "%s: unknown defense \"%.64s\" (fedpriv list shows the defenses)",
+                       jv_path(p, sizeof p, path, "name"), name);
+    int nd = dm.n, len[17], at[17] = {0};
+    for (int d = 0; d < nd; d++)
+        len[d] = cJSON_GetArraySize(dm.list[d]);
+    long total = (long)dm.cells; // matrix_load checked it against MATRIX_MAX_CELLS
     for (long c = 0; c < total; c++) {
         cJSON *defense = cJSON_Duplicate(entry, 1);
         cJSON *swept = cJSON_CreateObject();
@@ -185,24 +205,53 @@ static FpStatus expand_defense(Matrix *m, int di, const cJSON *entry, FpError *e
             return fp_fail(err, FP_ENOMEM, "out of memory expanding the matrix");
         }
         cJSON_DeleteItemFromObjectCaseSensitive(defense, "sweep");
+        int off_axis = 0;
         for (int d = 0; d < nd; d++) {
-            cJSON *v = cJSON_Duplicate(cJSON_GetArrayItem(dims[d], at[d]), 1);
-            if (cJSON_GetObjectItemCaseSensitive(defense, dim_names[d]))
-                cJSON_ReplaceItemInObjectCaseSensitive(defense, dim_names[d], v);
+            off_axis += at[d] != 0;
+            cJSON *v = cJSON_Duplicate(cJSON_GetArrayItem(dm.list[d], at[d]), 1);
+            if (cJSON_GetObjectItemCaseSensitive(defense, dm.name[d]))
+                cJSON_ReplaceItemInObjectCaseSensitive(defense, dm.name[d], v);
             else
-                cJSON_AddItemToObject(defense, dim_names[d], v);
-            if (dims[d] != eps)
-                cJSON_AddItemToObject(swept, dim_names[d], cJSON_Duplicate(v, 1));
+                cJSON_AddItemToObject(defense, dm.name[d], v);
+            if (dm.list[d] != dm.eps)
+                cJSON_AddItemToObject(swept, dm.name[d], cJSON_Duplicate(v, 1));
         }
         FpStatus st = add_cell(m, di, path, entry, ops, defense, swept, err);
         cJSON_Delete(swept);
         FP_TRY(st);
+        m->cells[m->n_cells - 1].on_axis = off_axis <= 1;
         for (int d = nd - 1; d >= 0; d--) { // odometer, last dimension fastest
             if (++at[d] < len[d])
                 break;
             at[d] = 0;
         }
     }
+    return FP_OK;
+}
+
+// The size of the whole matrix, before anything is expanded: a file of 200 entries x
+// 999 epsilons is refused at once rather than expanded (memory) and validated (time).
+static FpStatus check_matrix_size(const cJSON *defs, const cJSON *attacks, FpError *err) {
+    double cells = 0;
+    int n = cJSON_GetArraySize(defs);
+    for (int i = 0; i < n; i++) {
+        char path[64];
+        snprintf(path, sizeof path, "defenses[%d]", i);
+        EntryDims dm;
+        FP_TRY(entry_dims(cJSON_GetArrayItem(defs, i), path, &dm, err));
+        cells += dm.cells;
+    }
+    int n_attacks = cJSON_IsArray(attacks) ? cJSON_GetArraySize(attacks) : 0;
+    if (cells > MATRIX_MAX_CELLS)
+        return fp_fail(err, FP_EPARAM,
+                       "defenses: the %d entr%s into %.0f cells, more than the limit of %d per matrix (split it "
+                       "into several matrix files, or sweep fewer values)",
+                       n, n == 1 ? "y expands" : "ies expand", cells, MATRIX_MAX_CELLS);
+    if (cells * (1.0 + n_attacks) > MATRIX_MAX_RUNS)
+        return fp_fail(err, FP_EPARAM,
+                       "attacks: %.0f cells x (training + %d attacks) = %.0f runs, more than the limit of %d per matrix "
+                       "(split it into several matrix files)",
+                       cells, n_attacks, cells * (1.0 + n_attacks), MATRIX_MAX_RUNS);
     return FP_OK;
 }
 
@@ -332,6 +381,7 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
         TRY(fp_fail(err, FP_EPARAM, "defenses: must be a list of defense objects"));
     if (cJSON_GetArraySize(defs) == 0)
         TRY(fp_fail(err, FP_EPARAM, "defenses: empty list"));
+    TRY(check_matrix_size(defs, cJSON_GetObjectItemCaseSensitive(m->root, "attacks"), err));
     for (int i = 0; i < cJSON_GetArraySize(defs); i++)
         TRY(expand_defense(m, i, cJSON_GetArrayItem(defs, i), err));
     TRY(load_attacks(m, cJSON_GetObjectItemCaseSensitive(m->root, "attacks"), err));
@@ -368,8 +418,16 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
                 TRY(fp_fail(err, FP_EPARAM, "%s: the setting \"%.80s\" appears twice (also in %s)", c->path, c->label,
                             m->cells[j].path));
     }
-    for (int i = 0; i < m->n_cells; i++)
-        TRY(validate_cell(m, &m->cells[i], err));
+    // Every cell's parameters, on-axis cells first (expand_defense): a bad value in a
+    // long list is reported after a few validations.
+    if (opt->progress && m->n_cells >= 100) {
+        fp_print_line(opt->progress, "matrix: checking the parameters of %d cells", m->n_cells);
+        fflush(opt->progress);
+    }
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < m->n_cells; i++)
+            if (m->cells[i].on_axis == !pass)
+                TRY(validate_cell(m, &m->cells[i], err));
 #undef TRY
     *out = m;
     return FP_OK;

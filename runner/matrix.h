@@ -44,11 +44,17 @@ typedef struct MatrixRegistry {
     const AttackOps *(*attack_find)(const char *name);
 } MatrixRegistry;
 
+// The largest matrix: cells in all (defense settings), and runs in all (cells x (1 +
+// attacks)). Checked before anything is expanded (matrix_load).
+#define MATRIX_MAX_CELLS 10000
+#define MATRIX_MAX_RUNS 100000
+
 typedef struct MatrixOptions {
     const MatrixRegistry *registry; // NULL: the built-in registries
     const char *device;             // NULL: the file's "device"
     int threads;                    // 0: the file's "threads"
     const char *file;               // the matrix file's name, for results.json (may be NULL)
+    FILE *progress;                 // a line before checking many cells; NULL: silent
 } MatrixOptions;
 
 typedef struct MatrixRunOptions {
@@ -61,6 +67,7 @@ typedef struct MatrixSummary {
     int cells;      // in the matrix
     int skipped;    // already finished by an earlier run
     int done, diverged, failed, pending;
+    int stale;      // cell files in DIR/cells of another matrix (warned about, left alone)
     double seconds; // wall time of this run
 } MatrixSummary;
 
@@ -68,8 +75,9 @@ typedef struct Matrix Matrix;
 
 // Validates a matrix file (parsed), loads the data and checks every cell's defense and
 // attack parameters, all before any training: unknown defense or attack, an empty ε
-// list, a duplicate cell or a bad parameter is FP_EPARAM with the JSON path
-// ("defenses[1].epsilon: empty list"). root is copied.
+// list, a duplicate cell, a bad parameter or a matrix over MATRIX_MAX_CELLS /
+// MATRIX_MAX_RUNS is FP_EPARAM with the JSON path ("defenses[1].epsilon: empty list").
+// root is copied.
 FpStatus matrix_load(const cJSON *root, const MatrixOptions *opt, Matrix **out, FpError *err);
 void matrix_free(Matrix *m);
 
@@ -82,5 +90,10 @@ const char *matrix_cell_label(const Matrix *m, int i);
 // value is an error only when the run itself cannot proceed (dir unwritable, another
 // run holds dir's lock).
 FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt, MatrixSummary *sum, FpError *err);
+
+// Before loading a matrix (which may take long): dir is, or can be made as, a writable
+// folder, and no live run holds its lock (the message names the holder: pid, host and
+// since when).
+FpStatus matrix_check_out(const char *dir, FpError *err);
 
 #endif

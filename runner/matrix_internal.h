@@ -25,6 +25,7 @@ typedef struct Cell {
     cJSON *params;      // the swept parameters other than epsilon ({} when none)
     cJSON *spec;        // everything the result depends on
     double epsilon;     // NaN when the defense object has none
+    int on_axis;        // at most one swept list away from its first value (validated first)
     CellStatus status;
     char message[256];  // why it failed or diverged
     double seconds;     // this run's wall time for it (0 when skipped)

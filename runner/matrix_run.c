@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "attacks/target.h"
+#include "core/files.h"
 #include "core/jsonv.h"
 #include "core/rng_secure.h"
 
@@ -111,12 +112,10 @@ static void cell_paths(const char *dir, const Cell *c, char *json, char *final, 
 // The status of a cell's file from an earlier run: done or diverged with the same spec
 // hash counts as finished; anything else (missing, failed, another spec) is pending.
 static CellStatus finished_status(const char *dir, Cell *c) {
-    char path[4096];
-    cell_paths(dir, c, path, NULL, NULL, sizeof path);
-    if (access(path, F_OK) != 0)
-        return CELL_PENDING;
+    char rel[200];
+    snprintf(rel, sizeof rel, "cells/%s.json", c->id);
     cJSON *j = NULL;
-    if (jv_load_file(path, &j, NULL) != FP_OK)
+    if (jv_load_beneath(dir, rel, &j, NULL, NULL) != FP_OK) // missing, or a link planted there
         return CELL_PENDING;
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "spec_hash");
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
@@ -369,7 +368,7 @@ static FpStatus cell_execute(Matrix *m, int i, const char *dir, int threads, int
             continue;
         }
         if (verbose)
-            fprintf(stderr, "matrix: %s: attack %s\n", c->label, m->attacks[k].ops->name);
+            fp_print_line(stderr, "matrix: %s: attack %s", c->label, m->attacks[k].ops->name);
         int owner = k;
         for (int o = 0; o < k && owner == k; o++)
             if (same_model(m->attacks[o].model_json, m->attacks[k].model_json))
@@ -439,10 +438,10 @@ static void progress_cell(Progress *p, const Matrix *m, const Cell *c, const cha
     size_t k = (size_t)snprintf(line, sizeof line, "matrix: [%d/%d] %s: %s in %.1f s", p->finished, p->total, c->label,
                                 cell_status_name(c->status), c->seconds);
     // The headline figures, read back from the cell file (it may come from a child).
-    char path[4096];
-    snprintf(path, sizeof path, "%s/cells/%s.json", dir, c->id);
+    char rel[200];
+    snprintf(rel, sizeof rel, "cells/%s.json", c->id);
     cJSON *j = NULL;
-    if (c->status != CELL_FAILED && jv_load_file(path, &j, NULL) == FP_OK) {
+    if (c->status != CELL_FAILED && jv_load_beneath(dir, rel, &j, NULL, NULL) == FP_OK) {
         const cJSON *acc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "model"),
                                                             "test_accuracy");
         if (cJSON_IsNumber(acc) && k < sizeof line)
@@ -471,7 +470,7 @@ static void progress_cell(Progress *p, const Matrix *m, const Cell *c, const cha
         format_duration(p->run_seconds / p->ran * p->remaining / par, eta, sizeof eta);
         snprintf(line + k, sizeof line - k, "; ETA %s", eta);
     }
-    fprintf(p->out, "%s\n", line);
+    fp_print_line(p->out, "%s", line); // labels and messages come from files: escaped
     fflush(p->out);
 }
 
@@ -506,7 +505,7 @@ static FpStatus run_forked(Matrix *m, const char *dir, const int *todo, int n, c
                 FpError cerr = {0};
                 FpStatus cst = cell_execute(m, todo[next], dir, threads, opt->verbose, &cerr);
                 if (cst != FP_OK)
-                    fprintf(stderr, "fedpriv matrix: %s\n", cerr.msg);
+                    fp_print_line(stderr, "fedpriv matrix: %s", cerr.msg);
                 fflush(NULL);
                 _exit(cst == FP_OK ? 0 : 3);
             }
@@ -555,6 +554,134 @@ static FpStatus run_forked(Matrix *m, const char *dir, const int *todo, int n, c
     return st;
 }
 
+// ---- the folder's lock -------------------------------------------------------------------
+// flock on DIR/.lock (opened without following a link) for the whole run; cell
+// processes inherit it. The holder writes "pid P on HOST since TIME" into the file, so
+// a second run says who holds the folder instead of waiting without a word.
+
+static int open_lock(const char *dir, int flags, FpError *err) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.lock", dir);
+    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd < 0 && errno != ENOENT)
+        fp_fail(err, FP_EIO, "%s: cannot open: %s", path,
+                errno == ELOOP ? "it is a symbolic link (the lock is never taken through a link)" : strerror(errno));
+    return fd;
+}
+
+// The holder's line, and whether it is a process of this host that is still alive.
+static void lock_holder(int fd, char *who, size_t n, int *alive) {
+    char buf[256] = "";
+    ssize_t got = pread(fd, buf, sizeof buf - 1, 0);
+    buf[got > 0 ? got : 0] = 0;
+    buf[strcspn(buf, "\n")] = 0;
+    snprintf(who, n, "%s", buf[0] ? buf : "a process that left no name");
+    char host[256] = "", mine[256] = "";
+    long pid = 0;
+    gethostname(mine, sizeof mine - 1);
+    *alive = -1; // unknown (another host, or no line)
+    if (sscanf(buf, "pid %ld on %255s", &pid, host) == 2 && pid > 0 && strcmp(host, mine) == 0)
+        *alive = kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
+static FpStatus locked_error(const char *dir, const char *who, FpError *err) {
+    return fp_fail(err, FP_EIO, "%s: another fedpriv matrix is writing this folder (%s): wait for it to end, or "
+                   "use another --out folder", dir, who);
+}
+
+static FpStatus lock_folder(const char *dir, FILE *progress, int *out, FpError *err) {
+    int fd = open_lock(dir, O_RDWR | O_CREAT, err);
+    if (fd < 0)
+        return FP_EIO;
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        char who[300];
+        int alive;
+        lock_holder(fd, who, sizeof who, &alive);
+        if (alive != 0) { // running, or not ours to check: say so at once
+            close(fd);
+            return locked_error(dir, who, err);
+        }
+        // Its run was stopped a moment ago; its cell processes die with it
+        // (PR_SET_PDEATHSIG) and release the lock: wait a little for them.
+        if (progress)
+            fp_print_line(progress, "matrix: %s is locked by %s, which has stopped; waiting for its cell processes "
+                          "to exit", dir, who);
+        int locked = 0;
+        for (int tries = 0; tries < 100 && !(locked = flock(fd, LOCK_EX | LOCK_NB) == 0); tries++)
+            usleep(50000);
+        if (!locked) {
+            close(fd);
+            return locked_error(dir, who, err);
+        }
+    }
+    char host[256] = "?", when[64] = "?", line[400];
+    gethostname(host, sizeof host - 1);
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    int n = snprintf(line, sizeof line, "pid %ld on %s since %s\n", (long)getpid(), host, when);
+    // Without its note the lock still holds; a second run then names "a process that left no name".
+    ssize_t noted = ftruncate(fd, 0) == 0 ? pwrite(fd, line, (size_t)n, 0) : -1;
+    (void)noted;
+    *out = fd;
+    return FP_OK;
+}
+
+FpStatus matrix_check_out(const char *dir, FpError *err) {
+    FP_TRY(fp_check_writable_dir(dir, err));
+    int fd = open_lock(dir, O_RDONLY, err);
+    if (fd < 0)
+        return errno == ENOENT ? FP_OK : FP_EIO;
+    FpStatus st = FP_OK;
+    if (flock(fd, LOCK_SH | LOCK_NB) != 0) {
+        char who[300];
+        int alive;
+        lock_holder(fd, who, sizeof who, &alive);
+        if (alive != 0) // a stopped run's cells are left to matrix_run's wait
+            st = locked_error(dir, who, err);
+    } else
+        flock(fd, LOCK_UN);
+    close(fd);
+    return st;
+}
+
+// Cell files in DIR/cells that are not cells of this matrix: an earlier run of another
+// matrix (or of another fedpriv version) into the same folder. Returns their number and
+// the first one's name.
+static int cmp_id(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+static int count_stale_cells(const Matrix *m, const char *dir, char *example, size_t n) {
+    char path[4200];
+    snprintf(path, sizeof path, "%s/cells", dir);
+    DIR *d = opendir(path);
+    if (!d)
+        return 0;
+    const char **ids = malloc(sizeof(char *) * (size_t)(m->n_cells ? m->n_cells : 1));
+    if (!ids) {
+        closedir(d);
+        return 0;
+    }
+    for (int i = 0; i < m->n_cells; i++)
+        ids[i] = m->cells[i].id;
+    qsort(ids, (size_t)m->n_cells, sizeof *ids, cmp_id);
+    int stale = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0 || de->d_name[0] == '.' || len > 200)
+            continue;
+        char stem[256];
+        snprintf(stem, sizeof stem, "%.*s", (int)(len - 5), de->d_name);
+        const char *key = stem;
+        if (!bsearch(&key, ids, (size_t)m->n_cells, sizeof *ids, cmp_id) && stale++ == 0)
+            snprintf(example, n, "cells/%s", de->d_name);
+    }
+    closedir(d);
+    free(ids);
+    return stale;
+}
+
 FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, MatrixSummary *sum, FpError *err) {
     MatrixRunOptions opt = opt_in ? *opt_in : (MatrixRunOptions){.jobs = 1};
     if (opt.jobs < 1)
@@ -567,20 +694,22 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
     FP_TRY(make_dirs(dir, err));
     snprintf(path, sizeof path, "%s/cells", dir);
     FP_TRY(make_dirs(path, err));
-    snprintf(path, sizeof path, "%s/.lock", dir);
-    int lock = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (lock < 0)
-        return fp_fail(err, FP_EIO, "%s: cannot open: %s", path, strerror(errno));
-    // A run killed a moment ago may still have cell processes on their way out (they
-    // hold the lock until they die): wait a little for them before giving up.
-    int locked = 0;
-    for (int tries = 0; tries < 100 && !(locked = flock(lock, LOCK_EX | LOCK_NB) == 0); tries++)
-        usleep(50000);
-    if (!locked) {
-        close(lock);
-        return fp_fail(err, FP_EIO, "%s: another fedpriv matrix is writing this folder", dir);
-    }
+    // The cells folder must be a folder inside DIR, not a link to somewhere else.
+    struct stat cst;
+    if (lstat(path, &cst) != 0 || !S_ISDIR(cst.st_mode))
+        return fp_fail(err, FP_EIO, "%s: not a folder (a symbolic link is not followed: cells are written only "
+                       "inside the run folder)", path);
+    int lock = -1;
+    FP_TRY(lock_folder(dir, opt.progress, &lock, err));
     remove_leftovers(dir);
+    char stale_example[300] = "";
+    int stale = count_stale_cells(m, dir, stale_example, sizeof stale_example);
+    if (stale && opt.progress) {
+        fp_print_line(opt.progress, "matrix: warning: %s/cells holds %d cell file%s of another matrix (e.g. %s); "
+                      "report and check read only this run's cells: remove them, or use a new --out folder, to "
+                      "keep the folder unambiguous", dir, stale, stale == 1 ? "" : "s", stale_example);
+        fflush(opt.progress);
+    }
     int *todo = malloc(sizeof(int) * (size_t)(m->n_cells ? m->n_cells : 1));
     if (!todo) {
         close(lock);
@@ -620,7 +749,7 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
         for (int t = 0; t < n && st == FP_OK; t++) {
             Cell *c = &m->cells[todo[t]];
             if (opt.progress) {
-                fprintf(opt.progress, "matrix: running %s\n", c->label);
+                fp_print_line(opt.progress, "matrix: running %s", c->label);
                 fflush(opt.progress);
             }
             double t0 = now_seconds();
@@ -631,7 +760,7 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
                 st = write_index(m, dir, err);
             }
         }
-    MatrixSummary s = {.cells = m->n_cells, .skipped = skipped, .seconds = now_seconds() - t_start};
+    MatrixSummary s = {.cells = m->n_cells, .skipped = skipped, .stale = stale, .seconds = now_seconds() - t_start};
     for (int i = 0; i < m->n_cells; i++)
         switch (m->cells[i].status) {
         case CELL_DONE: s.done++; break;

@@ -423,7 +423,7 @@ static FpStatus parse_text(const char *text, int flags, const char *const *extra
 
 START_TEST(bad_parameters_name_the_json_path) {
     static const struct { const char *text; int flags; const char *msg; } bad[] = {
-        {"{\"name\":\"spm\",\"epsilon\":0}", MECH_PARSE_AUDIT, "defense.epsilon: must be in (0, 15]"},
+        {"{\"name\":\"spm\",\"epsilon\":0}", MECH_PARSE_AUDIT, "defense.epsilon: must be in [1e-09, 15]"},
         {"{\"name\":\"spm\",\"epsilon\":-1}", MECH_PARSE_DEFENSE, "defense.epsilon"},
         {"{\"name\":\"spm\",\"epsilon\":16}", MECH_PARSE_DEFENSE, "defense.epsilon"},
         {"{\"name\":\"spm\"}", MECH_PARSE_DEFENSE, "defense.epsilon: required"},

@@ -222,6 +222,59 @@ START_TEST(artifacts_stay_inside_the_run) {
 }
 END_TEST
 
+// Links are not followed out of the run folder (docs/security.md, hostile input 1): a
+// reconstruction named "link.png" that is a symbolic link to a PNG outside the run, and
+// one behind a linked folder, are listed as problems, not inlined (before: inlined as
+// base64, while "../" and absolute paths were already refused). A cell file that is a
+// link is refused as well.
+START_TEST(artifact_links_not_followed) {
+    make_run();
+    const float px[16] = {0, 1, 0, 1, 1, 0, 1, 0, 0.5f, 0.5f, 0.5f, 0.5f, 0.25f, 0.75f, 0.25f, 0.75f};
+    FpError err = {0};
+    ck_assert(standin_mkdirs(TEST_DIR "/outside"));
+    ck_assert_int_eq(png_write_gray(TEST_DIR "/outside/secret.png", px, 4, 4, &err), FP_OK);
+    const char *adir = tamper("link.png", "linkdir/secret.png");
+    char target[600], link[700];
+    ck_assert_ptr_nonnull(realpath(TEST_DIR "/outside", target));
+    snprintf(link, sizeof link, "%s/linkdir", adir);
+    unlink(link);
+    ck_assert_int_eq(symlink(target, link), 0);
+    strcat(target, "/secret.png");
+    snprintf(link, sizeof link, "%s/link.png", adir);
+    unlink(link);
+    ck_assert_int_eq(symlink(target, link), 0);
+    int problems = 0;
+    ck_assert_int_eq(report_write_html(RUN, TEST_DIR "/report-links.html", NULL, &problems, &err), FP_OK);
+    ck_assert_int_eq(problems, 2);
+    char *html = read_all(TEST_DIR "/report-links.html");
+    ck_assert_int_eq(count(html, "is a symbolic link or not a folder"), 2);
+    ck_assert_int_eq(count(html, "<span class=\"missing\">image missing</span>"), 2);
+    free(html);
+    // The control: the same file copied into the run folder is inlined.
+    ck_assert_int_eq(unlink(link), 0);
+    ck_assert_int_eq(png_write_gray(link, px, 4, 4, &err), FP_OK);
+    ck_assert_int_eq(report_write_html(RUN, TEST_DIR "/report-links.html", NULL, &problems, &err), FP_OK);
+    ck_assert_int_eq(problems, 1);
+    // A cell file that is a link: refused, naming it.
+    MatrixResults r;
+    ck_assert_int_eq(matrix_results_load(RUN, &r, &err), FP_OK);
+    const char *id = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r.index,
+                                                                                                     "cells"), 0),
+                                                      "id")->valuestring;
+    char cell[600], moved[600];
+    snprintf(cell, sizeof cell, RUN "/cells/%s.json", id);
+    snprintf(moved, sizeof moved, TEST_DIR "/outside/%s.json", id);
+    matrix_results_free(&r);
+    ck_assert_int_eq(rename(cell, moved), 0);
+    ck_assert_ptr_nonnull(realpath(moved, target));
+    ck_assert_int_eq(symlink(target, cell), 0);
+    ck_assert_int_eq(report_write_html(RUN, TEST_DIR "/report-links.html", NULL, &problems, &err), FP_EFORMAT);
+    ck_assert_msg(strstr(err.msg, ".json: \"") && strstr(err.msg, "is a symbolic link"), "%s", err.msg);
+    ck_assert_int_eq(unlink(cell), 0);
+    ck_assert_int_eq(rename(moved, cell), 0);
+}
+END_TEST
+
 START_TEST(bad_run_folders) {
     ck_assert(standin_mkdirs(TEST_DIR "/bad-run/cells"));
     FpError err = {0};
@@ -321,6 +374,7 @@ Suite *suite_report(void) {
     tcase_add_test(tc, svg_plots);
     tcase_add_test(tc, report_of_a_run);
     tcase_add_test(tc, artifacts_stay_inside_the_run);
+    tcase_add_test(tc, artifact_links_not_followed);
     tcase_add_test(tc, bad_run_folders);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("browser");

@@ -6,8 +6,9 @@
 // Initialisation is lazy and happens once per process (pthread_once): count devices,
 // take device 0 (select another with CUDA_VISIBLE_DEVICES), create the context, probe
 // that this build's kernels run on it, create the cuBLAS and cuDNN handles. Without a
-// driver or a device, cuda_backend_get returns NULL with FP_EBACKEND and a message that
-// starts "no CUDA device"; other failures return NULL with FP_EBACKEND and the reason.
+// driver or a device, cuda_backend_get returns NULL with FP_EUNSUPPORTED (the machine
+// cannot do what was asked: the CLI exits 2) and a message that starts "no CUDA
+// device"; other failures return NULL with FP_EBACKEND and the reason.
 // See cuda_internal.h for why the state is the one process-wide exception to the
 // no-globals rule and how errors are handled.
 #include <stdio.h>
@@ -43,7 +44,7 @@ static void cuda_init(void) {
     if (e != cudaSuccess || count < 1) {
         // No driver (cudaErrorInsufficientDriver), no device (cudaErrorNoDevice), or a
         // driver that cannot start: all mean there is no GPU to use.
-        s->status = fp_fail(&s->err, FP_EBACKEND, "no CUDA device (%s)",
+        s->status = fp_fail(&s->err, FP_EUNSUPPORTED, "no CUDA device (%s)",
                             e != cudaSuccess ? cudaGetErrorString(e) : "the driver reports 0 devices");
         (void)cudaGetLastError();
         return;
@@ -52,7 +53,7 @@ static void cuda_init(void) {
     struct cudaDeviceProp prop;
     if ((e = cudaGetDeviceProperties(&prop, c->device)) != cudaSuccess ||
         (e = cudaSetDevice(c->device)) != cudaSuccess || (e = cudaFree(NULL)) != cudaSuccess) {
-        s->status = fp_fail(&s->err, FP_EBACKEND, "no CUDA device (device %d cannot be used: %s)", c->device,
+        s->status = fp_fail(&s->err, FP_EUNSUPPORTED, "no CUDA device (device %d cannot be used: %s)", c->device,
                             cudaGetErrorString(e));
         (void)cudaGetLastError();
         return;
