@@ -1,5 +1,7 @@
 #include "core/jsonv.h"
 
+#include "core/proc.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -246,8 +248,11 @@ FpStatus jv_write_file_atomic(const char *filename, const cJSON *json, FpError *
     if (!text)
         return fp_fail(err, FP_ENOMEM, "%s: out of memory serialising JSON", filename);
     size_t n = strlen(text);
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", filename, (int)getpid());
+    // The temp name carries host and PID: writers on several machines sharing the folder
+    // (NFS) never write the same temp file.
+    char tmp[4200], tag[PROC_TAG_MAX];
+    proc_tag(tag, sizeof tag);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%s", filename, tag);
     FILE *f = fopen(tmp, "wb");
     if (!f) {
         free(text);

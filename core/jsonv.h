@@ -42,8 +42,9 @@ const char *jv_path(char *buf, size_t n, const char *parent, const char *key);
 // Reads and parses a JSON file. Missing file → FP_EIO, bad JSON → FP_EFORMAT with the line.
 FpStatus jv_load_file(const char *filename, cJSON **out, FpError *err);
 
-// Writes JSON to filename atomically: a temp file beside it, fsync, rename. A failed
-// write leaves any earlier file untouched and no partial file behind.
+// Writes JSON to filename atomically: a temp file beside it ("FILE.tmp.HOST.PID",
+// core/proc.h), fsync, rename. A failed write leaves any earlier file untouched and no
+// partial file behind; a killed one leaves only the temp file.
 FpStatus jv_write_file_atomic(const char *filename, const cJSON *json, FpError *err);
 
 #endif
