@@ -164,6 +164,21 @@ static FpStatus dlg_validate_common(const AttackEnv *env, int idlg, FpError *err
     return FP_OK;
 }
 
+// Every image of every restart: `steps` L-BFGS steps of at most max_eval evaluations of
+// the gradient-matching loss each (an upper bound: a step may stop early).
+static FpStatus dlg_work_common(const AttackEnv *env, int idlg, AttackWork *w, FpError *err) {
+    DlgOptions o;
+    FP_TRY(dlg_parse(env, idlg, &o, err));
+    free(o.images);
+    *w = (AttackWork){.passes = (uint64_t)o.n_images * (uint64_t)o.inv.restarts * (uint64_t)o.inv.steps *
+                                (uint64_t)o.inv.lbfgs.max_eval * 6};
+    return FP_OK;
+}
+static FpStatus dlg_work(const AttackEnv *env, AttackWork *w, FpError *err) { return dlg_work_common(env, 0, w, err); }
+static FpStatus idlg_work(const AttackEnv *env, AttackWork *w, FpError *err) {
+    return dlg_work_common(env, 1, w, err);
+}
+
 static FpStatus dlg_validate(const AttackEnv *env, FpError *err) { return dlg_validate_common(env, 0, err); }
 static FpStatus idlg_validate(const AttackEnv *env, FpError *err) { return dlg_validate_common(env, 1, err); }
 
@@ -555,6 +570,7 @@ const AttackOps attack_dlg = {
     .headline_higher_leaks = 1,
     .validate = dlg_validate,
     .run = dlg_run,
+    .work = dlg_work,
 };
 
 const AttackOps attack_idlg = {
@@ -564,4 +580,5 @@ const AttackOps attack_idlg = {
     .headline_higher_leaks = 1,
     .validate = idlg_validate,
     .run = idlg_run,
+    .work = idlg_work,
 };

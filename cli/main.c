@@ -20,7 +20,8 @@ static const Command commands[] = {
     {"forecast", cmd_forecast, "power-load reference forecasts and a saved model's error per zone: --config FILE.json"},
     {"audit", cmd_audit, "audit a local-DP mechanism: bias, variance and an epsilon lower bound"},
     {"ssim", cmd_ssim, "SSIM, PSNR and MSE of two PNG images: A.png B.png [--json]"},
-    {"matrix", cmd_matrix, "run an attack x defense matrix: FILE.json --out DIR [--jobs N]"},
+    {"matrix", cmd_matrix, "run an attack x defense matrix: FILE.json --out DIR [--jobs N] [--shard K/N|slurm]; "
+                           "--status DIR"},
     {"report", cmd_report, "the HTML report of a matrix run: DIR [-o report.html]"},
     {"check", cmd_check, "check a matrix run against declared bounds (CI): DIR --baseline FILE.json"},
 };
