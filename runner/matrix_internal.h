@@ -45,6 +45,7 @@ struct Matrix {
     int n_cells, cap_cells;
     Cell *cells;
     char file[256];
+    double index_written_at; // monotonic seconds of the last index write (0: none yet)
 };
 
 // What running one cell needs besides the matrix.
@@ -68,11 +69,15 @@ typedef struct CellOutcome {
 // the cell cannot be written; a failing or diverging cell is an outcome.
 FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOutcome *out, FpError *err);
 
-// Refreshes every cell's status from its file (only files changed since the last look
-// are read) and rewrites DIR/results.json atomically. The index is thus written from
-// the cell files alone, by whichever process: concurrent writers (shards, ranks) can
-// only disagree about cells finished between their looks, never lose one for good.
-FpStatus matrix_index_write(Matrix *m, const char *dir, FpError *err);
+// Refreshes the cells' statuses from their files (unfinished cells only, and only files
+// changed since the last look are read) and rewrites DIR/results.json atomically. The
+// index is thus written from the cell files alone, by whichever process: concurrent
+// writers (shards, ranks) can only disagree about cells finished between their looks,
+// never lose one for good. Unless force, nothing is done within MATRIX_INDEX_INTERVAL
+// seconds of the last write: on a shared file system with thousands of cells, looking
+// at every unfinished cell after every cell would cost more than the cells.
+#define MATRIX_INDEX_INTERVAL 2.0
+FpStatus matrix_index_write(Matrix *m, const char *dir, int force, FpError *err);
 
 // Progress on stderr: one line per cell ended, with the ETA.
 typedef struct MatrixProgress {

@@ -133,7 +133,7 @@ static FpStatus cell_ended(Matrix *m, const char *dir, int i, CellStatus status,
     char where[32];
     snprintf(where, sizeof where, " (rank %d)", rank);
     matrix_progress_cell(pr, c, dir, where);
-    return matrix_index_write(m, dir, err);
+    return matrix_index_write(m, dir, 0, err);
 }
 
 static FpStatus run_rank0(Matrix *m, Comm *comm, const CellRunContext *rc, const int *todo, int n, FpStatus st,

@@ -50,8 +50,11 @@ static void add_number_or_null(cJSON *o, const char *key, double v) {
 }
 
 // Reads the status of cell c from disk when its file changed since the last look;
-// 1 when the status changed.
+// 1 when the status changed. A finished cell stays finished (runner/cell_store.h: a
+// finished result is never replaced), so it is not looked at again.
 static int refresh_status(Cell *c, const char *dir) {
+    if ((c->status == CELL_DONE || c->status == CELL_DIVERGED) && c->disk_mtime_ns >= 0)
+        return 0;
     char path[4096];
     store_cell_json_path(dir, c->id, path, sizeof path);
     struct stat sb;
@@ -84,7 +87,11 @@ static FpStatus write_index(const Matrix *m, const char *dir, FpError *err);
 // the one whose index lands last therefore saw every cell committed before it (a cell
 // committed later is followed by its writer's own index), so the final index misses
 // nothing (on NFS up to its attribute caching; `fedpriv matrix --status` rebuilds it).
-FpStatus matrix_index_write(Matrix *m, const char *dir, FpError *err) {
+FpStatus matrix_index_write(Matrix *m, const char *dir, int force, FpError *err) {
+    double now = now_seconds();
+    if (!force && m->index_written_at > 0 && now - m->index_written_at < MATRIX_INDEX_INTERVAL)
+        return FP_OK;
+    m->index_written_at = now;
     refresh_statuses(m, dir);
     for (int tries = 0; tries < 8; tries++) {
         FP_TRY(write_index(m, dir, err));
@@ -500,7 +507,7 @@ static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo,
         running--;
         ran[slots[s].cell] = 1;
         matrix_progress_cell(pr, c, dir, "");
-        FpStatus ws = matrix_index_write(m, dir, err);
+        FpStatus ws = matrix_index_write(m, dir, 0, err);
         if (ws != FP_OK && st == FP_OK)
             st = ws;
     }
@@ -633,7 +640,7 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
                 todo[n++] = i;
         }
         if (rank == 0)
-            st = matrix_index_write(m, dir, err);
+            st = matrix_index_write(m, dir, 1, err);
     }
     int prepared = st == FP_OK; // the folder is ours to write
     int threads = m->base.threads;
@@ -700,7 +707,7 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
                 c->seconds = out.seconds;
                 ran[todo[t]] = 1;
                 matrix_progress_cell(&pr, c, dir, "");
-                st = matrix_index_write(m, dir, err);
+                st = matrix_index_write(m, dir, 0, err);
             }
         }
     cJSON_Delete(who);
@@ -721,7 +728,7 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
     }
     if (rank == 0 && prepared) {
         FpError ierr = {0};
-        FpStatus is = matrix_index_write(m, dir, &ierr); // the last look: what every writer finished
+        FpStatus is = matrix_index_write(m, dir, 1, &ierr); // the last look: what every writer finished
         if (st == FP_OK && is != FP_OK) {
             st = is;
             if (err)
