@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 make -s fedpriv >/dev/null || true   # (re)builds the library; copying ./fedpriv may fail while it runs
-LIB=$(ls -d build/release/libfedpriv.a build/release-cpu/libfedpriv.a | head -1)
+LIB="$(make -s --no-print-directory print-build)/libfedpriv.a"
 OUT=$(dirname "$LIB")/perturb-bench
 gcc -std=c11 -D_GNU_SOURCE -O3 -march=native -I. $(pkg-config --cflags libcjson) bench/perturb_bench.c "$LIB" $(pkg-config --libs libcjson) -lm -o "$OUT"
 "$OUT" "$@"
