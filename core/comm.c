@@ -16,14 +16,6 @@ struct Comm {
     int mpi;        // 1: MPI_COMM_WORLD, initialised by comm_create
 };
 
-// How long a waiting rank sleeps between polls: short against a cell or a round,
-// long enough that a waiting rank costs no CPU worth measuring.
-#define COMM_POLL_NS 2000000L
-
-static void comm_nap(void) {
-    struct timespec ts = {0, COMM_POLL_NS};
-    nanosleep(&ts, NULL);
-}
 
 // A non-negative integer environment variable, or -1 when unset or not a number.
 static long env_count(const char *name) {
@@ -52,6 +44,15 @@ static int launched(long *size, long *rank) {
 
 #ifdef FEDPRIV_HAVE_MPI
 int comm_mpi_built(void) { return 1; }
+
+// How long a waiting rank sleeps between polls: short against a cell or a round,
+// long enough that a waiting rank costs no CPU worth measuring.
+#define COMM_POLL_NS 2000000L
+
+static void comm_nap(void) {
+    struct timespec ts = {0, COMM_POLL_NS};
+    nanosleep(&ts, NULL);
+}
 
 static FpStatus mpi_fail(FpError *err, int code, const char *what) {
     char msg[MPI_MAX_ERROR_STRING] = "";
