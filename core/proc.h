@@ -2,7 +2,9 @@
 // processes alive on every machine that shares a file system (NFS included), for the
 // names of temporary files and unfinished work, and the one test that lets a process
 // clean up another's leftovers: the tag names this host and its PID is no longer alive.
-// A tag from another host is never judged dead (its PID means nothing here).
+// A tag from another host is never judged dead (its PID means nothing here). A host name
+// is taken to stand for one PID namespace (containers sharing a host name and a folder
+// must share their PIDs too).
 #ifndef FEDPRIV_CORE_PROC_H
 #define FEDPRIV_CORE_PROC_H
 

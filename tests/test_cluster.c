@@ -25,6 +25,8 @@
 #include "core/proc.h"
 #include "matrix_compare.h"
 #include "matrix_standins.h"
+#include "reports/html.h"
+#include "runner/check.h"
 #include "runner/cell_cost.h"
 #include "runner/matrix_status.h"
 #include "runner/shard.h"
@@ -335,6 +337,20 @@ START_TEST(shards_give_the_same_cells) {
     assert_same_runs(ref, dir);
     assert_same_runs(dir, ref);
     assert_index_complete(dir, 6);
+    // The report and check read every cell, whichever shard wrote it.
+    cJSON *b = cJSON_Parse("{\"require_complete\": true, \"bounds\": [{\"defense\": \"noise\","
+                           " \"attack\": \"probe\", \"at_most\": 0.67}, {\"defense\": \"none\", \"attack\": \"probe\","
+                           " \"at_least\": 0.99}]}");
+    CheckResult cr;
+    FpError cerr = {0};
+    ck_assert_msg(check_baseline(dir, b, "b.json", &cr, &cerr) == FP_OK, "%s", cerr.msg);
+    ck_assert_int_eq(cr.n_violations, 0);
+    check_result_free(&cr);
+    cJSON_Delete(b);
+    int problems = -1;
+    ck_assert_msg(report_write_html(dir, TEST_DIR "/shards/report.html", NULL, &problems, &cerr) == FP_OK, "%s",
+                  cerr.msg);
+    ck_assert_int_eq(problems, 0);
     // A shard run again skips its cells.
     MatrixSummary s;
     FpError err = {0};
