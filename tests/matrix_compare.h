@@ -1,6 +1,7 @@
 // Comparing two matrix runs (tests of the runner, shards and MPI ranks): every cell of
 // run a has the same status and result in run b, timings excepted, the same artifact
-// bytes, and b holds no leftovers of interrupted cells (work folders, temp files, claims).
+// bytes, and b holds no leftovers of interrupted cells (work folders, temp files, claims);
+// and a run's index lists every cell as finished.
 #ifndef FEDPRIV_TESTS_MATRIX_COMPARE_H
 #define FEDPRIV_TESTS_MATRIX_COMPARE_H
 
@@ -16,7 +17,7 @@
 // Timings are the only thing allowed to differ between runs: the cell's "run" object,
 // keys ending in "seconds", and millisecond figures ("ms" as a word of the key, as in
 // DLG's "ms_per_evaluation").
-static int is_timing_key(const char *k) {
+static inline int is_timing_key(const char *k) {
     size_t n = strlen(k);
     if (strcmp(k, "run") == 0 || (n >= 7 && strcmp(k + n - 7, "seconds") == 0))
         return 1;
@@ -26,7 +27,7 @@ static int is_timing_key(const char *k) {
     return 0;
 }
 
-static void strip_timings(cJSON *j) {
+static inline void strip_timings(cJSON *j) {
     cJSON *c = j ? j->child : NULL;
     while (c) {
         cJSON *next = c->next;
@@ -39,7 +40,8 @@ static void strip_timings(cJSON *j) {
 }
 
 // The path of the first difference between a and b (for the failure message).
-static int first_difference(const cJSON *a, const cJSON *b, const char *path, char *out, size_t n) {
+static inline int first_difference(const cJSON *a, const cJSON *b, const char *path, char *out,
+                                   size_t n) {
     if (cJSON_Compare(a, b, 1))
         return 0;
     if (a && b && ((cJSON_IsObject(a) && cJSON_IsObject(b)) || (cJSON_IsArray(a) && cJSON_IsArray(b)))) {
@@ -56,20 +58,20 @@ static int first_difference(const cJSON *a, const cJSON *b, const char *path, ch
         }
     }
     char *ta = a ? cJSON_PrintUnformatted(a) : NULL, *tb = b ? cJSON_PrintUnformatted(b) : NULL;
-    snprintf(out, n, "%s: %.80s vs %.80s", path[0] ? path : "(top)", ta ? ta : "(absent)", tb ? tb : "(absent)");
+    snprintf(out, n, "%.300s: %.80s vs %.80s", path[0] ? path : "(top)", ta ? ta : "(absent)", tb ? tb : "(absent)");
     free(ta);
     free(tb);
     return 1;
 }
 
-static cJSON *load_json(const char *path) {
+static inline cJSON *load_json(const char *path) {
     cJSON *j = NULL;
     FpError err = {0};
     ck_assert_msg(jv_load_file(path, &j, &err) == FP_OK, "%s", err.msg);
     return j;
 }
 
-static void assert_same_files(const char *a, const char *b) {
+static inline void assert_same_files(const char *a, const char *b) {
     FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
     ck_assert_msg(fa && fb, "%s or %s missing", a, b);
     int ca, cb;
@@ -84,7 +86,7 @@ static void assert_same_files(const char *a, const char *b) {
 
 // Every cell of run a has the same status and result in run b (timings excepted), the
 // same artifact bytes, and b has no leftovers of interrupted cells.
-static void assert_same_runs(const char *a, const char *b) {
+static inline void assert_same_runs(const char *a, const char *b) {
     char pa[512], pb[512];
     snprintf(pa, sizeof pa, "%s/results.json", a);
     cJSON *ix = load_json(pa);
@@ -135,6 +137,23 @@ static void assert_same_runs(const char *a, const char *b) {
         ck_assert_msg(!strstr(de->d_name, ".running"), "leftover claim %s", de->d_name);
     }
     closedir(d);
+}
+
+// Every cell of the index has a finished status in the index itself (not only on disk).
+static inline void assert_index_complete(const char *dir, int cells) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/results.json", dir);
+    cJSON *ix = load_json(path);
+    const cJSON *e;
+    int n = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(ix, "cells")) {
+        const char *st = cJSON_GetObjectItemCaseSensitive(e, "status")->valuestring;
+        ck_assert_msg(strcmp(st, "done") == 0 || strcmp(st, "diverged") == 0, "%s: cell %d is %s in the index", dir,
+                      n, st);
+        n++;
+    }
+    ck_assert_int_eq(n, cells);
+    cJSON_Delete(ix);
 }
 
 #endif
