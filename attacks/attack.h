@@ -30,7 +30,8 @@ typedef struct AttackEnv {
 typedef struct AttackWork {
     uint64_t target_samples;  // training samples of the membership target it trains (shared by the
                               // attacks of a cell), trained by the federation's own procedure
-    uint64_t shadow_samples;  // training samples of all its shadow models, the same procedure
+    uint64_t shadow_samples;  // training samples of all its shadow models (or of the federation
+                              // it runs to an observed round), the same procedure
     uint64_t passes;          // other passes of one sample through the attack's model: a forward
                               // pass = 1, forward and backward = 3, a gradient-matching evaluation
                               // (forward, backward with its graph, backward again) = 6

@@ -164,13 +164,20 @@ static FpStatus dlg_validate_common(const AttackEnv *env, int idlg, FpError *err
     return FP_OK;
 }
 
-// Every image of every restart: `steps` L-BFGS steps of at most max_eval evaluations of
-// the gradient-matching loss each (an upper bound: a step may stop early).
+// The configured federation up to the observed round (the first when each victim's first
+// participation is observed), counted as that share of a training of the federation's
+// data; then every image of every restart: `steps` L-BFGS steps of at most max_eval
+// evaluations of the gradient-matching loss each (an upper bound: a step may stop early).
 static FpStatus dlg_work_common(const AttackEnv *env, int idlg, AttackWork *w, FpError *err) {
     DlgOptions o;
     FP_TRY(dlg_parse(env, idlg, &o, err));
     free(o.images);
-    *w = (AttackWork){.passes = (uint64_t)o.n_images * (uint64_t)o.inv.restarts * (uint64_t)o.inv.steps *
+    const FedConfig *fed = &env->ex->fed;
+    uint64_t rounds = fed->rounds > 0 ? (uint64_t)fed->rounds : 1, run = o.victims.round >= 0 ? o.victims.round + 1 : 1;
+    uint64_t data = fed->samples_per_client > 0 ? (uint64_t)fed->samples_per_client * (uint64_t)fed->clients
+                                                : (uint64_t)env->ex->train->n;
+    *w = (AttackWork){.shadow_samples = data * (run < rounds ? run : rounds) / rounds,
+                      .passes = (uint64_t)o.n_images * (uint64_t)o.inv.restarts * (uint64_t)o.inv.steps *
                                 (uint64_t)o.inv.lbfgs.max_eval * 6};
     return FP_OK;
 }

@@ -14,7 +14,8 @@
 //   cell      = train(N·s) + P · R · T       the cell's federation, evaluated each round
 //             + train(target) + P · R · T    the membership target, when an attack trains
 //                                            one (shared by the cell's attacks: the largest)
-//             + Σ train(shadow samples)      every attack's shadow models
+//             + Σ train(shadow samples)      every attack's shadow models (and a federation
+//                                            run to an attack's observed round)
 //             + Σ P_a · passes               every attack's other passes through its own
 //                                            model (P_a parameters; DLG's evaluations)
 //
