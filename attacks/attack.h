@@ -10,6 +10,7 @@
 #define FEDPRIV_ATTACKS_ATTACK_H
 
 #include <cjson/cJSON.h>
+#include <stdint.h>
 
 #include "fl/experiment.h"
 
@@ -25,6 +26,18 @@ typedef struct AttackEnv {
     int quiet;                     // no progress on stderr
 } AttackEnv;
 
+// An attack's work for a given config, for the matrix's cost model (runner/cell_cost.h),
+// counted in samples: an estimate to balance cells across shards and ranks, not a timing.
+typedef struct AttackWork {
+    uint64_t target_samples;  // training samples of the membership target it trains (shared by the
+                              // attacks of a cell), trained by the federation's own procedure
+    uint64_t shadow_samples;  // training samples of all its shadow models (or of the federation
+                              // it runs to an observed round), the same procedure
+    uint64_t passes;          // other passes of one sample through the attack's model: a forward
+                              // pass = 1, forward and backward = 3, a gradient-matching evaluation
+                              // (forward, backward with its graph, backward again) = 6
+} AttackWork;
+
 typedef struct AttackOps {
     const char *name;
     const char *summary;           // one line for `fedpriv list`
@@ -34,6 +47,9 @@ typedef struct AttackOps {
     FpStatus (*validate)(const AttackEnv *env, FpError *err);
     // Run; fill result with metrics (headline included) and artifact paths.
     FpStatus (*run)(const AttackEnv *env, cJSON *result, FpError *err);
+    // Optional: the work a run with this config does (validate() accepted it). NULL: the
+    // cost model counts one training of the federation's data.
+    FpStatus (*work)(const AttackEnv *env, AttackWork *out, FpError *err);
 } AttackOps;
 
 int attack_count(void);

@@ -42,6 +42,21 @@ static FpStatus basic_validate(const AttackEnv *env, FpError *err) {
     return mia_shadow_size(env, &sz, s, 1, &size, err);
 }
 
+// The target, one shadow model, and a forward pass over the eval and shadow sets.
+static FpStatus basic_work(const AttackEnv *env, AttackWork *w, FpError *err) {
+    MiaTargetConfig cfg;
+    MiaSizes sz;
+    long long s;
+    int size;
+    FP_TRY(mia_target_parse(env, &cfg, err));
+    FP_TRY(mia_sizes(env, &cfg, &sz, err));
+    FP_TRY(jv_int(env->attack_json, env->path, "shadow_size", JV_OPTIONAL, 0, 0, 1 << 30, &s, err));
+    FP_TRY(mia_shadow_size(env, &sz, s, 1, &size, err));
+    *w = (AttackWork){.target_samples = (uint64_t)sz.n_train, .shadow_samples = (uint64_t)size,
+                      .passes = 2 * (uint64_t)sz.members + 2 * (uint64_t)size};
+    return FP_OK;
+}
+
 static double normal_logpdf0(double x, double sd) { return -0.5 * (x / sd) * (x / sd) - log(sd); }
 
 static FpStatus basic_run(const AttackEnv *env, cJSON *result, FpError *err) {
@@ -140,4 +155,5 @@ const AttackOps attack_basic_mia = {
     .headline_higher_leaks = 1,
     .validate = basic_validate,
     .run = basic_run,
+    .work = basic_work,
 };

@@ -71,6 +71,16 @@ static FpStatus cs_validate(const AttackEnv *env, FpError *err) {
     return cs_options(env, &o, err);
 }
 
+// The target, and the global model's confidence on the series samples every round.
+static FpStatus cs_work(const AttackEnv *env, AttackWork *w, FpError *err) {
+    CsOptions o;
+    FP_TRY(cs_options(env, &o, err));
+    uint64_t series = 2 * (uint64_t)o.sz.members + (uint64_t)o.sz.adv_out + (uint64_t)o.sz.per_client;
+    *w = (AttackWork){.target_samples = (uint64_t)o.sz.n_train,
+                      .passes = (uint64_t)env->ex->fed.rounds * series};
+    return FP_OK;
+}
+
 // Row i of the feature matrix: sample s's series over the rounds.
 static void series_row(const MiaTarget *t, const float *series, int s, float *row) {
     for (int r = 0; r < t->series_rounds; r++)
@@ -202,4 +212,5 @@ const AttackOps attack_cs_mia = {
     .headline_higher_leaks = 1,
     .validate = cs_validate,
     .run = cs_run,
+    .work = cs_work,
 };

@@ -164,6 +164,28 @@ static FpStatus dlg_validate_common(const AttackEnv *env, int idlg, FpError *err
     return FP_OK;
 }
 
+// The configured federation up to the observed round (the first when each victim's first
+// participation is observed), counted as that share of a training of the federation's
+// data; then every image of every restart: `steps` L-BFGS steps of at most max_eval
+// evaluations of the gradient-matching loss each (an upper bound: a step may stop early).
+static FpStatus dlg_work_common(const AttackEnv *env, int idlg, AttackWork *w, FpError *err) {
+    DlgOptions o;
+    FP_TRY(dlg_parse(env, idlg, &o, err));
+    free(o.images);
+    const FedConfig *fed = &env->ex->fed;
+    uint64_t rounds = fed->rounds > 0 ? (uint64_t)fed->rounds : 1, run = o.victims.round >= 0 ? o.victims.round + 1 : 1;
+    uint64_t data = fed->samples_per_client > 0 ? (uint64_t)fed->samples_per_client * (uint64_t)fed->clients
+                                                : (uint64_t)env->ex->train->n;
+    *w = (AttackWork){.shadow_samples = data * (run < rounds ? run : rounds) / rounds,
+                      .passes = (uint64_t)o.n_images * (uint64_t)o.inv.restarts * (uint64_t)o.inv.steps *
+                                (uint64_t)o.inv.lbfgs.max_eval * 6};
+    return FP_OK;
+}
+static FpStatus dlg_work(const AttackEnv *env, AttackWork *w, FpError *err) { return dlg_work_common(env, 0, w, err); }
+static FpStatus idlg_work(const AttackEnv *env, AttackWork *w, FpError *err) {
+    return dlg_work_common(env, 1, w, err);
+}
+
 static FpStatus dlg_validate(const AttackEnv *env, FpError *err) { return dlg_validate_common(env, 0, err); }
 static FpStatus idlg_validate(const AttackEnv *env, FpError *err) { return dlg_validate_common(env, 1, err); }
 
@@ -555,6 +577,7 @@ const AttackOps attack_dlg = {
     .headline_higher_leaks = 1,
     .validate = dlg_validate,
     .run = dlg_run,
+    .work = dlg_work,
 };
 
 const AttackOps attack_idlg = {
@@ -564,4 +587,5 @@ const AttackOps attack_idlg = {
     .headline_higher_leaks = 1,
     .validate = idlg_validate,
     .run = idlg_run,
+    .work = idlg_work,
 };

@@ -142,6 +142,26 @@ static FpStatus dlgr_validate(const AttackEnv *env, FpError *err) {
     return FP_OK;
 }
 
+// The curves a run draws: the clean reference (when asked), then the defense at each ε
+// of attack.epsilons, or as configured (not again when it is "none" and the reference
+// already shows FedAvg).
+static int dlgr_curves(const DlgrOptions *o, const Experiment *ex) {
+    int undefended = strcmp(ex->defense->name, "none") == 0;
+    return (o->reference ? 1 : 0) + (o->n_eps ? o->n_eps : (undefended && o->reference) ? 0 : 1);
+}
+
+// Every sample in every curve: `steps` L-BFGS steps of at most max_eval gradient-matching
+// evaluations (an upper bound).
+static FpStatus dlgr_work(const AttackEnv *env, AttackWork *w, FpError *err) {
+    DlgrOptions o;
+    FP_TRY(dlgr_parse(env, &o, err));
+    free(o.samples);
+    int n_runs = dlgr_curves(&o, env->ex);
+    *w = (AttackWork){.passes = (uint64_t)n_runs * (uint64_t)o.n_samples * (uint64_t)o.steps *
+                                (uint64_t)o.lbfgs.max_eval * 6};
+    return FP_OK;
+}
+
 // -- what the server observes ----------------------------------------------------------------
 // The victims' observed uploads under `defense` (eps > 0: its epsilon_total replaced).
 static FpStatus observe(const AttackEnv *env, const DlgrOptions *o, const DefenseOps *defense,
@@ -383,8 +403,7 @@ static FpStatus dlgr_run(const AttackEnv *env, cJSON *result, FpError *err) {
     }
     cJSON *curves = cJSON_AddArrayToObject(result, "curves");
     double headline = NAN;
-    int undefended = strcmp(ex->defense->name, "none") == 0;
-    int n_runs = (o.reference ? 1 : 0) + (o.n_eps ? o.n_eps : (undefended && o.reference) ? 0 : 1);
+    int n_runs = dlgr_curves(&o, ex);
     for (int c = 0; st == FP_OK && c < n_runs; c++) {
         int ref = o.reference && c == 0;
         double eps = ref ? 0 : o.n_eps ? o.eps[c - (o.reference ? 1 : 0)] : 0;
@@ -433,4 +452,5 @@ const AttackOps attack_dlg_regression = {
     .headline_higher_leaks = 0,
     .validate = dlgr_validate,
     .run = dlgr_run,
+    .work = dlgr_work,
 };

@@ -92,6 +92,16 @@ static FpStatus lira_validate(const AttackEnv *env, FpError *err) {
     return lira_options(env, &o, err);
 }
 
+// The target, N OUT shadow models, each scored on the eval samples.
+static FpStatus lira_work(const AttackEnv *env, AttackWork *w, FpError *err) {
+    LiraOptions o;
+    FP_TRY(lira_options(env, &o, err));
+    *w = (AttackWork){.target_samples = (uint64_t)o.sz.n_train,
+                      .shadow_samples = (uint64_t)o.n_models * (uint64_t)o.shadow_size,
+                      .passes = ((uint64_t)o.n_models + 1) * 2 * (uint64_t)o.sz.members};
+    return FP_OK;
+}
+
 // Φ⁻¹(q) by bisection on Φ(z) = ½ erfc(−z/√2) (only a decision threshold; 1e-12 is ample).
 static double normal_quantile(double q) {
     double lo = -40, hi = 40;
@@ -284,4 +294,5 @@ const AttackOps attack_lira = {
     .headline_higher_leaks = 1,
     .validate = lira_validate,
     .run = lira_run,
+    .work = lira_work,
 };

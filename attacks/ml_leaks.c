@@ -70,6 +70,16 @@ static FpStatus leaks_validate(const AttackEnv *env, FpError *err) {
     return leaks_options(env, &o, err);
 }
 
+// The target, one shadow model, forward passes over the eval and shadow sets (the
+// attack MLP on top-k posteriors is negligible beside them).
+static FpStatus leaks_work(const AttackEnv *env, AttackWork *w, FpError *err) {
+    LeaksOptions o;
+    FP_TRY(leaks_options(env, &o, err));
+    *w = (AttackWork){.target_samples = (uint64_t)o.sz.n_train, .shadow_samples = (uint64_t)o.shadow_size,
+                      .passes = 2 * (uint64_t)o.sz.members + 2 * (uint64_t)o.shadow_size};
+    return FP_OK;
+}
+
 static FpStatus leaks_run(const AttackEnv *env, cJSON *result, FpError *err) {
     LeaksOptions o;
     FP_TRY(leaks_options(env, &o, err));
@@ -148,4 +158,5 @@ const AttackOps attack_ml_leaks = {
     .headline_higher_leaks = 1,
     .validate = leaks_validate,
     .run = leaks_run,
+    .work = leaks_work,
 };

@@ -30,7 +30,7 @@ if [ -x .gpu/fedpriv ]; then
   export LD_LIBRARY_PATH="$extra:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
   fm=.gpu/fashion-mnist
 else
-  make -j"$(nproc)" CUDA=1 fedpriv build/release/fedpriv-tests || exit 1
+  make -j"$(nproc)" CUDA=1 MPI=0 fedpriv build/release/fedpriv-tests || exit 1
   bin=build/release/fedpriv tests=build/release/fedpriv-tests
   fm=/usr/share/datasets/fashion-mnist
 fi

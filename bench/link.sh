@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds a benchmark program against the fedpriv library that make built (with the CUDA
-# libraries when the library holds the CUDA backend). Run from the repository root.
+# libraries when the library holds the CUDA backend, Open MPI's when it was built with
+# MPI). Run from the repository root.
 # Usage: bash bench/link.sh SOURCE.c OUTPUT
 set -euo pipefail
 make -s fedpriv >/dev/null || true   # (re)builds the library; copying ./fedpriv may fail while it runs
@@ -15,5 +16,9 @@ if ar t "$lib" | grep -q '\.cu\.o$'; then
   cuda_home=${nvcc%/bin/nvcc}
   cuda_libs="-L$cuda_home/lib64 -Wl,-rpath,$cuda_home/lib64 -lcudnn -lcublas -lcudart -lstdc++"
 fi
+mpi_libs=""
+if nm "$lib" 2>/dev/null | grep -q ' U MPI_Init_thread$'; then # built with MPI (core/comm.c)
+  mpi_libs=$(mpicc --showme:link)
+fi
 cc -std=c11 -D_GNU_SOURCE -O2 -I. $(pkg-config --cflags libcjson openblas) "$1" "$lib" \
-  $(pkg-config --libs vips libcjson libpng zlib openblas) $cuda_libs -lm -pthread -o "$2"
+  $(pkg-config --libs vips libcjson libpng zlib openblas) $cuda_libs $mpi_libs -lm -pthread -o "$2"

@@ -8,6 +8,10 @@
 
 int cli_report_error(const char *cmd, const FpError *err) {
     fp_print_line(stderr, "fedpriv %s: %s", cmd, err->msg[0] ? err->msg : fp_status_name(err->code));
+    return cli_error_status(err);
+}
+
+int cli_error_status(const FpError *err) {
     switch (err->code) {
     case FP_EIO:
     case FP_EFORMAT:

@@ -12,6 +12,9 @@
 // Prints "fedpriv <cmd>: <message>" on one line to stderr and returns the exit status
 // for the error (2 for bad input: io, format, parameter, out-of-memory on a requested size).
 int cli_report_error(const char *cmd, const FpError *err);
+// The exit status for err, without printing (e.g. for MPI ranks other than 0, whose
+// errors rank 0 reports).
+int cli_error_status(const FpError *err);
 
 // 1 when argv[i] is -h or --help.
 int cli_wants_help(int argc, char **argv);

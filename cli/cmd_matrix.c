@@ -1,24 +1,82 @@
-// `fedpriv matrix FILE.json --out DIR [--jobs N] [--device cpu|cuda] [--threads N] [--verbose]`:
-// runs every defense setting of a matrix file against every attack in it, one JSON per
-// cell in DIR/cells/, the index in DIR/results.json (runner/matrix.h). A rerun skips
-// finished cells, so an interrupted run resumes where it stopped.
+// `fedpriv matrix FILE.json --out DIR [--jobs N] [--shard K/N|slurm] [--device cpu|cuda]
+// [--threads N] [--verbose]`: runs every defense setting of a matrix file against every
+// attack in it, one JSON per cell in DIR/cells/, the index in DIR/results.json
+// (runner/matrix.h). A rerun skips finished cells, so an interrupted run resumes where
+// it stopped. --shard runs one shard of a job array (runner/shard.h); under mpirun the
+// ranks share the cells (runner/matrix_ranks.h). `fedpriv matrix --status DIR` says
+// which cells are done, running, missing or failed (runner/matrix_status.h).
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/comm.h"
 #include "core/jsonv.h"
 #include "runner/matrix.h"
+#include "runner/matrix_ranks.h"
+#include "runner/matrix_status.h"
+#include "runner/shard.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: fedpriv matrix FILE.json --out DIR [--jobs N] [--device cpu|cuda] [--threads N] [--verbose]\n"
+    fprintf(f, "usage: fedpriv matrix FILE.json --out DIR [--jobs N] [--shard K/N|slurm] [--device cpu|cuda]\n"
+               "                      [--threads N] [--verbose]\n"
+               "       mpirun -n R fedpriv matrix FILE.json --out DIR [...]\n"
+               "       fedpriv matrix --status DIR [--json]\n"
                "  Trains the federation under each defense setting of FILE.json (each value of each\n"
                "  epsilon list) and runs every attack of the file against it. One JSON per cell in\n"
                "  DIR/cells/, the index with each cell's status in DIR/results.json. A rerun skips the\n"
                "  cells already finished, so a killed run resumes. --jobs N runs N cells at once in\n"
                "  separate processes (same results). Progress and the ETA go to stderr.\n"
+               "  --shard K/N runs only shard K of N (1 <= K <= N): the cells are split by estimated\n"
+               "  cost, the same way by every shard, so N jobs (a Slurm array: --shard slurm reads\n"
+               "  SLURM_ARRAY_TASK_ID/MIN/MAX/COUNT/STEP) cover the matrix once, writing into one\n"
+               "  shared DIR (NFS is fine). Under mpirun (fedpriv built with MPI) rank 0 hands the\n"
+               "  cells out, largest first, and runs cells too. Same cells whichever way.\n"
+               "  --status DIR lists the cells that are not finished (running where, failed why,\n"
+               "  missing) and the counts; --json prints all cells as JSON. Exit 0 when every cell is\n"
+               "  finished, 1 otherwise.\n"
                "  Then: fedpriv report DIR; fedpriv check DIR --baseline FILE.json.\n"
-               "  Exit 0 when every cell finished (done or diverged), 1 when a cell failed, 2 on bad input.\n"
-               "  The file format is in docs/report.md.\n");
+               "  Exit 0 when every cell of this run finished (done or diverged), 1 when a cell failed,\n"
+               "  2 on bad input. The file format is in docs/report.md, clusters in docs/cluster.md.\n");
+}
+
+static int print_status(const char *dir, int json) {
+    MatrixStatus s;
+    FpError err = {0};
+    if (matrix_status_load(dir, &s, &err) != FP_OK)
+        return cli_report_error("matrix", &err);
+    int finished = s.counts[CELL_STATE_DONE] + s.counts[CELL_STATE_DIVERGED];
+    if (json) {
+        cJSON *j = matrix_status_json(&s, dir);
+        char *text = cJSON_Print(j);
+        printf("%s\n", text ? text : "{}");
+        free(text);
+        cJSON_Delete(j);
+    } else {
+        printf("%s: %d cells: %d done, %d diverged, %d failed, %d running, %d missing\n", dir, s.n,
+               s.counts[CELL_STATE_DONE], s.counts[CELL_STATE_DIVERGED], s.counts[CELL_STATE_FAILED],
+               s.counts[CELL_STATE_RUNNING], s.counts[CELL_STATE_MISSING]);
+        static const CellState order[] = {CELL_STATE_RUNNING, CELL_STATE_FAILED, CELL_STATE_MISSING};
+        for (int k = 0; k < 3; k++)
+            for (int i = 0; i < s.n; i++)
+                if (s.cells[i].state == order[k])
+                    printf("  %-8s %s%s%s%s\n", cell_state_name(order[k]), s.cells[i].label,
+                           s.cells[i].detail[0] ? " (" : "", s.cells[i].detail, s.cells[i].detail[0] ? ")" : "");
+    }
+    int all = finished == s.n;
+    matrix_status_free(&s);
+    return all ? CLI_EXIT_OK : CLI_EXIT_FAIL;
+}
+
+// The scheduler's job, for the claims: "slurm 1234_5" in a job array, "slurm 1234" in a job.
+static void job_label(char *buf, size_t n) {
+    const char *aj = getenv("SLURM_ARRAY_JOB_ID"), *at = getenv("SLURM_ARRAY_TASK_ID"), *j = getenv("SLURM_JOB_ID");
+    if (aj && at)
+        snprintf(buf, n, "slurm %.30s_%.12s", aj, at);
+    else if (j)
+        snprintf(buf, n, "slurm %.30s", j);
+    else
+        buf[0] = 0;
 }
 
 int cmd_matrix(int argc, char **argv) {
@@ -26,15 +84,21 @@ int cmd_matrix(int argc, char **argv) {
         usage(stdout);
         return CLI_EXIT_OK;
     }
-    const char *file = NULL, *out = NULL, *device = NULL;
+    const char *file = NULL, *out = NULL, *device = NULL, *shard = NULL, *status_dir = NULL;
     long long jobs = 1, threads = 0;
-    int verbose = 0;
+    int verbose = 0, json = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--out") == 0 && v)
             out = argv[++i];
         else if (strcmp(a, "--device") == 0 && v)
             device = argv[++i];
+        else if (strcmp(a, "--shard") == 0 && v)
+            shard = argv[++i];
+        else if (strcmp(a, "--status") == 0 && v)
+            status_dir = argv[++i];
+        else if (strcmp(a, "--json") == 0)
+            json = 1;
         else if (strcmp(a, "--verbose") == 0)
             verbose = 1;
         else if (strcmp(a, "--jobs") == 0 || strcmp(a, "--threads") == 0) {
@@ -49,29 +113,78 @@ int cmd_matrix(int argc, char **argv) {
             return CLI_EXIT_BADINPUT;
         }
     }
+    if (status_dir) {
+        if (file || out || shard || device || jobs != 1 || threads || verbose) {
+            fp_print_line(stderr, "fedpriv matrix: --status DIR takes only --json (fedpriv matrix --help)");
+            return CLI_EXIT_BADINPUT;
+        }
+        return print_status(status_dir, json);
+    }
+    if (json) {
+        fp_print_line(stderr, "fedpriv matrix: --json goes with --status DIR (fedpriv matrix --help)");
+        return CLI_EXIT_BADINPUT;
+    }
     if (!file || !out) {
         fp_print_line(stderr, "fedpriv matrix: a matrix FILE.json and --out DIR are required (fedpriv matrix --help)");
         return CLI_EXIT_BADINPUT;
     }
     FpError err = {0};
-    cJSON *root = NULL;
-    if (matrix_check_out(out, &err) != FP_OK || jv_load_file(file, &root, &err) != FP_OK)
-        return cli_report_error("matrix", &err);
-    Matrix *m = NULL;
-    MatrixOptions mo = {.device = device, .threads = (int)threads, .file = file, .progress = stderr};
-    FpStatus st = matrix_load(root, &mo, &m, &err);
-    cJSON_Delete(root);
-    if (st != FP_OK) {
-        fp_error_prefix(&err, file);
-        return cli_report_error("matrix", &err);
+    ShardSpec sh = {0, 1};
+    if (shard) {
+        SlurmArrayEnv env = {getenv("SLURM_ARRAY_TASK_ID"), getenv("SLURM_ARRAY_TASK_MIN"),
+                             getenv("SLURM_ARRAY_TASK_MAX"), getenv("SLURM_ARRAY_TASK_COUNT"),
+                             getenv("SLURM_ARRAY_TASK_STEP")};
+        FpStatus st = strcmp(shard, "slurm") == 0 ? shard_from_slurm(&env, &sh, &err) : shard_parse(shard, &sh, &err);
+        if (st != FP_OK)
+            return cli_report_error("matrix", &err);
     }
-    MatrixRunOptions ro = {.jobs = (int)jobs, .verbose = verbose, .progress = stderr};
+    Comm *comm = NULL;
+    if (comm_create(&comm, &err) != FP_OK)
+        return cli_report_error("matrix", &err);
+    int rank = comm_rank(comm);
+    cJSON *root = NULL;
+    Matrix *m = NULL;
+    FpStatus st = matrix_check_out(out, &err);
+    if (st == FP_OK)
+        st = jv_load_file(file, &root, &err);
+    if (st == FP_OK) {
+        MatrixOptions mo = {.device = device, .threads = (int)threads, .file = file, .progress = stderr};
+        st = matrix_load(root, &mo, &m, &err);
+        if (st != FP_OK)
+            fp_error_prefix(&err, file);
+    }
+    cJSON_Delete(root);
+    // Every rank loaded the same file; one that could not (a missing data file on one
+    // node) stops them all, and rank 0 says why.
+    st = matrix_ranks_agree(comm, st, &err);
+    if (st != FP_OK) {
+        int rc = rank == 0 ? cli_report_error("matrix", &err) : cli_error_status(&err);
+        matrix_free(m);
+        comm_free(comm);
+        return rc;
+    }
+    char job[64];
+    job_label(job, sizeof job);
+    MatrixRunOptions ro = {.jobs = (int)jobs, .verbose = verbose, .progress = stderr, .shard_index = sh.index,
+                           .shard_count = sh.count, .comm = comm, .job = job};
     MatrixSummary sum;
     st = matrix_run(m, out, &ro, &sum, &err);
     matrix_free(m);
+    int rc;
     if (st != FP_OK)
-        return cli_report_error("matrix", &err);
-    fp_print_line(stderr, "matrix: %d cells: %d done, %d diverged, %d failed (%d finished earlier); %.1f s. Results in %s/results.json",
-            sum.cells, sum.done, sum.diverged, sum.failed, sum.skipped, sum.seconds, out);
-    return sum.failed > 0 || sum.pending > 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+        rc = rank == 0 ? cli_report_error("matrix", &err) : cli_error_status(&err);
+    else {
+        if (rank == 0 && sh.count > 1)
+            fp_print_line(stderr, "matrix: shard %d/%d: %d cells: %d done, %d diverged, %d failed (%d finished earlier); "
+                            "%.1f s. The whole matrix: %d of %d cells finished (fedpriv matrix --status %s)",
+                    sh.index + 1, sh.count, sum.mine, sum.done, sum.diverged, sum.failed, sum.skipped, sum.seconds,
+                    sum.matrix_finished, sum.cells, out);
+        else if (rank == 0)
+            fp_print_line(stderr, "matrix: %d cells: %d done, %d diverged, %d failed (%d finished earlier); %.1f s. "
+                            "Results in %s/results.json",
+                    sum.cells, sum.done, sum.diverged, sum.failed, sum.skipped, sum.seconds, out);
+        rc = sum.failed > 0 || sum.pending > 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+    }
+    comm_free(comm);
+    return rc;
 }

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/comm.h"
 #include "core/version.h"
 
 typedef struct {
@@ -20,7 +21,8 @@ static const Command commands[] = {
     {"forecast", cmd_forecast, "power-load reference forecasts and a saved model's error per zone: --config FILE.json"},
     {"audit", cmd_audit, "audit a local-DP mechanism: bias, variance and an epsilon lower bound"},
     {"ssim", cmd_ssim, "SSIM, PSNR and MSE of two PNG images: A.png B.png [--json]"},
-    {"matrix", cmd_matrix, "run an attack x defense matrix: FILE.json --out DIR [--jobs N]"},
+    {"matrix", cmd_matrix, "run an attack x defense matrix: FILE.json --out DIR [--jobs N] [--shard K/N|slurm]; "
+                           "--status DIR"},
     {"report", cmd_report, "the HTML report of a matrix run: DIR [-o report.html]"},
     {"check", cmd_check, "check a matrix run against declared bounds (CI): DIR --baseline FILE.json"},
 };
@@ -42,7 +44,8 @@ int main(int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-        printf("fedpriv %s (%s)\n", FEDPRIV_VERSION, fedpriv_build_describe());
+        printf("fedpriv %s (%s)%s\n", FEDPRIV_VERSION, fedpriv_build_describe(),
+               comm_mpi_built() ? " with MPI" : "");
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

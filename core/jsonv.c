@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/files.h"
+#include "core/proc.h"
 
 const char *jv_path(char *buf, size_t n, const char *parent, const char *key) {
     if (parent && parent[0])
@@ -308,8 +309,11 @@ FpStatus jv_write_file_atomic(const char *filename, const cJSON *json, FpError *
     if (!text)
         return fp_fail(err, FP_ENOMEM, "%s: out of memory serialising JSON", filename);
     size_t n = strlen(text);
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", filename, (int)getpid());
+    // The temp name carries host and PID: writers on several machines sharing the folder
+    // (NFS) never write the same temp file.
+    char tmp[4200], tag[PROC_TAG_MAX];
+    proc_tag(tag, sizeof tag);
+    snprintf(tmp, sizeof tmp, "%s.tmp.%s", filename, tag);
     FILE *f = fp_create_new(tmp, err); // a link planted at the temp name is not followed
     if (!f) {
         free(text);

@@ -16,6 +16,7 @@
 
 #include "core/jsonv.h"
 #include "core/rng_secure.h"
+#include "runner/cell_cost.h"
 
 const char *matrix_rng_name(const Matrix *m) { return (m->base.seed & RNG_SEED_SECURE) ? "secure" : "philox"; }
 
@@ -314,7 +315,7 @@ static cJSON *cell_spec(const Matrix *m, const Cell *c) {
 }
 
 // Checks one cell against the data and model: the defense's create() through a real
-// federation set-up, and every attack's validate().
+// federation set-up, and every attack's validate(); then estimates its cost.
 static FpStatus validate_cell(Matrix *m, Cell *c, FpError *err) {
     Experiment ex = m->base;
     ex.threads = 1;
@@ -336,14 +337,26 @@ static FpStatus validate_cell(Matrix *m, Cell *c, FpError *err) {
     }
     fed_free(f);
     FpStatus st = FP_OK;
-    for (int k = 0; k < m->n_attacks && st == FP_OK; k++) {
+    int n = m->n_attacks;
+    Experiment *aex = calloc((size_t)(n ? n : 1), sizeof(Experiment));
+    AttackEnv *env = calloc((size_t)(n ? n : 1), sizeof(AttackEnv));
+    const AttackOps **ops = calloc((size_t)(n ? n : 1), sizeof(AttackOps *));
+    if (!aex || !env || !ops)
+        st = fp_fail(err, FP_ENOMEM, "out of memory");
+    for (int k = 0; k < n && st == FP_OK; k++) {
         AttackSpec *as = &m->attacks[k];
-        Experiment aex = ex;
+        aex[k] = ex;
         if (as->proto)
-            aex.model = as->proto;
-        AttackEnv env = {.ex = &aex, .attack_json = as->json, .path = as->path, .out_dir = NULL, .quiet = 1};
-        st = as->ops->validate(&env, err);
+            aex[k].model = as->proto;
+        env[k] = (AttackEnv){.ex = &aex[k], .attack_json = as->json, .path = as->path, .out_dir = NULL, .quiet = 1};
+        ops[k] = as->ops;
+        st = as->ops->validate(&env[k], err);
     }
+    if (st == FP_OK)
+        st = cost_cell(&ex, ops, env, n, &c->cost, err);
+    free(aex);
+    free(env);
+    free(ops);
     model_free(ex.model);
     return st;
 }
@@ -463,3 +476,4 @@ const char *matrix_cell_id(const Matrix *m, int i) { return i >= 0 && i < m->n_c
 const char *matrix_cell_label(const Matrix *m, int i) {
     return i >= 0 && i < m->n_cells ? m->cells[i].label : NULL;
 }
+uint64_t matrix_cell_cost(const Matrix *m, int i) { return i >= 0 && i < m->n_cells ? m->cells[i].cost : 0; }

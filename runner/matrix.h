@@ -14,10 +14,12 @@
 // On disk (DIR = --out):
 //   DIR/results.json           the index: every cell with its status (pending, done,
 //                              failed, diverged), rewritten atomically after each cell
+//                              from the cell files (so concurrent shards and ranks agree)
 //   DIR/cells/ID.json          one cell's result, written atomically once the cell ends
 //   DIR/cells/ID/K-ATTACK/     the artifacts of attack K (PNG files, ...)
 //   DIR/reference-models/      the membership attacks' reference models (their logits
 //                              only; attacks/refcache.h), shared by every cell and rerun
+//   DIR/cells/ID.running       who runs the cell now (runner/cell_store.h has the rest)
 // A cell's ID is a readable slug plus a hash of everything that determines its result
 // (seed, backend, dataset, model, federation, the cell's defense object, the attacks).
 // A rerun skips every cell whose file exists with the same hash and status done or
@@ -57,16 +59,25 @@ typedef struct MatrixOptions {
     FILE *progress;                 // a line before checking many cells; NULL: silent
 } MatrixOptions;
 
+struct Comm;
+
 typedef struct MatrixRunOptions {
     int jobs;       // cells run at once, >= 1; > 1 runs each cell in a forked process (CPU only)
     int verbose;    // 1: the training engine's and the attacks' own progress as well
-    FILE *progress; // one line per cell with the ETA; NULL: silent
+    FILE *progress; // one line per cell with the ETA; NULL: silent (ranks other than 0 are)
+    int shard_index, shard_count; // count <= 1: every cell; else the cells of shard index
+                                  // (0-based) of count (runner/shard.h)
+    struct Comm *comm; // NULL or one process: this process runs the cells; several ranks:
+                       // rank 0 hands them out, largest first (runner/matrix_ranks.c)
+    const char *job;   // the scheduler's job, for the claims ("slurm 1234_5"); may be NULL
 } MatrixRunOptions;
 
 typedef struct MatrixSummary {
     int cells;      // in the matrix
-    int skipped;    // already finished by an earlier run
-    int done, diverged, failed, pending;
+    int mine;       // this run's share: the shard's cells, or every cell
+    int skipped;    // of mine, already finished by an earlier run
+    int done, diverged, failed, pending; // of mine, after this run
+    int matrix_finished; // cells of the whole matrix finished on disk after this run
     int stale;      // cell files in DIR/cells of another matrix (warned about, left alone)
     double seconds; // wall time of this run
 } MatrixSummary;
@@ -84,11 +95,19 @@ void matrix_free(Matrix *m);
 int matrix_cell_count(const Matrix *m);
 const char *matrix_cell_id(const Matrix *m, int i);
 const char *matrix_cell_label(const Matrix *m, int i);
+// The cell's estimated cost (runner/cell_cost.h).
+uint64_t matrix_cell_cost(const Matrix *m, int i);
 
 // Runs the cells not yet finished in dir (created if missing) and writes the index.
 // A cell that fails or diverges is recorded as such and the others go on; the return
 // value is an error only when the run itself cannot proceed (dir unwritable, another
 // run holds dir's lock).
+//
+// Locks (flock, an optimisation for one host: correctness never rests on them, see
+// runner/cell_store.h): a whole-matrix run holds DIR/.lock exclusively, so a second one
+// on the same host is refused; a shard holds DIR/.lock shared and DIR/.lock-shard-K-of-N
+// exclusively, so different shards run side by side and the same shard twice is refused.
+// Under MPI only rank 0 locks.
 FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt, MatrixSummary *sum, FpError *err);
 
 // Before loading a matrix (which may take long): dir is, or can be made as, a writable

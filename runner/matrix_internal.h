@@ -5,6 +5,8 @@
 
 #include "runner/matrix.h"
 
+#include <stdint.h>
+
 typedef struct AttackSpec {
     const AttackOps *ops;
     cJSON *json;        // the attack's object as the attack parses it (no "model")
@@ -26,9 +28,11 @@ typedef struct Cell {
     cJSON *spec;        // everything the result depends on
     double epsilon;     // NaN when the defense object has none
     int on_axis;        // at most one swept list away from its first value (validated first)
-    CellStatus status;
+    uint64_t cost;      // estimated work (runner/cell_cost.h)
+    CellStatus status;  // as on disk when last looked at (the index is written from it)
     char message[256];  // why it failed or diverged
     double seconds;     // this run's wall time for it (0 when skipped)
+    long long disk_mtime_ns, disk_size; // DIR/cells/ID.json when status was read (-1: absent)
 } Cell;
 
 struct Matrix {
@@ -42,7 +46,48 @@ struct Matrix {
     int n_cells, cap_cells;
     Cell *cells;
     char file[256];
+    double index_written_at; // monotonic seconds of the last index write (0: none yet)
 };
+
+// What running one cell needs besides the matrix.
+typedef struct CellRunContext {
+    const char *dir;
+    int threads;
+    int verbose;
+    const cJSON *who;   // for the claim: shard, rank, job (may be NULL)
+} CellRunContext;
+
+// How a cell ended in this process.
+typedef struct CellOutcome {
+    CellStatus status;
+    char message[256];
+    double seconds;
+    int kept_existing;  // another writer had finished it first: its result stands
+} CellOutcome;
+
+// Runs cell i here and commits it (runner/cell_store.h). Touches no Cell field, so that
+// another thread may read the matrix meanwhile. The return value is an error only when
+// the cell cannot be written; a failing or diverging cell is an outcome.
+FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOutcome *out, FpError *err);
+
+// Refreshes the cells' statuses from their files (unfinished cells only, and only files
+// changed since the last look are read) and rewrites DIR/results.json atomically. The
+// index is thus written from the cell files alone, by whichever process: concurrent
+// writers (shards, ranks) can only disagree about cells finished between their looks,
+// never lose one for good. Unless force, nothing is done within MATRIX_INDEX_INTERVAL
+// seconds of the last write: on a shared file system with thousands of cells, looking
+// at every unfinished cell after every cell would cost more than the cells.
+#define MATRIX_INDEX_INTERVAL 2.0
+FpStatus matrix_index_write(Matrix *m, const char *dir, int force, FpError *err);
+
+// Progress on stderr: one line per cell ended, with the ETA.
+typedef struct MatrixProgress {
+    FILE *out;
+    int total, finished, ran, jobs, remaining;
+    double run_seconds;
+} MatrixProgress;
+// where: "" or " (rank 2)". c->status and c->seconds are this run's.
+void matrix_progress_cell(MatrixProgress *p, const Cell *c, const char *dir, const char *where);
 
 const DefenseOps *matrix_defense_find(const Matrix *m, const char *name);
 const AttackOps *matrix_attack_find(const Matrix *m, const char *name);

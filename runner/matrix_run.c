@@ -1,13 +1,13 @@
 // Running a matrix (see runner/matrix.h): one cell at a time in this process, or up
-// to --jobs cells at once, each in a forked process. Either way a cell computes the
+// to --jobs cells at once, each in a forked process, or the cells of one shard, or
+// cells handed out to MPI ranks (runner/matrix_ranks.c). Either way a cell computes the
 // same thing: its result depends only on its spec and the seed.
 //
-// Crash safety. A cell's artifacts are written into DIR/cells/ID.partial/, renamed to
-// DIR/cells/ID/ when the cell ends, and only then is DIR/cells/ID.json written
-// (temp file, fsync, rename). A cell is finished exactly when its JSON exists with
-// the current spec hash, so a run killed at any instant leaves either a finished cell
-// or one that is run again from scratch (its stale .partial folder is removed first).
-// A lock on DIR/.lock keeps two runs from writing the same folder; forked cells die
+// Crash safety. A cell's artifacts are written into this writer's own work folder,
+// renamed to DIR/cells/ID/ when the cell ends, and only then is DIR/cells/ID.json
+// written (temp file, fsync, rename): runner/cell_store.h. A cell is finished exactly
+// when its JSON exists with the current spec hash, so a run killed at any instant
+// leaves either a finished cell or one that is run again from scratch. Forked cells die
 // with their parent (PR_SET_PDEATHSIG), so a killed run leaves no writer behind.
 #include "runner/matrix_internal.h"
 
@@ -28,9 +28,14 @@
 #include <unistd.h>
 
 #include "attacks/target.h"
+#include "core/comm.h"
 #include "core/files.h"
 #include "core/jsonv.h"
+#include "core/proc.h"
 #include "core/rng_secure.h"
+#include "runner/cell_store.h"
+#include "runner/matrix_ranks.h"
+#include "runner/shard.h"
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -38,103 +43,63 @@ static double now_seconds(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static FpStatus make_dirs(const char *dir, FpError *err) {
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return fp_fail(err, FP_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
-        *p = '/';
-    }
-    if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-        return fp_fail(err, FP_EIO, "%s: cannot create directory: %s", buf, strerror(errno));
-    struct stat st;
-    if (stat(buf, &st) != 0 || !S_ISDIR(st.st_mode))
-        return fp_fail(err, FP_EIO, "%s: not a directory", buf);
-    return FP_OK;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    return remove(path);
-}
-
-// Removes a folder and what is in it (symbolic links are removed, not followed).
-static void rm_tree(const char *path) {
-    struct stat st;
-    if (lstat(path, &st) != 0)
-        return;
-    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-// What a killed run may leave: temp files of atomic writes ("X.json.tmp.PID", and
-// "HASH.ref.tmp.XXXXXX" in reference-models/) and the artifact folders of unfinished
-// cells ("ID.partial"). Only called under the lock, when no other process writes here
-// (a writer whose temp file vanished anyway fails its rename: a cache entry is then
-// not written, which costs time, not correctness).
-static void remove_leftovers(const char *dir) {
-    static const char *const subdirs[] = {"", "/cells", "/reference-models"};
-    char path[4300];
-    for (int pass = 0; pass < 3; pass++) {
-        snprintf(path, sizeof path, "%s%s", dir, subdirs[pass]);
-        DIR *d = opendir(path);
-        if (!d)
-            continue;
-        struct dirent *de;
-        while ((de = readdir(d))) {
-            size_t n = strlen(de->d_name);
-            int tmp = strstr(de->d_name, pass == 2 ? ".ref.tmp." : ".json.tmp.") != NULL;
-            int partial = pass == 1 && n > 8 && strcmp(de->d_name + n - 8, ".partial") == 0;
-            if (!tmp && !partial)
-                continue;
-            char p[4600];
-            snprintf(p, sizeof p, "%s/%s", path, de->d_name);
-            if (tmp)
-                unlink(p);
-            else
-                rm_tree(p);
-        }
-        closedir(d);
-    }
-}
-
-static void cell_paths(const char *dir, const Cell *c, char *json, char *final, char *partial, size_t n) {
-    if (json)
-        snprintf(json, n, "%s/cells/%s.json", dir, c->id);
-    if (final)
-        snprintf(final, n, "%s/cells/%s", dir, c->id);
-    if (partial)
-        snprintf(partial, n, "%s/cells/%s.partial", dir, c->id);
-}
-
-// The status of a cell's file from an earlier run: done or diverged with the same spec
-// hash counts as finished; anything else (missing, failed, another spec) is pending.
-static CellStatus finished_status(const char *dir, Cell *c) {
-    char rel[200];
-    snprintf(rel, sizeof rel, "cells/%s.json", c->id);
-    cJSON *j = NULL;
-    if (jv_load_beneath(dir, rel, &j, NULL, NULL) != FP_OK) // missing, or a link planted there
-        return CELL_PENDING;
-    const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "spec_hash");
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
-    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(j, "message");
-    int st = cJSON_IsString(s) ? cell_status_parse(s->valuestring) : -1;
-    CellStatus out = CELL_PENDING;
-    if (cJSON_IsString(h) && strcmp(h->valuestring, c->hash) == 0 && st >= 0) {
-        out = (CellStatus)st;
-        snprintf(c->message, sizeof c->message, "%s", cJSON_IsString(msg) ? msg->valuestring : "");
-    }
-    cJSON_Delete(j);
-    return out;
-}
-
 static void add_number_or_null(cJSON *o, const char *key, double v) {
     if (isfinite(v))
         cJSON_AddNumberToObject(o, key, v);
     else
         cJSON_AddNullToObject(o, key);
+}
+
+// Reads the status of cell c from disk when its file changed since the last look;
+// 1 when the status changed. A finished cell stays finished (runner/cell_store.h: a
+// finished result is never replaced), so it is not looked at again.
+static int refresh_status(Cell *c, const char *dir) {
+    if ((c->status == CELL_DONE || c->status == CELL_DIVERGED) && c->disk_mtime_ns >= 0)
+        return 0;
+    char path[4096];
+    store_cell_json_path(dir, c->id, path, sizeof path);
+    struct stat sb;
+    long long mtime = -1, size = -1;
+    if (stat(path, &sb) == 0) {
+        mtime = (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+        size = (long long)sb.st_size;
+    }
+    if (mtime == c->disk_mtime_ns && size == c->disk_size)
+        return 0;
+    CellStatus was = c->status;
+    c->status = mtime < 0 ? CELL_PENDING : store_cell_status(dir, c->id, c->hash, c->message, sizeof c->message);
+    if (c->status == CELL_PENDING)
+        c->message[0] = 0;
+    c->disk_mtime_ns = mtime;
+    c->disk_size = size;
+    return c->status != was;
+}
+
+static int refresh_statuses(Matrix *m, const char *dir) {
+    int changed = 0;
+    for (int i = 0; i < m->n_cells; i++)
+        changed |= refresh_status(&m->cells[i], dir);
+    return changed;
+}
+
+static FpStatus write_index(const Matrix *m, const char *dir, FpError *err);
+
+// Writes, then looks again, until no cell changed in between. Of concurrent writers,
+// the one whose index lands last therefore saw every cell committed before it (a cell
+// committed later is followed by its writer's own index), so the final index misses
+// nothing (on NFS up to its attribute caching; `fedpriv matrix --status` rebuilds it).
+FpStatus matrix_index_write(Matrix *m, const char *dir, int force, FpError *err) {
+    double now = now_seconds();
+    if (!force && m->index_written_at > 0 && now - m->index_written_at < MATRIX_INDEX_INTERVAL)
+        return FP_OK;
+    m->index_written_at = now;
+    refresh_statuses(m, dir);
+    for (int tries = 0; tries < 8; tries++) {
+        FP_TRY(write_index(m, dir, err));
+        if (!refresh_statuses(m, dir))
+            break;
+    }
+    return FP_OK;
 }
 
 static FpStatus write_index(const Matrix *m, const char *dir, FpError *err) {
@@ -220,9 +185,9 @@ static cJSON *cell_json_begin(const Cell *c) {
     return j;
 }
 
-static void cell_json_finish(cJSON *j, Cell *c, CellStatus s, const char *message, double seconds, int threads) {
-    c->status = s;
-    snprintf(c->message, sizeof c->message, "%s", message ? message : "");
+static void cell_json_finish(cJSON *j, CellStatus s, const char *message, double seconds, int threads) {
+    char host[72];
+    proc_host(host, sizeof host);
     cJSON_ReplaceItemInObjectCaseSensitive(j, "status", cJSON_CreateString(cell_status_name(s)));
     if (message && message[0])
         cJSON_AddStringToObject(j, "message", message);
@@ -230,6 +195,7 @@ static void cell_json_finish(cJSON *j, Cell *c, CellStatus s, const char *messag
     cJSON_AddNumberToObject(run, "wall_seconds", seconds);
     cJSON_AddNumberToObject(run, "threads", threads);
     cJSON_AddNumberToObject(run, "pid", (double)getpid());
+    cJSON_AddStringToObject(run, "host", host);
 }
 
 // One attack against the cell's setting → its entry in the cell's "attacks" list.
@@ -249,7 +215,7 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
     FpError err = {0};
     cJSON *res = cJSON_CreateObject();
     double t0 = now_seconds();
-    FpStatus st = make_dirs(adir, &err);
+    FpStatus st = store_make_dirs(adir, &err);
     Experiment aex = *cex;
     aex.model = NULL;
     if (st == FP_OK) {
@@ -305,15 +271,15 @@ static int same_model(const cJSON *a, const cJSON *b) {
     return cJSON_Compare(a, b, 1);
 }
 
-// Runs cell i here and writes its JSON. The return value is an error only when the
-// JSON cannot be written; a failing or diverging cell is a result.
-static FpStatus cell_execute(Matrix *m, int i, const char *dir, int threads, int verbose, FpError *err) {
-    Cell *c = &m->cells[i];
-    char json[4096], final[4096], partial[4096];
-    cell_paths(dir, c, json, final, partial, sizeof json);
+FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOutcome *out, FpError *err) {
+    const Cell *c = &m->cells[i];
+    const char *dir = rc->dir;
+    int threads = rc->threads, verbose = rc->verbose;
+    char partial[4096];
     double t0 = now_seconds();
-    rm_tree(partial);
-    FP_TRY(make_dirs(partial, err));
+    memset(out, 0, sizeof *out);
+    FP_TRY(store_claim(dir, c->id, c->hash, rc->who, err));
+    FP_TRY(store_partial_create(dir, c->id, partial, sizeof partial, err));
     cJSON *j = cell_json_begin(c);
     CellStatus status = CELL_DONE;
     char why[512] = "";
@@ -386,29 +352,33 @@ static FpStatus cell_execute(Matrix *m, int i, const char *dir, int threads, int
     cJSON_DeleteItemFromObjectCaseSensitive(meta, "threads"); // a run setting, kept in "run"
     fed_free(f);
     model_free(cex.model);
-    cell_json_finish(j, c, status, why, now_seconds() - t0, threads);
-    rm_tree(final);
-    FpStatus st = FP_OK;
-    if (rename(partial, final) != 0)
-        st = fp_fail(err, FP_EIO, "%s: cannot rename into place: %s", final, strerror(errno));
-    if (st == FP_OK)
-        st = jv_write_file_atomic(json, j, err);
+    out->seconds = now_seconds() - t0;
+    cell_json_finish(j, status, why, out->seconds, threads);
+    FpStatus st = store_commit(dir, c->id, c->hash, partial, j, &out->kept_existing, err);
     cJSON_Delete(j);
+    out->status = status;
+    snprintf(out->message, sizeof out->message, "%s", why);
+    if (st == FP_OK && out->kept_existing) // the result that stands is the other writer's
+        out->status = store_cell_status(dir, c->id, c->hash, out->message, sizeof out->message);
     return st;
 }
 
-// A cell whose process died before writing its result.
+// A cell whose process died before writing its result: recorded as failed (unless
+// another writer finished it), and the dead process's work folder and claim removed.
 static FpStatus record_crash(Matrix *m, int i, const char *dir, const char *why, double seconds, int threads,
                              FpError *err) {
     Cell *c = &m->cells[i];
-    char json[4096], partial[4096];
-    cell_paths(dir, c, json, NULL, partial, sizeof json);
-    rm_tree(partial);
+    store_clean_leftovers(dir, 0);
     cJSON *j = cell_json_begin(c);
     cJSON_AddArrayToObject(j, "attacks");
-    cell_json_finish(j, c, CELL_FAILED, why, seconds, threads);
-    FpStatus st = jv_write_file_atomic(json, j, err);
+    cell_json_finish(j, CELL_FAILED, why, seconds, threads);
+    int kept;
+    FpStatus st = store_commit(dir, c->id, c->hash, NULL, j, &kept, err);
     cJSON_Delete(j);
+    c->status = st == FP_OK && kept ? store_cell_status(dir, c->id, c->hash, c->message, sizeof c->message)
+                                    : CELL_FAILED;
+    if (!kept)
+        snprintf(c->message, sizeof c->message, "%s", why);
     return st;
 }
 
@@ -421,13 +391,7 @@ static void format_duration(double s, char *buf, size_t n) {
         snprintf(buf, n, "%d h %02d min", (int)(s / 3600), (int)fmod(s / 60, 60));
 }
 
-typedef struct Progress {
-    FILE *out;
-    int total, finished, ran, jobs, remaining;
-    double t_start, run_seconds;
-} Progress;
-
-static void progress_cell(Progress *p, const Matrix *m, const Cell *c, const char *dir) {
+void matrix_progress_cell(MatrixProgress *p, const Cell *c, const char *dir, const char *where) {
     p->finished++;
     p->ran++;
     p->remaining--;
@@ -435,8 +399,8 @@ static void progress_cell(Progress *p, const Matrix *m, const Cell *c, const cha
     if (!p->out)
         return;
     char line[1024];
-    size_t k = (size_t)snprintf(line, sizeof line, "matrix: [%d/%d] %s: %s in %.1f s", p->finished, p->total, c->label,
-                                cell_status_name(c->status), c->seconds);
+    size_t k = (size_t)snprintf(line, sizeof line, "matrix: [%d/%d] %s: %s in %.1f s%s", p->finished, p->total,
+                                c->label, cell_status_name(c->status), c->seconds, where ? where : "");
     // The headline figures, read back from the cell file (it may come from a child).
     char rel[200];
     snprintf(rel, sizeof rel, "cells/%s.json", c->id);
@@ -474,21 +438,22 @@ static void progress_cell(Progress *p, const Matrix *m, const Cell *c, const cha
     fflush(p->out);
 }
 
-static FpStatus run_forked(Matrix *m, const char *dir, const int *todo, int n, const MatrixRunOptions *opt,
-                           int threads, Progress *pr, FpError *err) {
+static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo, int n, int jobs,
+                           MatrixProgress *pr, int *ran, FpError *err) {
     typedef struct {
         pid_t pid;
         int cell;
         double t0;
     } Slot;
-    Slot *slots = calloc((size_t)opt->jobs, sizeof(Slot));
+    const char *dir = rc->dir;
+    Slot *slots = calloc((size_t)jobs, sizeof(Slot));
     if (!slots)
         return fp_fail(err, FP_ENOMEM, "out of memory");
     pid_t parent = getpid();
     int next = 0, running = 0;
     FpStatus st = FP_OK;
     while ((next < n && st == FP_OK) || running > 0) {
-        while (st == FP_OK && next < n && running < opt->jobs) {
+        while (st == FP_OK && next < n && running < jobs) {
             int s = 0;
             while (slots[s].pid)
                 s++;
@@ -503,7 +468,8 @@ static FpStatus run_forked(Matrix *m, const char *dir, const int *todo, int n, c
                 if (getppid() != parent)
                     _exit(4);
                 FpError cerr = {0};
-                FpStatus cst = cell_execute(m, todo[next], dir, threads, opt->verbose, &cerr);
+                CellOutcome out;
+                FpStatus cst = matrix_cell_execute(m, todo[next], rc, &out, &cerr);
                 if (cst != FP_OK)
                     fp_print_line(stderr, "fedpriv matrix: %s", cerr.msg);
                 fflush(NULL);
@@ -524,13 +490,13 @@ static FpStatus run_forked(Matrix *m, const char *dir, const int *todo, int n, c
             break;
         }
         int s = 0;
-        while (s < opt->jobs && slots[s].pid != pid)
+        while (s < jobs && slots[s].pid != pid)
             s++;
-        if (s == opt->jobs)
+        if (s == jobs)
             continue; // not one of ours
         Cell *c = &m->cells[slots[s].cell];
         c->seconds = now_seconds() - slots[s].t0;
-        CellStatus fs = finished_status(dir, c);
+        CellStatus fs = store_cell_status(dir, c->id, c->hash, c->message, sizeof c->message);
         if (fs == CELL_PENDING) { // it wrote nothing usable
             char why[256];
             if (WIFSIGNALED(wstatus))
@@ -538,15 +504,16 @@ static FpStatus run_forked(Matrix *m, const char *dir, const int *todo, int n, c
             else
                 snprintf(why, sizeof why, "the cell's process exited with status %d before writing its result",
                          WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
-            FpStatus rs = record_crash(m, slots[s].cell, dir, why, c->seconds, threads, err);
+            FpStatus rs = record_crash(m, slots[s].cell, dir, why, c->seconds, rc->threads, err);
             if (rs != FP_OK && st == FP_OK)
                 st = rs;
         } else
             c->status = fs;
         slots[s].pid = 0;
         running--;
-        progress_cell(pr, m, c, dir);
-        FpStatus ws = write_index(m, dir, err);
+        ran[slots[s].cell] = 1;
+        matrix_progress_cell(pr, c, dir, "");
+        FpStatus ws = matrix_index_write(m, dir, 0, err);
         if (ws != FP_OK && st == FP_OK)
             st = ws;
     }
@@ -554,14 +521,15 @@ static FpStatus run_forked(Matrix *m, const char *dir, const int *todo, int n, c
     return st;
 }
 
-// ---- the folder's lock -------------------------------------------------------------------
-// flock on DIR/.lock (opened without following a link) for the whole run; cell
-// processes inherit it. The holder writes "pid P on HOST since TIME" into the file, so
-// a second run says who holds the folder instead of waiting without a word.
+// ---- the folder's locks --------------------------------------------------------------
+// flock (an optimisation for one host; correctness never rests on it, runner/cell_store.h)
+// on DIR/.lock, opened without following a link. A run of the whole matrix holds it
+// exclusively and writes "pid P on HOST since TIME" into it, so a second run says who
+// holds the folder instead of waiting without a word.
 
-static int open_lock(const char *dir, int flags, FpError *err) {
+static int open_lock(const char *dir, const char *name, int flags, FpError *err) {
     char path[4200];
-    snprintf(path, sizeof path, "%s/.lock", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0 && errno != ENOENT)
         fp_fail(err, FP_EIO, "%s: cannot open: %s", path,
@@ -589,48 +557,91 @@ static FpStatus locked_error(const char *dir, const char *who, FpError *err) {
                    "use another --out folder", dir, who);
 }
 
-static FpStatus lock_folder(const char *dir, FILE *progress, int *out, FpError *err) {
-    int fd = open_lock(dir, O_RDWR | O_CREAT, err);
-    if (fd < 0)
+// The folder locks of runner/matrix.h. Returns the descriptors to close (-1: none).
+static FpStatus take_locks(const char *dir, int sharded, int shard_index, int shard_count, FILE *progress,
+                           int fds[2], FpError *err) {
+    fds[0] = fds[1] = -1;
+    fds[0] = open_lock(dir, ".lock", O_RDWR | O_CREAT, err);
+    if (fds[0] < 0)
         return FP_EIO;
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        char who[300];
-        int alive;
-        lock_holder(fd, who, sizeof who, &alive);
+    char who[300] = "";
+    int alive = -1;
+    if (flock(fds[0], (sharded ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+        lock_holder(fds[0], who, sizeof who, &alive);
         if (alive != 0) { // running, or not ours to check: say so at once
-            close(fd);
+            close(fds[0]);
+            fds[0] = -1;
             return locked_error(dir, who, err);
         }
-        // Its run was stopped a moment ago; its cell processes die with it
-        // (PR_SET_PDEATHSIG) and release the lock: wait a little for them.
         if (progress)
             fp_print_line(progress, "matrix: %s is locked by %s, which has stopped; waiting for its cell processes "
                           "to exit", dir, who);
-        int locked = 0;
-        for (int tries = 0; tries < 100 && !(locked = flock(fd, LOCK_EX | LOCK_NB) == 0); tries++)
-            usleep(50000);
-        if (!locked) {
-            close(fd);
-            return locked_error(dir, who, err);
-        }
     }
-    char host[256] = "?", when[64] = "?", line[400];
-    gethostname(host, sizeof host - 1);
-    time_t now = time(NULL);
-    struct tm tm;
-    if (gmtime_r(&now, &tm))
-        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    int n = snprintf(line, sizeof line, "pid %ld on %s since %s\n", (long)getpid(), host, when);
-    // Without its note the lock still holds; a second run then names "a process that left no name".
-    ssize_t noted = ftruncate(fd, 0) == 0 ? pwrite(fd, line, (size_t)n, 0) : -1;
-    (void)noted;
-    *out = fd;
+    // A run killed a moment ago may still have cell processes on their way out (they
+    // hold the lock until they die): wait a little for them before giving up.
+    int locked = 0;
+    for (int tries = 0; tries < 100 && !(locked = flock(fds[0], (sharded ? LOCK_SH : LOCK_EX) | LOCK_NB) == 0);
+         tries++)
+        usleep(50000);
+    if (!locked) {
+        close(fds[0]);
+        fds[0] = -1;
+        return locked_error(dir, who[0] ? who : "a run of the whole matrix", err);
+    }
+    if (!sharded) {
+        char host[256] = "?", when[64] = "?", line[400];
+        gethostname(host, sizeof host - 1);
+        time_t now = time(NULL);
+        struct tm tm;
+        if (gmtime_r(&now, &tm))
+            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        int n = snprintf(line, sizeof line, "pid %ld on %s since %s\n", (long)getpid(), host, when);
+        // Without its note the lock still holds; a second run then names "a process that left no name".
+        ssize_t noted = ftruncate(fds[0], 0) == 0 ? pwrite(fds[0], line, (size_t)n, 0) : -1;
+        (void)noted;
+        return FP_OK;
+    }
+    char path[4200];
+    snprintf(path, sizeof path, "%s/.lock-shard-%d-of-%d", dir, shard_index + 1, shard_count);
+    fds[1] = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fds[1] < 0 || flock(fds[1], LOCK_EX | LOCK_NB) != 0) {
+        int e = errno;
+        if (fds[1] >= 0)
+            close(fds[1]);
+        close(fds[0]);
+        fds[0] = fds[1] = -1;
+        return fp_fail(err, FP_EIO, "%s: shard %d/%d is already running on this machine%s", dir, shard_index + 1,
+                       shard_count, e == EWOULDBLOCK ? "" : " (cannot lock)");
+    }
     return FP_OK;
+}
+
+static void release_locks(int fds[2]) {
+    for (int k = 0; k < 2; k++)
+        if (fds[k] >= 0)
+            close(fds[k]);
+}
+
+// Who runs the cells, for the claims.
+static cJSON *claim_who(const MatrixRunOptions *opt) {
+    cJSON *who = cJSON_CreateObject();
+    if (opt->shard_count > 1) {
+        char sh[32];
+        snprintf(sh, sizeof sh, "%d/%d", opt->shard_index + 1, opt->shard_count);
+        cJSON_AddStringToObject(who, "shard", sh);
+    }
+    if (comm_size(opt->comm) > 1) {
+        cJSON_AddNumberToObject(who, "rank", comm_rank(opt->comm));
+        cJSON_AddNumberToObject(who, "ranks", comm_size(opt->comm));
+    }
+    if (opt->job && opt->job[0])
+        cJSON_AddStringToObject(who, "job", opt->job);
+    return who;
 }
 
 FpStatus matrix_check_out(const char *dir, FpError *err) {
     FP_TRY(fp_check_writable_dir(dir, err));
-    int fd = open_lock(dir, O_RDONLY, err);
+    int fd = open_lock(dir, ".lock", O_RDONLY, err);
     if (fd < 0)
         return errno == ENOENT ? FP_OK : FP_EIO;
     FpStatus st = FP_OK;
@@ -686,65 +697,135 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
     MatrixRunOptions opt = opt_in ? *opt_in : (MatrixRunOptions){.jobs = 1};
     if (opt.jobs < 1)
         opt.jobs = 1;
+    int sharded = opt.shard_count > 1;
+    int ranks = comm_size(opt.comm), rank = comm_rank(opt.comm);
     if (opt.jobs > 1 && m->base.backend->device != DEVICE_CPU)
         return fp_fail(err, FP_EPARAM, "--jobs %d: parallel cells need the cpu device (a GPU runs one cell at a time)",
                        opt.jobs);
+    if (opt.jobs > 1 && ranks > 1)
+        return fp_fail(err, FP_EPARAM, "--jobs %d under MPI: the %d ranks already run cells side by side (start more "
+                       "ranks instead)", opt.jobs, ranks);
+    if (sharded && (opt.shard_index < 0 || opt.shard_index >= opt.shard_count || opt.shard_count > SHARD_MAX))
+        return fp_fail(err, FP_EPARAM, "--shard %d/%d: no such shard", opt.shard_index + 1, opt.shard_count);
+    if (rank > 0)
+        opt.progress = NULL; // rank 0 speaks for the job
     double t_start = now_seconds();
-    char path[4096];
-    FP_TRY(make_dirs(dir, err));
+    char path[4200];
+    // Every rank makes the folders (rank 0 first in practice; mkdir is idempotent) and
+    // removes what dead writers on its own host left.
+    FpStatus st = store_make_dirs(dir, err);
     snprintf(path, sizeof path, "%s/cells", dir);
-    FP_TRY(make_dirs(path, err));
+    if (st == FP_OK)
+        st = store_make_dirs(path, err);
+    int locks[2] = {-1, -1};
+    if (st == FP_OK && rank == 0)
+        st = take_locks(dir, sharded, opt.shard_index, opt.shard_count, opt.progress, locks, err);
     // The cells folder must be a folder inside DIR, not a link to somewhere else.
     struct stat cst;
-    if (lstat(path, &cst) != 0 || !S_ISDIR(cst.st_mode))
-        return fp_fail(err, FP_EIO, "%s: not a folder (a symbolic link is not followed: cells are written only "
-                       "inside the run folder)", path);
-    int lock = -1;
-    FP_TRY(lock_folder(dir, opt.progress, &lock, err));
-    remove_leftovers(dir);
-    char stale_example[300] = "";
-    int stale = count_stale_cells(m, dir, stale_example, sizeof stale_example);
-    if (stale && opt.progress) {
-        fp_print_line(opt.progress, "matrix: warning: %s/cells holds %d cell file%s of another matrix (e.g. %s); "
-                      "report and check read only this run's cells: remove them, or use a new --out folder, to "
-                      "keep the folder unambiguous", dir, stale, stale == 1 ? "" : "s", stale_example);
-        fflush(opt.progress);
-    }
-    int *todo = malloc(sizeof(int) * (size_t)(m->n_cells ? m->n_cells : 1));
-    if (!todo) {
-        close(lock);
-        return fp_fail(err, FP_ENOMEM, "out of memory");
-    }
-    int n = 0, skipped = 0;
-    for (int i = 0; i < m->n_cells; i++) {
-        Cell *c = &m->cells[i];
-        c->message[0] = 0;
-        c->seconds = 0;
-        c->status = finished_status(dir, c);
-        if (c->status == CELL_DONE || c->status == CELL_DIVERGED)
-            skipped++;
-        else {
-            c->status = CELL_PENDING;
-            c->message[0] = 0;
-            todo[n++] = i;
+    if (st == FP_OK && (lstat(path, &cst) != 0 || !S_ISDIR(cst.st_mode)))
+        st = fp_fail(err, FP_EIO, "%s: not a folder (a symbolic link is not followed: cells are written only "
+                     "inside the run folder)", path);
+    if (st == FP_OK)
+        store_clean_leftovers(dir, rank == 0 && !sharded);
+    int stale = 0;
+    if (st == FP_OK && rank == 0) {
+        char stale_example[300] = "";
+        stale = count_stale_cells(m, dir, stale_example, sizeof stale_example);
+        if (stale && opt.progress) {
+            fp_print_line(opt.progress, "matrix: warning: %s/cells holds %d cell file%s of another matrix (e.g. %s); "
+                          "report and check read only this run's cells: remove them, or use a new --out folder, to "
+                          "keep the folder unambiguous", dir, stale, stale == 1 ? "" : "s", stale_example);
+            fflush(opt.progress);
         }
     }
-    FpStatus st = write_index(m, dir, err);
+    // This run's share: the shard's cells (the same on every rank and every host), or all.
+    int *mine = calloc((size_t)(m->n_cells ? m->n_cells : 1), sizeof(int));
+    int *todo = malloc(sizeof(int) * (size_t)(m->n_cells ? m->n_cells : 1));
+    int *ran = calloc((size_t)(m->n_cells ? m->n_cells : 1), sizeof(int));
+    uint64_t *costs = malloc(sizeof(uint64_t) * (size_t)(m->n_cells ? m->n_cells : 1));
+    if (st == FP_OK && (!mine || !todo || !ran || !costs))
+        st = fp_fail(err, FP_ENOMEM, "out of memory");
+    if (st == FP_OK) {
+        for (int i = 0; i < m->n_cells; i++)
+            costs[i] = m->cells[i].cost;
+        if (sharded) {
+            st = shard_assign(costs, m->n_cells, opt.shard_count, todo, err);
+            for (int i = 0; st == FP_OK && i < m->n_cells; i++)
+                mine[i] = todo[i] == opt.shard_index;
+        } else
+            for (int i = 0; i < m->n_cells; i++)
+                mine[i] = 1;
+    }
+    int n = 0, skipped = 0, n_mine = 0;
+    if (st == FP_OK) {
+        for (int i = 0; i < m->n_cells; i++) {
+            Cell *c = &m->cells[i];
+            c->message[0] = 0;
+            c->seconds = 0;
+            c->status = CELL_PENDING;
+            c->disk_mtime_ns = c->disk_size = -2; // unknown: read now
+            refresh_status(c, dir);
+            if (!mine[i])
+                continue;
+            n_mine++;
+            if (c->status == CELL_DONE || c->status == CELL_DIVERGED)
+                skipped++;
+            else
+                todo[n++] = i;
+        }
+        if (rank == 0)
+            st = matrix_index_write(m, dir, 1, err);
+    }
+    int prepared = st == FP_OK; // the folder is ours to write
     int threads = m->base.threads;
     if (opt.jobs > 1)
         threads = threads / opt.jobs > 0 ? threads / opt.jobs : 1;
-    Progress pr = {.out = opt.progress, .total = m->n_cells, .finished = skipped, .jobs = opt.jobs, .remaining = n,
-                   .t_start = t_start};
-    if (opt.progress) {
-        fprintf(opt.progress, "matrix: %d cells (%d attacks each), %d already finished, %d to run\n", m->n_cells,
+    int par = ranks > 1 ? ranks : opt.jobs;
+    MatrixProgress pr = {.out = opt.progress, .total = n_mine, .finished = skipped, .jobs = par, .remaining = n};
+    if (st == FP_OK && opt.progress) {
+        char share[64] = "";
+        if (sharded)
+            snprintf(share, sizeof share, "shard %d/%d: ", opt.shard_index + 1, opt.shard_count);
+        fprintf(opt.progress, "matrix: %s%d cells (%d attacks each), %d already finished, %d to run\n", share, n_mine,
                 m->n_attacks, skipped, n);
+        if (sharded) {
+            double part = 0, all = 0;
+            for (int i = 0; i < m->n_cells; i++) {
+                all += (double)m->cells[i].cost;
+                part += mine[i] ? (double)m->cells[i].cost : 0;
+            }
+            fprintf(opt.progress, "matrix: shard %d/%d holds %d of the %d cells, %.1f%% of the estimated work\n",
+                    opt.shard_index + 1, opt.shard_count, n_mine, m->n_cells, all > 0 ? 100 * part / all : 0);
+        }
         if (opt.jobs > 1 && n > 0)
             fprintf(opt.progress, "matrix: %d cells at a time, %d thread%s each\n", opt.jobs, threads,
                     threads == 1 ? "" : "s");
+        if (ranks > 1)
+            fprintf(opt.progress, "matrix: %d MPI ranks, cells handed out from rank 0, largest first\n", ranks);
         fflush(opt.progress);
     }
-    if (st == FP_OK && opt.jobs > 1 && n > 1)
-        st = run_forked(m, dir, todo, n, &opt, threads, &pr, err);
+    cJSON *who = claim_who(&opt);
+    CellRunContext rc = {.dir = dir, .threads = threads, .verbose = opt.verbose, .who = who};
+    if (ranks > 1) {
+        // The cells to run, largest first. Every rank takes part in the hand-out even
+        // after an error here (rank 0 then tells the others to stop): a rank that left
+        // early would leave the others waiting.
+        int *order = st == FP_OK ? fp_malloc(sizeof(int) * (size_t)(m->n_cells ? m->n_cells : 1), err) : NULL;
+        if (st == FP_OK && !order)
+            st = FP_ENOMEM;
+        n = 0;
+        if (order) {
+            shard_order_by_cost(costs, m->n_cells, order);
+            for (int t = 0; t < m->n_cells; t++) {
+                CellStatus cs = m->cells[order[t]].status;
+                if (mine[order[t]] && cs != CELL_DONE && cs != CELL_DIVERGED)
+                    todo[n++] = order[t];
+            }
+            free(order);
+        }
+        st = matrix_run_ranks(m, opt.comm, &rc, todo, n, st, &pr, ran, err);
+    } else if (st == FP_OK && opt.jobs > 1 && n > 1)
+        st = run_forked(m, &rc, todo, n, opt.jobs, &pr, ran, err);
     else
         for (int t = 0; t < n && st == FP_OK; t++) {
             Cell *c = &m->cells[todo[t]];
@@ -752,25 +833,48 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
                 fp_print_line(opt.progress, "matrix: running %s", c->label);
                 fflush(opt.progress);
             }
-            double t0 = now_seconds();
-            st = cell_execute(m, todo[t], dir, m->base.threads, opt.verbose, err);
-            c->seconds = now_seconds() - t0;
+            CellOutcome out;
+            st = matrix_cell_execute(m, todo[t], &rc, &out, err);
             if (st == FP_OK) {
-                progress_cell(&pr, m, c, dir);
-                st = write_index(m, dir, err);
+                c->status = out.status;
+                snprintf(c->message, sizeof c->message, "%s", out.message);
+                c->seconds = out.seconds;
+                ran[todo[t]] = 1;
+                matrix_progress_cell(&pr, c, dir, "");
+                st = matrix_index_write(m, dir, 0, err);
             }
         }
-    MatrixSummary s = {.cells = m->n_cells, .skipped = skipped, .stale = stale, .seconds = now_seconds() - t_start};
-    for (int i = 0; i < m->n_cells; i++)
-        switch (m->cells[i].status) {
+    cJSON_Delete(who);
+    MatrixSummary s = {.cells = m->n_cells, .mine = n_mine, .skipped = skipped, .stale = stale, .seconds = now_seconds() - t_start};
+    for (int i = 0; prepared && i < m->n_cells; i++) {
+        if (rank == 0 || ran[i]) // a worker rank knows only its own cells
+            refresh_status(&m->cells[i], dir);
+        CellStatus cs = m->cells[i].status;
+        s.matrix_finished += cs == CELL_DONE || cs == CELL_DIVERGED;
+        if (!mine[i] || (rank > 0 && !ran[i]))
+            continue;
+        switch (cs) {
         case CELL_DONE: s.done++; break;
         case CELL_DIVERGED: s.diverged++; break;
         case CELL_FAILED: s.failed++; break;
         default: s.pending++; break;
         }
+    }
+    if (rank == 0 && prepared) {
+        FpError ierr = {0};
+        FpStatus is = matrix_index_write(m, dir, 1, &ierr); // the last look: what every writer finished
+        if (st == FP_OK && is != FP_OK) {
+            st = is;
+            if (err)
+                *err = ierr;
+        }
+    }
     if (sum)
         *sum = s;
+    free(mine);
     free(todo);
-    close(lock);
+    free(ran);
+    free(costs);
+    release_locks(locks);
     return st;
 }

@@ -1,9 +1,10 @@
 // Runs the fedpriv binary from the end-to-end CLI tests, shared by every suite that does.
 //
 // The binary is the one named by env FEDPRIV_BIN (`make test` sets it); a test calls
-// cli_run and skips itself when that returns -1. The child is started with fork/execv
-// (no shell, so paths need no quoting); its stdout and stderr go to two temporary files
-// that are read back, NUL-terminated and truncated to cap - 1 bytes, into out and err.
+// cli_run and skips itself when that returns -1 (cli_exec runs any program, e.g.
+// mpirun). The child is started with fork/execv (no shell, so paths need no quoting);
+// its stdout and stderr go to two temporary files that are read back, NUL-terminated
+// and truncated to cap - 1 bytes, into out and err.
 // Failing to create the temporary files, to fork, or to wait fails the calling test.
 #ifndef FEDPRIV_TESTS_CLI_RUN_H
 #define FEDPRIV_TESTS_CLI_RUN_H
@@ -17,23 +18,11 @@
 
 #define CLI_RUN_MAX_ARGS 62
 
-// Runs `$FEDPRIV_BIN args...` (args is NULL-terminated, a subcommand like "train" is its
-// first element). out and err each hold cap bytes. Returns the exit status, 128 when the
-// child was killed by a signal, 127 when it could not be executed, or -1 when FEDPRIV_BIN
-// is unset or empty (out and err are then left untouched).
-static inline int cli_run(const char *const *args, char *out, char *err, size_t cap) {
-    const char *bin = getenv("FEDPRIV_BIN");
-    if (!bin || !*bin)
-        return -1;
+// Runs argv[0] (a path) with argv (NULL-terminated), its stdout and stderr read back
+// into out and err (cap bytes each). Returns the exit status, 128 when the child was
+// killed by a signal, 127 when it could not be executed.
+static inline int cli_exec(const char *const *argv, char *out, char *err, size_t cap) {
     ck_assert_uint_gt(cap, 0);
-    const char *argv[CLI_RUN_MAX_ARGS + 2];
-    int n = 0;
-    argv[n++] = bin;
-    for (int i = 0; args[i]; i++) {
-        ck_assert_msg(n <= CLI_RUN_MAX_ARGS, "cli_run: more than %d arguments", CLI_RUN_MAX_ARGS);
-        argv[n++] = args[i];
-    }
-    argv[n] = NULL;
     FILE *fo = tmpfile(), *fe = tmpfile();
     ck_assert_ptr_nonnull(fo);
     ck_assert_ptr_nonnull(fe);
@@ -43,7 +32,7 @@ static inline int cli_run(const char *const *args, char *out, char *err, size_t 
     if (pid == 0) {
         dup2(fileno(fo), 1);
         dup2(fileno(fe), 2);
-        execv(bin, (char *const *)argv);
+        execv(argv[0], (char *const *)argv);
         _exit(127);
     }
     int status = 0;
@@ -57,6 +46,25 @@ static inline int cli_run(const char *const *args, char *out, char *err, size_t 
         fclose(fs[k]);
     }
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+// Runs `$FEDPRIV_BIN args...` (args is NULL-terminated, a subcommand like "train" is its
+// first element). out and err each hold cap bytes. Returns the exit status, 128 when the
+// child was killed by a signal, 127 when it could not be executed, or -1 when FEDPRIV_BIN
+// is unset or empty (out and err are then left untouched).
+static inline int cli_run(const char *const *args, char *out, char *err, size_t cap) {
+    const char *bin = getenv("FEDPRIV_BIN");
+    if (!bin || !*bin)
+        return -1;
+    const char *argv[CLI_RUN_MAX_ARGS + 2];
+    int n = 0;
+    argv[n++] = bin;
+    for (int i = 0; args[i]; i++) {
+        ck_assert_msg(n <= CLI_RUN_MAX_ARGS, "cli_run: more than %d arguments", CLI_RUN_MAX_ARGS);
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    return cli_exec(argv, out, err, cap);
 }
 
 // The number of newline characters in s (a one-line error message counts 1).

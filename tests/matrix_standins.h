@@ -229,6 +229,14 @@ static int standin_write_csv(const char *path) {
     return fclose(f) == 0;
 }
 
+// Writes text to path (the test fails when it cannot).
+static inline void standin_write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs(text, f);
+    fclose(f);
+}
+
 // mkdir -p for a relative test folder; returns 0 on failure.
 static int standin_mkdirs(const char *dir) {
     char buf[1024];
@@ -251,7 +259,7 @@ static void standin_rm(const char *dir) {
 }
 
 // A matrix over the blob CSV at csv, with the given "defenses" and "attacks" JSON text.
-static cJSON *standin_matrix(const char *csv, const char *defenses, const char *attacks) {
+static inline cJSON *standin_matrix(const char *csv, const char *defenses, const char *attacks) {
     char text[8192];
     snprintf(text, sizeof text,
              "{\"seed\": 3, \"description\": \"stand-in matrix\", \"threads\": 2,"
@@ -264,7 +272,7 @@ static cJSON *standin_matrix(const char *csv, const char *defenses, const char *
 }
 
 // Loads and runs a matrix; returns the status (summary and error filled).
-static FpStatus standin_run(const cJSON *root, const char *dir, int jobs, MatrixSummary *sum, FpError *err) {
+static inline FpStatus standin_run(const cJSON *root, const char *dir, int jobs, MatrixSummary *sum, FpError *err) {
     Matrix *m = NULL;
     MatrixOptions mo = {.registry = &standin_registry, .file = "standin.json"};
     FP_TRY(matrix_load(root, &mo, &m, err));

@@ -6,7 +6,7 @@
 # present; on a machine with everything installed it builds instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-make -j"$(nproc)" CUDA=1 fedpriv build/release/fedpriv-tests
+make -j"$(nproc)" CUDA=1 MPI=0 fedpriv build/release/fedpriv-tests
 rm -rf .gpu && mkdir -p .gpu/libs .gpu/fashion-mnist
 cp build/release/fedpriv build/release/fedpriv-tests .gpu/
 # Every resolved library except the C runtime and the CUDA libraries (taken from the GPU machine).

@@ -1,0 +1,324 @@
+// Matrices beyond one process, through the binary (make test sets FEDPRIV_BIN): a tiny
+// real matrix (three Gaussian blobs, an MLP, three real defenses, basic-mia) run in one
+// process, as shards (--shard K/N, and the tasks of an emulated Slurm array), under
+// mpirun -n 1, 2 and 3 (--oversubscribe: this machine may have fewer cores), and with a
+// rank killed mid-matrix then a rerun: the cells must equal the one-process run's, timings
+// apart. Without mpirun or without an MPI build the MPI parts print SKIP with the reason
+// (FEDPRIV_REQUIRE_MPI=1 turns that into a failure, for CI, where make deps installs
+// Open MPI). The library side is tests/test_cluster.c.
+#include <check.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "cli_run.h"
+#include "core/comm.h"
+#include "matrix_compare.h"
+#include "matrix_standins.h"
+#include "runner/matrix_status.h"
+
+#define TEST_DIR "build/test-cluster-cli"
+#define CSV TEST_DIR "/blobs.csv"
+
+static void setup_data(void) {
+    ck_assert(standin_mkdirs(TEST_DIR));
+    ck_assert(standin_write_csv(CSV));
+}
+
+// ---- the CLI: a tiny real matrix ----------------------------------------------------------
+
+#define REAL_MATRIX TEST_DIR "/real.json"
+#define SLOW_MATRIX TEST_DIR "/real-slow.json"
+#define REAL_DEFENSES                                                                                      \
+    "[{\"name\": \"none\"}, {\"name\": \"laplace\", \"clip\": 1, \"epsilon\": [1, 2, 4]},"                  \
+    " {\"name\": \"gaussian-dpfedavg\", \"noise\": \"client\", \"epsilon\": [1, 2]}]"
+
+static void write_real_matrix(const char *path, int rounds, const char *defenses) {
+    char text[2048];
+    snprintf(text, sizeof text,
+             "{\"seed\": 3, \"threads\": 1, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"},"
+             " \"model\": {\"name\": \"mlp\", \"hidden\": [16]},"
+             " \"federation\": {\"clients\": 4, \"rounds\": %d, \"batch_size\": 16, \"lr\": 0.1},"
+             " \"defenses\": %s, \"attacks\": [{\"name\": \"basic-mia\"}]}",
+             CSV, rounds, defenses);
+    standin_write_text(path, text);
+}
+
+static char out_buf[1 << 16], err_buf[1 << 16];
+
+// `fedpriv matrix FILE --out DIR [a b]`; the exit status.
+static int run_matrix(const char *file, const char *dir, const char *a, const char *b) {
+    const char *args[] = {"matrix", file, "--out", dir, a, b, NULL};
+    return cli_run(args, out_buf, err_buf, sizeof out_buf);
+}
+
+// mpirun's path, or NULL after printing SKIP (a failure under FEDPRIV_REQUIRE_MPI=1):
+// without mpirun, or in a build without MPI.
+static const char *mpirun_or_skip(const char *test) {
+    static char path[1024];
+    const char *p = getenv("PATH");
+    char dirs[4096];
+    snprintf(dirs, sizeof dirs, "%s", p ? p : "/usr/bin:/bin");
+    path[0] = 0;
+    for (char *save = NULL, *d = strtok_r(dirs, ":", &save); d && !path[0]; d = strtok_r(NULL, ":", &save)) {
+        snprintf(path, sizeof path, "%s/mpirun", d);
+        if (access(path, X_OK) != 0)
+            path[0] = 0;
+    }
+    const char *why = NULL;
+    if (!path[0])
+        why = "mpirun is not installed (make deps installs Open MPI: openmpi-bin, libopenmpi-dev)";
+    else if (!comm_mpi_built()) // this runner and FEDPRIV_BIN come from the same build
+        why = "fedpriv was built without MPI (make MPI=1)";
+    if (!why)
+        return path;
+    const char *req = getenv("FEDPRIV_REQUIRE_MPI");
+    ck_assert_msg(!(req && *req && strcmp(req, "0") != 0), "%s: FEDPRIV_REQUIRE_MPI is set but %s", test, why);
+    fprintf(stderr, "SKIP: %s [%s]\n", why, test);
+    return NULL;
+}
+
+// The argv of `mpirun [--allow-run-as-root] --oversubscribe -n R fedpriv matrix FILE --out DIR`.
+static void mpi_argv(const char *argv[16], const char *mpirun, const char *ranks, const char *file, const char *dir) {
+    int k = 0;
+    argv[k++] = mpirun;
+    if (geteuid() == 0)
+        argv[k++] = "--allow-run-as-root";
+    argv[k++] = "--oversubscribe";
+    argv[k++] = "-n";
+    argv[k++] = ranks;
+    argv[k++] = getenv("FEDPRIV_BIN");
+    argv[k++] = "matrix";
+    argv[k++] = file;
+    argv[k++] = "--out";
+    argv[k++] = dir;
+    argv[k] = NULL;
+}
+
+// Under SANITIZE=1: Open MPI keeps allocations from MPI_Init past MPI_Finalize. With
+// leaks = 1 they are told apart from ours by tests/openmpi.lsan.supp (slow unwinding, so
+// that the stacks reach Open MPI's libraries: costly, so for one run); otherwise the
+// leak check is off and ASan checks everything else. No effect on other builds.
+static void sanitizer_env_for_mpi(int leaks) {
+    if (!leaks) {
+        setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+        unsetenv("LSAN_OPTIONS");
+        return;
+    }
+    char supp[PATH_MAX], opts[PATH_MAX + 128];
+    ck_assert_ptr_nonnull(realpath("tests/openmpi.lsan.supp", supp));
+    snprintf(opts, sizeof opts, "suppressions=%s:print_suppressions=0:fast_unwind_on_malloc=0", supp);
+    unsetenv("ASAN_OPTIONS");
+    setenv("LSAN_OPTIONS", opts, 1);
+}
+
+// `mpirun -n R fedpriv matrix FILE --out DIR`; the exit status.
+static int mpi_matrix(const char *mpirun, int ranks, const char *file, const char *dir) {
+    char n[8];
+    snprintf(n, sizeof n, "%d", ranks);
+    const char *argv[16];
+    mpi_argv(argv, mpirun, n, file, dir);
+    sanitizer_env_for_mpi(ranks == 2);
+    int rc = cli_exec(argv, out_buf, err_buf, sizeof out_buf);
+    unsetenv("ASAN_OPTIONS");
+    unsetenv("LSAN_OPTIONS");
+    return rc;
+}
+
+// One process, then every other way: shards 1/3..3/3 (--shard 1/3, then tasks of an
+// emulated Slurm array, with --status between), mpirun -n 1, 2 and 3. Every way gives the
+// cells of the one-process run, timings apart, and a complete index.
+START_TEST(cli_every_way_gives_the_same_cells) {
+    if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN")) {
+        fprintf(stderr, "SKIP: FEDPRIV_BIN is not set (make test sets it)\n");
+        return;
+    }
+    setup_data();
+    write_real_matrix(REAL_MATRIX, 3, REAL_DEFENSES);
+    const char *ref = TEST_DIR "/real-one";
+    standin_rm(ref);
+    int rc = run_matrix(REAL_MATRIX, ref, NULL, NULL);
+    ck_assert_msg(rc == 0, "fedpriv matrix exited %d:\n%s", rc, err_buf);
+
+    // Shard 1/3 with --shard 1/3, then --status; shards 2/3 and 3/3 as the tasks 3 and 5
+    // of an emulated Slurm array --array=1-5:2 (MIN 1, MAX 5, COUNT 3, STEP 2).
+    const char *dir = TEST_DIR "/real-shards";
+    standin_rm(dir);
+    rc = run_matrix(REAL_MATRIX, dir, "--shard", "1/3");
+    ck_assert_msg(rc == 0, "--shard 1/3 exited %d:\n%s", rc, err_buf);
+    ck_assert_msg(strstr(err_buf, "matrix: shard 1/3: 2 cells: 2 done"), "%s", err_buf);
+    const char *st_args[] = {"matrix", "--status", dir, NULL};
+    ck_assert_int_eq(cli_run(st_args, out_buf, err_buf, sizeof out_buf), 1); // 1 until every cell is finished
+    char want[160];
+    snprintf(want, sizeof want, "%s: 6 cells: 2 done, 0 diverged, 0 failed, 0 running, 4 missing\n", dir);
+    ck_assert_msg(strncmp(out_buf, want, strlen(want)) == 0, "%s", out_buf);
+    ck_assert_int_eq(cli_count_lines(out_buf), 1 + 4); // one line per missing cell
+    setenv("SLURM_ARRAY_TASK_MIN", "1", 1);
+    setenv("SLURM_ARRAY_TASK_MAX", "5", 1);
+    setenv("SLURM_ARRAY_TASK_COUNT", "3", 1);
+    setenv("SLURM_ARRAY_TASK_STEP", "2", 1);
+    setenv("SLURM_ARRAY_JOB_ID", "77", 1);
+    for (int t = 3; t <= 5; t += 2) {
+        char id[16];
+        snprintf(id, sizeof id, "%d", t);
+        setenv("SLURM_ARRAY_TASK_ID", id, 1);
+        rc = run_matrix(REAL_MATRIX, dir, "--shard", "slurm");
+        ck_assert_msg(rc == 0, "task %d exited %d:\n%s", t, rc, err_buf);
+        snprintf(want, sizeof want, "matrix: shard %d/3: 2 cells: 2 done", t / 2 + 1);
+        ck_assert_msg(strstr(err_buf, want), "no \"%s\" in:\n%s", want, err_buf);
+    }
+    setenv("SLURM_ARRAY_TASK_ID", "4", 1); // off the sequence
+    ck_assert_int_eq(run_matrix(REAL_MATRIX, dir, "--shard", "slurm"), 2);
+    ck_assert_msg(strstr(err_buf, "task 4 is not in the sequence 1, 3, ... 5") && cli_count_lines(err_buf) == 1,
+                  "%s", err_buf);
+    static const char *const vars[] = {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX",
+                                       "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_STEP", "SLURM_ARRAY_JOB_ID"};
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        unsetenv(vars[i]);
+    assert_same_runs(ref, dir);
+    assert_same_runs(dir, ref);
+    assert_index_complete(dir, 6);
+    const char *json_args[] = {"matrix", "--status", dir, "--json", NULL};
+    ck_assert_int_eq(cli_run(json_args, out_buf, err_buf, sizeof out_buf), 0);
+    cJSON *j = cJSON_Parse(out_buf);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "counts"), "done")->valueint,
+                     6);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "list")), 6);
+    cJSON_Delete(j);
+
+    // Bad input: one line, exit 2 (the parsers' cases are the unit tests above).
+    rc = run_matrix(REAL_MATRIX, dir, "--shard", "0/3");
+    ck_assert_msg(rc == 2 && strstr(err_buf, "--shard: expected K/N") && cli_count_lines(err_buf) == 1, "%d %s", rc,
+                  err_buf);
+    rc = run_matrix(REAL_MATRIX, dir, "--shard", "slurm");
+    ck_assert_msg(rc == 2 && strstr(err_buf, "SLURM_ARRAY_TASK_ID is not set") && cli_count_lines(err_buf) == 1,
+                  "%d %s", rc, err_buf);
+    const char *missing[] = {"matrix", "--status", TEST_DIR "/no-such-run", NULL};
+    ck_assert_int_eq(cli_run(missing, out_buf, err_buf, sizeof out_buf), 2);
+    ck_assert_int_eq(cli_count_lines(err_buf), 1);
+    const char *mixed[] = {"matrix", "--status", dir, "--shard", "1/2", NULL};
+    ck_assert_int_eq(cli_run(mixed, out_buf, err_buf, sizeof out_buf), 2);
+
+    // MPI ranks.
+    const char *mpirun = mpirun_or_skip("cli_every_way_gives_the_same_cells: mpirun -n 1, 2, 3");
+    for (int r = 1; mpirun && r <= 3; r++) {
+        char mdir[128];
+        snprintf(mdir, sizeof mdir, TEST_DIR "/real-mpi%d", r);
+        standin_rm(mdir);
+        rc = mpi_matrix(mpirun, r, REAL_MATRIX, mdir);
+        ck_assert_msg(rc == 0, "mpirun -n %d exited %d:\n%s\n%s", r, rc, out_buf, err_buf);
+        ck_assert_msg(strstr(err_buf, "matrix: 6 cells: 6 done"), "%s", err_buf);
+        if (r > 1) {
+            snprintf(want, sizeof want, "matrix: %d MPI ranks", r);
+            ck_assert_msg(strstr(err_buf, want), "%s", err_buf);
+        }
+        assert_same_runs(ref, mdir);
+        assert_same_runs(mdir, ref);
+        assert_index_complete(mdir, 6);
+    }
+}
+END_TEST
+
+// The pid of a claim by rank `rank` in dir, or 0.
+static pid_t claim_of_rank(const char *dir, int rank) {
+    char cells[256];
+    snprintf(cells, sizeof cells, "%s/cells", dir);
+    DIR *d = opendir(cells);
+    if (!d)
+        return 0;
+    pid_t pid = 0;
+    struct dirent *de;
+    while (!pid && (de = readdir(d))) {
+        size_t n = strlen(de->d_name);
+        if (n < 8 || strcmp(de->d_name + n - 8, ".running") != 0)
+            continue;
+        char p[600];
+        snprintf(p, sizeof p, "%s/%s", cells, de->d_name);
+        cJSON *c = NULL;
+        if (jv_load_file(p, &c, NULL) != FP_OK)
+            continue; // gone meanwhile
+        const cJSON *r = cJSON_GetObjectItemCaseSensitive(c, "rank");
+        const cJSON *pj = cJSON_GetObjectItemCaseSensitive(c, "pid");
+        if (cJSON_IsNumber(r) && r->valueint == rank && cJSON_IsNumber(pj))
+            pid = (pid_t)pj->valueint;
+        cJSON_Delete(c);
+    }
+    closedir(d);
+    return pid;
+}
+
+// Rank 1 is stopped and killed in the middle of a cell; mpirun takes the job down; a
+// rerun finishes the matrix, and the cells equal those of one process.
+START_TEST(mpi_killed_rank_then_rerun_gives_the_same_cells) {
+    if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN")) {
+        fprintf(stderr, "SKIP: FEDPRIV_BIN is not set (make test sets it)\n");
+        return;
+    }
+    const char *mpirun = mpirun_or_skip("mpi_killed_rank_then_rerun_gives_the_same_cells");
+    if (!mpirun)
+        return;
+    setup_data();
+    // Four cells of about 0.1 s each in the release build: long enough to catch rank 1
+    // inside one.
+    write_real_matrix(SLOW_MATRIX, 8,
+                      "[{\"name\": \"none\"}, {\"name\": \"laplace\", \"clip\": 1, \"epsilon\": [1, 2]},"
+                      " {\"name\": \"gaussian-dpfedavg\", \"noise\": \"client\", \"epsilon\": 1}]");
+    const char *ref = TEST_DIR "/slow-one", *dir = TEST_DIR "/slow-mpi";
+    standin_rm(ref);
+    standin_rm(dir);
+    const char *argv[16];
+    mpi_argv(argv, mpirun, "2", SLOW_MATRIX, dir);
+    sanitizer_env_for_mpi(0);
+    fflush(NULL);
+    pid_t job = fork();
+    ck_assert_int_ge(job, 0);
+    if (job == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        dup2(devnull, 2);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    pid_t victim = 0;
+    for (int t = 0; t < 12000 && !victim; t++) { // up to a minute for the ranks to start
+        victim = claim_of_rank(dir, 1);
+        if (!victim)
+            usleep(5000);
+    }
+    ck_assert_msg(victim > 0, "rank 1 never claimed a cell");
+    kill(victim, SIGSTOP); // frozen where it is (mid-cell, or just past it), then killed
+    ck_assert_int_eq(kill(victim, SIGKILL), 0);
+    int status;
+    ck_assert_int_eq(waitpid(job, &status, 0), job);
+    ck_assert_msg(!(WIFEXITED(status) && WEXITSTATUS(status) == 0), "the job survived the loss of a rank");
+    MatrixStatus st;
+    FpError err = {0};
+    ck_assert_msg(matrix_status_load(dir, &st, &err) == FP_OK, "%s", err.msg);
+    int finished = st.counts[CELL_STATE_DONE] + st.counts[CELL_STATE_DIVERGED];
+    ck_assert_int_lt(finished, 4);                       // killed mid-matrix
+    ck_assert_int_eq(st.counts[CELL_STATE_RUNNING], 0); // every writer is gone: nothing "running"
+    matrix_status_free(&st);
+    int rc = mpi_matrix(mpirun, 2, SLOW_MATRIX, dir);
+    ck_assert_msg(rc == 0, "the rerun exited %d:\n%s", rc, err_buf);
+    char want[64];
+    snprintf(want, sizeof want, "%d already finished", finished);
+    ck_assert_msg(strstr(err_buf, want), "no \"%s\" in:\n%s", want, err_buf);
+    rc = run_matrix(SLOW_MATRIX, ref, NULL, NULL);
+    ck_assert_msg(rc == 0, "the one-process run exited %d:\n%s", rc, err_buf);
+    assert_same_runs(ref, dir);
+    assert_same_runs(dir, ref);
+}
+END_TEST
+
+Suite *suite_cluster_cli(void) {
+    Suite *s = suite_create("cluster_cli");
+    TCase *tc = tcase_create("cli");
+    tcase_set_timeout(tc, 600); // ASan and a busy machine: one full run can take a minute
+    tcase_add_test(tc, cli_every_way_gives_the_same_cells);
+    tcase_add_test(tc, mpi_killed_rank_then_rerun_gives_the_same_cells);
+    suite_add_tcase(s, tc);
+    return s;
+}
