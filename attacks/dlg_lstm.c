@@ -38,6 +38,7 @@
 #include "attacks/lbfgs.h"
 #include "attacks/victims.h"
 #include "core/jsonv.h"
+#include "defenses/registry.h"
 
 #define DLGR_MAX_TARGETS 256
 #define DLGR_MAX_EPS 16

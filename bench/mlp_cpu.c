@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "core/jsonv.h"
+#include "defenses/registry.h"
 #include "fl/experiment.h"
 
 static double cpu_seconds(clockid_t c) {
@@ -71,7 +72,7 @@ int main(int argc, char **argv) {
     FpError err = {0};
     cJSON *root = NULL;
     Experiment ex;
-    if (jv_load_file(argv[1], &root, &err) != FP_OK || experiment_load(root, NULL, "cpu", threads, &ex, &err) != FP_OK) {
+    if (jv_load_file(argv[1], &root, &err) != FP_OK || experiment_load(root, NULL, "cpu", threads, defense_find, &ex, &err) != FP_OK) {
         fprintf(stderr, "mlp_cpu: %s\n", err.msg);
         return 2;
     }

@@ -14,6 +14,7 @@
 #include "cli/cli.h"
 #include "core/files.h"
 #include "core/jsonv.h"
+#include "defenses/registry.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: fedpriv attack NAME --config FILE.json --out DIR [--device cpu|cuda] [--threads N]\n"
@@ -92,7 +93,7 @@ int cmd_attack(int argc, char **argv) {
     Experiment ex;
     AttackEnv env = {.attack_json = attack_json, .path = "attack", .out_dir = out};
     int rc = CLI_EXIT_OK;
-    if (experiment_load(root, extra, device, (int)threads, &ex, &err) != FP_OK) {
+    if (experiment_load(root, extra, device, (int)threads, defense_find, &ex, &err) != FP_OK) {
         fp_error_prefix(&err, config);
         cJSON_Delete(owned);
         cJSON_Delete(root);

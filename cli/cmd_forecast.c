@@ -14,6 +14,7 @@
 #include "core/files.h"
 #include "core/jsonv.h"
 #include "datasets/power_load.h"
+#include "defenses/registry.h"
 #include "fl/experiment.h"
 
 static void usage(FILE *f) {
@@ -106,7 +107,7 @@ int cmd_forecast(int argc, char **argv) {
         return cli_report_error("forecast", &err);
     static const char *const extra[] = {"attack", NULL};
     Experiment ex;
-    if (experiment_load(root, extra, NULL, 0, &ex, &err) != FP_OK) {
+    if (experiment_load(root, extra, NULL, 0, defense_find, &ex, &err) != FP_OK) {
         cJSON_Delete(root);
         return cli_report_error("forecast", &err);
     }

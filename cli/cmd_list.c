@@ -4,7 +4,8 @@
 #include "cli/cli.h"
 #include "attacks/attack.h"
 #include "datasets/dataset.h"
-#include "defenses/defense.h"
+#include "defenses/registry.h"
+#include "fl/defense.h"
 #include "models/model.h"
 
 int cmd_list(int argc, char **argv) {

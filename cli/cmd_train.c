@@ -9,6 +9,7 @@
 #include "cli/cli.h"
 #include "core/files.h"
 #include "core/jsonv.h"
+#include "defenses/registry.h"
 #include "fl/experiment.h"
 
 static void usage(FILE *f) {
@@ -66,7 +67,7 @@ int cmd_train(int argc, char **argv) {
         cJSON_AddStringToObject(root, "rng", "secure");
     }
     Experiment ex;
-    if (experiment_load(root, NULL, device, (int)threads, &ex, &err) != FP_OK) {
+    if (experiment_load(root, NULL, device, (int)threads, defense_find, &ex, &err) != FP_OK) {
         cJSON_Delete(root);
         // Messages name the JSON path; say which file it is in.
         fp_error_prefix(&err, config);

@@ -54,7 +54,7 @@
 #include "core/jsonv.h"
 #include "defenses/accountant.h"
 #include "defenses/clip.h"
-#include "defenses/defense.h"
+#include "fl/defense.h"
 
 enum { SENS_2C = 0, SENS_GIVEN = 1, SENS_NBAFL = 2 };
 

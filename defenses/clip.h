@@ -4,7 +4,7 @@
 //
 // Conventions
 // - "Trainable" means the layers with ParamLayer.trainable set; batch-norm running
-//   statistics are never clipped or noised (defenses/defense.h).
+//   statistics are never clipped or noised (fl/defense.h).
 // - Norms are accumulated in double, elements in buffer order, so the result does not
 //   depend on threads.
 // - Noise on element i is drawn with rng_normal_at(rng, i), i the flat index of the
@@ -19,7 +19,7 @@
 
 #include "core/params.h"
 #include "core/rng.h"
-#include "defenses/defense.h"
+#include "fl/defense.h"
 
 // L2 norm of the trainable elements of x.
 double clip_norm(const float *x, const ParamTable *t);

@@ -54,7 +54,7 @@
 
 #include "core/jsonv.h"
 #include "defenses/clip.h"
-#include "defenses/defense.h"
+#include "fl/defense.h"
 #include "models/predict.h"
 
 typedef struct DpFedAsgp {

@@ -27,7 +27,7 @@
 
 #include "core/jsonv.h"
 #include "defenses/clip.h"
-#include "defenses/defense.h"
+#include "fl/defense.h"
 
 typedef struct DpFedAvg {
     ClipGaussian g;

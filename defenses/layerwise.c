@@ -44,7 +44,7 @@
 #include <string.h>
 
 #include "core/jsonv.h"
-#include "defenses/defense.h"
+#include "fl/defense.h"
 #include "defenses/shapley.h"
 #include "models/model.h"
 #include "models/predict.h"

@@ -23,7 +23,7 @@
 #ifndef FEDPRIV_DEFENSES_MECH_DEFENSE_H
 #define FEDPRIV_DEFENSES_MECH_DEFENSE_H
 
-#include "defenses/defense.h"
+#include "fl/defense.h"
 #include "defenses/mech.h"
 
 typedef struct MechDefense {

@@ -89,7 +89,7 @@ FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train
 }
 
 FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const char *device_override,
-                         int threads_override, Experiment *ex, FpError *err) {
+                         int threads_override, DefenseFindFn find_defense, Experiment *ex, FpError *err) {
     memset(ex, 0, sizeof *ex);
     const char *base[] = {"seed", "dataset", "model", "federation", "defense", "device", "threads", "description",
                           "rng"};
@@ -145,12 +145,12 @@ FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const
     if (defj) {
         const char *dname;
         FP_TRY(jv_string(defj, "defense", "name", JV_REQUIRED, NULL, &dname, err));
-        ex->defense = defense_find(dname);
+        ex->defense = find_defense ? find_defense(dname) : strcmp(dname, defense_none.name) == 0 ? &defense_none : NULL;
         if (!ex->defense)
             return fp_fail(err, FP_EPARAM, "defense.name: unknown defense \"%.64s\" (fedpriv list shows the defenses)",
                            dname);
     } else
-        ex->defense = defense_find("none");
+        ex->defense = &defense_none;
     // Validate the model config before loading data, so config errors come fast.
     FP_TRY(experiment_load_data(dj, "dataset", &ex->train, &ex->test, ex->dataset_name, sizeof ex->dataset_name, err));
     ex->shape = (DataShape){.c = ex->train->c, .h = ex->train->h, .w = ex->train->w,

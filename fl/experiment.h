@@ -38,8 +38,10 @@ typedef struct Experiment {
 // Loads an experiment from a parsed config. extra_keys (NULL-terminated, may be NULL)
 // are the caller's own top-level keys (e.g. "attack"), validated by the caller.
 // device_override / threads_override (NULL / 0 = none) come from command-line options.
+// find_defense resolves "defense.name" (defenses/registry.h defense_find; NULL knows
+// only "none"): the engine does not know the defenses above it.
 FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const char *device_override,
-                         int threads_override, Experiment *ex, FpError *err);
+                         int threads_override, DefenseFindFn find_defense, Experiment *ex, FpError *err);
 void experiment_free(Experiment *ex);
 
 // Loads train and test sets from a "dataset" object (also used by attacks that need

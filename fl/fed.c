@@ -206,7 +206,7 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
     const FedConfig *c = &setup->cfg;
     size_t np = setup->global->table.n_params;
     if (!f->s.defense)
-        f->s.defense = defense_find("none");
+        f->s.defense = &defense_none;
     if (make_partition(f, err) != FP_OK || make_defense(f, err) != FP_OK)
         goto fail;
     // Workers.

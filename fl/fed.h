@@ -25,7 +25,7 @@
 
 #include "datasets/batch.h"
 #include "datasets/dataset.h"
-#include "defenses/defense.h"
+#include "fl/defense.h"
 #include "fl/upload.h"
 #include "models/model.h"
 #include "models/predict.h"

@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "defenses/defense.h"
+#include "fl/defense.h"
 
 // The upload of `kind` from trained weights w and the round's global weights g (host, n):
 //   UPLOAD_WEIGHTS w;  UPLOAD_DELTA w − g;  UPLOAD_GRADIENT (g − w)/lr.

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "core/jsonv.h"
+#include "defenses/registry.h"
 #include "fl/experiment.h"
 #include "fuzz/fuzz_util.h"
 
@@ -82,7 +83,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         cJSON_AddStringToObject(dj, "path", csv_path);
     }
     Experiment ex;
-    FpStatus st = experiment_load(root, NULL, NULL, 1, &ex, &err);
+    FpStatus st = experiment_load(root, NULL, NULL, 1, defense_find, &ex, &err);
     if (st == FP_OK) {
         Federation *f = experiment_federation(&ex, NULL, 1, &err);
         if (!f)

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "core/jsonv.h"
-#include "defenses/defense.h"
+#include "fl/defense.h"
 #include "reports/results.h"
 
 typedef struct Bound {

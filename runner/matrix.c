@@ -402,7 +402,8 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
     m->base_root = cJSON_Duplicate(m->root, 1);
     cJSON_DeleteItemFromObjectCaseSensitive(m->base_root, "defenses");
     cJSON_DeleteItemFromObjectCaseSensitive(m->base_root, "attacks");
-    TRY(experiment_load(m->base_root, NULL, opt->device, opt->threads, &m->base, err));
+    // (no "defense" here: each cell sets its own)
+    TRY(experiment_load(m->base_root, NULL, opt->device, opt->threads, NULL, &m->base, err));
     m->have_base = 1;
     for (int k = 0; k < m->n_attacks; k++) {
         AttackSpec *as = &m->attacks[k];

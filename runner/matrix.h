@@ -36,7 +36,8 @@
 #include <stdio.h>
 
 #include "attacks/attack.h"
-#include "defenses/defense.h"
+#include "defenses/registry.h"
+#include "fl/defense.h"
 #include "reports/results.h"
 
 // Where names are looked up. NULL (or a NULL slot) = the built-in registries; tests

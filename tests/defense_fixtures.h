@@ -11,7 +11,8 @@
 #include <string.h>
 
 #include "core/rng.h"
-#include "defenses/defense.h"
+#include "defenses/registry.h"
+#include "fl/defense.h"
 
 #define SEED 20240611ULL
 

@@ -19,6 +19,7 @@
 
 #include "core/jsonv.h"
 #include "core/rng.h"
+#include "defenses/registry.h"
 #include "runner/matrix.h"
 #include "eval/png.h"
 

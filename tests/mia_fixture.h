@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "attacks/target.h"
+#include "defenses/registry.h"
 
 
 static inline int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw) { return remove(p); }
@@ -77,7 +78,7 @@ static inline void fixture_open_sized(Fixture *fx, double lr, int spc, int round
     fx->root = cJSON_Parse(cfg);
     ck_assert_ptr_nonnull(fx->root);
     FpError err = {0};
-    ck_assert_msg(experiment_load(fx->root, NULL, "cpu", 2, &fx->ex, &err) == FP_OK, "%s", err.msg);
+    ck_assert_msg(experiment_load(fx->root, NULL, "cpu", 2, defense_find, &fx->ex, &err) == FP_OK, "%s", err.msg);
 }
 
 // The end-to-end tests' target: 3 rounds of 15 local epochs, 64 hidden units (overfits).

@@ -10,7 +10,8 @@
 #include <string.h>
 
 #include "defenses/accountant.h"
-#include "defenses/defense.h"
+#include "defenses/registry.h"
+#include "fl/defense.h"
 #include "defenses/mech_defense.h"
 #include "defenses/mech_internal.h"
 

@@ -424,7 +424,7 @@ START_TEST(global_target_members_took_part) {
         cJSON *root = cJSON_Parse(cfg), *aj = cJSON_Parse("{\"name\": \"cs-mia\"}");
         Experiment ex;
         FpError err = {0};
-        ck_assert_msg(experiment_load(root, NULL, "cpu", 2, &ex, &err) == FP_OK, "%s", err.msg);
+        ck_assert_msg(experiment_load(root, NULL, "cpu", 2, defense_find, &ex, &err) == FP_OK, "%s", err.msg);
         AttackEnv env = {.ex = &ex, .attack_json = aj, .path = "attack", .out_dir = dir, .quiet = 1};
         MiaTargetConfig tc;
         ck_assert_int_eq(mia_target_parse(&env, &tc, &err), FP_OK);

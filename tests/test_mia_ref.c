@@ -18,6 +18,7 @@
 
 #include "attacks/refcache.h"
 #include "attacks/target.h"
+#include "defenses/registry.h"
 #include "core/jsonv.h"
 #include "runner/matrix.h"
 #include "tests/cli_run.h"
@@ -528,7 +529,7 @@ START_TEST(e2e_online_references_count_only_clients_that_took_part) {
     cJSON *root = cJSON_Parse(cfg);
     Experiment ex;
     FpError err = {0};
-    ck_assert_msg(experiment_load(root, NULL, "cpu", 2, &ex, &err) == FP_OK, "%s", err.msg);
+    ck_assert_msg(experiment_load(root, NULL, "cpu", 2, defense_find, &ex, &err) == FP_OK, "%s", err.msg);
     Experiment keep = fx.ex;
     fx.ex = ex;
     AttackCache *cache = attack_cache_create();

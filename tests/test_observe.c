@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "core/jsonv.h"
+#include "defenses/registry.h"
 #include "fl/experiment.h"
 #include "tests/cli_run.h"
 

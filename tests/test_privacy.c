@@ -1,4 +1,4 @@
-// Privacy records (defenses/defense.h): the one settling rule, and issue findings (b)–(e)
+// Privacy records (fl/defense.h): the one settling rule, and issue findings (b)–(e)
 // of the federated accounts, each with the control that the old accounting fails:
 //   (b) client noise shares sized for the realised cohort: the sum carries exactly z for
 //       every k (the old shares, sized for m = qN, give z·√(k/m)); the paper variant

@@ -1,6 +1,8 @@
-// The defense plugin contract. A defense perturbs what a client uploads (client side),
-// may replace the server's aggregation, and reports what privacy it spent. One file
-// per defense; defenses/registry.c lists them.
+// The defense plugin contract, owned by the engine that calls it (fl/fed.c). A defense
+// perturbs what a client uploads (client side), may replace the server's aggregation,
+// and reports what privacy it spent. The defenses themselves are plugins above fl: one
+// file per defense in defenses/, listed by defenses/registry.h. The engine itself knows
+// one: defense_none, plain FedAvg (fl/defense.c), which it runs when given no defense.
 //
 // The engine (fl/) is the only caller: it builds the one DefenseSetup of a federation
 // (fl/fed.c fed_create) and every DefenseRound (fl/upload.c, the one client-upload path
@@ -23,8 +25,8 @@
 //   the same numbers.
 // - `variant` is "corrected" (the default: the mechanism with the digest's fixes) or
 //   "paper" (as published), plus defense-specific ones ("pnpm" for spm).
-#ifndef FEDPRIV_DEFENSES_DEFENSE_H
-#define FEDPRIV_DEFENSES_DEFENSE_H
+#ifndef FEDPRIV_FL_DEFENSE_H
+#define FEDPRIV_FL_DEFENSE_H
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
@@ -230,9 +232,11 @@ typedef struct DefenseOps {
 // (privacy_record_settle): what the engine and every result report.
 void defense_privacy(const DefenseOps *ops, const void *state, int rounds_done, PrivacyRecord *rec);
 
-// The registry (defenses/registry.c).
-const DefenseOps *defense_find(const char *name);
-int defense_count(void);
-const DefenseOps *defense_at(int i);
+// Looks a defense up by name (defenses/registry.h defense_find, or a test's stand-ins);
+// NULL when there is none of that name.
+typedef const DefenseOps *(*DefenseFindFn)(const char *name);
+
+// Plain FedAvg: uploads untouched, no privacy claimed (the "none" of every registry).
+extern const DefenseOps defense_none;
 
 #endif

@@ -1,0 +1,99 @@
+// What the defense contract (fl/defense.h) defines itself: the names of guarantees, how
+// a privacy record is settled (privacy_assume, privacy_record_settle, defense_privacy),
+// and `none`, plain FedAvg: clients upload their weights untouched and no privacy is
+// claimed. The engine runs it when it is given no defense; the registry lists it.
+#include <math.h>
+#include <string.h>
+
+#include "core/jsonv.h"
+#include "fl/defense.h"
+
+const char *guarantee_name(Guarantee g) {
+    static const char *const names[] = {[GUARANTEE_NONE] = "none", [GUARANTEE_CONDITIONAL] = "conditional",
+                                        [GUARANTEE_PROVEN] = "proven"};
+    return (unsigned)g < sizeof names / sizeof names[0] ? names[g] : "none";
+}
+
+void privacy_assume(PrivacyRecord *rec, const char *sentence) {
+    if (!sentence)
+        return;
+    for (int i = 0; i < PRIVACY_MAX_ASSUMPTIONS; i++) {
+        if (!rec->assumptions[i]) {
+            rec->assumptions[i] = sentence;
+            return;
+        }
+        if (strcmp(rec->assumptions[i], sentence) == 0)
+            return;
+    }
+    rec->guarantee = GUARANTEE_NONE; // it cannot say all it assumes
+}
+
+void privacy_record_settle(PrivacyRecord *rec) {
+    int n = 0;
+    while (n < PRIVACY_MAX_ASSUMPTIONS && rec->assumptions[n])
+        n++;
+    if ((unsigned)rec->guarantee > GUARANTEE_PROVEN)
+        rec->guarantee = GUARANTEE_NONE;
+    if (rec->guarantee == GUARANTEE_PROVEN && n > 0)
+        rec->guarantee = GUARANTEE_CONDITIONAL; // a bound that needs assumptions is not proven
+    if (rec->guarantee == GUARANTEE_CONDITIONAL && n == 0)
+        rec->guarantee = GUARANTEE_NONE;        // nor is one that does not say what it needs
+    if (isnan(rec->epsilon_total_sound))
+        rec->guarantee = GUARANTEE_NONE;
+    rec->epsilon_total_conditional = rec->epsilon_total_upload_conditional = NAN;
+    if (rec->guarantee == GUARANTEE_CONDITIONAL) {
+        rec->epsilon_total_conditional = rec->epsilon_total_sound;
+        rec->epsilon_total_upload_conditional = rec->epsilon_total_upload;
+    }
+    if (rec->guarantee != GUARANTEE_PROVEN) {
+        rec->epsilon_total_sound = INFINITY;
+        rec->epsilon_total_upload = INFINITY;
+    } else if (isnan(rec->epsilon_total_upload)) {
+        rec->epsilon_total_upload = INFINITY;
+    }
+}
+
+void defense_privacy(const DefenseOps *ops, const void *state, int rounds_done, PrivacyRecord *rec) {
+    *rec = (PrivacyRecord){.sigma = -1};
+    ops->privacy(state, rounds_done, rec);
+    privacy_record_settle(rec);
+}
+
+static FpStatus none_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
+                            FpError *err) {
+    static const char *const keys[] = {"name", NULL};
+    FP_TRY(jv_keys(params, path, keys, err));
+    *state = NULL;
+    return FP_OK;
+}
+
+static void none_destroy(void *state) {}
+
+static UploadKind none_upload_kind(const void *state) { return UPLOAD_WEIGHTS; }
+
+static FpStatus none_perturb(void *state, float *upload, const DefenseRound *round, FpError *err) {
+    return FP_OK;
+}
+
+static void none_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
+    *rec = (PrivacyRecord){.unit = "none",
+                           .epsilon_round_nominal = INFINITY,
+                           .epsilon_total_nominal = INFINITY,
+                           .nominal_notion = "no privacy claimed",
+                           .epsilon_total_sound = INFINITY,
+                           .delta = 0,
+                           .sound_notion = "no guarantee",
+                           .sigma = -1};
+    privacy_assume(rec, "no noise is added: the server and anyone on the uplink see each client's trained weights");
+}
+
+const DefenseOps defense_none = {
+    .name = "none",
+    .summary = "FedAvg without any defense (the baseline)",
+    .variants = NULL,
+    .create = none_create,
+    .destroy = none_destroy,
+    .upload_kind = none_upload_kind,
+    .client_perturb = none_perturb,
+    .privacy = none_privacy,
+};
