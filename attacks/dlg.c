@@ -33,6 +33,7 @@
 #include "attacks/attack.h"
 #include "attacks/inversion.h"
 #include "attacks/victims.h"
+#include "core/json_number.h"
 #include "core/jsonv.h"
 #include "eval/image_metrics.h"
 #include "eval/png.h"
@@ -213,15 +214,6 @@ static void clamp01(float *dst, const float *src, size_t n) {
         dst[i] = isnan(src[i]) ? 0.0f : src[i] < 0.0f ? 0.0f : src[i] > 1.0f ? 1.0f : src[i];
 }
 
-static void add_number(cJSON *o, const char *key, double v) {
-    if (isfinite(v))
-        cJSON_AddNumberToObject(o, key, v);
-    else if (isinf(v))
-        cJSON_AddStringToObject(o, key, v > 0 ? "inf" : "-inf");
-    else
-        cJSON_AddNullToObject(o, key);
-}
-
 static FpStatus write_png(const char *dir, const char *rel, const float *img, int c, int h, int w, FpError *err) {
     char full[4096];
     snprintf(full, sizeof full, "%s/%s", dir, rel);
@@ -305,10 +297,10 @@ static FpStatus score_batch(const AttackEnv *env, const DlgOptions *o, const Dat
         if (!o->idlg)
             cJSON_AddItemToObject(e, "label_probabilities",
                                   cJSON_CreateFloatArray(res.label_probs + (size_t)j * res.classes, res.classes));
-        add_number(e, "ssim", im.ssim);
-        add_number(e, "psnr", im.psnr);
-        add_number(e, "mse", im.mse);
-        add_number(e, "matching_loss", res.loss);
+        jnum_add(e, "ssim", im.ssim);
+        jnum_add(e, "psnr", im.psnr);
+        jnum_add(e, "mse", im.mse);
+        jnum_add(e, "matching_loss", res.loss);
         cJSON_AddNumberToObject(e, "best_restart", res.best_restart);
         cJSON *rl = cJSON_AddArrayToObject(e, "restart_losses");
         for (int k = 0; k < o->inv.restarts; k++)
@@ -334,8 +326,8 @@ static FpStatus score_batch(const AttackEnv *env, const DlgOptions *o, const Dat
                 st = write_png(env->out_dir, sp, snap, c, h, w, err);
             cJSON *so = cJSON_CreateObject();
             cJSON_AddNumberToObject(so, "step", res.snapshot_steps[k]);
-            add_number(so, "ssim", s_ssim);
-            add_number(so, "matching_loss", res.loss_curve[res.snapshot_steps[k]]);
+            jnum_add(so, "ssim", s_ssim);
+            jnum_add(so, "matching_loss", res.loss_curve[res.snapshot_steps[k]]);
             cJSON_AddStringToObject(so, "png", sp);
             cJSON_AddItemToArray(sn, so);
             // Evenly spaced snapshots fill the grid's middle columns.
@@ -546,9 +538,9 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
     if (st == FP_OK) {
         cJSON_AddStringToObject(result, "grid_png", "grid.png");
         cJSON_AddStringToObject(result, "grid_layout", "one row per image: original, evenly spaced snapshots, final");
-        add_number(result, "ssim_mean", tot.ssim_sum / tot.n);
-        add_number(result, "psnr_mean", tot.psnr_sum / tot.n);
-        add_number(result, "mse_mean", tot.mse_sum / tot.n);
+        jnum_add(result, "ssim_mean", tot.ssim_sum / tot.n);
+        jnum_add(result, "psnr_mean", tot.psnr_sum / tot.n);
+        jnum_add(result, "mse_mean", tot.mse_sum / tot.n);
         cJSON_AddNumberToObject(result, "label_accuracy", (double)tot.labels_ok / tot.n);
         cJSON_AddNumberToObject(result, "images_recovered", tot.ssim_95); // SSIM >= recovered_ssim
         cJSON_AddNumberToObject(result, "recovered_ssim", 0.95);

@@ -37,6 +37,7 @@
 #include "attacks/attack.h"
 #include "attacks/lbfgs.h"
 #include "attacks/victims.h"
+#include "core/json_number.h"
 #include "core/jsonv.h"
 #include "defenses/registry.h"
 
@@ -252,13 +253,6 @@ static void clamp_window(float *dst, const float *z, const float *lo, const floa
         }
 }
 
-static void add_number(cJSON *o, const char *key, double v) {
-    if (isfinite(v))
-        cJSON_AddNumberToObject(o, key, v);
-    else
-        cJSON_AddNullToObject(o, key);
-}
-
 static cJSON *curve_json(const double *v, int n) {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; i < n; i++)
@@ -341,11 +335,11 @@ static FpStatus attack_curve(const AttackEnv *env, const DlgrOptions *o, const F
         if (st == FP_OK) {
             cJSON *t = cJSON_CreateObject();
             cJSON_AddNumberToObject(t, "sample", o->samples[k]);
-            add_number(t, "final_matching_loss", dval);
-            add_number(t, "final_window_mse", window_mse(zc, x, nx));
-            add_number(t, "final_recent_mse", window_mse(zc + off, x + off, nr));
-            add_number(t, "final_window_mse_unclamped", window_mse(z, x, nx));
-            add_number(t, "final_target_abs_error", fabs((double)z[nx] - y));
+            jnum_add(t, "final_matching_loss", dval);
+            jnum_add(t, "final_window_mse", window_mse(zc, x, nx));
+            jnum_add(t, "final_recent_mse", window_mse(zc + off, x + off, nr));
+            jnum_add(t, "final_window_mse_unclamped", window_mse(z, x, nx));
+            jnum_add(t, "final_target_abs_error", fabs((double)z[nx] - y));
             // Per time step (window rows), the reconstruction's MSE: which hours leak.
             cJSON *rows = cJSON_AddArrayToObject(t, "window_mse_per_step");
             for (int r = 0; r < ob.T; r++)
@@ -354,10 +348,10 @@ static FpStatus attack_curve(const AttackEnv *env, const DlgrOptions *o, const F
         }
     }
     if (st == FP_OK) {
-        add_number(curve, "final_matching_loss_mean", loss_c[S]);
-        add_number(curve, "final_window_mse_mean", mse_c[S]);
-        add_number(curve, "final_recent_mse_mean", rec_c[S]);
-        add_number(curve, "final_target_abs_error_mean", yerr_c[S]);
+        jnum_add(curve, "final_matching_loss_mean", loss_c[S]);
+        jnum_add(curve, "final_window_mse_mean", mse_c[S]);
+        jnum_add(curve, "final_recent_mse_mean", rec_c[S]);
+        jnum_add(curve, "final_target_abs_error_mean", yerr_c[S]);
         cJSON_AddItemToObject(curve, "matching_loss", curve_json(loss_c, S + 1));
         cJSON_AddItemToObject(curve, "window_mse", curve_json(mse_c, S + 1));
         cJSON_AddItemToObject(curve, "recent_mse", curve_json(rec_c, S + 1));
@@ -437,7 +431,7 @@ static FpStatus dlgr_run(const AttackEnv *env, cJSON *result, FpError *err) {
             cJSON_AddItemToArray(s, cJSON_CreateNumber(o.samples[k]));
         if (isnan(headline)) // only the reference ran
             headline = cJSON_GetNumberValue(cJSON_GetObjectItem(cJSON_GetArrayItem(curves, 0), "final_window_mse_mean"));
-        add_number(result, "window_mse_final", headline);
+        jnum_add(result, "window_mse_final", headline);
     }
     free(obs);
     free(mean);

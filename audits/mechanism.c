@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/json_number.h"
 #include "core/rng.h"
 
 AuditConfig audit_config_default(void) {
@@ -346,13 +347,6 @@ FpStatus audit_run(const Mech *m, const AuditConfig *cfg, AuditResult *res, FpEr
 
 // ---- JSON -------------------------------------------------------------------------------
 
-static void add_num(cJSON *o, const char *key, double v) {
-    if (isfinite(v))
-        cJSON_AddNumberToObject(o, key, v);
-    else
-        cJSON_AddNullToObject(o, key);
-}
-
 static cJSON *bound_array(double lo, double hi) {
     cJSON *a = cJSON_CreateArray();
     cJSON_AddItemToArray(a, isfinite(lo) ? cJSON_CreateNumber(lo) : cJSON_CreateNull());
@@ -389,34 +383,34 @@ cJSON *audit_result_json(const Mech *m, const AuditResult *r) {
     for (int i = 0; i < r->n_inputs; i++) {
         const AuditInput *a = &r->in[i];
         cJSON *j = cJSON_CreateObject();
-        add_num(j, "input", a->input);
-        add_num(j, "input_used", a->input_used);
-        add_num(j, "mean", a->mean);
-        add_num(j, "mean_theory", a->mean_theory);
-        add_num(j, "z_mean", a->z_mean);
-        add_num(j, "bias_factor", a->bias_factor);
-        add_num(j, "bias_factor_theory", a->bias_factor_theory);
-        add_num(j, "variance", a->variance);
-        add_num(j, "variance_theory", a->variance_theory);
-        add_num(j, "z_variance", a->z_variance);
-        add_num(j, "variance_paper_claim", a->variance_claimed);
-        add_num(j, "min", a->min);
-        add_num(j, "max", a->max);
+        jnum_add(j, "input", a->input);
+        jnum_add(j, "input_used", a->input_used);
+        jnum_add(j, "mean", a->mean);
+        jnum_add(j, "mean_theory", a->mean_theory);
+        jnum_add(j, "z_mean", a->z_mean);
+        jnum_add(j, "bias_factor", a->bias_factor);
+        jnum_add(j, "bias_factor_theory", a->bias_factor_theory);
+        jnum_add(j, "variance", a->variance);
+        jnum_add(j, "variance_theory", a->variance_theory);
+        jnum_add(j, "z_variance", a->z_variance);
+        jnum_add(j, "variance_paper_claim", a->variance_claimed);
+        jnum_add(j, "min", a->min);
+        jnum_add(j, "max", a->max);
         cJSON_AddItemToArray(ins, j);
     }
-    add_num(o, "bias_factor", r->bias_factor);
-    add_num(o, "bias_factor_se", r->bias_factor_se);
-    add_num(o, "bias_factor_theory", r->bias_factor_theory);
-    add_num(o, "epsilon_lower_bound", r->epsilon_lower_bound);
+    jnum_add(o, "bias_factor", r->bias_factor);
+    jnum_add(o, "bias_factor_se", r->bias_factor_se);
+    jnum_add(o, "bias_factor_theory", r->bias_factor_theory);
+    jnum_add(o, "epsilon_lower_bound", r->epsilon_lower_bound);
     if (r->lb_from >= 0) {
         cJSON *w = cJSON_AddObjectToObject(o, "epsilon_lower_bound_witness");
-        add_num(w, "input", r->in[r->lb_from].input);
-        add_num(w, "input_other", r->in[r->lb_to].input);
+        jnum_add(w, "input", r->in[r->lb_from].input);
+        jnum_add(w, "input_other", r->in[r->lb_to].input);
         cJSON_AddItemToObject(w, "output_set", bound_array(r->set_lo, r->set_hi));
         cJSON_AddNumberToObject(w, "count", (double)r->count_from);
         cJSON_AddNumberToObject(w, "count_other", (double)r->count_to);
-        add_num(w, "p_lower", r->p_lower);
-        add_num(w, "p_other_upper", r->q_upper);
+        jnum_add(w, "p_lower", r->p_lower);
+        jnum_add(w, "p_other_upper", r->q_upper);
     }
     cJSON_AddNumberToObject(o, "confidence", 1 - r->alpha);
     cJSON_AddNumberToObject(o, "bins", r->bins);

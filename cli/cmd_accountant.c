@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/json_number.h"
 #include "defenses/accountant.h"
 
 static const char *const CMD = "accountant";
@@ -240,7 +241,7 @@ int cmd_accountant(int argc, char **argv) {
         cJSON_AddStringToObject(o, "conversion", conv_name);
         cJSON_AddStringToObject(o, "orders", orders_name);
         cJSON_AddBoolToObject(o, "alpha_at_grid_edge", at_edge);
-        char *s = cJSON_PrintUnformatted(o);
+        char *s = jnum_print(o, 0);
         cJSON_Delete(o);
         if (!s) {
             FpError e = {FP_ENOMEM, "out of memory"};

@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "core/files.h"
+#include "core/json_number.h"
 #include "core/jsonv.h"
 #include "audits/mechanism.h"
 #include "audits/support.h"
@@ -360,7 +361,7 @@ int cmd_audit(int argc, char **argv) {
         goto done;
     }
     if (json) {
-        char *s = jv_print(rj, 1);
+        char *s = jnum_print(rj, 1);
         printf("%s\n", s);
         free(s);
     } else {

@@ -12,6 +12,7 @@
 
 #include "cli/cli.h"
 #include "core/files.h"
+#include "core/json_number.h"
 #include "core/jsonv.h"
 #include "datasets/power_load.h"
 #include "defenses/registry.h"
@@ -29,10 +30,7 @@ static cJSON *metrics_json(double mse, double mae, double mape) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "mse", mse);
     cJSON_AddNumberToObject(o, "mae", mae);
-    if (isfinite(mape))
-        cJSON_AddNumberToObject(o, "mape", mape);
-    else
-        cJSON_AddNullToObject(o, "mape");
+    jnum_add(o, "mape", mape);
     return o;
 }
 
@@ -142,7 +140,7 @@ int cmd_forecast(int argc, char **argv) {
         if (jv_write_file_atomic(out, res, &err) != FP_OK)
             rc = cli_report_error("forecast", &err);
     } else {
-        char *text = jv_print(res, 1);
+        char *text = jnum_print(res, 1);
         puts(text);
         free(text);
     }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/json_number.h"
 #include "eval/image_metrics.h"
 #include "eval/png.h"
 
@@ -29,12 +30,9 @@ static int print_json(const char *a, const char *b, int c, int h, int w, const I
     cJSON_AddNumberToObject(o, "height", h);
     cJSON_AddNumberToObject(o, "width", w);
     cJSON_AddNumberToObject(o, "ssim", m->ssim);
-    if (isfinite(m->psnr))
-        cJSON_AddNumberToObject(o, "psnr", m->psnr);
-    else
-        cJSON_AddNullToObject(o, "psnr");
+    jnum_add(o, "psnr", m->psnr); // +inf for identical images
     cJSON_AddNumberToObject(o, "mse", m->mse);
-    char *text = cJSON_PrintUnformatted(o);
+    char *text = jnum_print(o, 0);
     cJSON_Delete(o);
     if (!text)
         return 0;

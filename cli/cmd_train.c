@@ -8,6 +8,7 @@
 
 #include "cli/cli.h"
 #include "core/files.h"
+#include "core/json_number.h"
 #include "core/jsonv.h"
 #include "defenses/registry.h"
 #include "fl/experiment.h"
@@ -118,7 +119,7 @@ int cmd_train(int argc, char **argv) {
             if (jv_write_file_atomic(out, res, &err) != FP_OK)
                 rc = cli_report_error("train", &err);
         } else {
-            char *text = jv_print(res, 1);
+            char *text = jnum_print(res, 1);
             puts(text);
             free(text);
         }

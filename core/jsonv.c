@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "core/files.h"
+#include "core/json_number.h"
 #include "core/proc.h"
 
 const char *jv_path(char *buf, size_t n, const char *parent, const char *key) {
@@ -305,7 +306,7 @@ char *jv_print(const cJSON *j, int formatted) {
 }
 
 FpStatus jv_write_file_atomic(const char *filename, const cJSON *json, FpError *err) {
-    char *text = jv_print(json, 1);
+    char *text = jnum_print(json, 1); // non-finite numbers by the one rule (core/json_number.h)
     if (!text)
         return fp_fail(err, FP_ENOMEM, "%s: out of memory serialising JSON", filename);
     size_t n = strlen(text);

@@ -73,8 +73,8 @@ int jv_text_integer(const char *text, long long *out);
 // NULL when out of memory.
 char *jv_print(const cJSON *j, int formatted);
 
-// Writes JSON (jv_print) to filename atomically: a new temp file beside it
-// ("FILE.tmp.HOST.PID", core/proc.h; created exclusively, never through a link), fsync,
+// Writes JSON (jnum_print: the non-finite rule, then jv_print) to filename atomically: a
+// new temp file beside it ("FILE.tmp.HOST.PID", core/proc.h; created exclusively, never through a link), fsync,
 // rename. A failed write leaves any earlier file untouched and no partial file behind; a
 // killed one leaves only the temp file.
 FpStatus jv_write_file_atomic(const char *filename, const cJSON *json, FpError *err);

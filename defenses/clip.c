@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_number.h"
 #include "core/jsonv.h"
 #include "defenses/accountant.h"
 
@@ -398,11 +399,7 @@ void clip_gaussian_describe(const ClipGaussian *g, cJSON *out) {
                                   "9), replace one client, orders 1.1..63 and 64..1024, Balle et al. 2020"
                                 : "RDP subsampled Gaussian (Poisson, add/remove one client), orders 1.1..63 and "
                                   "64..1024, Balle et al. 2020");
-    double e = clip_gaussian_epsilon(g, g->rounds);
-    if (isfinite(e))
-        cJSON_AddNumberToObject(out, "epsilon_after_all_rounds", e);
-    else
-        cJSON_AddNullToObject(out, "epsilon_after_all_rounds");
+    jnum_add(out, "epsilon_after_all_rounds", clip_gaussian_epsilon(g, g->rounds));
 }
 
 void clip_gaussian_upload_params(const ClipGaussian *g, int k, UploadParams *out) {

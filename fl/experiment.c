@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/json_number.h"
 #include "core/jsonv.h"
 #include "core/rng_secure.h"
 
@@ -180,33 +181,24 @@ Federation *experiment_federation(Experiment *ex, const FedHooks *hooks, int qui
     return fed_create(&s, err);
 }
 
-static void add_number_or_null(cJSON *o, const char *key, double v) {
-    if (isfinite(v))
-        cJSON_AddNumberToObject(o, key, v);
-    else if (isinf(v) && v > 0)
-        cJSON_AddStringToObject(o, key, "inf");
-    else
-        cJSON_AddNullToObject(o, key);
-}
-
 cJSON *privacy_record_json(const PrivacyRecord *p) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "unit", p->unit ? p->unit : "none");
     cJSON *nom = cJSON_AddObjectToObject(j, "nominal");
-    add_number_or_null(nom, "epsilon_round", p->epsilon_round_nominal);
-    add_number_or_null(nom, "epsilon_total", p->epsilon_total_nominal);
+    jnum_add(nom, "epsilon_round", p->epsilon_round_nominal);
+    jnum_add(nom, "epsilon_total", p->epsilon_total_nominal);
     cJSON_AddStringToObject(nom, "notion", p->nominal_notion ? p->nominal_notion : "");
     cJSON *snd = cJSON_AddObjectToObject(j, "sound");
-    add_number_or_null(snd, "epsilon_total", p->epsilon_total_sound);
+    jnum_add(snd, "epsilon_total", p->epsilon_total_sound);
     cJSON_AddNumberToObject(snd, "delta", p->delta);
     cJSON_AddStringToObject(snd, "notion", p->sound_notion ? p->sound_notion : "");
     if (p->guarantee == GUARANTEE_CONDITIONAL)
-        add_number_or_null(snd, "epsilon_total_conditional", p->epsilon_total_conditional);
+        jnum_add(snd, "epsilon_total_conditional", p->epsilon_total_conditional);
     if (p->upload_notion) {
         cJSON *up = cJSON_AddObjectToObject(snd, "upload");
-        add_number_or_null(up, "epsilon_total", p->epsilon_total_upload);
+        jnum_add(up, "epsilon_total", p->epsilon_total_upload);
         if (p->guarantee == GUARANTEE_CONDITIONAL)
-            add_number_or_null(up, "epsilon_total_conditional", p->epsilon_total_upload_conditional);
+            jnum_add(up, "epsilon_total_conditional", p->epsilon_total_upload_conditional);
         cJSON_AddStringToObject(up, "notion", p->upload_notion);
     }
     cJSON_AddStringToObject(j, "guarantee", guarantee_name(p->guarantee));
@@ -218,18 +210,16 @@ cJSON *privacy_record_json(const PrivacyRecord *p) {
     return j;
 }
 
-static void add_defined(cJSON *o, const char *key, double v) {
-    if (v >= 0 && isfinite(v))
-        cJSON_AddNumberToObject(o, key, v);
-    else
-        cJSON_AddNullToObject(o, key);
-}
+// A figure that may be "not defined" (< 0): null then, else by the one number rule.
+static void add_defined(cJSON *o, const char *key, double v) { jnum_add(o, key, v >= 0 ? v : NAN); }
+
+static void add_number(cJSON *o, const char *key, double v) { jnum_add(o, key, v); }
 
 cJSON *upload_params_json(const UploadParams *p) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "noise", p->noise ? p->noise : "none");
-    add_number_or_null(j, "noise_scale", p->noise_scale);
-    add_number_or_null(j, "server_noise_scale", p->server_noise_scale);
+    jnum_add(j, "noise_scale", p->noise_scale);
+    jnum_add(j, "server_noise_scale", p->server_noise_scale);
     cJSON_AddStringToObject(j, "clip_norm", p->clip_norm ? p->clip_norm : "none");
     add_defined(j, "clip", p->clip);
     add_defined(j, "epsilon", p->epsilon);
@@ -255,7 +245,7 @@ cJSON *upload_summary_json(const UploadSummary *u) {
     cJSON_AddNumberToObject(j, "count", u->uploads);
     cJSON_AddStringToObject(j, "noise", u->noise ? u->noise : "none");
     add_range(j, "noise_scale", u->noise_scale_min, u->noise_scale_max, 0);
-    add_number_or_null(j, "server_noise_scale", u->server_noise_scale);
+    jnum_add(j, "server_noise_scale", u->server_noise_scale);
     cJSON_AddStringToObject(j, "clip_norm", u->clip_norm ? u->clip_norm : "none");
     add_range(j, "clip", u->clip_min, u->clip_max, 1);
     add_range(j, "epsilon", u->epsilon_min, u->epsilon_max, 1);
@@ -269,12 +259,12 @@ cJSON *fed_rounds_json(const Federation *f, int with_timings) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "round", res->round);
         cJSON_AddNumberToObject(o, "participants", res->participants);
-        add_number_or_null(o, "test_accuracy", res->test_accuracy);
-        add_number_or_null(o, "test_loss", res->test_loss);
+        jnum_add(o, "test_accuracy", res->test_accuracy);
+        jnum_add(o, "test_loss", res->test_loss);
         if (!isnan(res->test_mae))
-            add_number_or_null(o, "test_mae", res->test_mae);
+            jnum_add(o, "test_mae", res->test_mae);
         if (!isnan(res->test_mape))
-            add_number_or_null(o, "test_mape", res->test_mape);
+            jnum_add(o, "test_mape", res->test_mape);
         cJSON_AddItemToObject(o, "privacy", privacy_record_json(&res->privacy));
         if (res->upload.uploads > 0)
             cJSON_AddItemToObject(o, "uploads", upload_summary_json(&res->upload));

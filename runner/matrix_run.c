@@ -9,6 +9,7 @@
 // when its JSON exists with the current spec hash, so a run killed at any instant
 // leaves either a finished cell or one that is run again from scratch. Forked cells die
 // with their parent (PR_SET_PDEATHSIG), so a killed run leaves no writer behind.
+#include "core/json_number.h"
 #include "runner/matrix_internal.h"
 
 #include <dirent.h>
@@ -41,13 +42,6 @@ static double now_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static void add_number_or_null(cJSON *o, const char *key, double v) {
-    if (isfinite(v))
-        cJSON_AddNumberToObject(o, key, v);
-    else
-        cJSON_AddNullToObject(o, key);
 }
 
 // Reads the status of cell c from disk when its file changed since the last look;
@@ -147,7 +141,7 @@ static FpStatus write_index(const Matrix *m, const char *dir, FpError *err) {
         const cJSON *variant = cJSON_GetObjectItemCaseSensitive(c->defense, "variant");
         if (cJSON_IsString(variant))
             cJSON_AddStringToObject(e, "variant", variant->valuestring);
-        add_number_or_null(e, "epsilon", c->epsilon);
+        jnum_add(e, "epsilon", c->epsilon);
         cJSON_AddItemToObject(e, "params", cJSON_Duplicate(c->params, 1));
         cJSON_AddNumberToObject(e, "defense_index", c->defense_index);
         cJSON_AddStringToObject(e, "status", cell_status_name(c->status));
@@ -180,7 +174,7 @@ static cJSON *cell_json_begin(const Cell *c) {
     cJSON_AddStringToObject(j, "spec_hash", c->hash);
     cJSON_AddItemToObject(j, "spec", cJSON_Duplicate(c->spec, 1));
     cJSON_AddStringToObject(j, "defense", c->ops->name);
-    add_number_or_null(j, "epsilon", c->epsilon);
+    jnum_add(j, "epsilon", c->epsilon);
     cJSON_AddItemToObject(j, "params", cJSON_Duplicate(c->params, 1));
     return j;
 }
@@ -296,10 +290,10 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
         cJSON_AddItemToObject(j, "defense_resolved", fed_defense_json(f));
         int nr = fed_rounds_done(f);
         const FedRoundResult *last = nr > 0 ? fed_round_result(f, nr - 1) : NULL;
-        add_number_or_null(model, "test_accuracy", last && fst == FP_OK ? last->test_accuracy : NAN);
-        add_number_or_null(model, "test_loss", last && fst == FP_OK ? last->test_loss : NAN);
+        jnum_add(model, "test_accuracy", last && fst == FP_OK ? last->test_accuracy : NAN);
+        jnum_add(model, "test_loss", last && fst == FP_OK ? last->test_loss : NAN);
         if (!m->base.test->n_classes)
-            add_number_or_null(model, "test_mae", last && fst == FP_OK ? last->test_mae : NAN);
+            jnum_add(model, "test_mae", last && fst == FP_OK ? last->test_mae : NAN);
         cJSON_AddItemToObject(model, "rounds", fed_rounds_json(f, 1));
         if (last)
             cJSON_AddItemToObject(j, "privacy", privacy_record_json(&last->privacy));
