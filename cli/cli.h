@@ -42,5 +42,6 @@ int cmd_ssim(int argc, char **argv);
 int cmd_matrix(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif

@@ -1,6 +1,7 @@
-// `fedpriv check DIR --baseline FILE.json`: the bounds a CI declares over a matrix run
-// (runner/check.h). Exit 0 when every bound holds, 1 with the list of violations, 2 on
-// bad input (an unreadable run or a malformed baseline).
+// `fedpriv check DIR --baseline FILE.json [--format text|json|junit|github]`: the bounds
+// a CI declares over a matrix run (runner/check.h). Exit 0 when every bound holds, 1
+// when one is violated, 2 on bad input (an unreadable run, a malformed baseline, a
+// name in it that exists nowhere).
 #include <stdio.h>
 #include <string.h>
 
@@ -9,11 +10,17 @@
 #include "runner/check.h"
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: fedpriv check DIR --baseline FILE.json\n"
+    fprintf(f, "usage: fedpriv check DIR --baseline FILE.json [--format text|json|junit|github]\n"
                "  Checks the matrix run in DIR (fedpriv matrix ... --out DIR) against the bounds in\n"
                "  FILE.json, e.g. \"DLG SSIM under spm with epsilon <= 1 at most 0.2\" or \"model accuracy\n"
-               "  without defense at least 0.8\" (format: docs/report.md). Prints each violation.\n"
-               "  Exit 0 when all bounds hold, 1 when any is violated, 2 on bad input.\n");
+               "  without defense at least 0.8\" (format: docs/report.md). Prints every comparison with the\n"
+               "  observed value and its margin to the bound, then the verdict:\n"
+               "    text    one line per comparison (default)\n"
+               "    json    one object with every comparison, for scripts\n"
+               "    junit   JUnit XML, one test case per comparison (CI test reports)\n"
+               "    github  GitHub Actions annotations: ::error lines for the violations\n"
+               "  Exit 0 when all bounds hold, 1 when any is violated, 2 on bad input (an unreadable run,\n"
+               "  a malformed baseline, an unknown defense, attack, metric or variant).\n");
 }
 
 int cmd_check(int argc, char **argv) {
@@ -21,11 +28,13 @@ int cmd_check(int argc, char **argv) {
         usage(stdout);
         return CLI_EXIT_OK;
     }
-    const char *dir = NULL, *baseline = NULL;
+    const char *dir = NULL, *baseline = NULL, *format = "text";
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--baseline") == 0 && v)
             baseline = argv[++i];
+        else if (strcmp(a, "--format") == 0 && v)
+            format = argv[++i];
         else if (a[0] != '-' && !dir)
             dir = a;
         else {
@@ -37,6 +46,11 @@ int cmd_check(int argc, char **argv) {
         fp_print_line(stderr, "fedpriv check: the run folder DIR and --baseline FILE.json are required");
         return CLI_EXIT_BADINPUT;
     }
+    int fmt = check_format_parse(format);
+    if (fmt < 0) {
+        fp_print_line(stderr, "fedpriv check: --format must be text, json, junit or github, got \"%.64s\"", format);
+        return CLI_EXIT_BADINPUT;
+    }
     FpError err = {0};
     cJSON *b = NULL;
     if (jv_load_file(baseline, &b, &err) != FP_OK)
@@ -46,18 +60,15 @@ int cmd_check(int argc, char **argv) {
     cJSON_Delete(b);
     if (st != FP_OK)
         return cli_report_error("check", &err);
-    int rc = CLI_EXIT_OK;
-    if (r.n_violations == 0)
-        printf("check: all %d bound%s hold (%d comparison%s)\n", r.bounds, r.bounds == 1 ? "" : "s", r.evaluations,
-               r.evaluations == 1 ? "" : "s");
-    else {
-        fp_print_line(stdout, "check: %d violation%s of %s (%d bound%s, %d comparison%s):", r.n_violations,
-               r.n_violations == 1 ? "" : "s", baseline, r.bounds, r.bounds == 1 ? "" : "s", r.evaluations,
-               r.evaluations == 1 ? "" : "s");
-        for (int i = 0; i < r.n_violations; i++)
-            fp_print_line(stdout, "  - %s", r.violations[i]);
+    HtmlBuf out;
+    hb_init(&out);
+    check_format(&r, (CheckFormat)fmt, dir, baseline, &out);
+    int rc = r.n_violations ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+    if (out.oom || fwrite(out.s ? out.s : "", 1, out.len, stdout) != out.len || fflush(stdout) != 0) {
+        fp_print_line(stderr, "fedpriv check: cannot write the result");
         rc = CLI_EXIT_FAIL;
     }
+    hb_free(&out);
     check_result_free(&r);
     return rc;
 }

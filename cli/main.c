@@ -25,6 +25,7 @@ static const Command commands[] = {
                            "--status DIR"},
     {"report", cmd_report, "the HTML report of a matrix run: DIR [-o report.html]"},
     {"check", cmd_check, "check a matrix run against declared bounds (CI): DIR --baseline FILE.json"},
+    {"export", cmd_export, "a matrix run as one tidy CSV or JSONL table: DIR [--format csv|jsonl] [-o FILE]"},
 };
 
 static void usage(FILE *f) {

@@ -3,6 +3,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/jsonv.h"
@@ -37,8 +38,14 @@ double jnum_value(const cJSON *item) {
 int jnum_is_value(const cJSON *item) { return cJSON_IsNumber(item) || isinf(jnum_value(item)); }
 
 const char *jnum_text(double v, char *buf, size_t n) {
-    if (isfinite(v))
-        snprintf(buf, n, "%.17g", v);
+    if (isfinite(v)) {
+        // The shortest of 15, 16 or 17 significant digits that reads back to v.
+        for (int digits = 15; digits <= 17; digits++) {
+            snprintf(buf, n, "%.*g", digits, v);
+            if (strtod(buf, NULL) == v)
+                break;
+        }
+    }
     else if (isinf(v))
         snprintf(buf, n, "%s", v > 0 ? "inf" : "-inf");
     else if (n > 0)

@@ -4,7 +4,8 @@
 //   JSON   finite -> a number, printed so that it reads back to the same double
 //          +inf   -> the string "inf"      -inf -> the string "-inf"
 //          NaN    -> null                  (no value: diverged, not defined, not run)
-//   CSV    finite -> %.17g                 +inf -> inf    -inf -> -inf    NaN -> empty field
+//   CSV    finite -> the shortest %.15g / %.16g / %.17g that reads back to the same double
+//          +inf   -> inf                   -inf -> -inf     NaN -> an empty field
 //
 // pandas (read_csv, and float() in Python's csv module) and R (read.csv) read the CSV
 // forms back as numbers, infinities included, and an empty field as missing.
@@ -26,7 +27,8 @@ cJSON *jnum_add(cJSON *obj, const char *key, double v);
 double jnum_value(const cJSON *item);
 // 1 when the item is a number or "inf" / "-inf" (a value, possibly infinite).
 int jnum_is_value(const cJSON *item);
-// The CSV / text form of v into buf (at least 32 bytes): "%.17g", "inf", "-inf" or "".
+// The CSV / text form of v into buf (at least 32 bytes): the shortest exact decimal,
+// "inf", "-inf" or "" (NaN).
 // Returns buf.
 const char *jnum_text(double v, char *buf, size_t n);
 // The JSON text of a tree (formatted or compact) with the rule applied to every number,

@@ -4,10 +4,12 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json_number.h"
 #include "core/jsonv.h"
 
 const char *cell_status_name(CellStatus s) {
@@ -34,6 +36,48 @@ int results_id_is_safe(const char *id) {
               *p == '-' || *p == '_'))
             return 0;
     return 1;
+}
+
+// Cells are grouped by their index entry's "setting" number (the matrix runner writes
+// it: one setting, several seeds); an entry without one is a setting of its own. A
+// number outside [0, n) is a malformed index.
+static FpStatus group_settings(MatrixResults *r) {
+    int n = r->n ? r->n : 1;
+    r->settings = calloc((size_t)n, sizeof(MatrixSetting));
+    int *of = malloc(sizeof(int) * (size_t)n), *slot = malloc(sizeof(int) * (size_t)n);
+    FpStatus st = r->settings && of && slot ? FP_OK : FP_ENOMEM;
+    for (int i = 0; i < n && st == FP_OK; i++)
+        slot[i] = -1;
+    for (int i = 0; i < r->n && st == FP_OK; i++) {
+        const cJSON *sv = cJSON_GetObjectItemCaseSensitive(matrix_index_cell(r, i), "setting");
+        if (!sv) {
+            of[i] = r->n_settings++;
+            continue;
+        }
+        if (!cJSON_IsNumber(sv) || sv->valuedouble < 0 || sv->valuedouble >= r->n ||
+            sv->valuedouble != (double)(int)sv->valuedouble) {
+            st = FP_EFORMAT;
+            break;
+        }
+        int k = (int)sv->valuedouble;
+        if (slot[k] < 0)
+            slot[k] = r->n_settings++;
+        of[i] = slot[k];
+    }
+    for (int i = 0; i < r->n && st == FP_OK; i++)
+        r->settings[of[i]].n_runs++;
+    for (int k = 0; k < r->n_settings && st == FP_OK; k++) {
+        if (!(r->settings[k].runs = malloc(sizeof(int) * (size_t)r->settings[k].n_runs)))
+            st = FP_ENOMEM;
+        r->settings[k].n_runs = 0;
+    }
+    for (int i = 0; i < r->n && st == FP_OK; i++) {
+        MatrixSetting *g = &r->settings[of[i]];
+        g->runs[g->n_runs++] = i;
+    }
+    free(of);
+    free(slot);
+    return st;
 }
 
 FpStatus matrix_results_load(const char *dir, MatrixResults *r, FpError *err) {
@@ -97,10 +141,19 @@ FpStatus matrix_results_load(const char *dir, MatrixResults *r, FpError *err) {
         r->cells[i] = cell;
         r->status[i] = (CellStatus)cst;
     }
+    FpStatus st = group_settings(r);
+    if (st != FP_OK) {
+        matrix_results_free(r);
+        return st == FP_ENOMEM ? fp_fail(err, st, "out of memory reading %s", path)
+                               : fp_fail(err, st, "%s: a cell's \"setting\" is not an index below the cell count", path);
+    }
     return FP_OK;
 }
 
 void matrix_results_free(MatrixResults *r) {
+    for (int k = 0; r->settings && k < r->n_settings; k++)
+        free(r->settings[k].runs);
+    free(r->settings);
     if (r->cells)
         for (int i = 0; i < r->n; i++)
             cJSON_Delete(r->cells[i]);
@@ -108,6 +161,110 @@ void matrix_results_free(MatrixResults *r) {
     free(r->status);
     cJSON_Delete(r->index);
     memset(r, 0, sizeof *r);
+}
+
+const cJSON *matrix_index_cell(const MatrixResults *r, int i) {
+    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r->index, "cells"), i);
+}
+
+const cJSON *matrix_index_attack(const MatrixResults *r, int k) {
+    return cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(r->index, "attacks"), k);
+}
+
+int matrix_attack_count(const MatrixResults *r) {
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(r->index, "attacks");
+    return cJSON_IsArray(a) ? cJSON_GetArraySize(a) : 0;
+}
+
+const cJSON *matrix_cell_attack_at(const cJSON *cell, int k) {
+    const cJSON *a;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(cell, "attacks")) {
+        const cJSON *ix = cJSON_GetObjectItemCaseSensitive(a, "index");
+        if (cJSON_IsNumber(ix) && ix->valuedouble == (double)k)
+            return a;
+    }
+    return NULL;
+}
+
+const cJSON *results_lookup(const cJSON *obj, const char *path) {
+    const cJSON *v = NULL;
+    if (!path || !path[0])
+        return NULL;
+    if (cJSON_IsArray(obj)) { // "images.0.ssim": a list index
+        char *end;
+        long i = strtol(path, &end, 10);
+        if (end == path || i < 0 || i > 1000000000 || (*end && *end != '.'))
+            return NULL;
+        v = cJSON_GetArrayItem(obj, (int)i);
+        return *end ? results_lookup(v, end + 1) : v;
+    }
+    if (!cJSON_IsObject(obj))
+        return NULL;
+    if ((v = cJSON_GetObjectItemCaseSensitive(obj, path)))
+        return v;
+    for (const char *dot = strchr(path, '.'); dot; dot = strchr(dot + 1, '.')) {
+        size_t n = (size_t)(dot - path);
+        char head[256];
+        if (n >= sizeof head)
+            break;
+        memcpy(head, path, n);
+        head[n] = 0;
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(obj, head);
+        if (h && (v = results_lookup(h, dot + 1)))
+            return v;
+    }
+    return NULL;
+}
+
+int results_is_timing_key(const char *key) {
+    size_t n = strlen(key);
+    if (n >= 7 && strcmp(key + n - 7, "seconds") == 0)
+        return 1;
+    for (const char *p = key; (p = strstr(p, "ms")); p += 2)
+        if ((p == key || p[-1] == '_') && (p[2] == 0 || p[2] == '_'))
+            return 1;
+    return 0;
+}
+
+const char *const results_cell_metrics[] = {"model_accuracy", "model_loss",          "epsilon_nominal",
+                                            "epsilon_sound",  "epsilon_conditional", "epsilon_upload", NULL};
+
+int results_is_cell_metric(const char *metric) {
+    for (int k = 0; results_cell_metrics[k]; k++)
+        if (metric && strcmp(results_cell_metrics[k], metric) == 0)
+            return 1;
+    return 0;
+}
+
+double results_cell_metric(const cJSON *cell, const char *metric) {
+    const cJSON *model = cJSON_GetObjectItemCaseSensitive(cell, "model");
+    const cJSON *priv = cJSON_GetObjectItemCaseSensitive(cell, "privacy");
+    if (strcmp(metric, "model_accuracy") == 0)
+        return jnum_value(cJSON_GetObjectItemCaseSensitive(model, "test_accuracy"));
+    if (strcmp(metric, "model_loss") == 0)
+        return jnum_value(cJSON_GetObjectItemCaseSensitive(model, "test_loss"));
+    if (strcmp(metric, "epsilon_nominal") == 0)
+        return jnum_value(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(priv, "nominal"),
+                                                           "epsilon_total"));
+    // The sound figures: proven (∞ otherwise), conditional, the upload observer's.
+    const cJSON *snd = cJSON_GetObjectItemCaseSensitive(priv, "sound");
+    if (strcmp(metric, "epsilon_sound") == 0)
+        return jnum_value(cJSON_GetObjectItemCaseSensitive(snd, "epsilon_total"));
+    if (strcmp(metric, "epsilon_conditional") == 0)
+        return jnum_value(cJSON_GetObjectItemCaseSensitive(snd, "epsilon_total_conditional"));
+    if (strcmp(metric, "epsilon_upload") == 0)
+        return jnum_value(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(snd, "upload"),
+                                                           "epsilon_total"));
+    return NAN;
+}
+
+double results_attack_metric(const cJSON *a, const char *metric) {
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(a, "status");
+    if (!a || !cJSON_IsString(st) || strcmp(st->valuestring, "done") != 0)
+        return NAN;
+    if (strcmp(metric, "headline") == 0)
+        return jnum_value(cJSON_GetObjectItemCaseSensitive(a, "value"));
+    return jnum_value(results_lookup(cJSON_GetObjectItemCaseSensitive(a, "result"), metric));
 }
 
 const cJSON *matrix_cell_attack(const cJSON *cell, const char *name) {

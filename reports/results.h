@@ -18,11 +18,20 @@ int cell_status_parse(const char *s);
 // 1 when id is a plain file name ([A-Za-z0-9._-], not starting with '.').
 int results_id_is_safe(const char *id);
 
+// A defense setting: the cells that ran it, one per seed (a matrix without "seeds" has
+// one cell per setting).
+typedef struct MatrixSetting {
+    int n_runs;
+    int *runs;      // cell indices, in index order (seed order)
+} MatrixSetting;
+
 typedef struct MatrixResults {
     cJSON *index;   // DIR/results.json
     int n;          // cells in the index
     cJSON **cells;  // n entries: the cell's JSON, or NULL when it has none yet (pending)
     CellStatus *status; // n entries: from the cell file when present, else the index
+    int n_settings;
+    MatrixSetting *settings; // cells grouped by their "setting" (else by label), in order
 } MatrixResults;
 
 // Reads DIR/results.json and the cell files it names. A missing or malformed index, a
@@ -31,8 +40,35 @@ typedef struct MatrixResults {
 FpStatus matrix_results_load(const char *dir, MatrixResults *out, FpError *err);
 void matrix_results_free(MatrixResults *r);
 
+// The index entry of cell i, and of attack k (the index's "attacks" list).
+const cJSON *matrix_index_cell(const MatrixResults *r, int i);
+const cJSON *matrix_index_attack(const MatrixResults *r, int k);
+int matrix_attack_count(const MatrixResults *r);
+
 // A cell's attack entry by attack name (the first one), or NULL.
 const cJSON *matrix_cell_attack(const cJSON *cell, const char *name);
+// A cell's entry for attack k of the index ("index": k), or NULL.
+const cJSON *matrix_cell_attack_at(const cJSON *cell, int k);
+
+// obj at path: a key, or "a.b.c" into objects and lists ("images.0.ssim"); keys that
+// hold dots are tried whole first ("tpr_at_fpr.0.01" finds {"tpr_at_fpr": {"0.01": x}}).
+const cJSON *results_lookup(const cJSON *obj, const char *path);
+
+// 1 for keys that hold timings, which differ between runs of the same cell: keys
+// ending in "seconds" ("train_seconds"), and keys with "ms" as a word ("ms_per_evaluation").
+int results_is_timing_key(const char *key);
+
+// Cell-level metrics (NULL-terminated): model_accuracy, model_loss (after the last
+// round), epsilon_nominal, epsilon_sound, epsilon_conditional (the bound a conditional
+// record holds under its assumptions), epsilon_upload (the upload observer's bound):
+// totals after the last round.
+extern const char *const results_cell_metrics[];
+int results_is_cell_metric(const char *metric);
+// A cell metric's value (core/json_number.h: "inf" is +inf); NaN when absent.
+double results_cell_metric(const cJSON *cell, const char *metric);
+// An attack metric of a cell's attack entry: "headline" is its "value", anything else a
+// path into its "result". NaN when absent or when the attack did not finish ("done").
+double results_attack_metric(const cJSON *attack_entry, const char *metric);
 
 // Audit findings stored with a run: every DIR/audit/*.json (names sorted), each the
 // output of `fedpriv audit --json`: one object, a list of them, or {"results": [...]}.

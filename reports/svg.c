@@ -1,4 +1,4 @@
-// Inline SVG line plots (see reports/svg.h). Coordinates are written with one decimal:
+// Inline SVG plots (see reports/svg.h). Coordinates are written with one decimal:
 // enough for a screen and keeps the page small.
 #include "reports/svg.h"
 
@@ -8,18 +8,27 @@
 // Tableau 10: distinguishable, and readable on white.
 static const char *const palette[10] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
                                         "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
-static const char *const dashes[4] = {"", "6 3", "2 3", "8 3 2 3"};
+static const char *const dashes[4] = {"", "6 3", "2 2", "8 3 2 3"};
 
 const char *svg_color(int i) { return palette[(i < 0 ? 0 : i) % 10]; }
-const char *svg_dash(int i) { return dashes[((i < 0 ? 0 : i) / 10) % 4]; }
+const char *svg_dash(int i) { return dashes[(i < 0 ? 0 : i) % 4]; }
+int svg_marker_shape(int i) { return (i < 0 ? 0 : i) % 7; }
+
+#define INF_BAND 46.0 // pixels right of the finite x range for x = +inf
 
 typedef struct Frame {
     const SvgPlot *p;
-    double left, top, w, h; // the plotting area
+    double left, top, w, h; // the plotting area (the ∞ band included)
+    double fw;              // width of the finite x range
     double lx0, lx1;        // log10 of the x range when log_x
+    double ly0, ly1;        // log10 of the y range when log_y
 } Frame;
 
+static double clamp01(double t) { return t < 0 ? 0 : t > 1 ? 1 : t; }
+
 static double map_x(const Frame *f, double x) {
+    if (f->p->inf_band && isinf(x) && x > 0)
+        return f->left + f->w - INF_BAND / 2;
     double t;
     if (f->p->log_x) {
         if (!(x > f->p->xmin))
@@ -27,20 +36,18 @@ static double map_x(const Frame *f, double x) {
         t = (log10(x) - f->lx0) / (f->lx1 - f->lx0);
     } else
         t = (x - f->p->xmin) / (f->p->xmax - f->p->xmin);
-    if (t < 0)
-        t = 0;
-    if (t > 1)
-        t = 1;
-    return f->left + t * f->w;
+    return f->left + clamp01(t) * f->fw;
 }
 
 static double map_y(const Frame *f, double y) {
-    double t = (y - f->p->ymin) / (f->p->ymax - f->p->ymin);
-    if (t < 0)
-        t = 0;
-    if (t > 1)
-        t = 1;
-    return f->top + (1 - t) * f->h;
+    double t;
+    if (f->p->log_y) {
+        if (!(y > f->p->ymin))
+            y = f->p->ymin;
+        t = (log10(y) - f->ly0) / (f->ly1 - f->ly0);
+    } else
+        t = (y - f->p->ymin) / (f->p->ymax - f->p->ymin);
+    return f->top + (1 - clamp01(t)) * f->h;
 }
 
 // A step of 1, 2 or 5 × 10^k giving about `want` intervals over range.
@@ -60,58 +67,94 @@ static void tick_label(char *buf, size_t n, double v, double step) {
     snprintf(buf, n, "%g", v);
 }
 
-// Tick loops stop after 40 ticks: a range far below the values' precision (y += step
-// not moving y) must not loop forever.
+// The tick values of an axis: decades on a log axis, nice steps on a linear one. At
+// most 40 ticks: a range far below the values' precision must not loop forever.
+static int ticks(int log_axis, double lo, double hi, double lstep, double *out) {
+    int n = 0;
+    if (log_axis) {
+        for (double e = ceil(log10(lo) - 1e-9); e <= log10(hi) + 1e-9 && n < 40; e += 1)
+            out[n++] = pow(10, e);
+    } else
+        for (double v = ceil(lo / lstep - 1e-9) * lstep; v <= hi + lstep * 1e-9 && n < 40; v += lstep)
+            out[n++] = v;
+    return n;
+}
+
 static void axes(HtmlBuf *o, const Frame *f) {
     const SvgPlot *p = f->p;
     char lab[64];
+    double ys = nice_step(p->ymax - p->ymin, 5), xs = x_step(p), yt[40], xt[40];
+    int ny = ticks(p->log_y, p->ymin, p->ymax, ys, yt), nx = ticks(p->log_x, p->xmin, p->xmax, xs, xt);
     hb_printf(o, "<g class=\"grid\" stroke=\"#e3e3e3\" stroke-width=\"1\">");
-    // y grid and labels
-    double ys = nice_step(p->ymax - p->ymin, 5);
-    for (double y = ceil(p->ymin / ys - 1e-9) * ys, t = 0; y <= p->ymax + ys * 1e-9 && t < 40; y += ys, t++) {
-        double py = map_y(f, y);
-        hb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", f->left, py, f->left + f->w, py);
-    }
-    // x grid
-    if (p->log_x) {
-        for (double e = ceil(f->lx0 - 1e-9), t = 0; e <= f->lx1 + 1e-9 && t < 40; e += 1, t++) {
-            double px = map_x(f, pow(10, e));
-            hb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", px, f->top, px, f->top + f->h);
-        }
-    } else {
-        double xs = x_step(p);
-        for (double x = ceil(p->xmin / xs - 1e-9) * xs, t = 0; x <= p->xmax + xs * 1e-9 && t < 40; x += xs, t++) {
-            double px = map_x(f, x);
-            hb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", px, f->top, px, f->top + f->h);
-        }
-    }
+    for (int i = 0; i < ny; i++)
+        hb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", f->left, map_y(f, yt[i]), f->left + f->w,
+                  map_y(f, yt[i]));
+    for (int i = 0; i < nx; i++)
+        hb_printf(o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>", map_x(f, xt[i]), f->top, map_x(f, xt[i]),
+                  f->top + f->h);
     hb_printf(o, "</g><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#888\"/>",
               f->left, f->top, f->w, f->h);
+    if (p->inf_band) // the band: a separate column, not part of the continuous axis
+        hb_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#f4f4f4\" stroke=\"#888\"/>",
+                  f->left + f->fw + 6, f->top, INF_BAND - 6, f->h);
     hb_printf(o, "<g font-size=\"11\" fill=\"#333\">");
-    for (double y = ceil(p->ymin / ys - 1e-9) * ys, t = 0; y <= p->ymax + ys * 1e-9 && t < 40; y += ys, t++) {
-        tick_label(lab, sizeof lab, y, ys);
-        hb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>", f->left - 5, map_y(f, y) + 4, lab);
+    for (int i = 0; i < ny; i++) {
+        if (p->log_y)
+            snprintf(lab, sizeof lab, "%g", yt[i]);
+        else
+            tick_label(lab, sizeof lab, yt[i], ys);
+        hb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>", f->left - 5, map_y(f, yt[i]) + 4, lab);
     }
-    if (p->log_x) {
-        for (double e = ceil(f->lx0 - 1e-9), t = 0; e <= f->lx1 + 1e-9 && t < 40; e += 1, t++) {
-            snprintf(lab, sizeof lab, "%g", pow(10, e));
-            hb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>", map_x(f, pow(10, e)),
-                      f->top + f->h + 15, lab);
-        }
-    } else {
-        double xs = x_step(p);
-        for (double x = ceil(p->xmin / xs - 1e-9) * xs, t = 0; x <= p->xmax + xs * 1e-9 && t < 40; x += xs, t++) {
-            tick_label(lab, sizeof lab, x, xs);
-            hb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>", map_x(f, x),
-                      f->top + f->h + 15, lab);
-        }
+    for (int i = 0; i < nx; i++) {
+        if (p->log_x)
+            snprintf(lab, sizeof lab, "%g", xt[i]);
+        else
+            tick_label(lab, sizeof lab, xt[i], xs);
+        hb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>", map_x(f, xt[i]), f->top + f->h + 15,
+                  lab);
     }
+    if (p->inf_band)
+        hb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">∞</text>", map_x(f, INFINITY),
+                  f->top + f->h + 15);
     hb_printf(o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">", f->left + f->w / 2, f->top + f->h + 34);
     hb_escape(o, p->xlabel ? p->xlabel : "");
     hb_printf(o, "</text><text transform=\"translate(14 %.1f) rotate(-90)\" text-anchor=\"middle\">",
               f->top + f->h / 2);
     hb_escape(o, p->ylabel ? p->ylabel : "");
     hb_puts(o, "</text></g>");
+}
+
+// A marker of series style i at (x, y): filled, or open (white inside).
+static void marker(HtmlBuf *o, int style, double x, double y, int hollow) {
+    const char *c = svg_color(style), *fill = hollow ? "#fff" : c;
+    double r = 3.4;
+    switch (svg_marker_shape(style)) {
+    case 0: hb_printf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"%.1f\" fill=\"%s\" stroke=\"%s\"/>", x, y, r, fill, c); break;
+    case 1:
+        hb_printf(o, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\" stroke=\"%s\"/>", x - r, y - r,
+                  2 * r, 2 * r, fill, c);
+        break;
+    case 2:
+        hb_printf(o, "<path d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\" fill=\"%s\" stroke=\"%s\"/>", x, y - r - 1, x + r + 0.6,
+                  y + r - 0.4, x - r - 0.6, y + r - 0.4, fill, c);
+        break;
+    case 3:
+        hb_printf(o, "<path d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fL%.1f %.1fZ\" fill=\"%s\" stroke=\"%s\"/>", x, y - r - 1,
+                  x + r + 1, y, x, y + r + 1, x - r - 1, y, fill, c);
+        break;
+    case 4:
+        hb_printf(o, "<path d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\" fill=\"%s\" stroke=\"%s\"/>", x, y + r + 1, x + r + 0.6,
+                  y - r + 0.4, x - r - 0.6, y - r + 0.4, fill, c);
+        break;
+    case 5:
+        hb_printf(o, "<path d=\"M%.1f %.1fH%.1fM%.1f %.1fV%.1f\" stroke=\"%s\" stroke-width=\"2\"/>", x - r - 0.6, y,
+                  x + r + 0.6, x, y - r - 0.6, y + r + 0.6, c);
+        break;
+    default:
+        hb_printf(o, "<path d=\"M%.1f %.1fL%.1f %.1fM%.1f %.1fL%.1f %.1f\" stroke=\"%s\" stroke-width=\"2\"/>", x - r,
+                  y - r, x + r, y + r, x - r, y + r, x + r, y - r, c);
+        break;
+    }
 }
 
 static void polyline_open(HtmlBuf *o, int i) {
@@ -121,10 +164,80 @@ static void polyline_open(HtmlBuf *o, int i) {
     hb_puts(o, " points=\"");
 }
 
+static int drawable(const SvgPlot *p, double x, double y) {
+    return isfinite(y) && (isfinite(x) || (p->inf_band && isinf(x) && x > 0));
+}
+
+static void series(HtmlBuf *o, const Frame *f, const SvgSeries *s) {
+    const SvgPlot *p = f->p;
+    hb_puts(o, "<g><title>");
+    hb_escape(o, s->label ? s->label : "");
+    hb_puts(o, "</title>");
+    int open = 0, pts = 0;
+    for (int k = 0; k < s->n; k++) {
+        double x = s->x[k], y = s->y[k];
+        if (drawable(p, x, y))
+            pts++;
+        if (s->no_line || !isfinite(x) || !isfinite(y)) {
+            if (open)
+                hb_puts(o, "\"/>");
+            open = 0;
+            continue;
+        }
+        if (!open)
+            polyline_open(o, s->style);
+        else if ((p->log_x || p->log_y) && k > 0) {
+            // Subdivide the linear segment from the previous point (log-spaced in x on a
+            // log x axis), so it is drawn as the straight line it is in linear coordinates.
+            double x0 = s->x[k - 1], y0 = s->y[k - 1];
+            int vertical = x == x0;
+            double a = p->log_x ? fmax(x0, p->xmin) : x0, b = p->log_x ? fmax(x, p->xmin) : x;
+            if (!vertical && (!p->log_x || b > a * 1.05))
+                for (int q = 1; q < 24; q++) {
+                    double xq = p->log_x ? a * pow(b / a, q / 24.0) : a + (b - a) * q / 24.0;
+                    hb_printf(o, "%.1f,%.1f ", map_x(f, xq), map_y(f, y0 + (y - y0) * (xq - x0) / (x - x0)));
+                }
+        }
+        open = 1;
+        hb_printf(o, "%.1f,%.1f ", map_x(f, x), map_y(f, y));
+    }
+    if (open)
+        hb_puts(o, "\"/>");
+    // Error bars, then markers: at every point when there are few, else at about six
+    // points spread along the series and shifted by style so that series do not share them.
+    for (int k = 0; s->ylo && s->yhi && k < s->n; k++)
+        if (drawable(p, s->x[k], s->y[k]) && isfinite(s->ylo[k]) && isfinite(s->yhi[k])) {
+            double px = map_x(f, s->x[k]), lo = map_y(f, s->ylo[k]), hi = map_y(f, s->yhi[k]);
+            hb_printf(o, "<path d=\"M%.1f %.1fV%.1fM%.1f %.1fH%.1fM%.1f %.1fH%.1f\" stroke=\"%s\" stroke-width=\"1.2\"/>",
+                      px, lo, hi, px - 3, lo, px + 3, px - 3, hi, px + 3, svg_color(s->style));
+        }
+    if (pts <= 12) {
+        for (int k = 0; k < s->n; k++)
+            if (drawable(p, s->x[k], s->y[k]))
+                marker(o, s->style, map_x(f, s->x[k]), map_y(f, s->y[k]), s->hollow && s->hollow[k]);
+    } else {
+        int last = -1;
+        for (int q = 0; q < 6; q++) {
+            int k = (int)((q + 0.15 + 0.14 * (s->style % 5)) * s->n / 6.0);
+            if (k >= s->n)
+                k = s->n - 1;
+            while (k < s->n && !drawable(p, s->x[k], s->y[k]))
+                k++;
+            if (k >= s->n || k == last)
+                continue;
+            last = k;
+            marker(o, s->style, map_x(f, s->x[k]), map_y(f, s->y[k]), s->hollow && s->hollow[k]);
+        }
+    }
+    hb_puts(o, "</g>");
+}
+
 void svg_line_plot(HtmlBuf *o, const SvgPlot *p, const SvgSeries *s, int n) {
     int W = p->width > 0 ? p->width : 560, H = p->height > 0 ? p->height : 340;
     Frame f = {.p = p, .left = 58, .top = 12, .w = W - 58 - 14, .h = H - 12 - 44};
-    int ok_range = p->xmax > p->xmin && p->ymax > p->ymin && (!p->log_x || p->xmin > 0);
+    f.fw = p->inf_band ? f.w - INF_BAND : f.w;
+    int ok_range = p->xmax > p->xmin && p->ymax > p->ymin && (!p->log_x || p->xmin > 0) && (!p->log_y || p->ymin > 0) &&
+                   isfinite(p->xmax) && isfinite(p->ymax) && f.fw > 20;
     hb_printf(o, "<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"plot\" width=\"%d\" height=\"%d\" "
                  "viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"",
               W, H, W, H);
@@ -140,53 +253,38 @@ void svg_line_plot(HtmlBuf *o, const SvgPlot *p, const SvgSeries *s, int n) {
         f.lx0 = log10(p->xmin);
         f.lx1 = log10(p->xmax);
     }
-    axes(o, &f);
-    if (p->diagonal) {
-        hb_puts(o, "<polyline fill=\"none\" stroke=\"#999\" stroke-width=\"1\" stroke-dasharray=\"4 4\" points=\"");
-        for (int k = 0; k <= 60; k++) {
-            double x = p->log_x ? pow(10, f.lx0 + (f.lx1 - f.lx0) * k / 60.0) : p->xmin + (p->xmax - p->xmin) * k / 60.0;
-            hb_printf(o, "%.1f,%.1f ", map_x(&f, x), map_y(&f, x));
-        }
-        hb_puts(o, "\"/>");
+    if (p->log_y) {
+        f.ly0 = log10(p->ymin);
+        f.ly1 = log10(p->ymax);
     }
-    for (int i = 0; i < n; i++) {
-        hb_puts(o, "<g><title>");
-        hb_escape(o, s[i].label ? s[i].label : "");
-        hb_puts(o, "</title>");
-        int open = 0, pts = 0;
-        for (int k = 0; k < s[i].n; k++) {
-            double x = s[i].x[k], y = s[i].y[k];
-            if (!isfinite(x) || !isfinite(y)) {
-                if (open)
-                    hb_puts(o, "\"/>");
-                open = 0;
-                continue;
-            }
-            if (!open)
-                polyline_open(o, s[i].style);
-            else if (p->log_x && k > 0) {
-                // Subdivide the linear segment from the previous point, log-spaced in x.
-                double x0 = s[i].x[k - 1], y0 = s[i].y[k - 1];
-                double a = fmax(x0, p->xmin), b = fmax(x, p->xmin);
-                if (b > a * 1.2 && x != x0)
-                    for (int q = 1; q < 24; q++) {
-                        double xq = a * pow(b / a, q / 24.0);
-                        hb_printf(o, "%.1f,%.1f ", map_x(&f, xq), map_y(&f, y0 + (y - y0) * (xq - x0) / (x - x0)));
-                    }
-            }
-            open = 1;
-            pts++;
-            hb_printf(o, "%.1f,%.1f ", map_x(&f, x), map_y(&f, y));
+    axes(o, &f);
+    for (int r = 0; r < p->n_refs && r < 4; r++) {
+        double py = map_y(&f, p->refs[r].y);
+        if (!isfinite(p->refs[r].y))
+            continue;
+        hb_printf(o, "<g><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-width=\"1\" "
+                     "stroke-dasharray=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"10.5\" fill=\"#444\" "
+                     "text-anchor=\"end\">",
+                  f.left, py, f.left + f.w, py, r == 0 ? "5 3" : "1 3", f.left + f.fw - 3, py - 3);
+        hb_escape(o, p->refs[r].label ? p->refs[r].label : "");
+        hb_puts(o, "</text></g>");
+    }
+    for (int i = 0; i < n; i++)
+        series(o, &f, &s[i]);
+    if (p->diagonal) { // chance, on top of the curves so that none hides it
+        HtmlBuf pts;
+        hb_init(&pts);
+        for (int k = 0; k <= 60; k++) {
+            double lo = fmax(p->xmin, p->log_y ? p->ymin : p->xmin), hi = fmin(p->xmax, p->ymax);
+            double x = p->log_x ? pow(10, log10(lo) + (log10(hi) - log10(lo)) * k / 60.0) : lo + (hi - lo) * k / 60.0;
+            hb_printf(&pts, "%.1f,%.1f ", map_x(&f, x), map_y(&f, x));
         }
-        if (open)
-            hb_puts(o, "\"/>");
-        // A single point draws no line: mark every point when there are few.
-        if (pts > 0 && pts <= 12)
-            for (int k = 0; k < s[i].n; k++)
-                if (isfinite(s[i].x[k]) && isfinite(s[i].y[k]))
-                    hb_printf(o, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"2.6\" fill=\"%s\"/>", map_x(&f, s[i].x[k]),
-                              map_y(&f, s[i].y[k]), svg_color(s[i].style));
-        hb_puts(o, "</g>");
+        hb_printf(o, "<g><title>chance (a random guess)</title><polyline fill=\"none\" stroke=\"#fff\" "
+                     "stroke-width=\"3.5\" stroke-opacity=\"0.8\" points=\"%s\"/><polyline fill=\"none\" "
+                     "stroke=\"#222\" stroke-width=\"1.3\" stroke-dasharray=\"5 4\" points=\"%s\"/></g>",
+                  pts.s ? pts.s : "", pts.s ? pts.s : "");
+        o->oom |= pts.oom;
+        hb_free(&pts);
     }
     hb_puts(o, "</svg>");
 }
@@ -194,12 +292,14 @@ void svg_line_plot(HtmlBuf *o, const SvgPlot *p, const SvgSeries *s, int n) {
 void svg_legend(HtmlBuf *o, const SvgSeries *s, int n) {
     hb_puts(o, "<ul class=\"legend\">");
     for (int i = 0; i < n; i++) {
-        hb_printf(o, "<li><svg width=\"26\" height=\"10\" aria-hidden=\"true\"><line x1=\"1\" y1=\"5\" x2=\"25\" y2=\"5\" "
-                     "stroke=\"%s\" stroke-width=\"2.5\"",
+        hb_printf(o, "<li><svg width=\"34\" height=\"12\" aria-hidden=\"true\"><line x1=\"1\" y1=\"6\" x2=\"33\" y2=\"6\" "
+                     "stroke=\"%s\" stroke-width=\"2.2\"",
                   svg_color(s[i].style));
         if (svg_dash(s[i].style)[0])
             hb_printf(o, " stroke-dasharray=\"%s\"", svg_dash(s[i].style));
-        hb_puts(o, "/></svg>");
+        hb_puts(o, "/>");
+        marker(o, s[i].style, 17, 6, 0);
+        hb_puts(o, "</svg>");
         hb_escape(o, s[i].label ? s[i].label : "");
         hb_puts(o, "</li>");
     }

@@ -7,12 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attacks/attack.h"
+#include "core/json_number.h"
 #include "core/jsonv.h"
+#include "defenses/mech.h"
+#include "defenses/registry.h"
 #include "fl/defense.h"
 #include "reports/results.h"
+#include "reports/summary.h"
+
+typedef enum { STAT_MEAN = 0, STAT_CI_UPPER = 1, STAT_CI_LOWER = 2 } Statistic;
+static const char *const statistic_names[] = {"mean", "ci_upper", "ci_lower", NULL};
 
 typedef struct Bound {
     int index;
+    char path[48];             // "bounds[3]"
     char name[320];            // how messages refer to it
     int is_audit;
     const char *select;        // defense or mechanism name, "*" = any
@@ -21,16 +30,15 @@ typedef struct Bound {
     const cJSON *params;       // NULL = any
     const char *attack;        // NULL = a cell-level metric
     const char *metric;
+    int metric_given;
+    Statistic statistic;
     int has_max, has_min, max_is_epsilon;
     double at_most, at_least;
-    int min_guarantee;         // the weakest guarantee a selected cell may have (-1 = any)
+    int min_guarantee;         // the weakest guarantee a selected setting may have (-1 = any)
     long long min_cells;
 } Bound;
 
-static const char *const cell_metrics[] = {"model_accuracy", "model_loss", "epsilon_nominal", "epsilon_sound",
-                                           "epsilon_conditional", "epsilon_upload", NULL};
-
-// A cell's guarantee by strength: none < conditional < proven (-1: absent or unknown).
+// A guarantee by strength: none < conditional < proven (-1: absent or unknown).
 static int guarantee_rank(const char *g) {
     for (int k = GUARANTEE_NONE; k <= GUARANTEE_PROVEN; k++)
         if (g && strcmp(g, guarantee_name((Guarantee)k)) == 0)
@@ -38,20 +46,113 @@ static int guarantee_rank(const char *g) {
     return -1;
 }
 
-static void add_violation(CheckResult *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_violation(CheckResult *r, const char *fmt, ...) {
-    char line[1024];
+// ---- results -----------------------------------------------------------------------------------
+
+static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static char *dupf(const char *fmt, ...) {
+    char buf[1200];
     va_list ap;
     va_start(ap, fmt);
-    fp_vformat(line, sizeof line, fmt, ap); // labels come from the baseline and the run: escaped
+    vsnprintf(buf, sizeof buf, fmt, ap); // raw: each output format escapes (check_format.c)
     va_end(ap);
-    char **v = realloc(r->violations, sizeof(char *) * (size_t)(r->n_violations + 1));
-    if (!v)
-        return;
-    r->violations = v;
-    if ((v[r->n_violations] = strdup(line)))
-        r->n_violations++;
+    return strdup(buf);
 }
+
+static CheckItem *new_item(CheckResult *r, const Bound *b) {
+    CheckItem *v = realloc(r->items, sizeof(CheckItem) * (size_t)(r->n_items + 1));
+    if (!v)
+        return NULL;
+    r->items = v;
+    CheckItem *it = &v[r->n_items++];
+    *it = (CheckItem){.bound = b ? b->index : -1, .value = NAN, .margin = NAN};
+    it->bound_name = strdup(b ? b->name : "run");
+    return it;
+}
+
+// A check that is not a comparison of a value (a guarantee), pass or fail.
+static void add_check(CheckResult *r, const Bound *b, const char *subject, int ok, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void add_check(CheckResult *r, const Bound *b, const char *subject, int ok, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    r->evaluations++;
+    CheckItem *it = new_item(r, b);
+    if (!it)
+        return;
+    it->subject = strdup(subject ? subject : "");
+    it->what = strdup("guarantee");
+    it->ok = ok;
+    it->message = dupf("%s: %s", b->name, msg);
+    r->n_violations += !ok;
+}
+
+// A violation that is not a comparison of a value.
+static void add_violation(CheckResult *r, const Bound *b, const char *subject, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void add_violation(CheckResult *r, const Bound *b, const char *subject, const char *fmt, ...) {
+    char msg[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    CheckItem *it = new_item(r, b);
+    if (!it)
+        return;
+    it->subject = strdup(subject ? subject : "");
+    it->what = strdup("");
+    it->message = dupf("%s: %s", b ? b->name : "run", msg);
+    r->n_violations++;
+}
+
+// Compares v with the bound; records the comparison either way.
+static void compare(CheckResult *r, const Bound *b, const char *subject, const char *what, double v, double at_most) {
+    r->evaluations++;
+    CheckItem *it = new_item(r, b);
+    if (!it)
+        return;
+    it->is_comparison = 1;
+    it->subject = strdup(subject);
+    it->what = strdup(what);
+    it->value = v;
+    it->has_max = b->has_max;
+    it->has_min = b->has_min;
+    it->at_most = at_most;
+    it->at_least = b->at_least;
+    char limits[160] = "";
+    if (b->has_min && b->has_max)
+        snprintf(limits, sizeof limits, "in [%.4g, %.4g]", b->at_least, at_most);
+    else if (b->has_max)
+        snprintf(limits, sizeof limits, "at most %.4g", at_most);
+    else
+        snprintf(limits, sizeof limits, "at least %.4g", b->at_least);
+    if (isnan(v)) {
+        it->ok = 0;
+        it->message = dupf("%s: %s: %s has no value (bound: %s)", b->name, subject, what, limits);
+        r->n_violations++;
+        return;
+    }
+    double m = INFINITY;
+    if (b->has_max)
+        m = fmin(m, at_most - v);
+    if (b->has_min)
+        m = fmin(m, v - b->at_least);
+    it->margin = m;
+    it->ok = m >= 0;
+    char vt[40];
+    snprintf(vt, sizeof vt, "%.4g", v);
+    if (it->ok)
+        it->message = dupf("%s: %s: %s = %s, %s (margin %.4g)", b->name, subject, what, vt, limits, m);
+    else {
+        it->message = dupf("%s: %s: %s = %s, %s the bound %.4g", b->name, subject, what, vt,
+                           b->has_max && v > at_most ? "above" : "below", b->has_max && v > at_most ? at_most : b->at_least);
+        r->n_violations++;
+    }
+}
+
+// ---- parsing ---------------------------------------------------------------------------------------
 
 static FpStatus opt_eps(const cJSON *b, const char *path, const char *key, double *out, FpError *err) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(b, key);
@@ -66,13 +167,17 @@ static FpStatus opt_eps(const cJSON *b, const char *path, const char *key, doubl
 }
 
 static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
-    char path[48], p[160];
-    snprintf(path, sizeof path, "bounds[%d]", i);
-    static const char *const keys[] = {"label", "defense", "audit", "variant", "epsilon_min", "epsilon_max", "params",
-                                       "attack", "metric", "at_most", "at_least", "guarantee", "min_cells", NULL};
-    FP_TRY(jv_keys(b, path, keys, err));
+    char p[160];
     memset(out, 0, sizeof *out);
     out->index = i;
+    snprintf(out->path, sizeof out->path, "bounds[%d]", i);
+    const char *path = out->path;
+    static const char *const keys[] = {"label",  "defense", "audit",     "variant", "epsilon_min", "epsilon_max",
+                                       "params", "attack",  "metric",    "statistic", "at_most",   "at_least",
+                                       "guarantee", "min_cells", NULL};
+    if (!cJSON_IsObject(b))
+        return fp_fail(err, FP_EPARAM, "%s: must be an object", path);
+    FP_TRY(jv_keys(b, path, keys, err));
     const char *label, *defense, *audit;
     FP_TRY(jv_string(b, path, "label", JV_OPTIONAL, NULL, &label, err));
     FP_TRY(jv_string(b, path, "defense", JV_OPTIONAL, NULL, &defense, err));
@@ -91,6 +196,8 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
     FP_TRY(jv_string(b, path, "attack", JV_OPTIONAL, NULL, &out->attack, err));
     if (out->is_audit && (out->attack || out->params))
         return fp_fail(err, FP_EPARAM, "%s: an audit bound takes no \"attack\" or \"params\"", path);
+    // "guarantee": the weakest guarantee a selected setting's privacy record may have; a
+    // bound of its own, or beside a metric's limits.
     static const char *const guarantees[] = {"none", "conditional", "proven", NULL};
     out->min_guarantee = -1;
     if (cJSON_GetObjectItemCaseSensitive(b, "guarantee")) {
@@ -100,21 +207,23 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
         FP_TRY(jv_choice(b, path, "guarantee", guarantees, 0, &out->min_guarantee, err));
     }
     int limits = cJSON_GetObjectItemCaseSensitive(b, "at_most") || cJSON_GetObjectItemCaseSensitive(b, "at_least");
+    out->metric_given = cJSON_GetObjectItemCaseSensitive(b, "metric") != NULL;
     const char *def_metric = out->is_audit ? "epsilon_lower_bound" : out->attack ? "headline" : NULL;
     FP_TRY(jv_string(b, path, "metric", def_metric || !limits ? JV_OPTIONAL : JV_REQUIRED, def_metric, &out->metric,
                      err));
     if (!out->metric && limits)
         return fp_fail(err, FP_EPARAM, "%s: a cell bound needs a \"metric\"", path);
-    if (!out->is_audit && !out->attack && out->metric) {
-        int ok = 0;
-        for (int k = 0; cell_metrics[k]; k++)
-            ok |= strcmp(cell_metrics[k], out->metric) == 0;
-        if (!ok)
-            return fp_fail(err, FP_EPARAM, "%s: \"%.64s\" is not a cell metric (model_accuracy, model_loss, "
-                           "epsilon_nominal, epsilon_sound, epsilon_conditional, epsilon_upload; attack metrics "
-                           "need \"attack\")",
-                           jv_path(p, sizeof p, path, "metric"), out->metric);
-    }
+    if (out->metric && !out->is_audit && !out->attack && !results_is_cell_metric(out->metric))
+        return fp_fail(err, FP_EPARAM, "%s: \"%.64s\" is not a cell metric (model_accuracy, model_loss, "
+                       "epsilon_nominal, epsilon_sound, epsilon_conditional, epsilon_upload; attack metrics need "
+                       "\"attack\")",
+                       jv_path(p, sizeof p, path, "metric"), out->metric);
+    int stat;
+    FP_TRY(jv_choice(b, path, "statistic", statistic_names, STAT_MEAN, &stat, err));
+    out->statistic = (Statistic)stat;
+    if (out->is_audit && out->statistic != STAT_MEAN)
+        return fp_fail(err, FP_EPARAM, "%s: an audit finding has one value: no \"statistic\" over seeds",
+                       jv_path(p, sizeof p, path, "statistic"));
     const cJSON *mx = cJSON_GetObjectItemCaseSensitive(b, "at_most");
     if (mx) {
         out->has_max = 1;
@@ -136,9 +245,12 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
     if (!out->has_max && !out->has_min && out->min_guarantee < 0)
         return fp_fail(err, FP_EPARAM, "%s: needs \"at_most\" and/or \"at_least\"%s", path,
                        out->is_audit || out->attack ? "" : ", or \"guarantee\"");
-    if (out->metric && !out->has_max && !out->has_min && cJSON_GetObjectItemCaseSensitive(b, "metric"))
+    if (out->metric_given && !out->has_max && !out->has_min)
         return fp_fail(err, FP_EPARAM, "%s: \"metric\" needs \"at_most\" and/or \"at_least\"", path);
-    FP_TRY(jv_int(b, path, "min_cells", JV_OPTIONAL, 1, 0, 1000000, &out->min_cells, err));
+    if (out->has_max && out->has_min && !out->max_is_epsilon && out->at_least > out->at_most)
+        return fp_fail(err, FP_EPARAM, "%s: at_least %g > at_most %g: no value can satisfy it", path, out->at_least,
+                       out->at_most);
+    FP_TRY(jv_int(b, path, "min_cells", JV_OPTIONAL, 1, 1, 1000000, &out->min_cells, err));
     // The name messages use: the label, else what the bound says.
     if (label)
         snprintf(out->name, sizeof out->name, "bound %d \"%.200s\"", i + 1, label);
@@ -158,50 +270,112 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
     return FP_OK;
 }
 
+// ---- names ---------------------------------------------------------------------------------------
+
 static const char *jstr(const cJSON *o, const char *key) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     return cJSON_IsString(v) ? v->valuestring : NULL;
 }
 
-// A number, "inf" → +∞, anything else → NaN.
-static double jval(const cJSON *v) {
-    if (cJSON_IsNumber(v))
-        return v->valuedouble;
-    if (cJSON_IsString(v) && strcmp(v->valuestring, "inf") == 0)
-        return INFINITY;
-    return NAN;
+// 1 when name is one of the comma-separated list's entries.
+static int in_list(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
 }
 
-// obj[path] where path is a key, or "a.b.c" into objects and lists ("images.0.ssim");
-// keys holding dots are tried whole first ("tpr_at_fpr.0.01" finds
-// {"tpr_at_fpr": {"0.01": ...}}).
-static const cJSON *lookup(const cJSON *obj, const char *path) {
-    const cJSON *v = NULL;
-    if (cJSON_IsArray(obj)) { // "images.0.ssim": a list index
-        char *end;
-        long i = strtol(path, &end, 10);
-        if (end == path || i < 0 || i > 1000000000 || (*end && *end != '.'))
-            return NULL;
-        v = cJSON_GetArrayItem(obj, (int)i);
-        return *end ? lookup(v, end + 1) : v;
-    }
-    if (!cJSON_IsObject(obj))
-        return NULL;
-    if ((v = cJSON_GetObjectItemCaseSensitive(obj, path)))
-        return v;
-    for (const char *dot = strchr(path, '.'); dot; dot = strchr(dot + 1, '.')) {
-        size_t n = (size_t)(dot - path);
-        char head[256];
-        if (n >= sizeof head)
-            break;
-        memcpy(head, path, n);
-        head[n] = 0;
-        const cJSON *h = cJSON_GetObjectItemCaseSensitive(obj, head);
-        if (h && (v = lookup(h, dot + 1)))
-            return v;
-    }
-    return NULL;
+// Attack k of the run is selected by b: by name, or by its label ("dlg observer=public").
+static int attack_selected(const Bound *b, const cJSON *ix_attack) {
+    const char *name = jstr(ix_attack, "name"), *label = jstr(ix_attack, "label");
+    return (name && strcmp(name, b->attack) == 0) || (label && strcmp(label, b->attack) == 0);
 }
+
+// The names a bound uses must exist: registered, or in the run (stand-ins, older runs).
+static FpStatus validate_names(const Bound *b, const MatrixResults *mr, const cJSON *audit, FpError *err) {
+    char p[160];
+    if (b->is_audit) {
+        int known = strcmp(b->select, "*") == 0 || mech_info_find(b->select) != NULL, vknown = !b->variant;
+        const MechInfo *mi = mech_info_find(b->select);
+        if (b->variant && mi && in_list(mi->variants, b->variant))
+            vknown = 1;
+        for (int i = 0; b->variant && !mi && i < mech_info_count(); i++) // "*": any mechanism's variant
+            vknown |= in_list(mech_info_at(i)->variants, b->variant);
+        int any_metric = 0, metric_known = 0;
+        const cJSON *a;
+        cJSON_ArrayForEach(a, audit) {
+            const char *mech = jstr(a, "mechanism") ? jstr(a, "mechanism") : jstr(a, "defense");
+            known |= mech && strcmp(mech, b->select) == 0;
+            vknown |= b->variant && jstr(a, "variant") && strcmp(jstr(a, "variant"), b->variant) == 0;
+            any_metric = 1;
+            metric_known |= results_lookup(a, b->metric) != NULL;
+        }
+        if (!known)
+            return fp_fail(err, FP_EPARAM, "%s: unknown mechanism \"%.64s\" (fedpriv audit --help lists them)",
+                           jv_path(p, sizeof p, b->path, "audit"), b->select);
+        if (!vknown)
+            return fp_fail(err, FP_EPARAM, "%s: \"%.64s\" has no variant \"%.64s\"", jv_path(p, sizeof p, b->path, "variant"),
+                           b->select, b->variant);
+        if (any_metric && !metric_known)
+            return fp_fail(err, FP_EPARAM, "%s: no audit finding of the run has \"%.64s\"",
+                           jv_path(p, sizeof p, b->path, "metric"), b->metric);
+        return FP_OK;
+    }
+    const DefenseOps *ops = strcmp(b->select, "*") == 0 ? NULL : defense_find(b->select);
+    int known = strcmp(b->select, "*") == 0 || ops != NULL, vknown = !b->variant || (ops && in_list(ops->variants, b->variant));
+    for (int i = 0; b->variant && !vknown && strcmp(b->select, "*") == 0 && i < defense_count(); i++)
+        vknown = in_list(defense_at(i)->variants, b->variant);
+    for (int i = 0; i < mr->n; i++) {
+        const cJSON *e = matrix_index_cell(mr, i);
+        const char *d = jstr(e, "defense"), *v = jstr(e, "variant");
+        int same = d && (strcmp(b->select, "*") == 0 || strcmp(d, b->select) == 0);
+        known |= same;
+        vknown |= same && b->variant && v && strcmp(v, b->variant) == 0;
+    }
+    if (!known)
+        return fp_fail(err, FP_EPARAM, "%s: unknown defense \"%.64s\" (fedpriv list shows the defenses)",
+                       jv_path(p, sizeof p, b->path, "defense"), b->select);
+    if (!vknown)
+        return fp_fail(err, FP_EPARAM, "%s: defense \"%.64s\" has no variant \"%.64s\"%s%s%s",
+                       jv_path(p, sizeof p, b->path, "variant"), b->select, b->variant, ops && ops->variants ? " (it has: " : "",
+                       ops && ops->variants ? ops->variants : "", ops && ops->variants ? ")" : "");
+    if (!b->attack)
+        return FP_OK;
+    int in_run = 0;
+    for (int k = 0; k < matrix_attack_count(mr); k++)
+        in_run |= attack_selected(b, matrix_index_attack(mr, k));
+    if (!in_run && !attack_find(b->attack))
+        return fp_fail(err, FP_EPARAM, "%s: unknown attack \"%.64s\" (fedpriv list shows the attacks)",
+                       jv_path(p, sizeof p, b->path, "attack"), b->attack);
+    if (!b->metric_given || !b->metric || strcmp(b->metric, "headline") == 0)
+        return FP_OK;
+    // The metric must be in a finished result of that attack; with none finished there is
+    // nothing to tell a typo from, and the bound fails on the missing value instead.
+    int finished = 0, found = 0;
+    for (int k = 0; k < matrix_attack_count(mr); k++) {
+        if (!attack_selected(b, matrix_index_attack(mr, k)))
+            continue;
+        for (int i = 0; i < mr->n && !found; i++) {
+            const cJSON *a = mr->cells[i] ? matrix_cell_attack_at(mr->cells[i], k) : NULL;
+            if (!a || !jstr(a, "status") || strcmp(jstr(a, "status"), "done") != 0)
+                continue;
+            finished = 1;
+            found = results_lookup(cJSON_GetObjectItemCaseSensitive(a, "result"), b->metric) != NULL;
+        }
+    }
+    if (finished && !found)
+        return fp_fail(err, FP_EPARAM, "%s: the results of attack \"%.64s\" have no metric \"%.64s\" (docs/report.md: "
+                       "a key of the attack's result, or \"headline\")",
+                       jv_path(p, sizeof p, b->path, "metric"), b->attack, b->metric);
+    return FP_OK;
+}
+
+// ---- evaluation ------------------------------------------------------------------------------------
 
 static int eps_selected(const Bound *b, double eps) {
     if (isnan(b->eps_min) && isnan(b->eps_max))
@@ -211,35 +385,59 @@ static int eps_selected(const Bound *b, double eps) {
     return (isnan(b->eps_min) || eps >= b->eps_min) && (isnan(b->eps_max) || eps <= b->eps_max);
 }
 
-// Compares v with the bound; adds a violation naming `where` when it does not hold.
-static void compare(CheckResult *r, const Bound *b, const char *where, const char *what, double v, double at_most) {
-    r->evaluations++;
-    if (isnan(v)) {
-        add_violation(r, "%s: %s: %s has no value", b->name, where, what);
+static double statistic_of(const Bound *b, const SeedStat *s) {
+    return b->statistic == STAT_CI_UPPER ? s->ci_high : b->statistic == STAT_CI_LOWER ? s->ci_low : s->mean;
+}
+
+static void describe(const Bound *b, const char *metric_text, int n_runs, char *what, size_t n) {
+    if (n_runs > 1 || b->statistic != STAT_MEAN)
+        snprintf(what, n, "%s (%s of %d seed%s)", metric_text,
+                 b->statistic == STAT_CI_UPPER ? "upper end of the 95% CI"
+                 : b->statistic == STAT_CI_LOWER ? "lower end of the 95% CI" : "mean",
+                 n_runs, n_runs == 1 ? "" : "s");
+    else
+        snprintf(what, n, "%s", metric_text);
+}
+
+// Compares one metric of one setting: its per-seed values, then the statistic.
+static void check_values(CheckResult *r, const Bound *b, const char *where, const char *metric_text,
+                         const double *v, int n) {
+    SeedStat st;
+    seed_stat(v, n, &st);
+    char what[300];
+    describe(b, metric_text, n, what, sizeof what);
+    if (st.missing) {
+        add_violation(r, b, where, "%s: %s: %d of %d seeds have no value", where, metric_text, st.missing, n);
         return;
     }
-    if (b->has_max && !(v <= at_most))
-        add_violation(r, "%s: %s: %s = %.4g, above the bound %.4g", b->name, where, what, v, at_most);
-    if (b->has_min && !(v >= b->at_least))
-        add_violation(r, "%s: %s: %s = %.4g, below the bound %.4g", b->name, where, what, v, b->at_least);
+    if (b->statistic != STAT_MEAN && st.n < 2) {
+        add_violation(r, b, where, "%s: %s: a confidence interval needs at least 2 seeds, the run has %d", where,
+                      metric_text, st.n);
+        return;
+    }
+    compare(r, b, where, what, statistic_of(b, &st), b->at_most);
 }
 
 static void check_cells(CheckResult *r, const Bound *b, const MatrixResults *mr) {
-    const cJSON *cells = cJSON_GetObjectItemCaseSensitive(mr->index, "cells");
     long long matched = 0;
-    for (int i = 0; i < mr->n; i++) {
-        const cJSON *e = cJSON_GetArrayItem(cells, i), *c = mr->cells[i];
+    double *v = malloc(sizeof(double) * (size_t)(mr->n ? mr->n : 1));
+    if (!v)
+        return;
+    for (int si = 0; si < mr->n_settings; si++) {
+        const MatrixSetting *set = &mr->settings[si];
+        const cJSON *e = matrix_index_cell(mr, set->runs[0]);
         const char *name = jstr(e, "defense"), *variant = jstr(e, "variant");
         if (!name || (strcmp(b->select, "*") != 0 && strcmp(b->select, name) != 0))
             continue;
         if (b->variant && (!variant || strcmp(b->variant, variant) != 0))
             continue;
-        if (!eps_selected(b, jval(cJSON_GetObjectItemCaseSensitive(e, "epsilon"))))
+        if (!eps_selected(b, jnum_value(cJSON_GetObjectItemCaseSensitive(e, "epsilon"))))
             continue;
-        if (b->params && c) {
-            const cJSON *def = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "spec"), "defense");
+        if (b->params) {
+            const cJSON *first = mr->cells[set->runs[0]];
+            const cJSON *def = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(first, "spec"), "defense");
             const cJSON *p;
-            int ok = 1;
+            int ok = first != NULL;
             cJSON_ArrayForEach(p, b->params) {
                 const cJSON *have = cJSON_GetObjectItemCaseSensitive(def, p->string);
                 ok &= have && cJSON_Compare(have, p, 1);
@@ -250,79 +448,92 @@ static void check_cells(CheckResult *r, const Bound *b, const MatrixResults *mr)
         matched++;
         char where[320];
         snprintf(where, sizeof where, "cell \"%.200s\"", jstr(e, "label") ? jstr(e, "label") : "?");
-        CellStatus st = mr->status[i];
-        const char *msg = c && jstr(c, "message") ? jstr(c, "message") : "";
-        if (!c) {
-            r->evaluations++;
-            add_violation(r, "%s: %s is %s: no result", b->name, where, cell_status_name(st));
-            continue;
+        // Every seed must have a result file (a pending or crashed cell has none or no
+        // attacks); what a diverged seed lacks is reported per metric below.
+        int bad = 0;
+        for (int j = 0; j < set->n_runs && !bad; j++) {
+            int i = set->runs[j];
+            const cJSON *c = mr->cells[i];
+            if (c && (mr->status[i] != CELL_FAILED || !b->attack))
+                continue;
+            const char *msg = c && jstr(c, "message") ? jstr(c, "message") : "";
+            add_violation(r, b, where, "%s is %s%s%s%s: no %s", where, cell_status_name(mr->status[i]),
+                          msg[0] ? " (" : "", msg, msg[0] ? ")" : "", b->metric ? b->metric : "privacy record");
+            bad = 1;
         }
-        if (b->min_guarantee >= 0) {
-            const cJSON *priv = cJSON_GetObjectItemCaseSensitive(c, "privacy");
-            const char *g = jstr(priv, "guarantee");
-            r->evaluations++;
-            if (!priv && st != CELL_DONE)
-                add_violation(r, "%s: %s %s (%.300s): no privacy record", b->name, where, cell_status_name(st), msg);
-            else if (guarantee_rank(g) < b->min_guarantee) {
+        if (bad)
+            continue;
+        if (b->min_guarantee >= 0) { // the weakest guarantee over the setting's seeds
+            int rank = 3, missing = 0;
+            const char *weakest = NULL, *why = NULL;
+            for (int j = 0; j < set->n_runs; j++) {
+                const cJSON *priv = cJSON_GetObjectItemCaseSensitive(mr->cells[set->runs[j]], "privacy");
+                const char *g = jstr(priv, "guarantee");
                 const cJSON *as = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(priv, "assumptions"), 0);
-                add_violation(r, "%s: %s: guarantee %.32s, needs %s%s%.300s%s", b->name, where, g ? g : "absent",
-                              guarantee_name((Guarantee)b->min_guarantee), cJSON_IsString(as) ? " (" : "",
-                              cJSON_IsString(as) ? as->valuestring : "", cJSON_IsString(as) ? ")" : "");
+                missing |= !priv;
+                if (guarantee_rank(g) < rank) {
+                    rank = guarantee_rank(g);
+                    weakest = g;
+                    why = cJSON_IsString(as) ? as->valuestring : NULL;
+                }
             }
+            const char *need = guarantee_name((Guarantee)b->min_guarantee);
+            if (missing)
+                add_check(r, b, where, 0, "%s: no privacy record (needs a %s guarantee)", where, need);
+            else if (rank < b->min_guarantee)
+                add_check(r, b, where, 0, "%s: guarantee %.32s, needs %s%s%.300s%s", where, weakest ? weakest : "absent",
+                          need, why ? " (" : "", why ? why : "", why ? ")" : "");
+            else
+                add_check(r, b, where, 1, "%s: guarantee %.32s (needs %s)", where, weakest, need);
             if (!b->metric)
                 continue;
         }
-        char what[200];
-        double v;
         if (!b->attack) {
-            const cJSON *model = cJSON_GetObjectItemCaseSensitive(c, "model");
-            const cJSON *priv = cJSON_GetObjectItemCaseSensitive(c, "privacy");
-            if (strcmp(b->metric, "model_accuracy") == 0)
-                v = jval(cJSON_GetObjectItemCaseSensitive(model, "test_accuracy"));
-            else if (strcmp(b->metric, "model_loss") == 0)
-                v = jval(cJSON_GetObjectItemCaseSensitive(model, "test_loss"));
-            else if (strcmp(b->metric, "epsilon_nominal") == 0)
-                v = jval(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(priv, "nominal"),
-                                                          "epsilon_total"));
-            else { // the sound figures: proven (∞ otherwise), conditional, the upload observer's
-                const cJSON *snd = cJSON_GetObjectItemCaseSensitive(priv, "sound");
-                if (strcmp(b->metric, "epsilon_upload") == 0)
-                    snd = cJSON_GetObjectItemCaseSensitive(snd, "upload");
-                v = jval(cJSON_GetObjectItemCaseSensitive(
-                    snd, strcmp(b->metric, "epsilon_conditional") == 0 ? "epsilon_total_conditional" : "epsilon_total"));
+            int stop = 0;
+            for (int j = 0; j < set->n_runs && !stop; j++) {
+                const cJSON *c = mr->cells[set->runs[j]];
+                v[j] = results_cell_metric(c, b->metric);
+                if (isnan(v[j]) && mr->status[set->runs[j]] != CELL_DONE) { // a diverged seed has no accuracy
+                    const char *msg = jstr(c, "message") ? jstr(c, "message") : "";
+                    add_violation(r, b, where, "%s %s (%.300s): no %s", where, cell_status_name(mr->status[set->runs[j]]),
+                                  msg, b->metric);
+                    stop = 1;
+                }
             }
-            snprintf(what, sizeof what, "%s", b->metric);
-            if (isnan(v) && st != CELL_DONE) {
-                r->evaluations++;
-                add_violation(r, "%s: %s %s (%.300s): no %s", b->name, where, cell_status_name(st), msg, b->metric);
-                continue;
-            }
-        } else {
-            const cJSON *a = matrix_cell_attack(c, b->attack);
-            snprintf(what, sizeof what, "%.64s %.100s", b->attack, b->metric);
-            if (!a) {
-                r->evaluations++;
-                add_violation(r, "%s: %s has no attack \"%.64s\"", b->name, where, b->attack);
-                continue;
-            }
-            const char *ast = jstr(a, "status") ? jstr(a, "status") : "?";
-            if (strcmp(ast, "done") != 0) {
-                r->evaluations++;
-                add_violation(r, "%s: %s: %.64s %s (%.300s): no %s", b->name, where, b->attack, ast,
-                              jstr(a, "message") ? jstr(a, "message") : msg, b->metric);
-                continue;
-            }
-            if (strcmp(b->metric, "headline") == 0) {
-                v = jval(cJSON_GetObjectItemCaseSensitive(a, "value"));
-                snprintf(what, sizeof what, "%.64s %.100s", b->attack,
-                         jstr(a, "headline") ? jstr(a, "headline") : "headline");
-            } else
-                v = jval(lookup(cJSON_GetObjectItemCaseSensitive(a, "result"), b->metric));
+            if (!stop)
+                check_values(r, b, where, b->metric, v, set->n_runs);
+            continue;
         }
-        compare(r, b, where, what, v, b->at_most);
+        int any = 0;
+        for (int k = 0; k < matrix_attack_count(mr); k++) {
+            const cJSON *ia = matrix_index_attack(mr, k);
+            if (!attack_selected(b, ia))
+                continue;
+            any = 1;
+            const char *label = jstr(ia, "label") ? jstr(ia, "label") : b->attack;
+            char metric_text[300];
+            snprintf(metric_text, sizeof metric_text, "%.100s %.100s", label,
+                     strcmp(b->metric, "headline") == 0 && jstr(ia, "headline") ? jstr(ia, "headline") : b->metric);
+            int stop = 0;
+            for (int j = 0; j < set->n_runs && !stop; j++) {
+                const cJSON *a = matrix_cell_attack_at(mr->cells[set->runs[j]], k);
+                const char *ast = a && jstr(a, "status") ? jstr(a, "status") : "missing";
+                if (strcmp(ast, "done") != 0) {
+                    add_violation(r, b, where, "%s: %.64s %s (%.300s): no %s", where, label, ast,
+                                  a && jstr(a, "message") ? jstr(a, "message") : "", b->metric);
+                    stop = 1;
+                }
+                v[j] = results_attack_metric(a, b->metric);
+            }
+            if (!stop)
+                check_values(r, b, where, metric_text, v, set->n_runs);
+        }
+        if (!any)
+            add_violation(r, b, where, "%s: the run has no attack \"%.64s\"", where, b->attack);
     }
+    free(v);
     if (matched < b->min_cells)
-        add_violation(r, "%s: matches %lld cell%s of the run, needs at least %lld", b->name, matched,
+        add_violation(r, b, "", "matches %lld defense setting%s of the run, needs at least %lld", matched,
                       matched == 1 ? "" : "s", b->min_cells);
 }
 
@@ -336,30 +547,38 @@ static void check_audit(CheckResult *r, const Bound *b, const cJSON *records) {
             continue;
         if (b->variant && (!variant || strcmp(b->variant, variant) != 0))
             continue;
-        double eps = jval(cJSON_GetObjectItemCaseSensitive(a, "epsilon"));
+        double eps = jnum_value(cJSON_GetObjectItemCaseSensitive(a, "epsilon"));
         if (!eps_selected(b, eps))
             continue;
         matched++;
         char where[320];
         snprintf(where, sizeof where, "audit %.64s%s%.64s ε=%g (%.100s)", mech, variant ? " " : "",
                  variant ? variant : "", eps, jstr(a, "file") ? jstr(a, "file") : "?");
-        double v = jval(lookup(a, b->metric));
+        double v = jnum_value(results_lookup(a, b->metric));
         if (b->max_is_epsilon && !isfinite(eps)) {
-            r->evaluations++;
-            add_violation(r, "%s: %s: no claimed epsilon to compare with", b->name, where);
+            add_violation(r, b, where, "%s: no claimed epsilon to compare with", where);
             continue;
         }
         compare(r, b, where, b->metric, v, b->max_is_epsilon ? eps : b->at_most);
     }
     if (matched < b->min_cells)
-        add_violation(r, "%s: matches %lld audit finding%s, needs at least %lld", b->name, matched,
-                      matched == 1 ? "" : "s", b->min_cells);
+        add_violation(r, b, "", "matches %lld audit finding%s, needs at least %lld", matched, matched == 1 ? "" : "s",
+                      b->min_cells);
+}
+
+static void name_file(FpError *err, const char *path) {
+    if (path && err) { // the message names the JSON path inside the file
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%.200s: %.300s", path, err->msg);
+        memcpy(err->msg, msg, sizeof msg);
+    }
 }
 
 FpStatus check_baseline(const char *dir, const cJSON *baseline, const char *path, CheckResult *out, FpError *err) {
     memset(out, 0, sizeof *out);
     static const char *const keys[] = {"description", "require_complete", "bounds", NULL};
-    FpStatus st = jv_keys(baseline, "", keys, err);
+    FpStatus st = cJSON_IsObject(baseline) ? jv_keys(baseline, "", keys, err)
+                                           : fp_fail(err, FP_EPARAM, "the baseline must be a JSON object");
     int complete = 1;
     const char *desc;
     if (st == FP_OK)
@@ -377,11 +596,7 @@ FpStatus check_baseline(const char *dir, const cJSON *baseline, const char *path
         st = parse_bound(cJSON_GetArrayItem(bounds, i), i, &b[i], err);
     if (st != FP_OK) {
         free(b);
-        if (path && err) { // name the file: the message names the JSON path inside it
-            char msg[sizeof err->msg];
-            snprintf(msg, sizeof msg, "%.200s: %.300s", path, err->msg);
-            memcpy(err->msg, msg, sizeof msg);
-        }
+        name_file(err, path);
         return st;
     }
     MatrixResults mr;
@@ -393,14 +608,25 @@ FpStatus check_baseline(const char *dir, const cJSON *baseline, const char *path
         free(b);
         return st;
     }
+    for (int i = 0; i < nb && st == FP_OK; i++)
+        st = validate_names(&b[i], &mr, audit, err);
+    if (st != FP_OK) {
+        name_file(err, path);
+        cJSON_Delete(audit);
+        matrix_results_free(&mr);
+        free(b);
+        return st;
+    }
     out->bounds = nb;
     if (complete)
         for (int i = 0; i < mr.n; i++)
             if (mr.status[i] == CELL_FAILED || mr.status[i] == CELL_PENDING) {
-                const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(mr.index, "cells"), i);
+                const cJSON *e = matrix_index_cell(&mr, i);
                 const char *msg = mr.cells[i] ? jstr(mr.cells[i], "message") : NULL;
-                add_violation(out, "run incomplete: cell \"%.200s\" is %s%s%.300s%s", jstr(e, "label") ? jstr(e, "label") : "?",
-                              cell_status_name(mr.status[i]), msg ? " (" : "", msg ? msg : "", msg ? ")" : "");
+                char where[300];
+                snprintf(where, sizeof where, "cell \"%.200s\"", jstr(e, "label") ? jstr(e, "label") : "?");
+                add_violation(out, NULL, where, "incomplete: %s is %s%s%.300s%s", where, cell_status_name(mr.status[i]),
+                              msg ? " (" : "", msg ? msg : "", msg ? ")" : "");
             }
     for (int i = 0; i < nb; i++) {
         if (b[i].is_audit)
@@ -415,8 +641,12 @@ FpStatus check_baseline(const char *dir, const cJSON *baseline, const char *path
 }
 
 void check_result_free(CheckResult *r) {
-    for (int i = 0; i < r->n_violations; i++)
-        free(r->violations[i]);
-    free(r->violations);
+    for (int i = 0; i < r->n_items; i++) {
+        free(r->items[i].bound_name);
+        free(r->items[i].subject);
+        free(r->items[i].what);
+        free(r->items[i].message);
+    }
+    free(r->items);
     memset(r, 0, sizeof *r);
 }

@@ -78,8 +78,9 @@ static char *compact(const cJSON *v) {
     return s ? s : strdup("?");
 }
 
+// One cell: the setting (defense object, swept values) run with one seed. Takes defense.
 static FpStatus add_cell(Matrix *m, int di, const char *dpath, const cJSON *entry, const DefenseOps *ops,
-                         cJSON *defense, const cJSON *swept, FpError *err) {
+                         cJSON *defense, const cJSON *swept, int setting, uint64_t seed, FpError *err) {
     if (m->n_cells == m->cap_cells) {
         int cap = m->cap_cells ? 2 * m->cap_cells : 16;
         Cell *c = realloc(m->cells, sizeof(Cell) * (size_t)cap);
@@ -93,6 +94,8 @@ static FpStatus add_cell(Matrix *m, int di, const char *dpath, const cJSON *entr
     Cell *c = &m->cells[m->n_cells++];
     memset(c, 0, sizeof *c);
     c->defense_index = di;
+    c->setting = setting;
+    c->seed = seed;
     c->ops = ops;
     c->defense = defense;
     c->params = cJSON_Duplicate(swept, 1);
@@ -217,10 +220,19 @@ static FpStatus expand_defense(Matrix *m, int di, const cJSON *entry, FpError *e
             if (dm.list[d] != dm.eps)
                 cJSON_AddItemToObject(swept, dm.name[d], cJSON_Duplicate(v, 1));
         }
-        FpStatus st = add_cell(m, di, path, entry, ops, defense, swept, err);
+        // One cell per seed; they share the setting (and its label). add_cell owns its copy.
+        FpStatus st = FP_OK;
+        int setting = m->n_settings++;
+        for (int k = 0; k < m->n_seeds && st == FP_OK; k++) {
+            cJSON *copy = cJSON_Duplicate(defense, 1);
+            st = copy ? add_cell(m, di, path, entry, ops, copy, swept, setting, m->seeds[k], err)
+                      : fp_fail(err, FP_ENOMEM, "out of memory expanding the matrix");
+        }
+        cJSON_Delete(defense);
         cJSON_Delete(swept);
         FP_TRY(st);
-        m->cells[m->n_cells - 1].on_axis = off_axis <= 1;
+        for (int k = 0; k < m->n_seeds; k++)
+            m->cells[m->n_cells - 1 - k].on_axis = off_axis <= 1;
         for (int d = nd - 1; d >= 0; d--) { // odometer, last dimension fastest
             if (++at[d] < len[d])
                 break;
@@ -232,7 +244,7 @@ static FpStatus expand_defense(Matrix *m, int di, const cJSON *entry, FpError *e
 
 // The size of the whole matrix, before anything is expanded: a file of 200 entries x
 // 999 epsilons is refused at once rather than expanded (memory) and validated (time).
-static FpStatus check_matrix_size(const cJSON *defs, const cJSON *attacks, FpError *err) {
+static FpStatus check_matrix_size(const cJSON *defs, const cJSON *attacks, int n_seeds, FpError *err) {
     double cells = 0;
     int n = cJSON_GetArraySize(defs);
     for (int i = 0; i < n; i++) {
@@ -240,7 +252,7 @@ static FpStatus check_matrix_size(const cJSON *defs, const cJSON *attacks, FpErr
         snprintf(path, sizeof path, "defenses[%d]", i);
         EntryDims dm;
         FP_TRY(entry_dims(cJSON_GetArrayItem(defs, i), path, &dm, err));
-        cells += dm.cells;
+        cells += dm.cells * (double)n_seeds; // one cell per setting and seed
     }
     int n_attacks = cJSON_IsArray(attacks) ? cJSON_GetArraySize(attacks) : 0;
     if (cells > MATRIX_MAX_CELLS)
@@ -297,7 +309,7 @@ static FpStatus load_attacks(Matrix *m, const cJSON *arr, FpError *err) {
 static cJSON *cell_spec(const Matrix *m, const Cell *c) {
     cJSON *s = cJSON_CreateObject();
     cJSON_AddStringToObject(s, "fedpriv_version", FEDPRIV_VERSION);
-    cJSON_AddNumberToObject(s, "seed", (double)(m->base.seed & ~RNG_SEED_SECURE)); // < 2^53: exact
+    cJSON_AddNumberToObject(s, "seed", (double)c->seed); // < 2^53: exact
     cJSON_AddStringToObject(s, "rng", matrix_rng_name(m));
     cJSON_AddStringToObject(s, "backend", m->base.backend->name);
     cJSON_AddItemToObject(s, "dataset", cJSON_Duplicate(m->base.dataset_json, 1));
@@ -361,6 +373,43 @@ static FpStatus validate_cell(Matrix *m, Cell *c, FpError *err) {
     return st;
 }
 
+// "seed": n (default 1) or "seeds": [n, ...]: every defense setting runs once per seed.
+// Seeds are integers in [0, 2^53] (exact in JSON), without repeats.
+static FpStatus parse_seeds(Matrix *m, FpError *err) {
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(m->root, "seeds");
+    if (!list) {
+        long long seed;
+        FP_TRY(jv_int(m->root, "", "seed", JV_OPTIONAL, 1, 0, (long long)1 << 53, &seed, err));
+        if (!(m->seeds = fp_malloc(sizeof(uint64_t), err)))
+            return FP_ENOMEM;
+        m->seeds[0] = (uint64_t)seed;
+        m->n_seeds = 1;
+        return FP_OK;
+    }
+    if (cJSON_GetObjectItemCaseSensitive(m->root, "seed"))
+        return fp_fail(err, FP_EPARAM, "seeds: give either \"seed\" or \"seeds\", not both");
+    if (!cJSON_IsArray(list) || cJSON_GetArraySize(list) == 0)
+        return fp_fail(err, FP_EPARAM, "seeds: must be a non-empty list of integers");
+    int n = cJSON_GetArraySize(list);
+    if (n > 1000)
+        return fp_fail(err, FP_EPARAM, "seeds: at most 1000 seeds, got %d", n);
+    if (!(m->seeds = fp_malloc(sizeof(uint64_t) * (size_t)n, err)))
+        return FP_ENOMEM;
+    for (int i = 0; i < n; i++) {
+        const cJSON *v = cJSON_GetArrayItem(list, i);
+        double d = cJSON_IsNumber(v) ? v->valuedouble : -1;
+        if (!(d >= 0 && d <= 9007199254740992.0 && d == floor(d)))
+            return fp_fail(err, FP_EPARAM, "seeds[%d]: must be an integer in [0, 2^53]", i);
+        m->seeds[i] = (uint64_t)d;
+        for (int j = 0; j < i; j++)
+            if (m->seeds[j] == m->seeds[i])
+                return fp_fail(err, FP_EPARAM, "seeds[%d]: %llu appears twice (also seeds[%d])", i,
+                               (unsigned long long)m->seeds[i], j);
+        m->n_seeds = i + 1;
+    }
+    return FP_OK;
+}
+
 FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **out, FpError *err) {
     *out = NULL;
     MatrixOptions none = {0};
@@ -378,14 +427,15 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
         if ((st = (x)) != FP_OK)    \
             goto fail;              \
     } while (0)
-    static const char *const keys[] = {"seed", "description", "dataset", "model", "federation", "device", "threads",
-                                       "rng", "defenses", "attacks", NULL};
+    static const char *const keys[] = {"seed", "seeds", "description", "dataset", "model", "federation", "device",
+                                       "threads", "rng", "defenses", "attacks", NULL};
     TRY(jv_keys(root_in, "", keys, err));
     m->root = cJSON_Duplicate(root_in, 1);
     if (!m->root)
         TRY(fp_fail(err, FP_ENOMEM, "out of memory"));
     const char *desc;
     TRY(jv_string(m->root, "", "description", JV_OPTIONAL, "", &desc, err));
+    TRY(parse_seeds(m, err));
     // Names and lists first: cheap, and the most common mistakes.
     const cJSON *defs = cJSON_GetObjectItemCaseSensitive(m->root, "defenses");
     if (!defs)
@@ -394,7 +444,7 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
         TRY(fp_fail(err, FP_EPARAM, "defenses: must be a list of defense objects"));
     if (cJSON_GetArraySize(defs) == 0)
         TRY(fp_fail(err, FP_EPARAM, "defenses: empty list"));
-    TRY(check_matrix_size(defs, cJSON_GetObjectItemCaseSensitive(m->root, "attacks"), err));
+    TRY(check_matrix_size(defs, cJSON_GetObjectItemCaseSensitive(m->root, "attacks"), m->n_seeds, err));
     for (int i = 0; i < cJSON_GetArraySize(defs); i++)
         TRY(expand_defense(m, i, cJSON_GetArrayItem(defs, i), err));
     TRY(load_attacks(m, cJSON_GetObjectItemCaseSensitive(m->root, "attacks"), err));
@@ -402,6 +452,11 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
     m->base_root = cJSON_Duplicate(m->root, 1);
     cJSON_DeleteItemFromObjectCaseSensitive(m->base_root, "defenses");
     cJSON_DeleteItemFromObjectCaseSensitive(m->base_root, "attacks");
+    // The first seed stands for all: data and architecture do not depend on it; each
+    // cell re-initialises its models from its own seed.
+    cJSON_DeleteItemFromObjectCaseSensitive(m->base_root, "seeds");
+    cJSON_DeleteItemFromObjectCaseSensitive(m->base_root, "seed");
+    cJSON_AddNumberToObject(m->base_root, "seed", (double)m->seeds[0]);
     // (no "defense" here: each cell sets its own)
     TRY(experiment_load(m->base_root, NULL, opt->device, opt->threads, NULL, &m->base, err));
     m->have_base = 1;
@@ -426,21 +481,24 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
         snprintf(c->hash, sizeof c->hash, "%016llx", (unsigned long long)h);
         char slug[64];
         slugify(c->label, slug, sizeof slug);
-        snprintf(c->id, sizeof c->id, "%s-%.8s", slug, c->hash);
+        if (m->n_seeds > 1)
+            snprintf(c->id, sizeof c->id, "%s-s%llu-%.8s", slug, (unsigned long long)c->seed, c->hash);
+        else
+            snprintf(c->id, sizeof c->id, "%s-%.8s", slug, c->hash);
         for (int j = 0; j < i; j++)
             if (strcmp(m->cells[j].hash, c->hash) == 0)
                 TRY(fp_fail(err, FP_EPARAM, "%s: the setting \"%.80s\" appears twice (also in %s)", c->path, c->label,
                             m->cells[j].path));
     }
-    // Every cell's parameters, on-axis cells first (expand_defense): a bad value in a
-    // long list is reported after a few validations.
+    // Every setting's parameters once (the seed changes none), on-axis cells first
+    // (expand_defense): a bad value in a long list is reported after a few validations.
     if (opt->progress && m->n_cells >= 100) {
         fp_print_line(opt->progress, "matrix: checking the parameters of %d cells", m->n_cells);
         fflush(opt->progress);
     }
     for (int pass = 0; pass < 2; pass++)
         for (int i = 0; i < m->n_cells; i++)
-            if (m->cells[i].on_axis == !pass)
+            if (m->cells[i].on_axis == !pass && (i == 0 || m->cells[i].setting != m->cells[i - 1].setting))
                 TRY(validate_cell(m, &m->cells[i], err));
 #undef TRY
     *out = m;
@@ -459,6 +517,7 @@ void matrix_free(Matrix *m) {
         cJSON_Delete(m->cells[i].spec);
     }
     free(m->cells);
+    free(m->seeds);
     for (int k = 0; k < m->n_attacks; k++) {
         cJSON_Delete(m->attacks[k].json);
         cJSON_Delete(m->attacks[k].model_json);

@@ -29,6 +29,8 @@ typedef struct Cell {
     double epsilon;     // NaN when the defense object has none
     int on_axis;        // at most one swept list away from its first value (validated first)
     uint64_t cost;      // estimated work (runner/cell_cost.h)
+    uint64_t seed;      // this cell's run seed (one of the matrix's seeds)
+    int setting;        // the defense setting it runs: cells differing only in seed share it
     CellStatus status;  // as on disk when last looked at (the index is written from it)
     char message[256];  // why it failed or diverged
     double seconds;     // this run's wall time for it (0 when skipped)
@@ -45,6 +47,9 @@ struct Matrix {
     AttackSpec *attacks;
     int n_cells, cap_cells;
     Cell *cells;
+    int n_seeds;        // "seeds", or the one "seed"
+    uint64_t *seeds;
+    int n_settings;
     char file[256];
     double index_written_at; // monotonic seconds of the last index write (0: none yet)
 };
@@ -84,6 +89,7 @@ FpStatus matrix_index_write(Matrix *m, const char *dir, int force, FpError *err)
 typedef struct MatrixProgress {
     FILE *out;
     int total, finished, ran, jobs, remaining;
+    int seeds;          // the matrix's seeds: with more than one, each line names its cell's
     double run_seconds;
 } MatrixProgress;
 // where: "" or " (rank 2)". c->status and c->seconds are this run's.

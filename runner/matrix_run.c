@@ -34,6 +34,7 @@
 #include "core/jsonv.h"
 #include "core/proc.h"
 #include "core/rng_secure.h"
+#include "reports/summary.h"
 #include "runner/cell_store.h"
 #include "runner/matrix_ranks.h"
 #include "runner/shard.h"
@@ -76,34 +77,101 @@ static int refresh_statuses(Matrix *m, const char *dir) {
     return changed;
 }
 
-static FpStatus write_index(const Matrix *m, const char *dir, FpError *err);
+static FpStatus write_index(const Matrix *m, const char *dir, const cJSON *summary, FpError *err);
 
 // Writes, then looks again, until no cell changed in between. Of concurrent writers,
 // the one whose index lands last therefore saw every cell committed before it (a cell
 // committed later is followed by its writer's own index), so the final index misses
 // nothing (on NFS up to its attribute caching; `fedpriv matrix --status` rebuilds it).
-FpStatus matrix_index_write(Matrix *m, const char *dir, int force, FpError *err) {
-    double now = now_seconds();
-    if (!force && m->index_written_at > 0 && now - m->index_written_at < MATRIX_INDEX_INTERVAL)
-        return FP_OK;
-    m->index_written_at = now;
+static FpStatus index_write_loop(Matrix *m, const char *dir, const cJSON *summary, FpError *err) {
     refresh_statuses(m, dir);
     for (int tries = 0; tries < 8; tries++) {
-        FP_TRY(write_index(m, dir, err));
+        FP_TRY(write_index(m, dir, summary, err));
         if (!refresh_statuses(m, dir))
             break;
     }
     return FP_OK;
 }
 
-static FpStatus write_index(const Matrix *m, const char *dir, FpError *err) {
+FpStatus matrix_index_write(Matrix *m, const char *dir, int force, FpError *err) {
+    double now = now_seconds();
+    if (!force && m->index_written_at > 0 && now - m->index_written_at < MATRIX_INDEX_INTERVAL)
+        return FP_OK;
+    m->index_written_at = now;
+    return index_write_loop(m, dir, NULL, err);
+}
+
+// The last look, now with the values: per setting, every metric over the seeds and the
+// warnings (reports/summary.h), read back from the cell files. A run that cannot be
+// summarised keeps the index without "summary" (fedpriv report summarises it again).
+static FpStatus index_write_final(Matrix *m, const char *dir, FpError *err) {
+    FP_TRY(index_write_loop(m, dir, NULL, err));
+    MatrixResults mr;
+    RunSummary rs;
+    FpError serr = {0};
+    if (matrix_results_load(dir, &mr, &serr) != FP_OK)
+        return FP_OK;
+    FpStatus st = FP_OK;
+    if (run_summary_build(&mr, &rs, &serr) == FP_OK) {
+        cJSON *sj = run_summary_json(&rs);
+        st = sj ? index_write_loop(m, dir, sj, err) : fp_fail(err, FP_ENOMEM, "out of memory");
+        cJSON_Delete(sj);
+        run_summary_free(&rs);
+    }
+    matrix_results_free(&mr);
+    return st;
+}
+
+// How the report names attack k: its name, and when another attack of the matrix has
+// the same name, the options that tell them apart ("dlg observer=public").
+static void attack_label(const Matrix *m, int k, char *buf, size_t n) {
+    const AttackSpec *as = &m->attacks[k];
+    size_t len = (size_t)snprintf(buf, n, "%s", as->ops->name);
+    const cJSON *it;
+    cJSON_ArrayForEach(it, as->json) {
+        if (strcmp(it->string, "name") == 0)
+            continue;
+        int differs = 0;
+        for (int o = 0; o < m->n_attacks; o++) {
+            if (o == k || strcmp(m->attacks[o].ops->name, as->ops->name) != 0)
+                continue;
+            const cJSON *other = cJSON_GetObjectItemCaseSensitive(m->attacks[o].json, it->string);
+            differs |= !other || !cJSON_Compare(other, it, 1);
+        }
+        if (!differs || len >= n)
+            continue;
+        char *v = cJSON_IsString(it) ? NULL : cJSON_PrintUnformatted(it);
+        len += (size_t)snprintf(buf + len, n - len, " %s=%s", it->string, v ? v : it->valuestring);
+        free(v);
+    }
+}
+
+// The accuracy of always predicting the test set's most frequent class (the chance
+// level the report marks); NaN for a regression task.
+static double chance_accuracy(const Dataset *test) {
+    if (!test->y || test->n_classes <= 0 || test->n <= 0)
+        return NAN;
+    int *count = calloc((size_t)test->n_classes, sizeof(int)), best = 0;
+    if (!count)
+        return NAN;
+    for (int i = 0; i < test->n; i++)
+        if (test->y[i] >= 0 && test->y[i] < test->n_classes && ++count[test->y[i]] > best)
+            best = count[test->y[i]];
+    free(count);
+    return (double)best / test->n;
+}
+
+static FpStatus write_index(const Matrix *m, const char *dir, const cJSON *summary, FpError *err) {
     cJSON *ix = cJSON_CreateObject();
     cJSON_AddStringToObject(ix, "fedpriv_version", FEDPRIV_VERSION);
     cJSON_AddStringToObject(ix, "kind", "fedpriv-matrix");
     cJSON_AddStringToObject(ix, "matrix_file", m->file);
     const cJSON *desc = cJSON_GetObjectItemCaseSensitive(m->root, "description");
     cJSON_AddStringToObject(ix, "description", cJSON_IsString(desc) ? desc->valuestring : "");
-    cJSON_AddNumberToObject(ix, "seed", (double)(m->base.seed & ~RNG_SEED_SECURE));
+    cJSON_AddNumberToObject(ix, "seed", (double)m->seeds[0]);
+    cJSON *seeds = cJSON_AddArrayToObject(ix, "seeds");
+    for (int s = 0; s < m->n_seeds; s++)
+        cJSON_AddItemToArray(seeds, cJSON_CreateNumber((double)m->seeds[s]));
     cJSON_AddStringToObject(ix, "rng", matrix_rng_name(m));
     cJSON_AddStringToObject(ix, "backend", m->base.backend->name);
     cJSON_AddNumberToObject(ix, "threads", m->base.threads);
@@ -111,6 +179,10 @@ static FpStatus write_index(const Matrix *m, const char *dir, FpError *err) {
     cJSON_AddStringToObject(ds, "name", m->base.dataset_name);
     cJSON_AddNumberToObject(ds, "train_samples", m->base.train->n);
     cJSON_AddNumberToObject(ds, "test_samples", m->base.test->n);
+    if (m->base.test->n_classes > 0) {
+        cJSON_AddNumberToObject(ds, "classes", m->base.test->n_classes);
+        jnum_add(ds, "chance_accuracy", chance_accuracy(m->base.test));
+    }
     cJSON_AddItemToObject(ix, "model", cJSON_Duplicate(m->base.model_json, 1));
     cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(ix, "model"), "parameters",
                             (double)m->base.model->table.n_params);
@@ -120,6 +192,9 @@ static FpStatus write_index(const Matrix *m, const char *dir, FpError *err) {
         const AttackSpec *as = &m->attacks[k];
         cJSON *a = cJSON_CreateObject();
         cJSON_AddStringToObject(a, "name", as->ops->name);
+        char label[256];
+        attack_label(m, k, label, sizeof label);
+        cJSON_AddStringToObject(a, "label", label);
         cJSON_AddStringToObject(a, "summary", as->ops->summary ? as->ops->summary : "");
         cJSON_AddStringToObject(a, "headline", as->ops->headline ? as->ops->headline : "");
         cJSON_AddBoolToObject(a, "higher_leaks", as->ops->headline_higher_leaks);
@@ -144,6 +219,8 @@ static FpStatus write_index(const Matrix *m, const char *dir, FpError *err) {
         jnum_add(e, "epsilon", c->epsilon);
         cJSON_AddItemToObject(e, "params", cJSON_Duplicate(c->params, 1));
         cJSON_AddNumberToObject(e, "defense_index", c->defense_index);
+        cJSON_AddNumberToObject(e, "setting", c->setting);
+        cJSON_AddNumberToObject(e, "seed", (double)c->seed);
         cJSON_AddStringToObject(e, "status", cell_status_name(c->status));
         if (c->message[0])
             cJSON_AddStringToObject(e, "message", c->message);
@@ -157,6 +234,8 @@ static FpStatus write_index(const Matrix *m, const char *dir, FpError *err) {
     cJSON *cn = cJSON_AddObjectToObject(ix, "counts");
     for (int s = 0; s < 4; s++)
         cJSON_AddNumberToObject(cn, cell_status_name((CellStatus)s), counts[s]);
+    if (summary)
+        cJSON_AddItemToObject(ix, "summary", cJSON_Duplicate(summary, 1));
     char path[4096];
     snprintf(path, sizeof path, "%s/results.json", dir);
     FpStatus st = jv_write_file_atomic(path, ix, err);
@@ -174,6 +253,7 @@ static cJSON *cell_json_begin(const Cell *c) {
     cJSON_AddStringToObject(j, "spec_hash", c->hash);
     cJSON_AddItemToObject(j, "spec", cJSON_Duplicate(c->spec, 1));
     cJSON_AddStringToObject(j, "defense", c->ops->name);
+    cJSON_AddNumberToObject(j, "seed", (double)c->seed);
     jnum_add(j, "epsilon", c->epsilon);
     cJSON_AddItemToObject(j, "params", cJSON_Duplicate(c->params, 1));
     return j;
@@ -216,6 +296,8 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
         aex.model = model_clone(as->proto ? as->proto : m->base.model, m->base.backend, &err);
         if (!aex.model)
             st = err.code ? err.code : FP_ENOMEM;
+        else
+            model_init(aex.model, c->seed); // the attack's model from this cell's seed
     }
     if (st == FP_OK) {
         char refdir[4200];
@@ -279,10 +361,13 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
     char why[512] = "";
     FpError ferr = {0};
     Experiment cex = m->base;
+    cex.seed = c->seed | (m->base.seed & RNG_SEED_SECURE); // this cell's seed, same RNG kind
     cex.threads = threads;
     cex.defense = c->ops;
     cex.defense_json = c->defense;
     cex.model = model_clone(m->base.model, m->base.backend, &ferr);
+    if (cex.model)
+        model_init(cex.model, c->seed);
     Federation *f = cex.model ? experiment_federation(&cex, NULL, !verbose, &ferr) : NULL;
     FpStatus fst = f ? fed_run(f, 0, &ferr) : (ferr.code ? ferr.code : FP_ENOMEM);
     cJSON *model = cJSON_AddObjectToObject(j, "model");
@@ -393,8 +478,11 @@ void matrix_progress_cell(MatrixProgress *p, const Cell *c, const char *dir, con
     if (!p->out)
         return;
     char line[1024];
-    size_t k = (size_t)snprintf(line, sizeof line, "matrix: [%d/%d] %s: %s in %.1f s%s", p->finished, p->total,
-                                c->label, cell_status_name(c->status), c->seconds, where ? where : "");
+    char seed[40] = "";
+    if (p->seeds > 1)
+        snprintf(seed, sizeof seed, " (seed %llu)", (unsigned long long)c->seed);
+    size_t k = (size_t)snprintf(line, sizeof line, "matrix: [%d/%d] %s%s: %s in %.1f s%s", p->finished, p->total,
+                                c->label, seed, cell_status_name(c->status), c->seconds, where ? where : "");
     // The headline figures, read back from the cell file (it may come from a child).
     char rel[200];
     snprintf(rel, sizeof rel, "cells/%s.json", c->id);
@@ -775,7 +863,8 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
     if (opt.jobs > 1)
         threads = threads / opt.jobs > 0 ? threads / opt.jobs : 1;
     int par = ranks > 1 ? ranks : opt.jobs;
-    MatrixProgress pr = {.out = opt.progress, .total = n_mine, .finished = skipped, .jobs = par, .remaining = n};
+    MatrixProgress pr = {.out = opt.progress, .total = n_mine, .finished = skipped, .jobs = par, .remaining = n,
+                         .seeds = m->n_seeds};
     if (st == FP_OK && opt.progress) {
         char share[64] = "";
         if (sharded)
@@ -856,7 +945,7 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
     }
     if (rank == 0 && prepared) {
         FpError ierr = {0};
-        FpStatus is = matrix_index_write(m, dir, 1, &ierr); // the last look: what every writer finished
+        FpStatus is = index_write_final(m, dir, &ierr); // the last look: what every writer finished
         if (st == FP_OK && is != FP_OK) {
             st = is;
             if (err)

@@ -389,8 +389,14 @@ static int violations(const char *dir, const char *baseline, char *first, size_t
     FpError err = {0};
     ck_assert_msg(check_baseline(dir, b, "baseline.json", &r, &err) == FP_OK, "%s", err.msg);
     int v = r.n_violations;
-    if (first)
-        snprintf(first, n, "%s", v ? r.violations[0] : "");
+    if (first) {
+        first[0] = 0;
+        for (int i = 0; i < r.n_items; i++)
+            if (!r.items[i].ok) {
+                snprintf(first, n, "%s", r.items[i].message);
+                break;
+            }
+    }
     check_result_free(&r);
     cJSON_Delete(b);
     return v;
@@ -426,7 +432,7 @@ START_TEST(check_bounds_hold_and_fail) {
     ck_assert_int_eq(violations(dir, "{\"bounds\": [{\"defense\": \"spm\", \"attack\": \"probe\", \"at_most\": 0.2}]}",
                                 first, sizeof first),
                      1);
-    ck_assert_ptr_nonnull(strstr(first, "matches 0 cells"));
+    ck_assert_ptr_nonnull(strstr(first, "matches 0 defense settings"));
     // A diverged cell has no number to pass a bound with.
     ck_assert_int_eq(violations(dir, "{\"bounds\": [{\"defense\": \"explode\", \"metric\": \"model_accuracy\","
                                      " \"at_least\": 0}]}",

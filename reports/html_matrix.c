@@ -1,0 +1,321 @@
+// The attack × defense matrix of the report: one row per defense setting, the privacy
+// it claims (nominal ε with its notion, sound ε with its guarantee and unit), the model
+// accuracy and each attack's metrics, as means over seeds with 95% intervals; colours on
+// fixed scales (reports/summary.h), a chance row at the bottom, and the per-seed values.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reports/report_internal.h"
+
+// Background of a value by where it lies on its scale: t = 0 green (no leak, or the
+// accuracy without a defense), t = 1 red.
+static void open_cell(HtmlBuf *o, double bad) {
+    if (isnan(bad))
+        hb_puts(o, "<td class=\"num\"");
+    else
+        hb_printf(o, "<td class=\"num\" style=\"background:hsl(%.0f,60%%,82%%)\"", 120 * (1 - bad));
+}
+
+// How bad an accuracy is: 0 at the accuracy without a defense (or above), 1 at chance
+// (or below). Without a baseline, 1 - the share of the way from chance to 1.
+static double accuracy_badness(const RunSummary *S, double acc) {
+    if (isnan(acc) || isnan(S->chance))
+        return NAN;
+    double top = S->baseline >= 0 && S->settings[S->baseline].accuracy.stat.n > 0
+                     ? S->settings[S->baseline].accuracy.stat.mean
+                     : 1;
+    if (!(top > S->chance + 1e-9))
+        return NAN;
+    double t = (acc - S->chance) / (top - S->chance);
+    return t < 0 ? 1 : t > 1 ? 0 : 1 - t;
+}
+
+// The warnings that concern setting si (and attack k, or -1 for the setting itself), as
+// a ⚠ with the messages in its tooltip.
+static void warn_mark(HtmlBuf *o, const RunSummary *S, int si, int k) {
+    int n = 0;
+    for (int w = 0; w < S->n_warnings; w++)
+        n += S->warnings[w].setting == si && S->warnings[w].attack == k;
+    if (!n)
+        return;
+    hb_puts(o, " <a class=\"warn\" href=\"#warnings\" title=\"");
+    for (int w = 0, m = 0; w < S->n_warnings; w++)
+        if (S->warnings[w].setting == si && S->warnings[w].attack == k) {
+            hb_puts(o, m++ ? " | " : "");
+            hb_escape_attr(o, S->warnings[w].message);
+        }
+    hb_puts(o, "\">⚠</a>");
+}
+
+static void put_guarantee(HtmlBuf *o, const SettingSummary *s) {
+    const char *g = s->guarantee[0] ? s->guarantee : "none";
+    hb_puts(o, " <span class=\"badge g-");
+    hb_escape_attr(o, strcmp(g, "proven") == 0 || strcmp(g, "conditional") == 0 ? g : "none");
+    hb_puts(o, "\"");
+    if (cJSON_GetArraySize(s->assumptions) > 0) {
+        hb_puts(o, " title=\"");
+        const cJSON *a;
+        int m = 0;
+        cJSON_ArrayForEach(a, s->assumptions) if (cJSON_IsString(a)) {
+            hb_puts(o, m++ ? " · " : "");
+            hb_escape_attr(o, a->valuestring);
+        }
+        hb_puts(o, "\"");
+    }
+    hb_puts(o, ">");
+    hb_escape(o, g);
+    hb_puts(o, "</span>");
+}
+
+// Nominal ε (total after the last round) with its unit and notion; sound ε with its
+// guarantee, δ and unit.
+static void privacy_cells(HtmlBuf *o, const SettingSummary *s) {
+    if (!s->privacy) {
+        hb_puts(o, "<td>—</td><td>—</td>");
+        return;
+    }
+    hb_puts(o, "<td class=\"num\">");
+    rep_put_num(o, s->eps_nominal);
+    hb_puts(o, "<small title=\"");
+    hb_escape_attr(o, s->nominal_notion);
+    hb_puts(o, "\">per ");
+    hb_escape(o, s->unit[0] ? s->unit : "?");
+    if (s->nominal_notion[0]) {
+        char shortn[64];
+        snprintf(shortn, sizeof shortn, "%.44s%s", s->nominal_notion, strlen(s->nominal_notion) > 44 ? "…" : "");
+        hb_puts(o, "; ");
+        hb_escape(o, shortn);
+    }
+    hb_puts(o, "</small></td><td class=\"num\">");
+    rep_put_num(o, s->eps_sound);
+    put_guarantee(o, s);
+    hb_puts(o, "<small title=\"");
+    hb_escape_attr(o, s->sound_notion);
+    hb_puts(o, "\">");
+    if (isfinite(s->eps_sound) || isfinite(s->delta)) {
+        hb_puts(o, "(ε, δ = ");
+        rep_put_num(o, s->delta);
+        hb_puts(o, ") ");
+    }
+    hb_puts(o, "per ");
+    hb_escape(o, s->unit[0] ? s->unit : "?");
+    if (isfinite(s->eps_conditional)) {
+        hb_puts(o, "; conditional ");
+        rep_put_num(o, s->eps_conditional);
+    }
+    hb_puts(o, "</small></td>");
+}
+
+// The status of a setting's runs when they are not all done: "1 diverged", ...
+static const char *setting_status(const SettingSummary *s) {
+    if (s->n_done == s->runs->n_runs)
+        return "done";
+    if (s->n_failed)
+        return "failed";
+    if (s->n_diverged)
+        return "diverged";
+    return "pending";
+}
+
+static void attack_cell(Report *R, int si, int k) {
+    const RunSummary *S = &R->S;
+    const SettingSummary *s = &S->settings[si];
+    const AttackColumn *c = &S->attacks[k];
+    const MetricSummary *h = setting_attack_metric(s, k, 0);
+    HtmlBuf *o = &R->out;
+    int n = s->runs->n_runs;
+    if (s->not_applicable[k] && h->stat.n == 0) {
+        hb_puts(o, "<td>");
+        rep_put_status(o, "n/a", "the attack reports itself not applicable here");
+        warn_mark(o, S, si, k);
+        hb_puts(o, "</td>");
+        return;
+    }
+    if (h->stat.n == 0) { // no run gave a value: say why (the first run's attack status)
+        const char *st = "pending", *msg = "";
+        for (int j = 0; j < n; j++) {
+            const cJSON *cell = R->r.cells[s->runs->runs[j]];
+            const cJSON *a = cell ? matrix_cell_attack_at(cell, k) : NULL;
+            if (a) {
+                st = rep_str(a, "status", "failed");
+                msg = rep_str(a, "message", "");
+                break;
+            }
+            if (cell) {
+                st = cell_status_name(R->r.status[s->runs->runs[j]]);
+                msg = rep_str(cell, "message", "");
+            }
+        }
+        hb_puts(o, "<td>");
+        rep_put_status(o, st, msg);
+        hb_puts(o, "</td>");
+        return;
+    }
+    // Colour by the headline on its fixed scale (its mean); none when it has no scale.
+    double bad = metric_leak(c->scales[0], h->stat.mean);
+    if (!c->scales[0])
+        bad = NAN;
+    open_cell(o, bad);
+    hb_puts(o, " title=\"");
+    rep_stat_title(o, h, n);
+    hb_puts(o, "\">");
+    rep_put_stat(o, &h->stat);
+    if (h->stat.missing)
+        hb_printf(o, "<small>%d of %d seeds without a value</small>", h->stat.missing, n);
+    for (int q = 1; q < c->n_keys; q++) {
+        const MetricSummary *m = setting_attack_metric(s, k, q);
+        if (m->stat.n == 0)
+            continue;
+        hb_puts(o, "<small>");
+        hb_escape(o, c->scales[q] ? c->scales[q]->name : c->keys[q]);
+        hb_puts(o, " ");
+        rep_put_stat(o, &m->stat);
+        hb_puts(o, "</small>");
+    }
+    warn_mark(o, S, si, k);
+    hb_puts(o, "</td>");
+}
+
+static void per_seed_table(Report *R) {
+    const RunSummary *S = &R->S;
+    HtmlBuf *o = &R->out;
+    hb_puts(o, "<details><summary>Per-seed values</summary><table><thead><tr><th>Setting</th><th>Seed</th>"
+               "<th>Status</th><th>Model accuracy</th>");
+    for (int k = 0; k < S->n_attacks; k++) {
+        hb_puts(o, "<th>");
+        hb_escape(o, S->attacks[k].label);
+        hb_puts(o, "<br><small>");
+        hb_escape(o, S->attacks[k].headline);
+        hb_puts(o, "</small></th>");
+    }
+    hb_puts(o, "</tr></thead><tbody>");
+    for (int si = 0; si < S->n_settings; si++) {
+        const SettingSummary *s = &S->settings[si];
+        for (int j = 0; j < s->runs->n_runs; j++) {
+            int i = s->runs->runs[j];
+            hb_puts(o, "<tr><td class=\"name\">");
+            hb_escape(o, s->label);
+            hb_puts(o, "</td><td class=\"num\">");
+            rep_put_seed(o, rep_num(matrix_index_cell(&R->r, i), "seed"));
+            hb_puts(o, "</td><td>");
+            rep_put_status(o, cell_status_name(R->r.status[i]), R->r.cells[i] ? rep_str(R->r.cells[i], "message", "") : "");
+            hb_puts(o, "</td><td class=\"num\">");
+            rep_put_num(o, S->regression ? s->loss.values[j] : s->accuracy.values[j]);
+            hb_puts(o, "</td>");
+            for (int k = 0; k < S->n_attacks; k++) {
+                hb_puts(o, "<td class=\"num\">");
+                rep_put_num(o, setting_attack_metric(s, k, 0)->values[j]);
+                hb_puts(o, "</td>");
+            }
+            hb_puts(o, "</tr>");
+        }
+    }
+    hb_puts(o, "</tbody></table></details>");
+}
+
+void section_matrix(Report *R) {
+    const RunSummary *S = &R->S;
+    HtmlBuf *o = &R->out;
+    hb_puts(o, "<h2 id=\"matrix\">Attack × defense matrix</h2>");
+    hb_printf(o, "<p class=\"note\">One row per defense setting; values are means over %d seed%s", S->n_seeds,
+              S->n_seeds == 1 ? "" : "s");
+    if (S->n_seeds > 1)
+        hb_puts(o, " ± the half-width of their 95% confidence interval (Student t; hover for the per-seed values)");
+    hb_puts(o, ". <b>Nominal ε</b> is what the defense's paper claims, in its own unit and notion; <b>sound ε</b> is "
+               "an (ε, δ) bound after the last round with its guarantee: <span class=\"badge g-proven\">proven</span> "
+               "for the code as it runs, <span class=\"badge g-conditional\">conditional</span> on stated assumptions "
+               "(hover), or <span class=\"badge g-none\">none</span> (∞). Colours have fixed meanings, not the "
+               "column's spread: leakage <span class=\"scale scale-leak\"></span> from chance (green: AUC 0.5, SSIM 0, "
+               "TPR 1% at 1% FPR) to a full leak (red: AUC 1, SSIM 1); accuracy <span class=\"scale scale-acc\">"
+               "</span> from chance (red) to the accuracy without a defense (green). ⚠ marks a warning.</p>");
+    hb_puts(o, "<table class=\"matrix\"><thead><tr><th>Defense setting</th><th>Nominal ε<br><small>total, unit; "
+               "notion</small></th><th>Sound ε<br><small>total, guarantee</small></th><th>Seeds</th><th>");
+    hb_puts(o, S->regression ? "Model test loss" : "Model accuracy");
+    hb_puts(o, "</th>");
+    for (int k = 0; k < S->n_attacks; k++) {
+        const AttackColumn *c = &S->attacks[k];
+        hb_puts(o, "<th>");
+        hb_escape(o, c->label);
+        hb_puts(o, "<br><small>");
+        hb_escape(o, c->scales[0] ? c->scales[0]->name : c->headline);
+        if (c->scales[0])
+            hb_printf(o, " (chance %g)", c->scales[0]->chance);
+        else
+            hb_puts(o, c->higher_leaks ? " (higher = more leakage)" : " (lower = more leakage)");
+        hb_puts(o, "</small></th>");
+    }
+    hb_puts(o, "</tr></thead><tbody>");
+    for (int si = 0; si < S->n_settings; si++) {
+        const SettingSummary *s = &S->settings[si];
+        hb_puts(o, "<tr><td class=\"name\">");
+        hb_escape(o, s->defense);
+        if (s->variant) {
+            hb_puts(o, " <span class=\"note\">");
+            hb_escape(o, s->variant);
+            hb_puts(o, "</span>");
+        }
+        if (isfinite(s->epsilon))
+            hb_printf(o, " ε=%g", s->epsilon);
+        warn_mark(o, S, si, -1);
+        if (cJSON_GetArraySize(s->params) > 0) {
+            hb_puts(o, "<small>");
+            const cJSON *p;
+            cJSON_ArrayForEach(p, s->params) {
+                char *v = cJSON_PrintUnformatted(p);
+                hb_escape(o, p->string);
+                hb_puts(o, "=");
+                hb_escape(o, v ? v : "?");
+                hb_puts(o, " ");
+                free(v);
+            }
+            hb_puts(o, "</small>");
+        }
+        hb_puts(o, "</td>");
+        privacy_cells(o, s);
+        hb_puts(o, "<td>");
+        const char *st = setting_status(s);
+        if (strcmp(st, "done") == 0)
+            hb_printf(o, "%d", s->runs->n_runs);
+        else {
+            hb_printf(o, "%d/%d ", s->n_done, s->runs->n_runs);
+            rep_put_status(o, st, NULL);
+        }
+        hb_puts(o, "</td>");
+        const MetricSummary *m = S->regression ? &s->loss : &s->accuracy;
+        if (m->stat.n == 0) {
+            hb_puts(o, "<td>");
+            rep_put_status(o, s->n_diverged ? "diverged" : st, NULL);
+            hb_puts(o, "</td>");
+        } else {
+            open_cell(o, S->regression ? NAN : accuracy_badness(S, m->stat.mean));
+            hb_puts(o, " title=\"");
+            rep_stat_title(o, m, s->runs->n_runs);
+            hb_puts(o, "\">");
+            rep_put_stat(o, &m->stat);
+            hb_puts(o, "</td>");
+        }
+        for (int k = 0; k < S->n_attacks; k++)
+            attack_cell(R, si, k);
+        hb_puts(o, "</tr>");
+    }
+    // Chance: what a model that learned nothing, and an attack that learned nothing, score.
+    if (!S->regression) {
+        hb_puts(o, "<tr class=\"chance\"><td>chance (no information)</td><td></td><td></td><td></td><td class=\"num\">");
+        rep_put_num(o, S->chance);
+        hb_puts(o, "<small>most frequent class</small></td>");
+        for (int k = 0; k < S->n_attacks; k++) {
+            hb_puts(o, "<td class=\"num\">");
+            if (S->attacks[k].scales[0])
+                hb_printf(o, "%g", S->attacks[k].scales[0]->chance);
+            else
+                hb_puts(o, "—");
+            hb_puts(o, "</td>");
+        }
+        hb_puts(o, "</tr>");
+    }
+    hb_puts(o, "</tbody></table>");
+    if (S->n_seeds > 1)
+        per_seed_table(R);
+}

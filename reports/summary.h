@@ -1,0 +1,140 @@
+// What a matrix run says, computed once for the report, the JSON summary in
+// results.json, `fedpriv export` and `fedpriv check`: per defense setting, every metric
+// over the seeds (mean, 95% confidence interval, the per-seed values), the privacy
+// record with its guarantee, and the warnings a reader needs before trusting a number.
+//
+// Statistics over seeds. A setting that ran with seeds s_1..s_n has one value per seed
+// for each metric. The mean and the Student-t 95% interval of the mean,
+//   mean ± t_{0.975, n-1} · sd / √n     (sd with n - 1 in the denominator),
+// are reported; with one seed there is no interval (NaN). A seed without a value (the
+// cell diverged, failed or is pending) is left out and counted as missing.
+//
+// Anchored scales. A metric's colour and its "does this attack work" test use fixed
+// meanings, never the spread of a column: AUC and balanced accuracy 0.5 = chance and 1
+// = every member found; SSIM and recovered fractions 0 = nothing and 1 = everything;
+// TPR at 1% FPR 0.01 = chance. Model accuracy is placed between chance (the share of
+// the most frequent test class) and the accuracy without a defense.
+//
+// Warnings (kind, and the setting / attack they concern):
+//   accuracy_at_chance         mean accuracy within 2 points of chance, with what the
+//                              rounds and the privacy record say about why
+//   attack_fails_without_defense  the attack does not leak without any defense: its
+//                              numbers under defenses measure nothing (not applicable)
+//   no_baseline                no setting without a defense, so nothing shows the
+//                              attacks work at all
+//   mixed_epsilon_notions      nominal ε of different units or notions in one table
+//   noise_after_observation    the defense adds its noise at the server, after the point
+//                              the attack observes (a client's upload as the server
+//                              receives it): the attack sees no noise at any ε
+//   attack_not_applicable      a result flagged "not applicable" by the attack itself
+#ifndef FEDPRIV_REPORTS_SUMMARY_H
+#define FEDPRIV_REPORTS_SUMMARY_H
+
+#include <cjson/cJSON.h>
+
+#include "reports/results.h"
+
+// ---- statistics over seeds ---------------------------------------------------------------
+
+typedef struct SeedStat {
+    int n;                  // values that are not NaN
+    int missing;            // NaN values (seeds without a value)
+    double mean;            // NaN when n = 0; ±inf when a value is infinite
+    double ci_low, ci_high; // 95% Student-t interval of the mean; NaN when n < 2 or not finite
+} SeedStat;
+
+// The statistics of v[0..n) (NaN entries are missing values).
+void seed_stat(const double *v, int n, SeedStat *out);
+// t_{0.975, df}: the two-sided 95% Student-t quantile (df >= 1).
+double student_t975(int df);
+
+// ---- anchored scales ----------------------------------------------------------------------
+
+typedef struct MetricScale {
+    const char *metric;  // the result key ("auc", "ssim_mean", "tpr_at_fpr.0.01", ...)
+    double chance;       // what an attack that learns nothing scores
+    double full;         // a complete leak
+    const char *name;    // short name for headers and axes ("AUC", "TPR at 1% FPR")
+} MetricScale;
+
+// The scale of a metric, or NULL when it has no fixed meaning here.
+const MetricScale *metric_scale(const char *metric);
+// Where v lies between chance (0) and a full leak (1), clamped to [0, 1]; NaN when v
+// or the scale is missing.
+double metric_leak(const MetricScale *s, double v);
+
+// ---- the summary ----------------------------------------------------------------------------
+
+// The metrics the report shows per attack: the headline first, then the low-FPR rate
+// and the recovered fraction where the results have them.
+#define SUMMARY_MAX_KEYS 4
+
+typedef struct MetricSummary {
+    double *values;         // one per run of the setting (NaN: no value)
+    SeedStat stat;
+} MetricSummary;
+
+typedef struct AttackColumn {
+    const cJSON *index;     // the index's attack entry
+    const char *name, *label, *headline;
+    int higher_leaks;
+    int n_keys;
+    const char *keys[SUMMARY_MAX_KEYS];        // keys[0] = the headline metric
+    const MetricScale *scales[SUMMARY_MAX_KEYS];
+} AttackColumn;
+
+typedef struct SettingSummary {
+    const cJSON *entry;     // the index entry of its first cell
+    const char *label, *defense, *variant; // variant NULL when none
+    const cJSON *params;    // swept parameters other than ε
+    double epsilon;         // the ε it was configured with (NaN: none)
+    int is_baseline;        // the defense is "none"
+    const MatrixSetting *runs;
+    int n_done, n_diverged, n_failed, n_pending;
+    // The privacy record after the last round (of the first run that has one).
+    const cJSON *privacy;   // NULL when no run has one
+    const char *unit, *nominal_notion, *sound_notion, *guarantee; // "" when absent
+    double eps_nominal, eps_nominal_round, eps_sound, eps_conditional, delta, sigma;
+    const cJSON *assumptions;
+    const char *noise_point; // "server" / "client" from the resolved defense, or NULL
+    double participants;    // mean participants per round (first run with rounds), NaN
+    MetricSummary accuracy, loss;
+    MetricSummary *attack;  // [k * SUMMARY_MAX_KEYS + j]: attack k, key j
+    int *not_applicable;    // [k]: runs whose attack k says it does not apply
+    const char **observer;  // [k]: "server" (before server-side noise), "public", or NULL
+} SettingSummary;
+
+typedef struct RunWarning {
+    char kind[40];
+    int setting;            // -1: the whole run
+    int attack;             // -1: none
+    char *message;
+} RunWarning;
+
+typedef struct RunSummary {
+    const MatrixResults *r;
+    int n_attacks;
+    AttackColumn *attacks;
+    int n_settings;
+    SettingSummary *settings;
+    int baseline;           // the first setting without a defense, or -1
+    double chance;          // chance accuracy, NaN when unknown (regression)
+    int regression;         // no accuracy anywhere: the model metric is the test loss
+    int n_seeds;            // most runs of one setting
+    int n_warnings;
+    RunWarning *warnings;
+} RunSummary;
+
+// Builds the summary of a loaded run (r must outlive it).
+FpStatus run_summary_build(const MatrixResults *r, RunSummary *out, FpError *err);
+void run_summary_free(RunSummary *s);
+
+// The summary as JSON (results.json's "summary"; docs/report.md documents it).
+cJSON *run_summary_json(const RunSummary *s);
+
+// The metric value of attack k, key j in setting s (the summary entry).
+static inline const MetricSummary *setting_attack_metric(const SettingSummary *s, int k, int j) {
+    return &s->attack[k * SUMMARY_MAX_KEYS + j];
+}
+
+#endif
