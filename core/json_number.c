@@ -63,16 +63,21 @@ static int has_nonfinite(const cJSON *j) {
     return 0;
 }
 
-// Replaces every non-finite number under j (a copy the caller owns) by the rule.
+// Rewrites, in place, every non-finite number under parent (a copy the caller owns) by
+// the rule: the node becomes the string "inf" / "-inf", or null, keeping its key.
 static int apply_rule(cJSON *parent) {
     for (cJSON *c = parent->child; c; c = c->next) {
         if (cJSON_IsNumber(c) && !isfinite(c->valuedouble)) {
-            cJSON *r = jnum_create(c->valuedouble);
-            if (!r || !cJSON_ReplaceItemViaPointer(parent, c, r)) {
-                cJSON_Delete(r);
-                return 0;
-            }
-            c = r;
+            int keep = c->type & cJSON_StringIsConst; // a flag about the key, not the value
+            if (isinf(c->valuedouble)) {
+                c->valuestring = strdup(c->valuedouble > 0 ? "inf" : "-inf");
+                if (!c->valuestring)
+                    return 0;
+                c->type = cJSON_String | keep;
+            } else
+                c->type = cJSON_NULL | keep;
+            c->valuedouble = 0;
+            c->valueint = 0;
         } else if (c->child && !apply_rule(c))
             return 0;
     }

@@ -366,9 +366,9 @@ static void warn_attacks(RunSummary *S) {
         }
         if (m->stat.n == 0 || !c->scales[0])
             continue;
-        // With several seeds the upper end of the interval must stay near chance.
-        double v = m->stat.n >= 2 && isfinite(m->stat.ci_high) ? m->stat.ci_high : m->stat.mean;
-        if (metric_leak(c->scales[0], v) < 0.1)
+        // The mean over seeds within a tenth of the way from chance to a full leak (AUC
+        // below 0.55, SSIM below 0.1).
+        if (metric_leak(c->scales[0], m->stat.mean) < 0.1)
             add_warning(S, "attack_fails_without_defense", S->baseline, k,
                         "%s does not leak without any defense (%s %.3f; chance %.3g): it finds nothing to protect "
                         "here, so its values under the defenses say nothing about them (not applicable).",

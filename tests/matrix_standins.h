@@ -1,8 +1,9 @@
 // Stand-in defenses and attacks for the matrix, report and check tests: small, fast and
 // deterministic, with the behaviours the tests need (a leak that shrinks with ε, a
 // training run that diverges, an attack that fails, a headline that is NaN, a defense
-// whose name is markup). Included by tests/test_matrix.c and tests/test_report.c; the
-// real registries are the fallback, so "none" is the real one.
+// whose name is markup, a client-level defense with server-side noise, attacks that
+// learn nothing or say they do not apply). Included by the matrix, report, check and
+// export tests; the real registries are the fallback, so "none" is the real one.
 //
 // Data: a generated CSV of three Gaussian blobs (16 features in [0,1], 480 rows), so
 // the tests need no downloaded dataset and load in milliseconds.
@@ -87,6 +88,23 @@ static void standin_privacy(const void *state, int rounds_done, PrivacyRecord *r
 static void standin_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "epsilon", ((const StandinDefense *)state)->epsilon);
 }
+// "clientdp": like "noise", but claims client-level DP in another notion and adds its
+// noise at the server (as gaussian-dpfedavg does by default): the report warns about both.
+static FpStatus clientdp_create(const cJSON *p, const char *path, const DefenseSetup *setup, void **state,
+                                FpError *err) {
+    return standin_create(p, path, setup, state, err, 0, 1);
+}
+static void clientdp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
+    const StandinDefense *s = state;
+    *rec = (PrivacyRecord){.unit = "client", .epsilon_round_nominal = s->epsilon / 2,
+                           .epsilon_total_nominal = s->epsilon, .nominal_notion = "stand-in client-level (eps, delta)",
+                           .epsilon_total_sound = s->epsilon, .delta = 1e-5, .sound_notion = "stand-in RDP",
+                           .sigma = s->sigma, .guarantee = GUARANTEE_PROVEN};
+}
+static void clientdp_describe(const void *state, cJSON *out) {
+    cJSON_AddNumberToObject(out, "epsilon", ((const StandinDefense *)state)->epsilon);
+    cJSON_AddStringToObject(out, "noise", "server");
+}
 
 static const DefenseOps standin_noise = {.name = "noise", .summary = "stand-in: Gaussian noise 0.02/eps",
                                          .variants = "corrected,paper", .create = noise_create,
@@ -103,9 +121,14 @@ static const DefenseOps standin_markup = {.name = STANDIN_MARKUP_NAME, .summary 
                                           .upload_kind = standin_upload_kind, .client_perturb = standin_perturb,
                                           .privacy = standin_privacy};
 
+static const DefenseOps standin_clientdp = {.name = "clientdp", .summary = "stand-in: client-level, server noise",
+                                            .create = clientdp_create, .destroy = standin_destroy,
+                                            .upload_kind = standin_upload_kind, .client_perturb = standin_perturb,
+                                            .privacy = clientdp_privacy, .describe = clientdp_describe};
+
 static const DefenseOps *standin_defense_find(const char *name) {
-    const DefenseOps *all[] = {&standin_noise, &standin_explode, &standin_markup};
-    for (int i = 0; i < 3; i++)
+    const DefenseOps *all[] = {&standin_noise, &standin_explode, &standin_markup, &standin_clientdp};
+    for (int i = 0; i < 4; i++)
         if (strcmp(all[i]->name, name) == 0)
             return all[i];
     return defense_find(name);
@@ -166,6 +189,11 @@ static FpStatus probe_run(const AttackEnv *env, cJSON *res, FpError *err) {
     cJSON_AddItemToArray(imgs, im);
     cJSON_AddNumberToObject(res, "ssim_mean", leak);
     cJSON_AddNumberToObject(res, "auc", 0.5 + leak / 2);
+    // It inverts a client's upload as the server receives it; an exact reconstruction has
+    // infinite PSNR (written by the one non-finite rule), and a nested metric.
+    cJSON_AddStringToObject(res, "threat_model", "gradient");
+    cJSON_AddNumberToObject(res, "psnr", leak == 1 ? INFINITY : -10 * log10(1 - leak));
+    cJSON_AddNumberToObject(cJSON_AddObjectToObject(res, "tpr_at_fpr"), "0.01", 0.01 + 0.99 * leak * 0.1);
     cJSON *roc = cJSON_AddObjectToObject(res, "roc");
     double fpr[] = {0, 0.001, 0.01, 0.1, 0.5, 1};
     cJSON *fa = cJSON_AddArrayToObject(roc, "fpr"), *ta = cJSON_AddArrayToObject(roc, "tpr");
@@ -177,6 +205,19 @@ static FpStatus probe_run(const AttackEnv *env, cJSON *res, FpError *err) {
         usleep((useconds_t)ms * 1000);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     cJSON_AddNumberToObject(res, "probe_seconds", (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    return FP_OK;
+}
+
+// "blind": learns nothing (AUC 0.5 whatever the defense): the report says it is not
+// applicable. "na": says itself that it does not apply.
+static FpStatus blind_run(const AttackEnv *env, cJSON *res, FpError *err) {
+    cJSON_AddNumberToObject(res, "auc", 0.5);
+    cJSON_AddNumberToObject(res, "best_advantage", -INFINITY);
+    return FP_OK;
+}
+static FpStatus na_run(const AttackEnv *env, cJSON *res, FpError *err) {
+    cJSON_AddNumberToObject(res, "auc", 0.5);
+    cJSON_AddBoolToObject(res, "applicable", 0);
     return FP_OK;
 }
 
@@ -195,9 +236,14 @@ static const AttackOps standin_broken = {.name = "broken", .summary = "stand-in 
 static const AttackOps standin_nan = {.name = "nan", .summary = "stand-in NaN", .headline = "ssim_mean",
                                       .headline_higher_leaks = 1, .validate = probe_validate, .run = nan_run};
 
+static const AttackOps standin_blind = {.name = "blind", .summary = "stand-in: learns nothing", .headline = "auc",
+                                        .headline_higher_leaks = 1, .validate = probe_validate, .run = blind_run};
+static const AttackOps standin_na = {.name = "na", .summary = "stand-in: not applicable", .headline = "auc",
+                                     .headline_higher_leaks = 1, .validate = probe_validate, .run = na_run};
+
 static const AttackOps *standin_attack_find(const char *name) {
-    const AttackOps *all[] = {&standin_probe, &standin_broken, &standin_nan};
-    for (int i = 0; i < 3; i++)
+    const AttackOps *all[] = {&standin_probe, &standin_broken, &standin_nan, &standin_blind, &standin_na};
+    for (int i = 0; i < 5; i++)
         if (strcmp(all[i]->name, name) == 0)
             return all[i];
     return attack_find(name);
@@ -269,6 +315,19 @@ static inline cJSON *standin_matrix(const char *csv, const char *defenses, const
              " \"federation\": {\"clients\": 4, \"rounds\": 3, \"batch_size\": 16, \"lr\": 0.1},"
              " \"defenses\": %s, \"attacks\": %s}",
              csv, defenses, attacks);
+    return cJSON_Parse(text);
+}
+
+// The same with "seeds" instead of "seed" (seeds: JSON list text).
+static inline cJSON *standin_matrix_seeds(const char *csv, const char *seeds, const char *defenses, const char *attacks) {
+    char text[8192];
+    snprintf(text, sizeof text,
+             "{\"seeds\": %s, \"description\": \"stand-in matrix\", \"threads\": 2,"
+             " \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"},"
+             " \"model\": {\"name\": \"mlp\", \"hidden\": [16]},"
+             " \"federation\": {\"clients\": 4, \"rounds\": 3, \"batch_size\": 16, \"lr\": 0.1},"
+             " \"defenses\": %s, \"attacks\": %s}",
+             seeds, csv, defenses, attacks);
     return cJSON_Parse(text);
 }
 

@@ -11,6 +11,7 @@
 
 #include "matrix_standins.h"
 #include "reports/html.h"
+#include "reports/summary.h"
 #include "reports/svg.h"
 
 #define TEST_DIR "build/test-report"
@@ -60,11 +61,13 @@ START_TEST(svg_plots) {
     ck_assert_ptr_null(strstr(b.s, "a<b"));
     ck_assert_ptr_null(strstr(b.s, "nan"));
     ck_assert_ptr_null(strstr(b.s, "inf"));
-    // The NaN point splits series 0 in two lines; series 1 and the diagonal add two more.
+    // The NaN point splits series 0 in two lines; series 1 adds one, and the chance
+    // diagonal two (a white halo under the dashed line, drawn on top of the curves).
     int lines = 0;
     for (const char *q = b.s; (q = strstr(q, "<polyline")); q++)
         lines++;
-    ck_assert_int_eq(lines, 4);
+    ck_assert_int_eq(lines, 5);
+    ck_assert_ptr_nonnull(strstr(strstr(b.s, "<title>c</title>"), "chance (a random guess)"));
     ck_assert_ptr_nonnull(strstr(b.s, ">0.001</text>"));
     hb_free(&b);
     // An empty range draws a placeholder, not a broken plot.
@@ -130,7 +133,8 @@ START_TEST(report_of_a_run) {
     ck_assert_ptr_null(strstr(html, "src=\"http"));
     ck_assert_ptr_null(strstr(html, "href=\"http"));
     ck_assert_int_eq(count(html, "src=\"data:image/png;base64,iVBORw0KGgo"), 4 * 3); // 4 cells x original, step, final
-    ck_assert_int_eq(count(html, "<svg xmlns"), 2);                                  // accuracy + one ROC plot
+    // privacy-utility (accuracy, probe's SSIM and TPR at 1% FPR), accuracy per round, one ROC
+    ck_assert_int_eq(count(html, "<svg xmlns"), 5);
     // The diverged row says so in the model and attack columns.
     ck_assert_ptr_nonnull(strstr(html, "<span class=\"st-diverged\""));
     ck_assert_ptr_nonnull(strstr(html, "<span class=\"st-skipped\""));
@@ -304,6 +308,264 @@ START_TEST(bad_run_folders) {
 }
 END_TEST
 
+// ---- plots, statistics, scales ------------------------------------------------------------
+
+START_TEST(svg_axes_markers_and_bands) {
+    // Series are told apart without colour: (dash, marker) pairs differ for 28 styles.
+    for (int i = 0; i < 28; i++)
+        for (int j = 0; j < i; j++)
+            ck_assert_msg(svg_marker_shape(i) != svg_marker_shape(j) || strcmp(svg_dash(i), svg_dash(j)) != 0,
+                          "styles %d and %d look the same without colour", i, j);
+    // A log-log ROC: decades on both axes, the diagonal on top of the curve.
+    double fx[] = {0, 0.001, 0.01, 0.1, 1}, fy[] = {0, 0.05, 0.1, 0.4, 1};
+    SvgSeries roc = {.label = "r", .x = fx, .y = fy, .n = 5, .style = 3};
+    SvgPlot rp = {.title = "roc", .log_x = 1, .log_y = 1, .xmin = 1e-3, .xmax = 1, .ymin = 1e-3, .ymax = 1, .diagonal = 1};
+    HtmlBuf b;
+    hb_init(&b);
+    svg_line_plot(&b, &rp, &roc, 1);
+    ck_assert(!b.oom);
+    ck_assert_int_eq(count(b.s, ">0.001</text>"), 2); // both axes
+    ck_assert_int_eq(count(b.s, ">0.1</text>"), 2);
+    ck_assert_ptr_nonnull(strstr(b.s, "<path d=\"M")); // style 3: diamond markers
+    ck_assert(strstr(b.s, "chance (a random guess)") > strstr(b.s, "<title>r</title>"));
+    hb_free(&b);
+    // A privacy-utility plot: a point at ε = ∞ sits in the band, error bars, an open
+    // marker, reference lines.
+    double x[] = {0.5, 2, INFINITY}, y[] = {0.3, 0.6, 0.8}, lo[] = {0.2, 0.5, NAN}, hi[] = {0.4, 0.7, NAN};
+    unsigned char hollow[] = {0, 1, 0};
+    SvgSeries t = {.label = "f", .x = x, .y = y, .n = 3, .style = 0, .ylo = lo, .yhi = hi, .hollow = hollow};
+    SvgPlot tp = {.title = "t", .log_x = 1, .xmin = 0.1, .xmax = 10, .ymin = 0, .ymax = 1, .inf_band = 1, .n_refs = 2,
+                  .refs = {{.y = 0.1, .label = "chance"}, {.y = 0.9, .label = "no defense"}}};
+    hb_init(&b);
+    svg_line_plot(&b, &tp, &t, 1);
+    ck_assert(!b.oom);
+    ck_assert_ptr_nonnull(strstr(b.s, ">∞</text>"));
+    ck_assert_int_eq(count(b.s, "<circle"), 3);          // all three points, the ∞ one included
+    ck_assert_int_eq(count(b.s, "fill=\"#fff\""), 1);    // the open marker
+    ck_assert_int_eq(count(b.s, "stroke-width=\"1.2\""), 2); // two error bars (the ∞ point has none)
+    ck_assert_ptr_nonnull(strstr(b.s, ">chance</text>"));
+    ck_assert_ptr_nonnull(strstr(b.s, ">no defense</text>"));
+    ck_assert_ptr_null(strstr(b.s, "inf"));
+    ck_assert_ptr_null(strstr(b.s, "nan"));
+    // The line joins the finite points only: one segment, not one to the band.
+    const char *pl = strstr(b.s, "<polyline");
+    ck_assert_ptr_nonnull(pl);
+    ck_assert_ptr_null(strstr(pl + 1, "<polyline"));
+    hb_free(&b);
+}
+END_TEST
+
+// t_{0.975, df} against scipy.stats.t.ppf(0.975, df); the mean and interval of three seeds
+// against numpy/scipy (mean 0.8, half-width 0.049682754).
+START_TEST(seed_statistics) {
+    static const struct {
+        int df;
+        double t;
+    } ref[] = {{1, 12.706204736}, {2, 4.302652730}, {5, 2.570581837}, {30, 2.042272456},
+               {31, 2.039513446}, {40, 2.021075383}, {100, 1.983971518}, {1000, 1.962339081}};
+    for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++)
+        ck_assert_msg(fabs(student_t975(ref[i].df) - ref[i].t) < 2e-4, "df %d: %.6f, want %.6f", ref[i].df,
+                      student_t975(ref[i].df), ref[i].t);
+    double v[] = {0.8, 0.82, NAN, 0.78};
+    SeedStat st;
+    seed_stat(v, 4, &st);
+    ck_assert_int_eq(st.n, 3);
+    ck_assert_int_eq(st.missing, 1);
+    ck_assert_double_eq_tol(st.mean, 0.8, 1e-12);
+    ck_assert_double_eq_tol((st.ci_high - st.ci_low) / 2, 0.049682754, 2e-5);
+    // The control: an interval with the normal quantile (1.96) would be 0.0226 wide each
+    // side: the check tells the two apart.
+    ck_assert(fabs((st.ci_high - st.ci_low) / 2 - 1.96 * 0.02 / sqrt(3)) > 0.02);
+    double one[] = {0.7};
+    seed_stat(one, 1, &st);
+    ck_assert(st.n == 1 && st.mean == 0.7 && isnan(st.ci_low) && isnan(st.ci_high));
+    double inf[] = {1, INFINITY};
+    seed_stat(inf, 2, &st);
+    ck_assert(isinf(st.mean) && isnan(st.ci_low));
+    double none[] = {NAN, NAN};
+    seed_stat(none, 2, &st);
+    ck_assert(st.n == 0 && isnan(st.mean) && st.missing == 2);
+}
+END_TEST
+
+START_TEST(metric_scales_are_anchored) {
+    const MetricScale *auc = metric_scale("auc"), *ssim = metric_scale("ssim_mean"), *tpr = metric_scale("tpr_at_fpr.0.01");
+    ck_assert(auc && ssim && tpr);
+    ck_assert_double_eq(metric_leak(auc, 0.5), 0);
+    ck_assert_double_eq_tol(metric_leak(auc, 0.75), 0.5, 1e-12);
+    ck_assert_double_eq(metric_leak(auc, 1), 1);
+    ck_assert_double_eq(metric_leak(auc, 0.4), 0); // below chance is no leak, not a negative one
+    ck_assert_double_eq(metric_leak(ssim, -0.01), 0);
+    ck_assert_double_eq_tol(metric_leak(ssim, 0.3), 0.3, 1e-12);
+    ck_assert_double_eq(metric_leak(tpr, 0.01), 0);
+    ck_assert_ptr_null(metric_scale("window_mse_final"));
+    ck_assert(isnan(metric_leak(NULL, 0.7)));
+}
+END_TEST
+
+// ---- a hand-written run: every warning, and a control without any ---------------------------
+
+#define SYN TEST_DIR "/synthetic"
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+// One cell of the synthetic run: its file, and its index entry appended to idx.
+static void syn_cell(char *idx, size_t n, const char *id, int setting, int seed, const char *defense, double eps,
+                     const char *privacy, const char *resolved, double acc, const char *rounds, double ssim, double auc) {
+    char path[512], text[4096];
+    snprintf(path, sizeof path, SYN "/cells/%s.json", id);
+    snprintf(text, sizeof text,
+             "{\"cell\": \"%s\", \"status\": \"done\", \"spec_hash\": \"h-%s\", \"defense\": \"%s\", \"seed\": %d,"
+             " \"model\": {\"test_accuracy\": %.17g, \"test_loss\": 1, \"rounds\": %s},"
+             " \"privacy\": %s, \"defense_resolved\": %s,"
+             " \"attacks\": [{\"name\": \"probe\", \"index\": 0, \"status\": \"done\", \"value\": %.17g,"
+             "   \"result\": {\"ssim_mean\": %.17g, \"threat_model\": \"gradient\"}},"
+             "  {\"name\": \"blind\", \"index\": 1, \"status\": \"done\", \"value\": %.17g, \"result\": {\"auc\": %.17g}}]}",
+             id, id, defense, seed, acc, rounds, privacy, resolved, ssim, ssim, auc, auc);
+    write_text(path, text);
+    size_t k = strlen(idx);
+    snprintf(idx + k, n - k,
+             "%s{\"id\": \"%s\", \"label\": \"%s%s\", \"defense\": \"%s\", \"epsilon\": %s, \"params\": {},"
+             " \"setting\": %d, \"seed\": %d, \"status\": \"done\", \"spec_hash\": \"h-%s\"}",
+             idx[0] ? ", " : "", id, defense, isnan(eps) ? "" : eps == 1 ? " ε=1" : " ε=?", defense,
+             isnan(eps) ? "null" : "1", setting, seed, id);
+}
+
+// A run of three settings × two seeds. leaky = 0: the values that must raise each warning;
+// 1: the same run without any reason to warn.
+static void write_synthetic(int clean) {
+    standin_rm(SYN);
+    ck_assert(standin_mkdirs(SYN "/cells"));
+    static char idx[16384];
+    idx[0] = 0;
+    const char *rounds_low = "[{\"round\": 1, \"participants\": 2, \"test_accuracy\": 0.09},"
+                             " {\"round\": 2, \"participants\": 2, \"test_accuracy\": 0.1}]";
+    const char *rounds_ok = "[{\"round\": 1, \"participants\": 2, \"test_accuracy\": 0.5},"
+                            " {\"round\": 2, \"participants\": 2, \"test_accuracy\": 0.8}]";
+    const char *p_none = "{\"unit\": \"none\", \"nominal\": {\"epsilon_total\": \"inf\", \"notion\": \"no privacy claimed\"},"
+                         " \"sound\": {\"epsilon_total\": \"inf\", \"delta\": 0, \"notion\": \"no guarantee\"},"
+                         " \"guarantee\": \"none\", \"assumptions\": []}";
+    const char *p_ldp = "{\"unit\": \"scalar\", \"nominal\": {\"epsilon_total\": 2, \"notion\": \"LDP per scalar\"},"
+                        " \"sound\": {\"epsilon_total\": \"inf\", \"delta\": 0, \"notion\": \"none\"},"
+                        " \"guarantee\": \"none\", \"assumptions\": [\"signs only\"]}";
+    const char *p_cdp = clean ? p_ldp
+                              : "{\"unit\": \"client\", \"nominal\": {\"epsilon_total\": 1, \"notion\": \"client-level\"},"
+                                " \"sound\": {\"epsilon_total\": 1, \"delta\": 1e-5, \"notion\": \"RDP\"},"
+                                " \"guarantee\": \"proven\", \"assumptions\": [], \"sigma\": 2}";
+    const char *noise = clean ? "{\"noise\": \"client\"}" : "{\"noise\": \"server\"}";
+    for (int s = 0; s < 2; s++) {
+        char id[64];
+        snprintf(id, sizeof id, "none-s%d", s + 1);
+        syn_cell(idx, sizeof idx, id, 0, s + 1, "none", NAN, p_none, "{}", s ? 0.82 : 0.8, rounds_ok, 1,
+                 clean ? 0.9 : 0.5 + 0.01 * s);
+        snprintf(id, sizeof id, "spm-s%d", s + 1);
+        syn_cell(idx, sizeof idx, id, 1, s + 1, "spm", 1, p_ldp, "{}", clean ? 0.7 : 0.1 + 0.005 * s,
+                 clean ? rounds_ok : rounds_low, 0.01, 0.5);
+        snprintf(id, sizeof id, "dpf-s%d", s + 1);
+        syn_cell(idx, sizeof idx, id, 2, s + 1, "dpf", 1, p_cdp, noise, 0.5, rounds_ok, 0.9, 0.6);
+    }
+    char *text = malloc(strlen(idx) + 2048);
+    sprintf(text,
+            "{\"kind\": \"fedpriv-matrix\", \"description\": \"synthetic\", \"seeds\": [1, 2],"
+            " \"dataset\": {\"name\": \"x\", \"classes\": 10, \"chance_accuracy\": 0.1},"
+            " \"model\": {\"name\": \"mlp\"}, \"federation\": {\"clients\": 2, \"sample_rate\": 1, \"rounds\": 2},"
+            " \"attacks\": [{\"name\": \"probe\", \"label\": \"probe\", \"headline\": \"ssim_mean\", \"higher_leaks\": true},"
+            "  {\"name\": \"blind\", \"label\": \"blind\", \"headline\": \"auc\", \"higher_leaks\": true}],"
+            " \"cells\": [%s]}",
+            idx);
+    write_text(SYN "/results.json", text);
+    free(text);
+}
+
+static int has_warning(const RunSummary *S, const char *kind, const char *setting, const char *attack) {
+    for (int i = 0; i < S->n_warnings; i++) {
+        const RunWarning *w = &S->warnings[i];
+        if (strcmp(w->kind, kind) == 0 && (!setting || (w->setting >= 0 && strcmp(S->settings[w->setting].label, setting) == 0)) &&
+            (!attack || (w->attack >= 0 && strcmp(S->attacks[w->attack].label, attack) == 0)))
+            return 1;
+    }
+    return 0;
+}
+
+START_TEST(warnings_say_why) {
+    write_synthetic(0);
+    MatrixResults r;
+    RunSummary S;
+    FpError err = {0};
+    ck_assert_msg(matrix_results_load(SYN, &r, &err) == FP_OK, "%s", err.msg);
+    ck_assert_int_eq(r.n_settings, 3);
+    ck_assert_msg(run_summary_build(&r, &S, &err) == FP_OK, "%s", err.msg);
+    ck_assert_int_eq(S.n_seeds, 2);
+    ck_assert_int_eq(S.baseline, 0);
+    // The per-seed values and the interval: mean 0.81, half-width t(1)·sd/√2.
+    const SeedStat *a = &S.settings[0].accuracy.stat;
+    ck_assert_double_eq_tol(a->mean, 0.81, 1e-12);
+    ck_assert_double_eq_tol((a->ci_high - a->ci_low) / 2, 12.706204736 * sqrt(0.0002) / sqrt(2), 1e-3);
+    ck_assert_int_eq(S.n_warnings, 4);
+    ck_assert(has_warning(&S, "attack_fails_without_defense", "none", "blind"));
+    ck_assert(has_warning(&S, "accuracy_at_chance", "spm ε=1", NULL));
+    ck_assert(has_warning(&S, "mixed_epsilon_notions", NULL, NULL));
+    ck_assert(has_warning(&S, "noise_after_observation", "dpf ε=1", "probe"));
+    for (int i = 0; i < S.n_warnings; i++)
+        if (strcmp(S.warnings[i].kind, "accuracy_at_chance") == 0)
+            ck_assert_msg(strstr(S.warnings[i].message, "never rose") && strstr(S.warnings[i].message, "local"),
+                          "%s", S.warnings[i].message);
+    // In the JSON summary too.
+    cJSON *j = run_summary_json(&S);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "warnings")), 4);
+    const cJSON *vals = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(
+                                                                     cJSON_GetObjectItem(j, "settings"), 0), "metrics"),
+                                                                 "model_accuracy"),
+                                            "values");
+    ck_assert_int_eq(cJSON_GetArraySize(vals), 2);
+    ck_assert_double_eq(cJSON_GetArrayItem(vals, 1)->valuedouble, 0.82);
+    cJSON_Delete(j);
+    run_summary_free(&S);
+    matrix_results_free(&r);
+    // On the page: the warnings box, the marks in the matrix, the chance row, guarantees.
+    int problems = -1;
+    ck_assert_msg(report_write_html(SYN, SYN "/report.html", NULL, &problems, &err) == FP_OK, "%s", err.msg);
+    char *html = read_all(SYN "/report.html");
+    ck_assert_ptr_nonnull(strstr(html, "<div class=\"warnings\"><b>4 warnings</b>"));
+    ck_assert_int_ge(count(html, "class=\"warn\""), 3);
+    ck_assert_ptr_nonnull(strstr(html, "chance (no information)"));
+    ck_assert_ptr_nonnull(strstr(html, "<span class=\"badge g-proven\""));
+    ck_assert_ptr_nonnull(strstr(html, "0.810<span class=\"ci\"> ± 0.127</span>"));
+    free(html);
+    // The control: the same run with no reason to warn raises none.
+    write_synthetic(1);
+    ck_assert_int_eq(matrix_results_load(SYN, &r, &err), FP_OK);
+    ck_assert_int_eq(run_summary_build(&r, &S, &err), FP_OK);
+    for (int i = 0; i < S.n_warnings; i++)
+        fprintf(stderr, "unexpected warning: %s\n", S.warnings[i].message);
+    ck_assert_int_eq(S.n_warnings, 0);
+    run_summary_free(&S);
+    matrix_results_free(&r);
+}
+END_TEST
+
+// Colours mean fixed things: a leak at chance is green and a full leak red whatever the
+// column's spread, and accuracy is placed between chance and the baseline.
+START_TEST(colours_are_anchored) {
+    write_synthetic(0);
+    FpError err = {0};
+    ck_assert_int_eq(report_write_html(SYN, SYN "/report.html", NULL, NULL, &err), FP_OK);
+    char *html = read_all(SYN "/report.html");
+    // none: probe SSIM 1 (full leak: red, hue 0); blind AUC 0.505 (chance: green, hue 119-120).
+    ck_assert_ptr_nonnull(strstr(html, "background:hsl(0,60%,82%)\" title=\"per seed: 1, 1"));
+    ck_assert_ptr_nonnull(strstr(html, "background:hsl(119,60%,82%)\" title=\"per seed: 0.5, 0.51"));
+    // spm accuracy at chance: red; none's accuracy: green.
+    ck_assert_ptr_nonnull(strstr(html, "background:hsl(0,60%,82%)\" title=\"per seed: 0.1, 0.105"));
+    ck_assert_ptr_nonnull(strstr(html, "background:hsl(120,60%,82%)\" title=\"per seed: 0.8, 0.82"));
+    free(html);
+}
+END_TEST
+
 // ---- in a browser -------------------------------------------------------------------------
 
 static int sh(const char *cmd, char *out, size_t n) {
@@ -376,6 +638,11 @@ Suite *suite_report(void) {
     tcase_add_test(tc, artifacts_stay_inside_the_run);
     tcase_add_test(tc, artifact_links_not_followed);
     tcase_add_test(tc, bad_run_folders);
+    tcase_add_test(tc, svg_axes_markers_and_bands);
+    tcase_add_test(tc, seed_statistics);
+    tcase_add_test(tc, metric_scales_are_anchored);
+    tcase_add_test(tc, warnings_say_why);
+    tcase_add_test(tc, colours_are_anchored);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("browser");
     tcase_set_timeout(tb, 600); // may install chromium first
