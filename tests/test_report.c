@@ -583,24 +583,41 @@ static int sh(const char *cmd, char *out, size_t n) {
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+// The report of a run with seeds, a defense with server-side noise and an attack that
+// learns nothing, as a reader sees it: the privacy-utility plots, the warnings, the
+// sound-ε column, every image decoded, no console error.
 START_TEST(report_in_headless_chromium) {
     const char *bin = getenv("FEDPRIV_BIN");
     if (!bin || !bin[0]) {
         fprintf(stderr, "SKIP: FEDPRIV_BIN is not set (make test sets it)\n");
         return;
     }
-    make_run();
+    ck_assert(standin_mkdirs(TEST_DIR));
+    ck_assert(standin_write_csv(CSV));
+    standin_rm(TEST_DIR "/rich");
+    cJSON *root = standin_matrix_seeds(CSV, "[3, 4]",
+                                       "[{\"name\": \"none\"}, {\"name\": \"noise\", \"epsilon\": [0.5, 2]},"
+                                       " {\"name\": \"clientdp\", \"epsilon\": [1, 4]}, {\"name\": \"explode\"},"
+                                       " {\"name\": \"" "<script>alert(1)<\\/script>" "\"}]",
+                                       "[{\"name\": \"probe\"}, {\"name\": \"blind\"}]");
+    MatrixSummary s;
+    FpError err = {0};
+    ck_assert_msg(standin_run(root, TEST_DIR "/rich", 2, &s, &err) == FP_OK, "%s", err.msg);
+    cJSON_Delete(root);
     char cmd[2048], out[16384];
-    snprintf(cmd, sizeof cmd, "'%s' report " RUN " -o " TEST_DIR "/report.html", bin);
+    snprintf(cmd, sizeof cmd, "'%s' report " TEST_DIR "/rich -o " TEST_DIR "/report.html", bin);
     ck_assert_msg(sh(cmd, out, sizeof out) == 0, "%s", out);
     remove(TEST_DIR "/report.png");
     int rc = sh("bash tests/browser/run.sh " TEST_DIR "/report.html " TEST_DIR "/report.png"
-                " --expect-text '<script>alert(1)</script>' --expect-text 'diverged' --min-images 12 --min-plots 2",
+                " --expect-text '<script>alert(1)</script>' --expect-text 'diverged' --expect-text 'Sound ε'"
+                " --expect-text 'Privacy–utility trade-off' --expect-text 'attack_fails_without_defense'"
+                " --expect-text 'noise_after_observation' --expect-text 'chance (no information)'"
+                " --expect-selector '.tradeoff svg.plot' --expect-selector '.warnings li'"
+                " --expect-selector 'span.badge.g-proven' --min-images 15 --min-plots 6",
                 out, sizeof out);
     ck_assert_msg(rc == 0, "browser check exited %d:\n%s", rc, out);
     float *img = NULL;
     int c, h, w;
-    FpError err = {0};
     ck_assert_msg(png_read(TEST_DIR "/report.png", &img, &c, &h, &w, &err) == FP_OK, "%s", err.msg);
     ck_assert_int_eq(w, 1280);
     ck_assert_int_gt(h, 600);

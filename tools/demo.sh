@@ -1,36 +1,41 @@
 #!/usr/bin/env bash
-# `make demo`: runs fixtures/demo.json (Fashion-MNIST; no defense, SPM corrected,
-# Gaussian DP-FedAvg and Adaptive-Harmony at three values of epsilon each, against DLG,
-# iDLG, ML-Leaks, CS-MIA, Basic-MIA and offline LiRA), audits the local-DP mechanisms at
-# the same epsilons, and writes the HTML report. About 4 minutes on 2 cores.
+# `make demo`: runs fixtures/demo.json (Fashion-MNIST over 1,000 clients; no defense, SPM
+# corrected, Gaussian DP-FedAvg with server and with client noise, and Adaptive-Harmony
+# corrected at three values of epsilon each, two seeds; DLG, iDLG, ML-Leaks and
+# Basic-MIA), audits the local-DP mechanisms at the same epsilons, and writes the HTML
+# report. About 5 minutes on 2 cores (docs/report.md).
 #
 # The run is resumable: interrupt it and run it again, and finished cells are kept.
-# Environment: FEDPRIV (the binary, default ./fedpriv), DEMO_OUT (default build/demo),
-# DEMO_JOBS (cells at once, default the number of cores).
+# Environment: FEDPRIV (the binary, default ./fedpriv), DEMO_MATRIX (default
+# fixtures/demo.json; fixtures/demo-small.json is the one-minute version CI runs),
+# DEMO_OUT (default build/demo), DEMO_JOBS (cells at once, default the number of cores),
+# DEMO_AUDIT_SAMPLES (draws per audit input, default 10^6).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${FEDPRIV:-./fedpriv}"
+matrix="${DEMO_MATRIX:-fixtures/demo.json}"
 out="${DEMO_OUT:-build/demo}"
 jobs="${DEMO_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+samples="${DEMO_AUDIT_SAMPLES:-1000000}"
 [ -x "$bin" ] || { echo "demo: $bin is missing (make fedpriv builds it)" >&2; exit 1; }
+[ -f "$matrix" ] || { echo "demo: $matrix: no such matrix file" >&2; exit 1; }
 start=$(date +%s)
+echo "demo: $matrix into $out, $jobs cells at a time (load average: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo ?))"
 
-"$bin" matrix fixtures/demo.json --out "$out" --jobs "$jobs"
+"$bin" matrix "$matrix" --out "$out" --jobs "$jobs"
 
 # Audit findings for the report: bias, variance and an epsilon lower bound of each
-# local-DP mechanism at the demo's epsilons (fedpriv audit --json, 10^6 draws per input).
+# local-DP mechanism at the demo's epsilons (fedpriv audit --json).
 mkdir -p "$out/audit"
 audit() { # name variant epsilon [options...]
   local name=$1 variant=$2 eps=$3
   shift 3
-  "$bin" audit --mechanism "$name" --variant "$variant" --epsilon "$eps" --samples 1000000 "$@" \
+  "$bin" audit --mechanism "$name" --variant "$variant" --epsilon "$eps" --samples "$samples" "$@" \
     --json --out "$out/audit/$name-$variant-eps$eps.json" > /dev/null
 }
-for eps in 1 4 10; do
-  audit spm corrected "$eps"
-  audit adaptive-harmony corrected "$eps" --clip 1 --dim 10
-done
+for eps in 0.5 1 4; do audit spm corrected "$eps"; done
+for eps in 1 4 10; do audit adaptive-harmony corrected "$eps" --clip 0.5 --dim 10; done
 audit spm paper 1   # the published variant, for its bias factor
 
 "$bin" report "$out" -o "$out/report.html" --title "fedpriv demo report"
-echo "demo: done in $(( $(date +%s) - start )) s; open $out/report.html in a browser"
+echo "demo: done in $(( $(date +%s) - start )) s (load average now: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo ?)); open $out/report.html in a browser"

@@ -8,7 +8,8 @@
 // chromium is needed.
 //
 //   node check-report.js REPORT.html SCREENSHOT.png [--expect-text TEXT]...
-//        [--min-images N] [--min-plots N] [--width W] [--height H]
+//        [--expect-selector CSS]... [--min-images N] [--min-plots N] [--width W] [--height H]
+// --expect-selector fails unless the CSS selector matches at least one element.
 // Exit 0 when every check passes, 1 with one line per failure, 2 on bad usage.
 'use strict';
 const { spawn } = require('child_process');
@@ -18,17 +19,18 @@ const path = require('path');
 
 function usage(msg) {
   process.stderr.write(`check-report: ${msg}\nusage: node check-report.js REPORT.html SCREENSHOT.png ` +
-                       `[--expect-text TEXT]... [--min-images N] [--min-plots N] [--width W] [--height H]\n`);
+                       `[--expect-text TEXT]... [--expect-selector CSS]... [--min-images N] [--min-plots N] [--width W] [--height H]\n`);
   process.exit(2);
 }
 
 const args = process.argv.slice(2);
-const opt = { expect: [], minImages: 0, minPlots: 0, width: 1280, height: 0 };
+const opt = { expect: [], selectors: [], minImages: 0, minPlots: 0, width: 1280, height: 0 };
 const pos = [];
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   const num = () => { const v = Number(args[++i]); if (!Number.isFinite(v) || v < 0) usage(`${a} needs a number`); return v; };
   if (a === '--expect-text') { if (i + 1 >= args.length) usage('--expect-text needs a value'); opt.expect.push(args[++i]); }
+  else if (a === '--expect-selector') { if (i + 1 >= args.length) usage('--expect-selector needs a value'); opt.selectors.push(args[++i]); }
   else if (a === '--min-images') opt.minImages = num();
   else if (a === '--min-plots') opt.minPlots = num();
   else if (a === '--width') opt.width = num();
@@ -127,7 +129,7 @@ const watchdog = setTimeout(() => {
   }, sessionId);
   const probe = await send('Runtime.evaluate', {
     returnByValue: true,
-    expression: `(() => {
+    expression: `((selectors) => {
       const imgs = [...document.images];
       return {
         images: imgs.length,
@@ -137,8 +139,9 @@ const watchdog = setTimeout(() => {
         scripts: document.scripts.length,
         text: document.body.innerText,
         height: Math.ceil(document.documentElement.scrollHeight),
+        selectors: selectors.map(s => document.querySelectorAll(s).length),
       };
-    })()`,
+    })(${JSON.stringify(opt.selectors)})`,
   }, sessionId);
   const r = probe.result.value;
   if (r.broken.length) failures.push(`${r.broken.length} image(s) did not decode: ${r.broken.slice(0, 5).join(', ')}`);
@@ -148,6 +151,9 @@ const watchdog = setTimeout(() => {
   if (r.scripts !== 0) failures.push(`${r.scripts} <script> element(s) in the page (the report has none)`);
   for (const t of opt.expect)
     if (!r.text.includes(t)) failures.push(`the page text does not contain ${JSON.stringify(t)}`);
+  opt.selectors.forEach((s, i) => {
+    if (r.selectors[i] === 0) failures.push(`no element matches ${JSON.stringify(s)}`);
+  });
   const height = Math.min(opt.height > 0 ? opt.height : r.height, 16000);
   const png = await send('Page.captureScreenshot', {
     format: 'png', captureBeyondViewport: true, clip: { x: 0, y: 0, width: opt.width, height, scale: 1 },

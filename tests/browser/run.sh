@@ -4,7 +4,7 @@
 # screenshot. Installs Debian's chromium first when it is missing.
 #
 #   bash tests/browser/run.sh REPORT.html SCREENSHOT.png [--expect-text TEXT]...
-#        [--min-images N] [--min-plots N] [--width W] [--height H]
+#        [--expect-selector CSS]... [--min-images N] [--min-plots N] [--width W] [--height H]
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 chromium="${CHROMIUM:-chromium}"
