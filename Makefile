@@ -166,7 +166,7 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 
 # --- set-up ---------------------------------------------------------------
 APT_PKGS := gcc make pkg-config libopenblas-dev libcjson-dev check zlib1g-dev libpng-dev \
-            libvips-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin
+            libvips-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin python3
 DATA_DIR ?= data
 
 deps:
