@@ -869,8 +869,13 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
         char share[64] = "";
         if (sharded)
             snprintf(share, sizeof share, "shard %d/%d: ", opt.shard_index + 1, opt.shard_count);
-        fprintf(opt.progress, "matrix: %s%d cells (%d attacks each), %d already finished, %d to run\n", share, n_mine,
-                m->n_attacks, skipped, n);
+        if (sharded)
+            fprintf(opt.progress, "matrix: %s%d cells (%d attacks each), %d already finished, %d to run\n", share,
+                    n_mine, m->n_attacks, skipped, n);
+        else
+            fprintf(opt.progress, "matrix: %d cells (%d settings x %d seed%s, %d attacks each), %d already finished, "
+                    "%d to run\n", n_mine, m->n_settings, m->n_seeds, m->n_seeds == 1 ? "" : "s", m->n_attacks, skipped,
+                    n);
         if (sharded) {
             double part = 0, all = 0;
             for (int i = 0; i < m->n_cells; i++) {
@@ -913,7 +918,10 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
         for (int t = 0; t < n && st == FP_OK; t++) {
             Cell *c = &m->cells[todo[t]];
             if (opt.progress) {
-                fp_print_line(opt.progress, "matrix: running %s", c->label);
+                if (m->n_seeds > 1)
+                    fp_print_line(opt.progress, "matrix: running %s (seed %llu)", c->label, (unsigned long long)c->seed);
+                else
+                    fp_print_line(opt.progress, "matrix: running %s", c->label);
                 fflush(opt.progress);
             }
             CellOutcome out;
