@@ -32,17 +32,30 @@ static double accuracy_badness(const RunSummary *S, double acc) {
     return t < 0 ? 1 : t > 1 ? 0 : 1 - t;
 }
 
+// 1 when warning w concerns setting si and attack k (-1: the setting itself). A
+// setting's noise_after_observation warning concerns each attack that observes before
+// the noise too.
+static int concerns(const RunSummary *S, int w, int si, int k) {
+    const RunWarning *x = &S->warnings[w];
+    if (x->setting != si)
+        return 0;
+    if (x->attack == k)
+        return 1;
+    return k >= 0 && x->attack < 0 && strcmp(x->kind, "noise_after_observation") == 0 &&
+           setting_observes_before_noise(&S->settings[si], k);
+}
+
 // The warnings that concern setting si (and attack k, or -1 for the setting itself), as
 // a ⚠ with the messages in its tooltip.
 static void warn_mark(HtmlBuf *o, const RunSummary *S, int si, int k) {
     int n = 0;
     for (int w = 0; w < S->n_warnings; w++)
-        n += S->warnings[w].setting == si && S->warnings[w].attack == k;
+        n += concerns(S, w, si, k);
     if (!n)
         return;
     hb_puts(o, " <a class=\"warn\" href=\"#warnings\" title=\"");
     for (int w = 0, m = 0; w < S->n_warnings; w++)
-        if (S->warnings[w].setting == si && S->warnings[w].attack == k) {
+        if (concerns(S, w, si, k)) {
             hb_puts(o, m++ ? " | " : "");
             hb_escape_attr(o, S->warnings[w].message);
         }
@@ -80,12 +93,15 @@ static void privacy_cells(HtmlBuf *o, const SettingSummary *s) {
     rep_put_num(o, s->eps_nominal);
     hb_puts(o, "<small title=\"");
     hb_escape_attr(o, s->nominal_notion);
-    hb_puts(o, "\">per ");
-    hb_escape(o, s->unit[0] ? s->unit : "?");
+    hb_puts(o, "\">");
+    if (strcmp(s->unit, "none") != 0) {
+        hb_puts(o, "per ");
+        hb_escape(o, s->unit[0] ? s->unit : "?");
+    }
     if (s->nominal_notion[0]) {
         char shortn[64];
-        snprintf(shortn, sizeof shortn, "%.44s%s", s->nominal_notion, strlen(s->nominal_notion) > 44 ? "…" : "");
-        hb_puts(o, "; ");
+        snprintf(shortn, sizeof shortn, "%.30s%s", s->nominal_notion, strlen(s->nominal_notion) > 30 ? "…" : "");
+        hb_puts(o, strcmp(s->unit, "none") != 0 ? "; " : "");
         hb_escape(o, shortn);
     }
     hb_puts(o, "</small></td><td class=\"num\">");
@@ -99,8 +115,10 @@ static void privacy_cells(HtmlBuf *o, const SettingSummary *s) {
         rep_put_num(o, s->delta);
         hb_puts(o, ") ");
     }
-    hb_puts(o, "per ");
-    hb_escape(o, s->unit[0] ? s->unit : "?");
+    if (strcmp(s->unit, "none") != 0) {
+        hb_puts(o, "per ");
+        hb_escape(o, s->unit[0] ? s->unit : "?");
+    }
     if (isfinite(s->eps_conditional)) {
         hb_puts(o, "; conditional ");
         rep_put_num(o, s->eps_conditional);
@@ -230,7 +248,7 @@ void section_matrix(Report *R) {
                "column's spread: leakage <span class=\"scale scale-leak\"></span> from chance (green: AUC 0.5, SSIM 0, "
                "TPR 1% at 1% FPR) to a full leak (red: AUC 1, SSIM 1); accuracy <span class=\"scale scale-acc\">"
                "</span> from chance (red) to the accuracy without a defense (green). ⚠ marks a warning.</p>");
-    hb_puts(o, "<table class=\"matrix\"><thead><tr><th>Defense setting</th><th>Nominal ε<br><small>total, unit; "
+    hb_puts(o, "<div class=\"wide\"><table class=\"matrix\"><thead><tr><th>Defense setting</th><th>Nominal ε<br><small>total, unit; "
                "notion</small></th><th>Sound ε<br><small>total, guarantee</small></th><th>Seeds</th><th>");
     hb_puts(o, S->regression ? "Model test loss" : "Model accuracy");
     hb_puts(o, "</th>");
@@ -315,7 +333,7 @@ void section_matrix(Report *R) {
         }
         hb_puts(o, "</tr>");
     }
-    hb_puts(o, "</tbody></table>");
+    hb_puts(o, "</tbody></table></div>");
     if (S->n_seeds > 1)
         per_seed_table(R);
 }

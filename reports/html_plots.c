@@ -104,6 +104,9 @@ static void tradeoff_plot(Report *R, const Family *fam, int nf, int k, int j, do
         return;
     }
     const MetricScale *scale = k >= 0 ? S->attacks[k].scales[j] : NULL;
+    // Accuracy and metrics with a fixed scale keep that range (wide intervals of few seeds
+    // are clipped at the frame); others fit their values.
+    int fixed = k < 0 || scale;
     double ymax = k < 0 ? 1 : scale ? scale->full : -INFINITY, ymin = 0;
     int any = 0;
     for (int f = 0; f < nf; f++) {
@@ -116,8 +119,10 @@ static void tradeoff_plot(Report *R, const Family *fam, int nf, int k, int j, do
             hi[q] = m->stat.ci_high;
             if (isfinite(y[q])) {
                 any = 1;
-                ymax = fmax(ymax, isfinite(hi[q]) ? hi[q] : y[q]);
-                ymin = fmin(ymin, isfinite(lo[q]) ? lo[q] : y[q]);
+                if (!fixed) {
+                    ymax = fmax(ymax, isfinite(hi[q]) ? hi[q] : y[q]);
+                    ymin = fmin(ymin, isfinite(lo[q]) ? lo[q] : y[q]);
+                }
             }
         }
         s[f] = (SvgSeries){.label = fam[f].label, .x = fam[f].x, .y = y, .n = fam[f].n, .style = f, .ylo = lo,

@@ -412,18 +412,31 @@ static void warn_notions(RunSummary *S) {
                 nd, list);
 }
 
+int setting_observes_before_noise(const SettingSummary *s, int k) {
+    return s->noise_point && s->observer[k] && strcmp(s->noise_point, "server") == 0 &&
+           strcmp(s->observer[k], "server") == 0;
+}
+
+// One warning per setting, naming every attack that observes before the server's noise
+// (setting_observes_before_noise says which).
 static void warn_noise_point(RunSummary *S) {
     for (int i = 0; i < S->n_settings; i++) {
         const SettingSummary *s = &S->settings[i];
-        if (!s->noise_point || strcmp(s->noise_point, "server") != 0)
-            continue;
-        for (int k = 0; k < S->n_attacks; k++)
-            if (s->observer[k] && strcmp(s->observer[k], "server") == 0)
-                add_warning(S, "noise_after_observation", i, k,
-                            "%s: the defense adds its noise at the server, after the point %s observes (a client's "
-                            "upload as the server receives it): the attack sees the clipped update without noise, "
-                            "whatever ε. Its numbers here measure clipping only.",
-                            s->label, S->attacks[k].label);
+        char names[400];
+        size_t k = 0;
+        int n = 0;
+        names[0] = 0;
+        for (int a = 0; a < S->n_attacks && k < sizeof names; a++)
+            if (setting_observes_before_noise(s, a)) {
+                k += (size_t)snprintf(names + k, sizeof names - k, "%s%s", n ? ", " : "", S->attacks[a].label);
+                n++;
+            }
+        if (n)
+            add_warning(S, "noise_after_observation", i, -1,
+                        "%s: the defense adds its noise at the server, after the point %s observe%s (a client's "
+                        "upload as the server receives it): the attack sees the clipped update without noise, "
+                        "whatever ε. Its numbers here measure clipping only.",
+                        s->label, names, n == 1 ? "s" : "");
     }
 }
 

@@ -132,6 +132,10 @@ void run_summary_free(RunSummary *s);
 // The summary as JSON (results.json's "summary"; docs/report.md documents it).
 cJSON *run_summary_json(const RunSummary *s);
 
+// 1 when attack k observes setting s before the server adds its noise (the defense's
+// noise point is "server", the attack's observer "server"): noise_after_observation.
+int setting_observes_before_noise(const SettingSummary *s, int k);
+
 // The metric value of attack k, key j in setting s (the summary entry).
 static inline const MetricSummary *setting_attack_metric(const SettingSummary *s, int k, int j) {
     return &s->attack[k * SUMMARY_MAX_KEYS + j];

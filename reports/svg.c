@@ -262,10 +262,15 @@ void svg_line_plot(HtmlBuf *o, const SvgPlot *p, const SvgSeries *s, int n) {
         double py = map_y(&f, p->refs[r].y);
         if (!isfinite(p->refs[r].y))
             continue;
+        // A label close to an earlier line's goes to the left end, so the two stay readable.
+        int left = 0;
+        for (int q = 0; q < r; q++)
+            left |= isfinite(p->refs[q].y) && fabs(map_y(&f, p->refs[q].y) - py) < 12;
         hb_printf(o, "<g><line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" stroke-width=\"1\" "
                      "stroke-dasharray=\"%s\"/><text x=\"%.1f\" y=\"%.1f\" font-size=\"10.5\" fill=\"#444\" "
-                     "text-anchor=\"end\">",
-                  f.left, py, f.left + f.w, py, r == 0 ? "5 3" : "1 3", f.left + f.fw - 3, py - 3);
+                     "text-anchor=\"%s\">",
+                  f.left, py, f.left + f.w, py, r == 0 ? "5 3" : "1 3", left ? f.left + 3 : f.left + f.fw - 3, py - 3,
+                  left ? "start" : "end");
         hb_escape(o, p->refs[r].label ? p->refs[r].label : "");
         hb_puts(o, "</text></g>");
     }

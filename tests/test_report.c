@@ -510,7 +510,12 @@ START_TEST(warnings_say_why) {
     ck_assert(has_warning(&S, "attack_fails_without_defense", "none", "blind"));
     ck_assert(has_warning(&S, "accuracy_at_chance", "spm ε=1", NULL));
     ck_assert(has_warning(&S, "mixed_epsilon_notions", NULL, NULL));
-    ck_assert(has_warning(&S, "noise_after_observation", "dpf ε=1", "probe"));
+    ck_assert(has_warning(&S, "noise_after_observation", "dpf ε=1", NULL)); // one per setting, naming the attacks
+    for (int i = 0; i < S.n_warnings; i++)
+        if (strcmp(S.warnings[i].kind, "noise_after_observation") == 0)
+            ck_assert_msg(strstr(S.warnings[i].message, "the point probe observes") &&
+                              !strstr(S.warnings[i].message, "blind"),
+                          "%s", S.warnings[i].message);
     for (int i = 0; i < S.n_warnings; i++)
         if (strcmp(S.warnings[i].kind, "accuracy_at_chance") == 0)
             ck_assert_msg(strstr(S.warnings[i].message, "never rose") && strstr(S.warnings[i].message, "local"),
