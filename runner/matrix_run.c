@@ -336,7 +336,7 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
     cJSON_AddItemToObject(e, "result", res);
     if (s > *status) {
         *status = s;
-        snprintf(why, why_n, "%s: %s", as->ops->name, msg);
+        snprintf(why, why_n, "%.64s: %.400s", as->ops->name, msg);
     }
     return e;
 }
