@@ -229,7 +229,7 @@ cJSON *upload_params_json(const UploadParams *p) {
 // One key, or key_min and key_max when the participants differ.
 static void add_range(cJSON *o, const char *key, double lo, double hi, int defined_only) {
     char k[64];
-    void (*add)(cJSON *, const char *, double) = defined_only ? add_defined : add_number_or_null;
+    void (*add)(cJSON *, const char *, double) = defined_only ? add_defined : add_number;
     if (lo == hi || (isnan(lo) && isnan(hi))) {
         add(o, key, lo);
         return;
