@@ -86,10 +86,10 @@ static void put_guarantee(HtmlBuf *o, const SettingSummary *s) {
 // guarantee, δ and unit.
 static void privacy_cells(HtmlBuf *o, const SettingSummary *s) {
     if (!s->privacy) {
-        hb_puts(o, "<td>—</td><td>—</td>");
+        hb_puts(o, "<td class=\"eps-nominal\">—</td><td class=\"eps-sound\">—</td>");
         return;
     }
-    hb_puts(o, "<td class=\"num\">");
+    hb_puts(o, "<td class=\"num eps-nominal\">");
     rep_put_num(o, s->eps_nominal);
     hb_puts(o, "<small title=\"");
     hb_escape_attr(o, s->nominal_notion);
@@ -104,7 +104,7 @@ static void privacy_cells(HtmlBuf *o, const SettingSummary *s) {
         hb_puts(o, strcmp(s->unit, "none") != 0 ? "; " : "");
         hb_escape(o, shortn);
     }
-    hb_puts(o, "</small></td><td class=\"num\">");
+    hb_puts(o, "</small></td><td class=\"num eps-sound\">");
     rep_put_num(o, s->eps_sound);
     put_guarantee(o, s);
     hb_puts(o, "<small title=\"");
@@ -248,8 +248,9 @@ void section_matrix(Report *R) {
                "column's spread: leakage <span class=\"scale scale-leak\"></span> from chance (green: AUC 0.5, SSIM 0, "
                "TPR 1% at 1% FPR) to a full leak (red: AUC 1, SSIM 1); accuracy <span class=\"scale scale-acc\">"
                "</span> from chance (red) to the accuracy without a defense (green). ⚠ marks a warning.</p>");
-    hb_puts(o, "<div class=\"wide\"><table class=\"matrix\"><thead><tr><th>Defense setting</th><th>Nominal ε<br><small>total, unit; "
-               "notion</small></th><th>Sound ε<br><small>total, guarantee</small></th><th>Seeds</th><th>");
+    hb_puts(o, "<div class=\"wide\"><table class=\"matrix\"><thead><tr><th>Defense setting</th>"
+               "<th class=\"eps-nominal\">Nominal ε<br><small>total, unit; notion</small></th>"
+               "<th class=\"eps-sound\">Sound ε<br><small>total, guarantee</small></th><th>Seeds</th><th>");
     hb_puts(o, S->regression ? "Model test loss" : "Model accuracy");
     hb_puts(o, "</th>");
     for (int k = 0; k < S->n_attacks; k++) {

@@ -412,9 +412,18 @@ static void warn_notions(RunSummary *S) {
                 nd, list);
 }
 
+// Observers that see a client's upload before the server adds its noise: "server" (the
+// upload as the server receives it) and "upload" (as the client sends it). "public" sees
+// the released aggregate, after the server's noise.
+static const char *const observers_before_server_noise[] = {"server", "upload"};
+
 int setting_observes_before_noise(const SettingSummary *s, int k) {
-    return s->noise_point && s->observer[k] && strcmp(s->noise_point, "server") == 0 &&
-           strcmp(s->observer[k], "server") == 0;
+    if (!s->noise_point || !s->observer[k] || strcmp(s->noise_point, "server") != 0)
+        return 0;
+    for (size_t i = 0; i < sizeof observers_before_server_noise / sizeof observers_before_server_noise[0]; i++)
+        if (strcmp(s->observer[k], observers_before_server_noise[i]) == 0)
+            return 1;
+    return 0;
 }
 
 // One warning per setting, naming every attack that observes before the server's noise

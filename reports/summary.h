@@ -133,7 +133,8 @@ void run_summary_free(RunSummary *s);
 cJSON *run_summary_json(const RunSummary *s);
 
 // 1 when attack k observes setting s before the server adds its noise (the defense's
-// noise point is "server", the attack's observer "server"): noise_after_observation.
+// noise point is "server", the attack's observer "server" or "upload", not "public"):
+// noise_after_observation.
 int setting_observes_before_noise(const SettingSummary *s, int k);
 
 // The metric value of attack k, key j in setting s (the summary entry).

@@ -492,6 +492,23 @@ static int has_warning(const RunSummary *S, const char *kind, const char *settin
     return 0;
 }
 
+// Which observers see an upload before the server's noise: the upload as sent or as the
+// server receives it, not the released aggregate; nothing when the clients add the noise.
+START_TEST(observers_before_server_noise) {
+    const char *obs[] = {"server", "upload", "public", NULL};
+    SettingSummary s = {.noise_point = "server", .observer = obs};
+    ck_assert_int_eq(setting_observes_before_noise(&s, 0), 1);
+    ck_assert_int_eq(setting_observes_before_noise(&s, 1), 1);
+    ck_assert_int_eq(setting_observes_before_noise(&s, 2), 0);
+    ck_assert_int_eq(setting_observes_before_noise(&s, 3), 0);
+    s.noise_point = "client";
+    for (int k = 0; k < 4; k++)
+        ck_assert_int_eq(setting_observes_before_noise(&s, k), 0);
+    s.noise_point = NULL;
+    ck_assert_int_eq(setting_observes_before_noise(&s, 0), 0);
+}
+END_TEST
+
 START_TEST(warnings_say_why) {
     write_synthetic(0);
     MatrixResults r;
@@ -618,7 +635,8 @@ START_TEST(report_in_headless_chromium) {
                 " --expect-text 'Privacy–utility trade-off' --expect-text 'attack_fails_without_defense'"
                 " --expect-text 'noise_after_observation' --expect-text 'chance (no information)'"
                 " --expect-selector '.tradeoff svg.plot' --expect-selector '.warnings li'"
-                " --expect-selector 'span.badge.g-proven' --min-images 15 --min-plots 6",
+                " --expect-selector 'table.matrix th.eps-sound' --expect-selector 'table.matrix td.eps-sound span.badge.g-proven'"
+                " --expect-selector 'table.matrix td.eps-sound span.badge.g-none' --min-images 15 --min-plots 6",
                 out, sizeof out);
     ck_assert_msg(rc == 0, "browser check exited %d:\n%s", rc, out);
     float *img = NULL;
@@ -663,6 +681,7 @@ Suite *suite_report(void) {
     tcase_add_test(tc, svg_axes_markers_and_bands);
     tcase_add_test(tc, seed_statistics);
     tcase_add_test(tc, metric_scales_are_anchored);
+    tcase_add_test(tc, observers_before_server_noise);
     tcase_add_test(tc, warnings_say_why);
     tcase_add_test(tc, colours_are_anchored);
     suite_add_tcase(s, tc);
