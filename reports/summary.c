@@ -344,14 +344,29 @@ static void warn_chance(RunSummary *S) {
     for (int i = 0; i < S->n_settings; i++) {
         const SettingSummary *s = &S->settings[i];
         const SeedStat *a = &s->accuracy.stat;
-        if (a->n == 0 || !(a->mean <= S->chance + 0.02))
+        if (a->n == 0 || !isfinite(a->mean))
+            continue;
+        int at = a->mean <= S->chance + 0.02;
+        // Near chance: less than a tenth of the way from chance to the accuracy without a
+        // defense (the accuracy colour scale's red end), when that baseline learned.
+        double base = S->baseline >= 0 ? S->settings[S->baseline].accuracy.stat.mean : NAN;
+        int near = !at && !s->is_baseline && isfinite(base) && base > S->chance + 0.02 &&
+                   a->mean - S->chance < ACCURACY_NEAR_CHANCE_SHARE * (base - S->chance);
+        if (!at && !near)
             continue;
         char why[1100];
         explain_chance(S, s, why, sizeof why);
-        add_warning(S, "accuracy_at_chance", i, -1,
-                    "%s: model accuracy %.3f is no better than chance (%.3f, always answering the most frequent "
-                    "class, + 2 points); its attack numbers describe a model that learned nothing. %s",
-                    s->label, a->mean, S->chance, why);
+        if (at)
+            add_warning(S, "accuracy_at_chance", i, -1,
+                        "%s: model accuracy %.3f is no better than chance (%.3f, always answering the most frequent "
+                        "class, + 2 points); its attack numbers describe a model that learned nothing. %s",
+                        s->label, a->mean, S->chance, why);
+        else
+            add_warning(S, "accuracy_near_chance", i, -1,
+                        "%s: model accuracy %.3f is close to chance (%.3f): it keeps %.0f%% of what the federation "
+                        "learns without a defense (%.3f), so its attack numbers describe a model that learned almost "
+                        "nothing. %s",
+                        s->label, a->mean, S->chance, 100 * (a->mean - S->chance) / (base - S->chance), base, why);
     }
 }
 

@@ -18,6 +18,8 @@
 // Warnings (kind, and the setting / attack they concern):
 //   accuracy_at_chance         mean accuracy within 2 points of chance, with what the
 //                              rounds and the privacy record say about why
+//   accuracy_near_chance       above that, but less than ACCURACY_NEAR_CHANCE_SHARE of the
+//                              way from chance to the accuracy without a defense; same why
 //   attack_fails_without_defense  the attack does not leak without any defense: its
 //                              numbers under defenses measure nothing (not applicable)
 //   no_baseline                no setting without a defense, so nothing shows the
@@ -33,6 +35,10 @@
 #include <cjson/cJSON.h>
 
 #include "reports/results.h"
+
+// accuracy_near_chance: a defended setting that keeps less than this share of what the
+// federation learns above chance without a defense (the accuracy scale's red end).
+#define ACCURACY_NEAR_CHANCE_SHARE 0.1
 
 // ---- statistics over seeds ---------------------------------------------------------------
 

@@ -436,8 +436,9 @@ static void syn_cell(char *idx, size_t n, const char *id, int setting, int seed,
              isnan(eps) ? "null" : "1", setting, seed, id);
 }
 
-// A run of three settings × two seeds. leaky = 0: the values that must raise each warning;
-// 1: the same run without any reason to warn.
+// A run of three settings × two seeds. clean = 0: the values that must raise each warning;
+// 1: the same run without any reason to warn; 2: as 1, but spm's accuracy is 4 points above
+// chance (6% of the way to the baseline's 0.81).
 static void write_synthetic(int clean) {
     standin_rm(SYN);
     ck_assert(standin_mkdirs(SYN "/cells"));
@@ -464,8 +465,9 @@ static void write_synthetic(int clean) {
         syn_cell(idx, sizeof idx, id, 0, s + 1, "none", NAN, p_none, "{}", s ? 0.82 : 0.8, rounds_ok, 1,
                  clean ? 0.9 : 0.5 + 0.01 * s);
         snprintf(id, sizeof id, "spm-s%d", s + 1);
-        syn_cell(idx, sizeof idx, id, 1, s + 1, "spm", 1, p_ldp, "{}", clean ? 0.7 : 0.1 + 0.005 * s,
-                 clean ? rounds_ok : rounds_low, 0.01, 0.5);
+        syn_cell(idx, sizeof idx, id, 1, s + 1, "spm", 1, p_ldp, "{}",
+                 clean == 2 ? 0.14 + 0.005 * s : clean ? 0.7 : 0.1 + 0.005 * s, clean == 1 ? rounds_ok : rounds_low,
+                 0.01, 0.5);
         snprintf(id, sizeof id, "dpf-s%d", s + 1);
         syn_cell(idx, sizeof idx, id, 2, s + 1, "dpf", 1, p_cdp, noise, 0.5, rounds_ok, 0.9, 0.6);
     }
@@ -566,6 +568,18 @@ START_TEST(warnings_say_why) {
     for (int i = 0; i < S.n_warnings; i++)
         fprintf(stderr, "unexpected warning: %s\n", S.warnings[i].message);
     ck_assert_int_eq(S.n_warnings, 0);
+    run_summary_free(&S);
+    matrix_results_free(&r);
+    // Near chance: above chance + 2 points, but keeping 6% of what the baseline learns.
+    write_synthetic(2);
+    ck_assert_int_eq(matrix_results_load(SYN, &r, &err), FP_OK);
+    ck_assert_int_eq(run_summary_build(&r, &S, &err), FP_OK);
+    ck_assert_int_eq(S.n_warnings, 1);
+    ck_assert(has_warning(&S, "accuracy_near_chance", "spm ε=1", NULL));
+    ck_assert_msg(strstr(S.warnings[0].message, "model accuracy 0.143 is close to chance (0.100): it keeps 6% of what "
+                                                "the federation learns without a defense (0.810)") &&
+                      strstr(S.warnings[0].message, "never rose"),
+                  "%s", S.warnings[0].message);
     run_summary_free(&S);
     matrix_results_free(&r);
 }
