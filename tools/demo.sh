@@ -3,7 +3,7 @@
 # corrected, Gaussian DP-FedAvg with server and with client noise, and Adaptive-Harmony
 # corrected at three values of epsilon each, two seeds; DLG, iDLG, ML-Leaks and
 # Basic-MIA), audits the local-DP mechanisms at the same epsilons, and writes the HTML
-# report. About 3 minutes on 2 idle cores, 370 CPU-seconds (docs/report.md, "The demo").
+# report. 242 CPU-seconds: about 2 minutes on 2 idle cores (docs/report.md, "The demo").
 #
 # The run is resumable: interrupt it and run it again, and finished cells are kept.
 # Environment: FEDPRIV (the binary, default ./fedpriv), DEMO_MATRIX (default
