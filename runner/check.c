@@ -300,12 +300,12 @@ static int attack_selected(const Bound *b, const cJSON *ix_attack) {
 static FpStatus validate_names(const Bound *b, const MatrixResults *mr, const cJSON *audit, FpError *err) {
     char p[160];
     if (b->is_audit) {
-        int known = strcmp(b->select, "*") == 0 || mech_info_find(b->select) != NULL, vknown = !b->variant;
-        const MechInfo *mi = mech_info_find(b->select);
+        int known = strcmp(b->select, "*") == 0 || mech_find(b->select) != NULL, vknown = !b->variant;
+        const MechOps *mi = mech_find(b->select);
         if (b->variant && mi && in_list(mi->variants, b->variant))
             vknown = 1;
-        for (int i = 0; b->variant && !mi && i < mech_info_count(); i++) // "*": any mechanism's variant
-            vknown |= in_list(mech_info_at(i)->variants, b->variant);
+        for (int i = 0; b->variant && !mi && i < mech_count(); i++) // "*": any mechanism's variant
+            vknown |= in_list(mech_at(i)->variants, b->variant);
         int any_metric = 0, metric_known = 0;
         const cJSON *a;
         cJSON_ArrayForEach(a, audit) {
