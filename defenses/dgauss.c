@@ -204,12 +204,12 @@ void dgauss_wide_free(DGaussWide *g) {
     g->lo = NULL;
 }
 
-double dgauss_wide_pmf(const DGaussWide *g, long j) {
+long double dgauss_wide_pmf(const DGaussWide *g, long j) {
     if (j < -g->ymax || j > g->ymax)
         return 0;
     long i = j + g->ymax;
     unsigned __int128 a = ((unsigned __int128)g->hi[i] << 32) | g->lo[i];
     unsigned __int128 b = i + 1 < (1L << g->levels) ? ((unsigned __int128)g->hi[i + 1] << 32) | g->lo[i + 1]
                                                     : (unsigned __int128)1 << 95;
-    return (double)((long double)(b - a) / 0x1p95L);
+    return (long double)(b - a) / 0x1p95L;
 }

@@ -112,7 +112,7 @@ static inline long dgauss_wide_draw(const DGaussWide *g, const uint32_t w[4]) {
 }
 
 // P(J = j) of the table's law.
-double dgauss_wide_pmf(const DGaussWide *g, long j);
+long double dgauss_wide_pmf(const DGaussWide *g, long j);
 
 // The grid integer of x: x/grid rounded to the nearest (ties to even). Deterministic, so
 // a vector of d coordinates moves by at most √d/2 steps.
