@@ -189,6 +189,22 @@ FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err) {
         g->lo[i] = 0;
     }
     free(w);
+    // The guide: bucket b starts at u = b·2^79 (hi = b·2^47, lo = 0); count the thresholds
+    // i in [1, 2ymax] at or below it (threshold 2ymax+1 is 2^95, above every u).
+    const size_t buckets = (size_t)1 << DGAUSS_WIDE_GUIDE_BITS;
+    g->guide = malloc((buckets + 1) * sizeof *g->guide);
+    if (!g->guide) {
+        dgauss_wide_free(g);
+        return fp_fail(err, FP_ENOMEM, "out of memory for a discrete Gaussian guide table");
+    }
+    long i = 1;
+    for (size_t b = 0; b <= buckets; b++) {
+        uint64_t start = (uint64_t)b << (63 - DGAUSS_WIDE_GUIDE_BITS);
+        while (i <= 2 * ymax && dgauss_wide_le(g, i, start, 0))
+            i++;
+        g->guide[b] = (uint32_t)(i - 1);
+    }
+    g->guide[buckets] = (uint32_t)(2 * ymax); // bucket 2^16 - 1 may search up to the last threshold
     g->variance = (double)var;
     // Every count is 2^95 P_j (1 + θ), |θ| <= expl's error (4 ulp, 2^-61) + the normaliser's
     // (compensated, 2^-62) + two roundings (2^-63): Σ|Q_j - P_j| over j != 0 is below 2^-60,
@@ -200,8 +216,10 @@ FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err) {
 void dgauss_wide_free(DGaussWide *g) {
     free(g->hi);
     free(g->lo);
+    free(g->guide);
     g->hi = NULL;
     g->lo = NULL;
+    g->guide = NULL;
 }
 
 long double dgauss_wide_pmf(const DGaussWide *g, long j) {

@@ -90,7 +90,10 @@ typedef struct DGaussWide {
     double variance;        // of the realised table
     uint64_t *hi;           // cdf thresholds (95 bits): hi·2^32 + lo; 2^95 past the end
     uint32_t *lo;
+    uint32_t *guide;        // guide[b]: the thresholds i >= 1 at or below b·2^79 (b < 2^16 + 1)
 } DGaussWide;
+
+#define DGAUSS_WIDE_GUIDE_BITS 16
 
 #define DGAUSS_WIDE_SIGMA_MAX 16384.0
 
@@ -99,8 +102,34 @@ typedef struct DGaussWide {
 FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err);
 void dgauss_wide_free(DGaussWide *g);
 
-// J for the element's block words (w[0] bit 31 and w[2] unused).
+// T_i <= u for the 95-bit threshold i and the word pair (uh, ul).
+static inline int dgauss_wide_le(const DGaussWide *g, long i, uint64_t uh, uint32_t ul) {
+    return g->hi[i] < uh || (g->hi[i] == uh && g->lo[i] <= ul);
+}
+
+// J for the element's block words (w[0] bit 31 and w[2] unused): the number of thresholds
+// i >= 1 at or below u, minus ymax. The guide gives the count below u's bucket (its top 16
+// bits), so the search covers only the thresholds inside the bucket (one or two near the
+// centre). The same J as dgauss_wide_draw_ref.
 static inline long dgauss_wide_draw(const DGaussWide *g, const uint32_t w[4]) {
+    uint64_t uh = ((uint64_t)(w[0] & 0x7fffffffu) << 32) | w[1];
+    uint32_t ul = w[3];
+    uint64_t b = uh >> (63 - DGAUSS_WIDE_GUIDE_BITS);
+    long pos = g->guide[b], n = (long)g->guide[b + 1] - pos;
+    while (n > 0) {
+        long half = n / 2;
+        if (dgauss_wide_le(g, pos + half + 1, uh, ul)) {
+            pos += half + 1;
+            n -= half + 1;
+        } else {
+            n = half;
+        }
+    }
+    return pos - g->ymax;
+}
+
+// The plain binary search over the whole table (the oracle of dgauss_wide_draw).
+static inline long dgauss_wide_draw_ref(const DGaussWide *g, const uint32_t w[4]) {
     uint64_t uh = ((uint64_t)(w[0] & 0x7fffffffu) << 32) | w[1];
     uint32_t ul = w[3];
     long pos = 0;

@@ -388,6 +388,33 @@ START_TEST(dgauss_wide_table) {
         }
         ck_assert_int_eq(asym, 0);
         ck_assert_msg(0.5L * l1 <= g.tv, "sigma %g: TV %Lg above the stated %g", g.sigma, 0.5L * l1, g.tv);
+        // The guided search equals the plain one: on random words, and on every threshold
+        // and the word just below it (sampled across the table for the large ones).
+        RngStream rs = rng_stream(11, RNG_TEST, (uint32_t)i, 0);
+        int differ = 0;
+        for (uint64_t k = 0; k < 200000; k++) {
+            uint32_t w[4];
+            rng_block(&rs, k, w);
+            differ += dgauss_wide_draw(&g, w) != dgauss_wide_draw_ref(&g, w);
+        }
+        long step = g.ymax > 5000 ? 7 : 1;
+        for (long t = 1; t <= 2 * g.ymax; t += step)
+            for (int below = 0; below < 2; below++) {
+                unsigned __int128 u = ((unsigned __int128)g.hi[t] << 32 | g.lo[t]) - (unsigned)below;
+                uint32_t w[4] = {(uint32_t)(u >> 64), (uint32_t)(u >> 32), 0, (uint32_t)u};
+                differ += dgauss_wide_draw(&g, w) != dgauss_wide_draw_ref(&g, w);
+            }
+        uint32_t ends[2][4] = {{0, 0, 0, 0}, {0x7fffffffu, ~0u, 0, ~0u}};
+        for (int e = 0; e < 2; e++)
+            differ += dgauss_wide_draw(&g, ends[e]) != dgauss_wide_draw_ref(&g, ends[e]);
+        long jmin = -g.ymax, jmax = g.ymax; // the extreme words draw the extreme outcomes of positive count
+        while (dgauss_wide_pmf(&g, jmin) == 0)
+            jmin++;
+        while (dgauss_wide_pmf(&g, jmax) == 0)
+            jmax--;
+        ck_assert_int_eq(dgauss_wide_draw(&g, ends[0]), jmin);
+        ck_assert_int_eq(dgauss_wide_draw(&g, ends[1]), jmax);
+        ck_assert_msg(differ == 0, "sigma %g: %d words where the guided search differs", g.sigma, differ);
         ck_assert_double_le(fabs(g.variance / (double)ideal_var - 1), 1e-12);
         if (g.sigma >= 4)
             ck_assert_double_le(fabs(g.variance / (g.sigma * g.sigma) - 1), 1e-12);
