@@ -506,6 +506,8 @@ void clip_gaussian_describe(const ClipGaussian *g, cJSON *out) {
         cJSON_AddStringToObject(out, "client_noise_std", "z*C/sqrt(k), k the round's participants");
     cJSON_AddNumberToObject(out, "delta", g->delta);
     clip_noise_describe(&g->noise, out);
+    if (g->noise.safe)   // the accounts' multipliers are the continuous ones divided by this (ClipNoise)
+        cJSON_AddNumberToObject(out, "rounding_inflation", noise_phi(g));
     if (g->epsilon > 0)
         cJSON_AddNumberToObject(out, g->paper ? "epsilon_per_round" : "epsilon_target", g->epsilon);
     if (g->paper)
