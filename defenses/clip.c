@@ -437,33 +437,40 @@ void clip_gaussian_privacy(const ClipGaussian *g, int rounds_done, PrivacyRecord
     double sound = aggregate_epsilon(g, rounds_done, &covered_sound);
     *rec = (PrivacyRecord){.unit = "client", .delta = g->delta, .sigma = g->z, .epsilon_total_sound = sound,
                            .guarantee = GUARANTEE_PROVEN};
-    if (g->paper)
-        rec->sound_notion =
-            g->cohort > 0
-                ? "client-level (eps, delta)-DP of the released aggregates, replace one client: the sum carries the "
-                  "m clients' shares, N(0, m sigma^2); RDP of the Gaussian on a fixed-size cohort without "
-                  "replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9, rate m/N, multiplier sigma sqrt(m)/2C), "
-                  "Balle et al. 2020 conversion"
-                : "client-level (eps, delta)-DP of the released aggregates, replace one client: per round, given its "
-                  "cohort size k (Bernoulli, independent of the data) the sum carries N(0, k sigma^2): Wang, Balle, "
-                  "Kasiviswanathan 2019 Thm 9 at rate k/N, multiplier sigma sqrt(k)/2C; Balle et al. 2020 conversion";
-    else if (g->cohort > 0)
-        rec->sound_notion = g->server_noise
-            ? "client-level (eps, delta)-DP of the released aggregates, replace one client: RDP of the Gaussian "
-              "(multiplier z on the sum, z/2 for the 2C a replaced client moves it) on a fixed-size cohort without "
-              "replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9, rate m/N), Balle et al. 2020 conversion"
-            : "client-level (eps, delta)-DP of the released aggregates, replace one client: the clients' shares, sized "
-              "for the cohort, add up to the sum's N(0, z^2 C^2); RDP of the Gaussian (multiplier z/2 for the 2C a "
-              "replaced client moves the sum) on a fixed-size cohort without replacement (Wang, Balle, "
-              "Kasiviswanathan 2019 Thm 9, rate m/N), Balle et al. 2020 conversion";
-    else
-        rec->sound_notion = g->server_noise
-            ? "client-level (eps, delta)-DP of the released aggregates, add/remove one client: RDP of the "
-              "Poisson-subsampled Gaussian (rate q, multiplier z; the server's noise also in rounds nobody takes "
-              "part), Balle et al. 2020 conversion"
-            : "client-level (eps, delta)-DP of the released aggregates, add/remove one client: the clients' shares, "
-              "sized for the round's cohort k, add up to N(0, z^2 C^2) (the server adds it when k = 0); RDP of the "
-              "Poisson-subsampled Gaussian (rate q, multiplier z), Balle et al. 2020 conversion";
+    // The notion by (paper, fixed cohort, server noise), each also with the safe sampler's
+    // sentence (the same accounts over the discrete Gaussian, ClipNoise).
+#define CLIP_SAFE_NOTE                                                                                       \
+    "; the noise is the discrete Gaussian on a grid (Canonne, Kamath, Steinke 2020), each multiplier divided " \
+    "by the rounding's inflation (config rounding_inflation) and delta holding the table's distance to it"
+#define CLIP_NOTION(text) {text, text CLIP_SAFE_NOTE}
+    static const char *const notions[6][2] = {
+        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, add/remove one client: the clients' "
+                    "shares, sized for the round's cohort k, add up to N(0, z^2 C^2) (the server adds it when k = 0); "
+                    "RDP of the Poisson-subsampled Gaussian (rate q, multiplier z), Balle et al. 2020 conversion"),
+        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, add/remove one client: RDP of the "
+                    "Poisson-subsampled Gaussian (rate q, multiplier z; the server's noise also in rounds nobody "
+                    "takes part), Balle et al. 2020 conversion"),
+        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, replace one client: the clients' shares, "
+                    "sized for the cohort, add up to the sum's N(0, z^2 C^2); RDP of the Gaussian (multiplier z/2 for "
+                    "the 2C a replaced client moves the sum) on a fixed-size cohort without replacement (Wang, Balle, "
+                    "Kasiviswanathan 2019 Thm 9, rate m/N), Balle et al. 2020 conversion"),
+        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, replace one client: RDP of the Gaussian "
+                    "(multiplier z on the sum, z/2 for the 2C a replaced client moves it) on a fixed-size cohort "
+                    "without replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9, rate m/N), Balle et al. 2020 "
+                    "conversion"),
+        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, replace one client: per round, given its "
+                    "cohort size k (Bernoulli, independent of the data) the sum carries N(0, k sigma^2): Wang, Balle, "
+                    "Kasiviswanathan 2019 Thm 9 at rate k/N, multiplier sigma sqrt(k)/2C; Balle et al. 2020 "
+                    "conversion"),
+        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, replace one client: the sum carries the "
+                    "m clients' shares, N(0, m sigma^2); RDP of the Gaussian on a fixed-size cohort without "
+                    "replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9, rate m/N, multiplier sigma sqrt(m)/2C), "
+                    "Balle et al. 2020 conversion"),
+    };
+#undef CLIP_NOTION
+#undef CLIP_SAFE_NOTE
+    int which = g->paper ? 4 + (g->cohort > 0) : 2 * (g->cohort > 0) + g->server_noise;
+    rec->sound_notion = notions[which][g->noise.safe];
     rec->epsilon_total_upload = upload_epsilon(g, rounds_done, &covered_upload);
     rec->upload_notion = g->server_noise
         ? "none: the server sees each client's clipped update without noise (the noise is added to the sum)"
