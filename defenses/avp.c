@@ -71,6 +71,7 @@ typedef struct Avp {
     double var1;           // σ² of Theorem 1 (the variance of round 1)
     double var_refined;    // the variance after m0 (corrected), σ'² (paper)
     const ParamTable *table;
+    ClipNoise noise;       // the sampler ("sampler", defenses/clip.h)
     RdpAccountant *acc;    // the sound ledger, advanced by end_round
     int acc_rounds;
 } Avp;
@@ -105,9 +106,9 @@ static double nominal_epsilon(const Avp *s, int from, int to) {
 static FpStatus avp_create_common(const cJSON *params, const char *path, const DefenseSetup *setup, int nbafl,
                                   void **state, FpError *err) {
     static const char *const avp_keys[] = {"name", "variant", "clip", "epsilon", "delta", "vartheta", "sensitivity",
-                                           "planned_rounds", "refine_at", NULL};
+                                           "planned_rounds", "refine_at", "sampler", NULL};
     static const char *const nbafl_keys[] = {"name", "variant", "clip", "epsilon", "delta", "sensitivity",
-                                             "planned_rounds", "refine_at", NULL};
+                                             "planned_rounds", "refine_at", "sampler", NULL};
     static const char *const variants[] = {"corrected", "paper", NULL};
     char p[256];
     FP_TRY(jv_keys(params, path, nbafl ? nbafl_keys : avp_keys, err));
@@ -180,11 +181,17 @@ static FpStatus avp_create_common(const cJSON *params, const char *path, const D
     }
     double orders[RDP_EXTENDED_ORDER_COUNT];
     int no = rdp_extended_orders(orders);
-    FP_TRY(rdp_accountant_create(orders, no, &s.acc, err));
-    Avp *out = fp_calloc(1, sizeof *out, err);
+    FP_TRY(clip_noise_parse(params, path, setup->params, &s.noise, err));
+    double ratio = 0;
+    for (int m = 1; m <= s.rounds; m++)
+        ratio = fmax(ratio, sqrt(avp_variance(&s, m)) / s.sens);
+    FP_TRY(clip_noise_build(&s.noise, ratio, err));
+    FpStatus st = rdp_accountant_create(orders, no, &s.acc, err);
+    Avp *out = st == FP_OK ? fp_calloc(1, sizeof *out, err) : NULL;
     if (!out) {
         rdp_accountant_free(s.acc);
-        return FP_ENOMEM;
+        clip_noise_free(&s.noise);
+        return st != FP_OK ? st : FP_ENOMEM;
     }
     *out = s;
     *state = out;
@@ -206,6 +213,7 @@ static void avp_destroy(void *state) {
     if (!s)
         return;
     rdp_accountant_free(s->acc);
+    clip_noise_free(&s->noise);
     free(s);
 }
 
@@ -214,7 +222,7 @@ static UploadKind avp_upload_kind(const void *state) { return UPLOAD_WEIGHTS; }
 static FpStatus avp_perturb(void *state, float *upload, const DefenseRound *round, FpError *err) {
     const Avp *s = state;
     clip_to_norm(upload, s->table, s->clip);
-    clip_add_gaussian(upload, s->table, &round->rng, sqrt(avp_variance(s, round->round + 1)));
+    clip_noise_add(&s->noise, upload, s->table, &round->rng, sqrt(avp_variance(s, round->round + 1)));
     return FP_OK;
 }
 
@@ -227,11 +235,18 @@ static void avp_upload_params(const void *state, const DefenseRound *round, Uplo
     out->clip = s->clip;
 }
 
+// Round m's multiplier in the accounts: σ_m/Δs, divided by the safe sampler's rounding
+// inflation (two uploads within Δs of each other, each rounded: defenses/clip.h).
+static double round_multiplier(const Avp *s, int m) {
+    double std = sqrt(avp_variance(s, m));
+    return std / s->sens / clip_noise_inflation(&s->noise, std, s->sens, 1);
+}
+
 // Round m (1-based) in the sound ledger: the client's Gaussian upload, included with
-// probability q (replace one record; joint convexity).
+// probability q (replace one record; joint convexity, which needs only the base
+// mechanism's RDP curve: the discrete Gaussian's is the continuous one's, CKS 2020 Thm 4).
 static FpStatus add_round(RdpAccountant *acc, const Avp *s, int m) {
-    return rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON_REPLACE, s->q, sqrt(avp_variance(s, m)) / s->sens, 1,
-                                      NULL);
+    return rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON_REPLACE, s->q, round_multiplier(s, m), 1, NULL);
 }
 
 static void avp_end_round(void *state, int round, int n_participants) {
@@ -243,12 +258,13 @@ static void avp_end_round(void *state, int round, int n_participants) {
 }
 
 // Sound ε after `rounds` rounds (subsampled RDP), from the ledger when it matches.
-static double sound_epsilon(const Avp *s, int rounds) {
+static double sound_epsilon_at(const void *ctx, long long rounds, double delta) {
+    const Avp *s = ctx;
     if (rounds <= 0)
         return 0;
     double eps = INFINITY;
     if (rounds == s->acc_rounds) {
-        if (rdp_accountant_epsilon(s->acc, s->delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
+        if (rdp_accountant_epsilon(s->acc, delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
             eps = INFINITY;
         return eps;
     }
@@ -257,33 +273,49 @@ static double sound_epsilon(const Avp *s, int rounds) {
     RdpAccountant *acc = NULL;
     if (rdp_accountant_create(orders, no, &acc, NULL) == FP_OK) {
         int ok = 1;
-        for (int m = 1; m <= rounds && ok; m++)
+        for (int m = 1; m <= (int)rounds && ok; m++)
             ok = add_round(acc, s, m) == FP_OK;
-        if (!ok || rdp_accountant_epsilon(acc, s->delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
+        if (!ok || rdp_accountant_epsilon(acc, delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
             eps = INFINITY;
     }
     rdp_accountant_free(acc);
     return eps;
 }
 
-// The upload observer's exact ε after `rounds` rounds (no amplification).
-static double upload_epsilon(const Avp *s, int rounds) {
+// The upload observer's ε after `rounds` rounds (no amplification): the exact
+// composition of Gaussians for the float sampler's continuous law (Dong, Roth, Su 2022),
+// RDP for the safe one (the discrete Gaussian shares the continuous RDP curve, CKS 2020
+// Thm 4; the exact composition is the continuous law's own).
+static double upload_epsilon_at(const void *ctx, long long rounds, double delta) {
+    const Avp *s = ctx;
     if (rounds <= 0)
         return 0;
     double *ratio = malloc(sizeof(double) * (size_t)rounds), e = INFINITY;
     if (!ratio)
         return INFINITY;
-    for (int m = 1; m <= rounds; m++)
-        ratio[m - 1] = sqrt(avp_variance(s, m)) / s->sens;
-    if (gaussian_exact_epsilon(ratio, rounds, s->delta, &e, NULL) != FP_OK)
+    for (int m = 1; m <= (int)rounds; m++)
+        ratio[m - 1] = round_multiplier(s, m);
+    FpStatus st = s->noise.safe ? gaussian_rdp_epsilon(ratio, (int)rounds, delta, &e, NULL, NULL)
+                                : gaussian_exact_epsilon(ratio, (int)rounds, delta, &e, NULL);
+    if (st != FP_OK)
         e = INFINITY;
     free(ratio);
     return e;
 }
 
+// The accounts with the safe sampler's slack over the client's own draws (the others'
+// draws do not depend on its records).
+static double sound_epsilon(const Avp *s, int rounds, int *covered) {
+    return clip_noise_epsilon(&s->noise, s->delta, (double)s->noise.d * rounds, sound_epsilon_at, s, rounds, covered);
+}
+
+static double upload_epsilon(const Avp *s, int rounds, int *covered) {
+    return clip_noise_epsilon(&s->noise, s->delta, (double)s->noise.d * rounds, upload_epsilon_at, s, rounds, covered);
+}
+
 static void avp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
     const Avp *s = state;
-    int m = rounds_done > 0 ? rounds_done : 1;
+    int m = rounds_done > 0 ? rounds_done : 1, covered_sound, covered_upload;
     *rec = (PrivacyRecord){
         .unit = "record",
         .epsilon_round_nominal = nominal_epsilon(s, m, m),
@@ -294,7 +326,7 @@ static void avp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) 
                                 "amplification)"
                               : "(eps, delta)-DP by the seed's Theorem 1 rule eps^2 = 2q ln(1/delta) sum_m "
                                 "ds^2/Theta(m) (drops zCDP's additive rho, linear-in-q amplification)",
-        .epsilon_total_sound = sound_epsilon(s, rounds_done),
+        .epsilon_total_sound = sound_epsilon(s, rounds_done, &covered_sound),
         .delta = s->delta,
         .sound_notion = "record-level (eps, delta)-DP (replace one record) of the global models, for an observer "
                         "who does not learn which clients took part: round m is the client's Gaussian upload "
@@ -302,14 +334,20 @@ static void avp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) 
                         "convexity only, Balle et al. 2020 conversion",
         .sigma = sqrt(avp_variance(s, m)),
         .guarantee = GUARANTEE_PROVEN,
-        .epsilon_total_upload = upload_epsilon(s, rounds_done),
+        .epsilon_total_upload = upload_epsilon(s, rounds_done, &covered_upload),
         .upload_notion = "record-level (eps, delta)-DP of one client's uploads against the server or an eavesdropper "
-                         "who knows it took part: the Gaussian with multiplier sqrt(Theta(m))/ds in every round, "
-                         "composed exactly (Dong, Roth, Su 2022); no amplification",
+                         "who knows it took part: the Gaussian with multiplier sqrt(Theta(m))/ds in every round (the "
+                         "safe sampler's divided by its rounding inflation), composed by RDP (safe; the float "
+                         "sampler's exactly, Dong, Roth, Su 2022); no amplification",
     };
     if (s->sens_assumption[0])
         privacy_assume(rec, s->sens_assumption);
-    privacy_assume(rec, PRIVACY_ASSUME_EXACT_NOISE);
+    if (!s->noise.safe) {
+        rec->guarantee = GUARANTEE_NONE;
+        privacy_assume(rec, CLIP_NOISE_FLOAT_REASON);
+    } else if (!covered_sound || !covered_upload) {
+        privacy_assume(rec, CLIP_NOISE_SLACK_ASSUMPTION);
+    }
 }
 
 static void avp_describe(const void *state, cJSON *out) {
@@ -318,6 +356,7 @@ static void avp_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "clip", s->clip);
     cJSON_AddNumberToObject(out, "epsilon", s->epsilon);
     cJSON_AddNumberToObject(out, "delta", s->delta);
+    clip_noise_describe(&s->noise, out);
     cJSON_AddNumberToObject(out, "vartheta", s->vartheta);
     cJSON_AddNumberToObject(out, "sensitivity", s->sens);
     static const char *const rules[] = {"2C (clipped weights: proven)", "given", "2C/min|D_k| (NbAFL: assumed)"};
@@ -340,7 +379,8 @@ static void avp_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "epsilon_nominal_after_all_rounds", nominal_epsilon(s, 1, s->rounds));
     // The bounds the records will give after all rounds (their guarantee: see the
     // records), for the two observers; and the looser zCDP route for the uploads.
-    double e = sound_epsilon(s, s->rounds), ex = upload_epsilon(s, s->rounds);
+    int covered;
+    double e = sound_epsilon(s, s->rounds, &covered), ex = upload_epsilon(s, s->rounds, &covered);
     if (isfinite(e))
         cJSON_AddNumberToObject(out, "epsilon_bound_after_all_rounds", e);
     if (isfinite(ex))

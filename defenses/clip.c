@@ -42,7 +42,29 @@ double clip_to_norm(float *x, const ParamTable *t, double c) {
     return norm;
 }
 
-void clip_add_gaussian(float *x, const ParamTable *t, const RngStream *rng, double std) {
+FpStatus clip_noise_parse(const cJSON *params, const char *path, const ParamTable *t, ClipNoise *n, FpError *err) {
+    static const char *const samplers[] = {"safe", "float", NULL};
+    int choice;
+    memset(n, 0, sizeof *n);
+    FP_TRY(jv_choice(params, path, "sampler", samplers, 0, &choice, err));
+    n->safe = choice == 0;
+    n->d = t->n_trainable;
+    return FP_OK;
+}
+
+FpStatus clip_noise_build(ClipNoise *n, double ratio, FpError *err) {
+    if (!n->safe || n->table.hi)
+        return FP_OK;
+    double s = 256.0 * sqrt((double)n->d) * fmax(ratio, 1.0);
+    return dgauss_wide_init(&n->table, fmin(fmax(s, 64.0), DGAUSS_WIDE_SIGMA_MAX), err);
+}
+
+void clip_noise_free(ClipNoise *n) {
+    if (n->safe)
+        dgauss_wide_free(&n->table);
+}
+
+void clip_noise_add(const ClipNoise *n, float *x, const ParamTable *t, const RngStream *rng, double std) {
     if (std <= 0)
         return;
     for (int l = 0; l < t->n_layers; l++) {
@@ -50,8 +72,43 @@ void clip_add_gaussian(float *x, const ParamTable *t, const RngStream *rng, doub
         if (!L->trainable)
             continue;
         for (size_t i = L->offset; i < L->offset + L->count; i++)
-            x[i] = (float)(x[i] + std * rng_normal_at(rng, i));
+            x[i] = clip_noise_one(n, x[i], i, rng, std);
     }
+}
+
+double clip_noise_inflation(const ClipNoise *n, double std, double sensitivity, int replace) {
+    if (!n->safe)
+        return 1;
+    double g = std / n->table.sigma;
+    return 1 + 1e-12 + g * sqrt((double)n->d) / (replace ? sensitivity : 2 * sensitivity);
+}
+
+void clip_noise_describe(const ClipNoise *n, cJSON *out) {
+    cJSON_AddStringToObject(out, "sampler", n->safe ? "safe" : "float");
+    if (n->safe)
+        cJSON_AddNumberToObject(out, "noise_grid_steps", n->table.sigma);
+}
+
+double clip_noise_epsilon(const ClipNoise *n, double delta, double draws, ClipEpsilonAt at, const void *ctx,
+                          long long rounds, int *covered) {
+    *covered = 1;
+    if (!n->safe)
+        return at(ctx, rounds, delta);
+    static const double shares[] = {CLIP_NOISE_SLACK, 0x1p-6, 0x1p-3, 0x1p-1};
+    double first = INFINITY;
+    for (int i = 0; i < 4; i++) {
+        double e = at(ctx, rounds, delta * (1 - shares[i]));
+        if (i == 0)
+            first = e;
+        if (!isfinite(e) || clip_noise_delta_slack(n, e, draws) <= delta * shares[i])
+            return e;
+    }
+    *covered = 0;
+    return first;
+}
+
+double clip_noise_delta_slack(const ClipNoise *n, double eps, double draws) {
+    return n->safe ? (1 + exp(eps)) * draws * n->table.tv : 0;
 }
 
 size_t clip_trainable_index(const ParamTable *t, uint32_t *idx) {
@@ -120,12 +177,20 @@ void clip_top_k(const float *val, size_t n, size_t k, unsigned char *keep, float
 }
 
 void clip_aggregate_fixed(const float *const *uploads, const double *weights, int k, double m,
-                          const ParamTable *t, const RngStream *rng, double std, float *out) {
+                          const ParamTable *t, const ClipNoise *noise, const RngStream *rng, double std, float *out) {
+    int safe = std > 0 && noise->safe;
+    double grid = safe ? std / noise->table.sigma : 0;
     for (int l = 0; l < t->n_layers; l++) {
         const ParamLayer *L = &t->layers[l];
         for (size_t i = L->offset; i < L->offset + L->count; i++) {
             double s = 0;
-            if (L->trainable) {
+            if (L->trainable && safe) {
+                for (int c = 0; c < k; c++)
+                    s += dgauss_grid_round(uploads[c][i], grid);
+                uint32_t w[4];
+                rng_block(rng, i, w);
+                out[i] = (float)(grid * (s + (double)dgauss_wide_draw(&noise->table, w)) / m);
+            } else if (L->trainable) {
                 for (int c = 0; c < k; c++)
                     s += uploads[c][i];
                 if (std > 0)
@@ -150,6 +215,21 @@ static RdpSampling aggregate_sampling(const ClipGaussian *g) {
 // replace-one (fixed-size: the sum moves by up to 2C).
 static double corrected_sigma(const ClipGaussian *g, double z) { return g->cohort > 0 ? z / 2 : z; }
 
+// The safe sampler's inflation of the aggregate's multiplier (ClipNoise): every draw on the
+// aggregate has std zC (server noise; client shares, whose own grids are finer, are bounded
+// by the k = 1 share) or σ (paper shares); one client's rounded vector moves by C/g + √d/2
+// steps added or removed, and two vectors within 2C by 2C/g + √d: the same factor.
+static double noise_phi(const ClipGaussian *g) {
+    double std = g->paper ? g->paper_std : g->z * g->clip;
+    return clip_noise_inflation(&g->noise, std, g->clip, 0);
+}
+
+// Draws of the discrete Gaussian table over `rounds` rounds that a neighbouring pair's
+// outputs depend on: d per round on the server; with client shares every client's d.
+static double noise_draws(const ClipGaussian *g, int rounds) {
+    return (double)g->noise.d * rounds * (g->server_noise ? 1 : g->n_clients);
+}
+
 // The round's cohort size: m with fixed-size sampling, the one end_round saw with
 // Bernoulli sampling, -1 when unknown.
 static int round_cohort(const ClipGaussian *g, int r) {
@@ -159,18 +239,19 @@ static int round_cohort(const ClipGaussian *g, int r) {
 }
 
 // The sound ε of the released aggregates after `rounds` rounds (see clip.h).
-static double aggregate_epsilon(const ClipGaussian *g, long long rounds) {
+static double aggregate_epsilon_at(const void *ctx, long long rounds, double delta) {
+    const ClipGaussian *g = ctx;
     if (rounds <= 0 || g->q == 0)
         return 0;
     if (g->z <= 0)
         return INFINITY;
-    double orders[RDP_EXTENDED_ORDER_COUNT], eps = INFINITY;
+    double orders[RDP_EXTENDED_ORDER_COUNT], eps = INFINITY, phi = noise_phi(g);
     int n = rdp_extended_orders(orders), ok = 1;
     RdpAccountant *acc = NULL;
     if (rdp_accountant_create(orders, n, &acc, NULL) != FP_OK)
         return INFINITY;
     if (!g->paper) {
-        ok = rdp_accountant_add_sampled(acc, aggregate_sampling(g), g->q, corrected_sigma(g, g->z), rounds, NULL) ==
+        ok = rdp_accountant_add_sampled(acc, aggregate_sampling(g), g->q, corrected_sigma(g, g->z) / phi, rounds, NULL) ==
              FP_OK;
     } else {
         // Per round, given its cohort size k: Thm 9 at rate k/N, multiplier σ√k/(2C); the
@@ -189,13 +270,13 @@ static double aggregate_epsilon(const ClipGaussian *g, long long rounds) {
         for (int k = 1; ok && k <= N; k++)
             if (count[k] > 0)
                 ok = rdp_accountant_add_sampled(acc, RDP_SAMPLING_FIXED, (double)k / N,
-                                                g->paper_std * sqrt((double)k) / two_c, count[k], NULL) == FP_OK;
+                                                g->paper_std * sqrt((double)k) / two_c / phi, count[k], NULL) == FP_OK;
         if (ok && unknown > 0)
-            ok = rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON_REPLACE, g->q, g->paper_std / two_c, unknown,
+            ok = rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON_REPLACE, g->q, g->paper_std / two_c / phi, unknown,
                                             NULL) == FP_OK;
         free(count);
     }
-    if (!ok || rdp_accountant_epsilon(acc, g->delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
+    if (!ok || rdp_accountant_epsilon(acc, delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
         eps = INFINITY;
     rdp_accountant_free(acc);
     return eps;
@@ -204,7 +285,8 @@ static double aggregate_epsilon(const ClipGaussian *g, long long rounds) {
 // The upload observer's ε after `rounds` rounds with client noise: the Gaussian mechanism
 // on a vector within 2C of any other, std client_std(k_r), in every round (the client
 // may take part in all), composed exactly. A Bernoulli round of unknown k counts as N.
-static double upload_epsilon(const ClipGaussian *g, int rounds) {
+static double upload_epsilon_at(const void *ctx, long long rounds, double delta) {
+    const ClipGaussian *g = ctx;
     if (g->server_noise)
         return INFINITY; // the server sees the clipped update itself
     if (rounds <= 0)
@@ -217,15 +299,26 @@ static double upload_epsilon(const ClipGaussian *g, int rounds) {
         int k = round_cohort(g, r);
         if (k < 0)
             k = g->n_clients;
-        if (k > 0)
-            ratio[n++] = clip_gaussian_client_std(g, k) / (2 * g->clip);
+        if (k > 0) {
+            double std = clip_gaussian_client_std(g, k);
+            ratio[n++] = std / (2 * g->clip) / clip_noise_inflation(&g->noise, std, 2 * g->clip, 1);
+        }
     }
     if (n == 0)
         eps = 0;
-    else if (gaussian_exact_epsilon(ratio, n, g->delta, &eps, NULL) != FP_OK)
+    else if (gaussian_exact_epsilon(ratio, n, delta, &eps, NULL) != FP_OK)
         eps = INFINITY;
     free(ratio);
     return eps;
+}
+
+static double aggregate_epsilon(const ClipGaussian *g, long long rounds, int *covered) {
+    return clip_noise_epsilon(&g->noise, g->delta, noise_draws(g, (int)rounds), aggregate_epsilon_at, g, rounds,
+                              covered);
+}
+
+static double upload_epsilon(const ClipGaussian *g, int rounds, int *covered) {
+    return clip_noise_epsilon(&g->noise, g->delta, noise_draws(g, rounds), upload_epsilon_at, g, rounds, covered);
 }
 
 FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const DefenseSetup *setup, int paper,
@@ -242,6 +335,7 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
     g->cohort = setup->cohort_size > 0 ? (setup->cohort_size < g->n_clients ? setup->cohort_size : g->n_clients) : 0;
     g->q = g->cohort > 0 ? (double)g->cohort / g->n_clients : setup->sample_rate;
     g->m = g->cohort > 0 ? g->cohort : fmax(1.0, setup->sample_rate * g->n_clients);
+    FP_TRY(clip_noise_parse(params, path, setup->params, &g->noise, err));
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(params, "noise_multiplier");
     const cJSON *ep = cJSON_GetObjectItemCaseSensitive(params, "epsilon");
     const cJSON *se = cJSON_GetObjectItemCaseSensitive(params, "sensitivity");
@@ -280,14 +374,24 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
             double orders[RDP_EXTENDED_ORDER_COUNT], sigma;
             int no = rdp_extended_orders(orders);
             FpError e2 = {0};
-            if (rdp_sigma_for_epsilon_sampled(aggregate_sampling(g), g->q, g->rounds, g->delta, g->epsilon, orders,
-                                              no, &sigma, NULL, &e2) != FP_OK)
+            double delta_acc = g->noise.safe ? g->delta * (1 - CLIP_NOISE_SLACK) : g->delta;
+            if (rdp_sigma_for_epsilon_sampled(aggregate_sampling(g), g->q, g->rounds, delta_acc, g->epsilon,
+                                              orders, no, &sigma, NULL, &e2) != FP_OK)
                 return fp_fail(err, FP_EPARAM, "%s: %s", jv_path(p, sizeof p, path, "epsilon"), e2.msg);
-            g->z = g->cohort > 0 ? 2 * sigma : sigma;
+            double z_eff = g->cohort > 0 ? 2 * sigma : sigma;
+            // The safe sampler's account divides z by φ(z) = 1 + a + b z (noise_phi): the
+            // smallest z with z/φ(z) >= z_eff.
+            FP_TRY(clip_noise_build(&g->noise, z_eff, err));
+            double a = 1e-12, b = g->noise.safe ? sqrt((double)g->noise.d) / (2 * g->noise.table.sigma) : 0;
+            if (b * z_eff >= 1)
+                return fp_fail(err, FP_EPARAM, "%s: the grid of the safe sampler cannot reach epsilon %g with %zu "
+                               "coordinates", jv_path(p, sizeof p, path, "epsilon"), g->epsilon, g->noise.d);
+            g->z = z_eff * (1 + a) / (1 - b * z_eff) * (1 + 1e-12);
         }
         if (g->server_noise)
             g->server_std = g->z * g->clip;
     }
+    FP_TRY(clip_noise_build(&g->noise, g->paper ? g->paper_std / g->clip : g->z, err));
     if (g->rounds > 0) {
         g->seen_k = malloc(sizeof(int) * (size_t)g->rounds);
         if (!g->seen_k)
@@ -301,6 +405,8 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
 void clip_gaussian_free(ClipGaussian *g) {
     free(g->seen_k);
     g->seen_k = NULL;
+    clip_noise_free(&g->noise);
+    g->noise.safe = 0;
 }
 
 double clip_gaussian_client_std(const ClipGaussian *g, int k) {
@@ -322,53 +428,74 @@ void clip_gaussian_end_round(ClipGaussian *g, int round, int k) {
         g->seen_k[round] = k;
 }
 
-double clip_gaussian_epsilon(const ClipGaussian *g, long long rounds) { return aggregate_epsilon(g, rounds); }
+double clip_gaussian_epsilon(const ClipGaussian *g, long long rounds) {
+    int covered;
+    return aggregate_epsilon(g, rounds, &covered);
+}
 
 void clip_gaussian_privacy(const ClipGaussian *g, int rounds_done, PrivacyRecord *rec) {
-    double sound = aggregate_epsilon(g, rounds_done);
+    int covered_sound, covered_upload;
+    double sound = aggregate_epsilon(g, rounds_done, &covered_sound);
     *rec = (PrivacyRecord){.unit = "client", .delta = g->delta, .sigma = g->z, .epsilon_total_sound = sound,
                            .guarantee = GUARANTEE_PROVEN};
-    if (g->paper)
-        rec->sound_notion =
-            g->cohort > 0
-                ? "client-level (eps, delta)-DP of the released aggregates, replace one client: the sum carries the "
-                  "m clients' shares, N(0, m sigma^2); RDP of the Gaussian on a fixed-size cohort without "
-                  "replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9, rate m/N, multiplier sigma sqrt(m)/2C), "
-                  "Balle et al. 2020 conversion"
-                : "client-level (eps, delta)-DP of the released aggregates, replace one client: per round, given its "
-                  "cohort size k (Bernoulli, independent of the data) the sum carries N(0, k sigma^2): Wang, Balle, "
-                  "Kasiviswanathan 2019 Thm 9 at rate k/N, multiplier sigma sqrt(k)/2C; Balle et al. 2020 conversion";
-    else if (g->cohort > 0)
-        rec->sound_notion = g->server_noise
-            ? "client-level (eps, delta)-DP of the released aggregates, replace one client: RDP of the Gaussian "
-              "(multiplier z on the sum, z/2 for the 2C a replaced client moves it) on a fixed-size cohort without "
-              "replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9, rate m/N), Balle et al. 2020 conversion"
-            : "client-level (eps, delta)-DP of the released aggregates, replace one client: the clients' shares, sized "
-              "for the cohort, add up to the sum's N(0, z^2 C^2); RDP of the Gaussian (multiplier z/2 for the 2C a "
-              "replaced client moves the sum) on a fixed-size cohort without replacement (Wang, Balle, "
-              "Kasiviswanathan 2019 Thm 9, rate m/N), Balle et al. 2020 conversion";
-    else
-        rec->sound_notion = g->server_noise
-            ? "client-level (eps, delta)-DP of the released aggregates, add/remove one client: RDP of the "
-              "Poisson-subsampled Gaussian (rate q, multiplier z; the server's noise also in rounds nobody takes "
-              "part), Balle et al. 2020 conversion"
-            : "client-level (eps, delta)-DP of the released aggregates, add/remove one client: the clients' shares, "
-              "sized for the round's cohort k, add up to N(0, z^2 C^2) (the server adds it when k = 0); RDP of the "
-              "Poisson-subsampled Gaussian (rate q, multiplier z), Balle et al. 2020 conversion";
-    rec->epsilon_total_upload = upload_epsilon(g, rounds_done);
+    // The notion by (paper, fixed cohort, server noise), each also with the safe sampler's
+    // sentence (the same accounts over the discrete Gaussian, ClipNoise).
+#define CLIP_SAFE_NOTE                                                                                       \
+    "; the noise is the discrete Gaussian on a grid (Canonne, Kamath, Steinke 2020), each multiplier divided " \
+    "by the rounding's inflation (config rounding_inflation) and delta holding the table's distance to it"
+#define CLIP_NOTION(text) {text, text CLIP_SAFE_NOTE}
+    static const char *const notions[6][2] = {
+        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, add/remove one client: the clients' "
+                    "shares, sized for the round's cohort k, add up to N(0, z^2 C^2) (the server adds it when k = 0); "
+                    "RDP of the Poisson-subsampled Gaussian (rate q, multiplier z), Balle et al. 2020 conversion"),
+        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, add/remove one client: RDP of the "
+                    "Poisson-subsampled Gaussian (rate q, multiplier z; the server's noise also in rounds nobody "
+                    "takes part), Balle et al. 2020 conversion"),
+        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, replace one client: the clients' shares, "
+                    "sized for the cohort, add up to the sum's N(0, z^2 C^2); RDP of the Gaussian (multiplier z/2 for "
+                    "the 2C a replaced client moves the sum) on a fixed-size cohort without replacement (Wang, Balle, "
+                    "Kasiviswanathan 2019 Thm 9, rate m/N), Balle et al. 2020 conversion"),
+        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, replace one client: RDP of the Gaussian "
+                    "(multiplier z on the sum, z/2 for the 2C a replaced client moves it) on a fixed-size cohort "
+                    "without replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9, rate m/N), Balle et al. 2020 "
+                    "conversion"),
+        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, replace one client: per round, given its "
+                    "cohort size k (Bernoulli, independent of the data) the sum carries N(0, k sigma^2): Wang, Balle, "
+                    "Kasiviswanathan 2019 Thm 9 at rate k/N, multiplier sigma sqrt(k)/2C; Balle et al. 2020 "
+                    "conversion"),
+        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, replace one client: the sum carries the "
+                    "m clients' shares, N(0, m sigma^2); RDP of the Gaussian on a fixed-size cohort without "
+                    "replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9, rate m/N, multiplier sigma sqrt(m)/2C), "
+                    "Balle et al. 2020 conversion"),
+    };
+#undef CLIP_NOTION
+#undef CLIP_SAFE_NOTE
+    int which = g->paper ? 4 + (g->cohort > 0) : 2 * (g->cohort > 0) + g->server_noise;
+    rec->sound_notion = notions[which][g->noise.safe];
+    rec->epsilon_total_upload = upload_epsilon(g, rounds_done, &covered_upload);
     rec->upload_notion = g->server_noise
         ? "none: the server sees each client's clipped update without noise (the noise is added to the sum)"
         : "(eps, delta)-DP of one client's uploads against the server or an eavesdropper who knows it took part, any "
           "change of its data: the Gaussian with its share's std on a vector within 2C of any other, in every "
           "round, composed exactly (Dong, Roth, Su 2022); no amplification";
-    privacy_assume(rec, PRIVACY_ASSUME_EXACT_NOISE);
+    if (!g->noise.safe) {
+        rec->guarantee = GUARANTEE_NONE;
+        privacy_assume(rec, CLIP_NOISE_FLOAT_REASON);
+    } else {
+        if (!g->paper && g->cohort == 0)
+            privacy_assume(rec, CLIP_ASSUME_POISSON_DISCRETE);
+        if (!g->server_noise)
+            privacy_assume(rec, CLIP_ASSUME_SHARE_SUM);
+        if (!covered_sound || !covered_upload)
+            privacy_assume(rec, CLIP_NOISE_SLACK_ASSUMPTION);
+    }
     if (g->paper) {
         rec->epsilon_round_nominal = g->epsilon;
         rec->epsilon_total_nominal = g->epsilon * rounds_done;
         rec->nominal_notion = "(eps, e^-eps)-DP per round by the DP-FedASGP paper's eq. 2 (classic Gaussian "
                               "bound, sensitivity dS), sequential composition over rounds (the paper composes none)";
     } else {
-        rec->epsilon_round_nominal = aggregate_epsilon(g, 1);
+        rec->epsilon_round_nominal = aggregate_epsilon(g, 1, &covered_sound);
         rec->epsilon_total_nominal = sound;
         rec->nominal_notion = "the same RDP account (the corrected variant claims what it can prove)";
     }
@@ -386,6 +513,9 @@ void clip_gaussian_describe(const ClipGaussian *g, cJSON *out) {
     else
         cJSON_AddStringToObject(out, "client_noise_std", "z*C/sqrt(k), k the round's participants");
     cJSON_AddNumberToObject(out, "delta", g->delta);
+    clip_noise_describe(&g->noise, out);
+    if (g->noise.safe)   // the accounts' multipliers are the continuous ones divided by this (ClipNoise)
+        cJSON_AddNumberToObject(out, "rounding_inflation", noise_phi(g));
     if (g->epsilon > 0)
         cJSON_AddNumberToObject(out, g->paper ? "epsilon_per_round" : "epsilon_target", g->epsilon);
     if (g->paper)

@@ -19,6 +19,7 @@
 
 #include "core/params.h"
 #include "core/rng.h"
+#include "defenses/dgauss.h"
 #include "fl/defense.h"
 
 // L2 norm of the trainable elements of x.
@@ -35,8 +36,76 @@ double clip_to_norm(float *x, const ParamTable *t, double c);
 // The factor clip_to_norm applies to a vector of L2 norm `norm` (1 when it is inside).
 double clip_scale(double norm, double c);
 
-// x[i] += std · N_i(0, 1), N_i = rng_normal_at(rng, i), for every trainable element i.
-void clip_add_gaussian(float *x, const ParamTable *t, const RngStream *rng, double std);
+// ---- the Gaussian noise of the federated defenses ("sampler" in their params) ---------
+//
+//   "safe" (default): element i becomes g·(round(x[i]/g) + J_i), J_i ~ N_Z(0, S²) the
+//       discrete Gaussian (Canonne, Kamath, Steinke 2020) from the wide table
+//       (defenses/dgauss.h) on the words of Philox block i, g = std/S the grid. Rounding
+//       is to the nearest grid point, deterministic: a vector of d noised coordinates moves
+//       by at most √d/2 steps, so a query of L2 sensitivity Δ (one vector added or removed)
+//       has sensitivity at most Δ/g + √d/2 steps on the grid, and at most Δ/g + √d for two
+//       vectors within Δ of each other (each side rounded). The noise on the grid integers
+//       is then the discrete Gaussian mechanism: the same RDP α·Δ_steps²/(2S²) as the
+//       continuous Gaussian at every order (CKS 2020 Thm 4, zCDP of the multivariate
+//       discrete Gaussian), i.e. the continuous account with the noise multiplier divided
+//       by clip_noise_inflation (1 + 1/512 at most unless S is capped), and δ enlarged
+//       by the table's distance to the ideal law (clip_noise_epsilon).
+//   "float": x[i] + std·N_i, N_i = rng_normal_at(rng, i) (Box-Muller in double): no
+//       guarantee (a floating-point sampler's outputs can reveal the input, Mironov 2012).
+typedef struct ClipNoise {
+    int safe;                // 1: the discrete Gaussian on a grid; 0: the float sampler
+    size_t d;                // trainable elements (what the inflation counts)
+    DGaussWide table;        // safe: N_Z(0, S²), S = table.sigma
+} ClipNoise;
+
+// Reads "sampler" ("safe" | "float", default safe) for t's trainable elements;
+// clip_noise_build then builds the table for the largest noise multiplier `ratio` (std
+// over the sensitivity) the defense will draw: S = 256·√d·max(1, ratio), within
+// [64, DGAUSS_WIDE_SIGMA_MAX] (a second call keeps the first table). clip_noise_free
+// releases it.
+FpStatus clip_noise_parse(const cJSON *params, const char *path, const ParamTable *t, ClipNoise *n, FpError *err);
+FpStatus clip_noise_build(ClipNoise *n, double ratio, FpError *err);
+void clip_noise_free(ClipNoise *n);
+// Element i of x noised with std (see above); rng's block i gives its words.
+static inline float clip_noise_one(const ClipNoise *n, float x, uint64_t i, const RngStream *rng, double std) {
+    if (!n->safe)
+        return (float)(x + std * rng_normal_at(rng, i));
+    uint32_t w[4];
+    rng_block(rng, i, w);
+    return dgauss_wide_value(&n->table, std / n->table.sigma, x, w);
+}
+// Every trainable element of x noised with std (nothing when std <= 0).
+void clip_noise_add(const ClipNoise *n, float *x, const ParamTable *t, const RngStream *rng, double std);
+// The factor φ >= 1 by which the safe sampler's rounding divides the noise multiplier
+// std/Δ of a release: 1 + 1e-12 + (std/S)·√d/Δ' with Δ' = 2Δ for add/remove (Δ one
+// vector's norm) and Δ' = Δ for two vectors within Δ (replace); the 1e-12 covers the
+// division x/g in double. 1 for the float sampler.
+double clip_noise_inflation(const ClipNoise *n, double std, double sensitivity, int replace);
+// Adds "sampler" and, for the safe one, "noise_grid_steps" (S) to a describe() object.
+void clip_noise_describe(const ClipNoise *n, cJSON *out);
+// (1 + e^ε)·draws·tv: the δ the table's distance to N_Z(0, σ²) adds over `draws` draws
+// (0 for the float sampler).
+double clip_noise_delta_slack(const ClipNoise *n, double eps, double draws);
+// An account's ε after `rounds` rounds at δ (a defense's function over its state).
+typedef double (*ClipEpsilonAt)(const void *ctx, long long rounds, double delta);
+// The ε of an account at δ with the safe sampler's slack inside it: the account runs at
+// δ(1 − f) for the first share f of δ in 2^-10, 2^-6, 2^-3, 2^-1 whose slack over `draws`
+// draws fits in δf (*covered = 1; an infinite ε needs none). When none fits (ε above
+// about 10 to 15 for 10^9 to 10^6 draws at δ = 1e-5: beyond what the table's precision
+// certifies) it returns the ε at δ(1 − 2^-10) with *covered = 0, and the record is
+// conditional on CLIP_NOISE_SLACK_ASSUMPTION. The float sampler: the account at δ.
+double clip_noise_epsilon(const ClipNoise *n, double delta, double draws, ClipEpsilonAt at, const void *ctx,
+                          long long rounds, int *covered);
+// The first share, which calibrations aim at.
+#define CLIP_NOISE_SLACK 0x1p-10
+// The assumption of a record whose figure the slack does not cover.
+#define CLIP_NOISE_SLACK_ASSUMPTION                                                                          \
+    "the discrete Gaussian table's distance to the ideal law (2^-59 per draw) is taken as negligible: over " \
+    "the run's draws, (1 + e^eps) draws 2^-59 exceeds even half of delta at this epsilon"
+// The sentence a record without guarantee gives for the float sampler.
+#define CLIP_NOISE_FLOAT_REASON                                                                              \
+    "the Gaussian noise is drawn in floating point (\"sampler\": \"float\"): a float sampler's outputs can "    \
+    "reveal the input (Mironov 2012); the default safe sampler draws the discrete Gaussian on a grid"
 
 // Writes the flat indices of the trainable elements into idx (room for t->n_trainable)
 // in increasing order and returns their count.
@@ -56,13 +125,15 @@ void clip_top_k(const float *val, size_t n, size_t k, unsigned char *keep, float
 
 // The server's average of k uploads over a fixed denominator m (McMahan et al. 2018,
 // "Learning differentially private recurrent language models", the fixed-denominator
-// estimator): for trainable elements out[i] = (Σ_s u_s[i] + std · N_i) / m with
-// N_i = rng_normal_at(rng, i) (rng may be NULL when std = 0); so one client moves the
-// average by at most C/m whatever the others do. Non-trainable elements (batch-norm
-// statistics) get the engine's weighted mean Σ_s weights[s] u_s[i]. Sums in double,
-// uploads in order.
+// estimator): for trainable elements out[i] = (Σ_s u_s[i] + std · N_i) / m, so one client
+// moves the average by at most C/m whatever the others do. With std > 0 and the safe
+// sampler the sum is g·(Σ_s round(u_s[i]/g) + J_i): each upload rounded to the grid on its
+// own, so adding or removing one moves the integer sum by its own rounded vector (see
+// ClipNoise); rng may be NULL when std = 0 (then noise may be NULL too). Non-trainable
+// elements (batch-norm statistics) get the engine's weighted mean Σ_s weights[s] u_s[i].
+// Sums in double, uploads in order.
 void clip_aggregate_fixed(const float *const *uploads, const double *weights, int k, double m,
-                          const ParamTable *t, const RngStream *rng, double std, float *out);
+                          const ParamTable *t, const ClipNoise *noise, const RngStream *rng, double std, float *out);
 
 // ---- client-level Gaussian calibration (gaussian-dpfedavg, fedsmp) ------------------
 //
@@ -83,6 +154,26 @@ void clip_aggregate_fixed(const float *const *uploads, const double *weights, in
 // other: the upload observer's ε composes those exactly over the rounds (Dong, Roth,
 // Su 2022), no amplification. With server noise the server sees the clipped update
 // itself: no bound for that observer.
+//
+// The sampler (ClipNoise): the safe one's accounts divide every multiplier by the
+// rounding's inflation and run at δ(1 − CLIP_NOISE_SLACK). What they prove:
+//   server noise, fixed-size sampling: proven (the discrete Gaussian's RDP curve is the
+//       continuous one's, CKS 2020 Thm 4; Thm 9 of Wang et al. holds for any mechanism
+//       given that curve); the paper variant (Thm 9 per round, joint convexity) likewise;
+//   Bernoulli sampling (corrected): conditional, CLIP_ASSUME_POISSON_DISCRETE (the Poisson
+//       bound of Mironov et al. is derived for the continuous Gaussian's densities);
+//   client shares: conditional, CLIP_ASSUME_SHARE_SUM (a sum of discrete Gaussians is not
+//       a discrete Gaussian);
+//   the float sampler: none.
+#define CLIP_ASSUME_POISSON_DISCRETE                                                                         \
+    "Bernoulli sampling is accounted by the Poisson-subsampled Gaussian bound (Mironov, Talwar, Zhang "       \
+    "2019), derived for the continuous Gaussian: the discrete Gaussian drawn here has the same RDP "           \
+    "unsampled (Canonne, Kamath, Steinke 2020 Thm 4), its subsampled bound is assumed equal (fixed-size "     \
+    "sampling is proven)"
+#define CLIP_ASSUME_SHARE_SUM                                                                                \
+    "the clients' discrete Gaussian shares are accounted as the Gaussian of their total variance, and one "   \
+    "client's uploads by the continuous Gaussian's exact composition: a sum of discrete Gaussians is not a "  \
+    "discrete Gaussian (Kairouz, Liu, Steinke 2021 bound the gap; not accounted here)"
 //
 // Variants
 //   corrected (default): "noise_multiplier" z, or a target "epsilon" (total over the
@@ -113,9 +204,10 @@ typedef struct ClipGaussian {
     int cohort;           // m with fixed-size sampling; 0 with Bernoulli sampling
     int rounds;           // planned rounds
     int *seen_k;          // per round: the cohort size seen by end_round, -1 before
+    ClipNoise noise;      // the sampler ("sampler")
 } ClipGaussian;
 
-// Reads "clip", "delta", "noise_multiplier", "epsilon", "sensitivity" and, when
+// Reads "clip", "delta", "noise_multiplier", "epsilon", "sensitivity", "sampler" and, when
 // allow_noise_site, "noise" ("server" | "client"; default server; the paper variant is
 // client-side) from params. The caller has checked the keys and read "variant" (paper).
 // clip_gaussian_free releases what it allocates.

@@ -2,6 +2,8 @@
 #include "defenses/dgauss.h"
 
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/philox.h"
 
@@ -125,4 +127,107 @@ void dgauss_add(const DGauss *g, double grid, float *x, size_t n, const RngStrea
         rng_block(s, first + i, w);
         x[i] = dgauss_value(g, grid, x[i], w[0], w[1], w[2]);
     }
+}
+
+// ---- the wide table ------------------------------------------------------------------
+
+FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err) {
+    memset(g, 0, sizeof *g);
+    if (!(sigma_min >= 1 && sigma_min <= DGAUSS_WIDE_SIGMA_MAX))
+        return fp_fail(err, FP_EPARAM, "discrete Gaussian: sigma %g grid steps is outside [1, %g]", sigma_min,
+                       DGAUSS_WIDE_SIGMA_MAX);
+    int e = 1;
+    while (ldexp(1.0, e) < 2 * sigma_min * sigma_min)
+        e++;
+    const long double two_var = ldexpl(1.0L, e);
+    g->log2_two_var = e;
+    g->sigma = sqrt(ldexp(1.0, e - 1));
+    // The support: weights below σ·2^-97 have mass below 2^-96 of the normaliser (> 2.5σ).
+    long ymax = 0;
+    const long double floor_w = (long double)g->sigma * 0x1p-97L;
+    while (expl(-(long double)(ymax + 1) * (ymax + 1) / two_var) >= floor_w)
+        ymax++;
+    g->ymax = ymax;
+    g->levels = 0;
+    while ((1L << g->levels) < 2 * ymax + 2)
+        g->levels++;
+    size_t size = (size_t)1 << g->levels;
+    g->hi = malloc(size * sizeof *g->hi);
+    g->lo = malloc(size * sizeof *g->lo);
+    long double *w = malloc(((size_t)ymax + 1) * sizeof *w);
+    if (!g->hi || !g->lo || !w) {
+        free(w);
+        dgauss_wide_free(g);
+        return fp_fail(err, FP_ENOMEM, "out of memory for a discrete Gaussian table of %zu entries", size);
+    }
+    // Weights (exponent exact: j² < 2^64, 2σ² a power of two) and the normaliser summed
+    // from the tails inward with compensation (Kahan).
+    long double sum = 0, comp = 0;
+    for (long j = ymax; j >= 0; j--) {
+        w[j] = expl(-(long double)j * j / two_var);
+        long double term = j == 0 ? w[0] : 2 * w[j], yk = term - comp, t = sum + yk;
+        comp = (t - sum) - yk;
+        sum = t;
+    }
+    // Counts c_j = 2^95 w_j / W as integers (long double values above 2^64 are integers),
+    // cumulated in 128 bits; the rest (all rounding) on j = 0.
+    const long double scale = 0x1p95L / sum;
+    unsigned __int128 acc = 0, total = (unsigned __int128)1 << 95;
+    unsigned __int128 c0 = total;
+    for (long j = 1; j <= ymax; j++)
+        c0 -= 2 * (unsigned __int128)(w[j] * scale);
+    long double var = 0;
+    for (long j = -ymax; j <= ymax; j++) {
+        unsigned __int128 c = j == 0 ? c0 : (unsigned __int128)(w[labs(j)] * scale);
+        g->hi[j + ymax] = (uint64_t)(acc >> 32);
+        g->lo[j + ymax] = (uint32_t)acc;
+        acc += c;
+        var += (long double)c / 0x1p95L * (long double)j * j;
+    }
+    for (size_t i = (size_t)(2 * ymax + 1); i < size; i++) {
+        g->hi[i] = (uint64_t)1 << 63;
+        g->lo[i] = 0;
+    }
+    free(w);
+    // The guide: bucket b starts at u = b·2^79 (hi = b·2^47, lo = 0); count the thresholds
+    // i in [1, 2ymax] at or below it (threshold 2ymax+1 is 2^95, above every u).
+    const size_t buckets = (size_t)1 << DGAUSS_WIDE_GUIDE_BITS;
+    g->guide = malloc((buckets + 1) * sizeof *g->guide);
+    if (!g->guide) {
+        dgauss_wide_free(g);
+        return fp_fail(err, FP_ENOMEM, "out of memory for a discrete Gaussian guide table");
+    }
+    long i = 1;
+    for (size_t b = 0; b <= buckets; b++) {
+        uint64_t start = (uint64_t)b << (63 - DGAUSS_WIDE_GUIDE_BITS);
+        while (i <= 2 * ymax && dgauss_wide_le(g, i, start, 0))
+            i++;
+        g->guide[b] = (uint32_t)(i - 1);
+    }
+    g->guide[buckets] = (uint32_t)(2 * ymax); // bucket 2^16 - 1 may search up to the last threshold
+    g->variance = (double)var;
+    // Every count is 2^95 P_j (1 + θ), |θ| <= expl's error (4 ulp, 2^-61) + the normaliser's
+    // (compensated, 2^-62) + two roundings (2^-63): Σ|Q_j - P_j| over j != 0 is below 2^-60,
+    // Q_0 absorbs the same plus the tails (< 2^-90): TV < 2^-60; 2^-59 is stated.
+    g->tv = 0x1p-59;
+    return FP_OK;
+}
+
+void dgauss_wide_free(DGaussWide *g) {
+    free(g->hi);
+    free(g->lo);
+    free(g->guide);
+    g->hi = NULL;
+    g->lo = NULL;
+    g->guide = NULL;
+}
+
+long double dgauss_wide_pmf(const DGaussWide *g, long j) {
+    if (j < -g->ymax || j > g->ymax)
+        return 0;
+    long i = j + g->ymax;
+    unsigned __int128 a = ((unsigned __int128)g->hi[i] << 32) | g->lo[i];
+    unsigned __int128 b = i + 1 < (1L << g->levels) ? ((unsigned __int128)g->hi[i + 1] << 32) | g->lo[i + 1]
+                                                    : (unsigned __int128)1 << 95;
+    return (long double)(b - a) / 0x1p95L;
 }

@@ -26,6 +26,7 @@
 #ifndef FEDPRIV_DEFENSES_DGAUSS_H
 #define FEDPRIV_DEFENSES_DGAUSS_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -65,5 +66,91 @@ double dgauss_rel_err(const DGauss *g, long jmax, int max_shift);
 // x[i] <- g·(rounded(x[i]/g) + J_i) for i < n, element first + i of stream s (see above).
 // |x[i]/grid| must stay below 2^30.
 void dgauss_add(const DGauss *g, double grid, float *x, size_t n, const RngStream *s, uint64_t first);
+
+// ---- The wide table: vector noise of large σ (the federated Gaussian defenses) ----------
+//
+// Noise on a clipped update needs σ of thousands of grid steps: rounding each of d
+// coordinates to the grid moves the vector by up to √d/2 steps, so the grid must be fine
+// against the clip for the sensitivity to stay near C (see clip.h). The narrow table above
+// stops at 110 steps; this one holds σ up to DGAUSS_WIDE_SIGMA_MAX with 95-bit thresholds
+// (words 0-1 give the top 63 bits, word 3 the low 32), so neither the count rounding
+// (< 2^-96 per entry) nor the truncated tails (< 2^-96) matter.
+//
+// σ is chosen with 2σ² a power of two: the weights' exponents -j²/(2σ²) are then exact in
+// long double and each weight carries only expl's error (a few ulp, 2^-61 relative at
+// most); the normaliser is summed with compensation. `tv` bounds the total variation
+// distance between the table's law and N_Z(0, σ²) per draw (about 2^-59): over n draws
+// an (ε, δ) guarantee of the ideal mechanism holds with δ + (1 + e^ε)·n·tv (a coupling).
+typedef struct DGaussWide {
+    double sigma;           // σ in grid steps, 2σ² = 2^log2_two_var
+    int log2_two_var;
+    long ymax;              // support [-ymax, ymax]
+    int levels;             // log2 of the padded table size
+    double tv;              // per-draw total variation distance to N_Z(0, σ²), bounded above
+    double variance;        // of the realised table
+    uint64_t *hi;           // cdf thresholds (95 bits): hi·2^32 + lo; 2^95 past the end
+    uint32_t *lo;
+    uint32_t *guide;        // guide[b]: the thresholds i >= 1 at or below b·2^79 (b < 2^16 + 1)
+} DGaussWide;
+
+#define DGAUSS_WIDE_GUIDE_BITS 16
+
+#define DGAUSS_WIDE_SIGMA_MAX 16384.0
+
+// Builds the table for the smallest σ >= sigma_min (in [1, DGAUSS_WIDE_SIGMA_MAX]) with
+// 2σ² a power of two. FP_EPARAM outside that range, FP_ENOMEM. dgauss_wide_free releases it.
+FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err);
+void dgauss_wide_free(DGaussWide *g);
+
+// T_i <= u for the 95-bit threshold i and the word pair (uh, ul).
+static inline int dgauss_wide_le(const DGaussWide *g, long i, uint64_t uh, uint32_t ul) {
+    return g->hi[i] < uh || (g->hi[i] == uh && g->lo[i] <= ul);
+}
+
+// J for the element's block words (w[0] bit 31 and w[2] unused): the number of thresholds
+// i >= 1 at or below u, minus ymax. The guide gives the count below u's bucket (its top 16
+// bits), so the search covers only the thresholds inside the bucket (one or two near the
+// centre). The same J as dgauss_wide_draw_ref.
+static inline long dgauss_wide_draw(const DGaussWide *g, const uint32_t w[4]) {
+    uint64_t uh = ((uint64_t)(w[0] & 0x7fffffffu) << 32) | w[1];
+    uint32_t ul = w[3];
+    uint64_t b = uh >> (63 - DGAUSS_WIDE_GUIDE_BITS);
+    long pos = g->guide[b], n = (long)g->guide[b + 1] - pos;
+    while (n > 0) {
+        long half = n / 2;
+        if (dgauss_wide_le(g, pos + half + 1, uh, ul)) {
+            pos += half + 1;
+            n -= half + 1;
+        } else {
+            n = half;
+        }
+    }
+    return pos - g->ymax;
+}
+
+// The plain binary search over the whole table (the oracle of dgauss_wide_draw).
+static inline long dgauss_wide_draw_ref(const DGaussWide *g, const uint32_t w[4]) {
+    uint64_t uh = ((uint64_t)(w[0] & 0x7fffffffu) << 32) | w[1];
+    uint32_t ul = w[3];
+    long pos = 0;
+    for (long s = 1L << g->levels >> 1; s >= 1; s >>= 1) {
+        long c = pos + s;
+        pos += g->hi[c] < uh || (g->hi[c] == uh && g->lo[c] <= ul) ? s : 0;
+    }
+    return pos - g->ymax;
+}
+
+// P(J = j) of the table's law.
+long double dgauss_wide_pmf(const DGaussWide *g, long j);
+
+// The grid integer of x: x/grid rounded to the nearest (ties to even). Deterministic, so
+// a vector of d coordinates moves by at most √d/2 steps.
+static inline double dgauss_grid_round(float x, double grid) { return nearbyint((double)x / grid); }
+
+// One element of noise on a grid: grid·(dgauss_grid_round(x) + J), J from the element's
+// block words. The float result is a function of the integer alone (post-processing).
+static inline float dgauss_wide_value(const DGaussWide *g, double grid, float x, const uint32_t w[4]) {
+    return (float)(grid * (dgauss_grid_round(x, grid) + (double)dgauss_wide_draw(g, w)));
+}
 
 #endif

@@ -26,7 +26,8 @@
 //       target "epsilon" (never above it).
 //
 // Params: {"name": "fedsmp", "variant", "topk_fraction" (0.1, in (0, 1]), "clip" (1),
-// "noise_multiplier" | "epsilon", "delta" (1e-5), "sensitivity" (paper only)}.
+// "noise_multiplier" | "epsilon", "delta" (1e-5), "sensitivity" (paper only), "sampler"
+// ("safe": the discrete Gaussian on a grid, defenses/clip.h ClipNoise; "float")}.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ typedef struct FedSmp {
 static FpStatus smp_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                            FpError *err) {
     static const char *const keys[] = {"name", "variant", "topk_fraction", "clip", "noise_multiplier", "epsilon",
-                                       "delta", "sensitivity", NULL};
+                                       "delta", "sensitivity", "sampler", NULL};
     static const char *const variants[] = {"corrected", "paper", NULL};
     FP_TRY(jv_keys(params, path, keys, err));
     int variant;
@@ -133,7 +134,7 @@ static FpStatus smp_perturb(void *state, float *upload, const DefenseRound *roun
         if (!keep[j])
             continue;
         uint32_t i = idx[j];
-        upload[i] = (float)(upload[i] * scale + std * rng_normal_at(&round->rng, i));
+        upload[i] = clip_noise_one(&s->g.noise, (float)(upload[i] * scale), i, &round->rng, std);
     }
     free(idx);
     free(buf);
@@ -144,7 +145,7 @@ static FpStatus smp_perturb(void *state, float *upload, const DefenseRound *roun
 static FpStatus smp_aggregate(void *state, int round, const float *const *uploads, const double *weights,
                               const int *clients, int k, float *out, FpError *err) {
     FedSmp *s = state;
-    clip_aggregate_fixed(uploads, weights, k, s->g.m, s->table, NULL, 0.0, out);
+    clip_aggregate_fixed(uploads, weights, k, s->g.m, s->table, &s->g.noise, NULL, 0.0, out);
     double std = clip_gaussian_server_std(&s->g, k);
     if (std > 0 && s->d > 0) { // nobody took part: the server's N(0, z²C²) on the round's mask
         uint32_t *idx = malloc(sizeof(uint32_t) * s->d * 2);
@@ -159,7 +160,8 @@ static FpStatus smp_aggregate(void *state, int round, const float *const *upload
         RngStream rs = rng_stream(s->seed, RNG_DEFENSE, (uint32_t)round, CLIP_SERVER_CLIENT);
         for (size_t j = 0; j < s->d; j++)
             if (keep[j])
-                out[idx[j]] = (float)((out[idx[j]] * s->g.m + std * rng_normal_at(&rs, idx[j])) / s->g.m);
+                out[idx[j]] = (float)(clip_noise_one(&s->g.noise, (float)(out[idx[j]] * s->g.m), idx[j], &rs, std) /
+                                      s->g.m);
         free(idx);
         free(keep);
     }

@@ -21,7 +21,8 @@
 // client weigh more than C/m and void the bound.
 //
 // Params: {"name": "gaussian-dpfedavg", "variant", "clip" (1), "noise_multiplier" |
-// "epsilon", "delta" (1e-5), "noise" ("server"), "sensitivity" (paper only; = clip)}.
+// "epsilon", "delta" (1e-5), "noise" ("server"), "sensitivity" (paper only; = clip),
+// "sampler" ("safe": the discrete Gaussian on a grid, defenses/clip.h ClipNoise; "float")}.
 #include <math.h>
 #include <stdlib.h>
 
@@ -37,7 +38,7 @@ typedef struct DpFedAvg {
 
 static FpStatus dpfedavg_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                                 FpError *err) {
-    static const char *const keys[] = {"name", "variant", "clip", "noise_multiplier", "epsilon", "delta", "noise",
+    static const char *const keys[] = {"name", "variant", "clip", "noise_multiplier", "epsilon", "delta", "noise", "sampler",
                                        "sensitivity", NULL};
     static const char *const variants[] = {"corrected", "paper", NULL};
     FP_TRY(jv_keys(params, path, keys, err));
@@ -71,7 +72,7 @@ static UploadKind dpfedavg_upload_kind(const void *state) { return UPLOAD_DELTA;
 static FpStatus dpfedavg_perturb(void *state, float *upload, const DefenseRound *round, FpError *err) {
     DpFedAvg *s = state;
     clip_to_norm(upload, s->table, s->g.clip);
-    clip_add_gaussian(upload, s->table, &round->rng, clip_gaussian_client_std(&s->g, round->participants));
+    clip_noise_add(&s->g.noise, upload, s->table, &round->rng, clip_gaussian_client_std(&s->g, round->participants));
     return FP_OK;
 }
 
@@ -79,7 +80,8 @@ static FpStatus dpfedavg_aggregate(void *state, int round, const float *const *u
                                    const int *clients, int k, float *out, FpError *err) {
     DpFedAvg *s = state;
     RngStream rs = rng_stream(s->seed, RNG_DEFENSE, (uint32_t)round, CLIP_SERVER_CLIENT);
-    clip_aggregate_fixed(uploads, weights, k, s->g.m, s->table, &rs, clip_gaussian_server_std(&s->g, k), out);
+    clip_aggregate_fixed(uploads, weights, k, s->g.m, s->table, &s->g.noise, &rs, clip_gaussian_server_std(&s->g, k),
+                         out);
     return FP_OK;
 }
 

@@ -4,12 +4,14 @@
 // consistent with what the samplers draw; the discrete Gaussian table (defenses/dgauss.h)
 // and its noise on float buffers.
 #include <check.h>
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "defenses/accountant.h"
+#include "defenses/clip.h"
 #include "defenses/dgauss.h"
 #include "defenses/mech.h"
 
@@ -354,6 +356,162 @@ START_TEST(dgauss_add_noise) {
 }
 END_TEST
 
+// The wide table (federated noise): 2σ² a power of two and σ >= the request, 95-bit
+// thresholds ending at 2^95, symmetric; its law within 2^-59 of N_Z(0, σ²) in total
+// variation against the ideal law summed here in long double (from the tails inward),
+// its variance within 1e-12 of the ideal law's and, from σ = 4, of σ² (the gap is about
+// 8π²σ⁴e^{-2π²σ²}: 2e-7 at σ = 1); out-of-range requests refused.
+START_TEST(dgauss_wide_table) {
+    static const double sigmas[] = {1, 7.3, 181, 2000, DGAUSS_WIDE_SIGMA_MAX};
+    for (size_t i = 0; i < sizeof sigmas / sizeof sigmas[0]; i++) {
+        DGaussWide g;
+        ck_assert_int_eq(dgauss_wide_init(&g, sigmas[i], NULL), FP_OK);
+        ck_assert(g.sigma >= sigmas[i] && g.sigma < sigmas[i] * 1.4143);
+        ck_assert_double_eq_tol(2 * g.sigma * g.sigma, ldexp(1.0, g.log2_two_var), ldexp(1.0, g.log2_two_var) * 1e-15);
+        ck_assert_uint_eq(g.hi[0], 0);
+        ck_assert_uint_eq(g.lo[0], 0);
+        ck_assert_uint_eq(g.hi[2 * g.ymax + 1], (uint64_t)1 << 63);
+        ck_assert_double_ge(g.ymax, 10 * g.sigma);
+        long double two_var = ldexpl(1.0L, g.log2_two_var), z = 0, c = 0;
+        for (long j = g.ymax + 100; j >= 0; j--) {
+            long double t = (j ? 2 : 1) * expl(-(long double)j * j / two_var), y = t - c, u = z + y;
+            c = (u - z) - y;
+            z = u;
+        }
+        long double l1 = 0, ideal_var = 0;
+        int asym = 0;
+        for (long j = -g.ymax - 100; j <= g.ymax + 100; j++) {
+            long double p = expl(-(long double)j * j / two_var) / z;
+            ideal_var += p * (long double)j * j;
+            l1 += fabsl(dgauss_wide_pmf(&g, j) - p);
+            asym += dgauss_wide_pmf(&g, j) != dgauss_wide_pmf(&g, -j);
+        }
+        ck_assert_int_eq(asym, 0);
+        ck_assert_msg(0.5L * l1 <= g.tv, "sigma %g: TV %Lg above the stated %g", g.sigma, 0.5L * l1, g.tv);
+        // The guided search equals the plain one: on random words, and on every threshold
+        // and the word just below it (sampled across the table for the large ones).
+        RngStream rs = rng_stream(11, RNG_TEST, (uint32_t)i, 0);
+        int differ = 0;
+        for (uint64_t k = 0; k < 200000; k++) {
+            uint32_t w[4];
+            rng_block(&rs, k, w);
+            differ += dgauss_wide_draw(&g, w) != dgauss_wide_draw_ref(&g, w);
+        }
+        long step = g.ymax > 5000 ? 7 : 1;
+        for (long t = 1; t <= 2 * g.ymax; t += step)
+            for (int below = 0; below < 2; below++) {
+                unsigned __int128 u = ((unsigned __int128)g.hi[t] << 32 | g.lo[t]) - (unsigned)below;
+                uint32_t w[4] = {(uint32_t)(u >> 64), (uint32_t)(u >> 32), 0, (uint32_t)u};
+                differ += dgauss_wide_draw(&g, w) != dgauss_wide_draw_ref(&g, w);
+            }
+        uint32_t ends[2][4] = {{0, 0, 0, 0}, {0x7fffffffu, ~0u, 0, ~0u}};
+        for (int e = 0; e < 2; e++)
+            differ += dgauss_wide_draw(&g, ends[e]) != dgauss_wide_draw_ref(&g, ends[e]);
+        long jmin = -g.ymax, jmax = g.ymax; // the extreme words draw the extreme outcomes of positive count
+        while (dgauss_wide_pmf(&g, jmin) == 0)
+            jmin++;
+        while (dgauss_wide_pmf(&g, jmax) == 0)
+            jmax--;
+        ck_assert_int_eq(dgauss_wide_draw(&g, ends[0]), jmin);
+        ck_assert_int_eq(dgauss_wide_draw(&g, ends[1]), jmax);
+        ck_assert_msg(differ == 0, "sigma %g: %d words where the guided search differs", g.sigma, differ);
+        ck_assert_double_le(fabs(g.variance / (double)ideal_var - 1), 1e-12);
+        if (g.sigma >= 4)
+            ck_assert_double_le(fabs(g.variance / (g.sigma * g.sigma) - 1), 1e-12);
+        dgauss_wide_free(&g);
+    }
+    DGaussWide g;
+    ck_assert_int_eq(dgauss_wide_init(&g, 0.9, NULL), FP_EPARAM);
+    ck_assert_int_eq(dgauss_wide_init(&g, DGAUSS_WIDE_SIGMA_MAX * 1.01, NULL), FP_EPARAM);
+}
+END_TEST
+
+// The federated noise (clip_noise_one / clip_noise_add): element-indexed (the same
+// element gets the same value whatever the loop), on the grid g = std/S (every output an
+// integer multiple of g up to the float's rounding), mean x rounded to the grid and variance g²·Var(table) within 6
+// standard errors over 10^6 elements. Control: the same draws against the variance of
+// a table one step of √2 narrower are rejected.
+START_TEST(dgauss_wide_noise) {
+    enum { N = 1000000 };
+    ParamLayer layer = {.offset = 0, .count = N, .trainable = 1};
+    ParamTable t = {.layers = &layer, .n_layers = 1, .n_params = N, .n_trainable = N};
+    cJSON *params = cJSON_Parse("{}");
+    ClipNoise n;
+    ck_assert_int_eq(clip_noise_parse(params, "defense", &t, &n, NULL), FP_OK);
+    ck_assert_int_eq(clip_noise_build(&n, 0.01, NULL), FP_OK);   // S = min(16384, 256·1000)
+    ck_assert_double_eq(n.table.sigma, DGAUSS_WIDE_SIGMA_MAX);
+    const double std = 0.37, grid = std / n.table.sigma;
+    const float x0 = 0.123456f;
+    float *a = malloc(N * sizeof(float));
+    for (size_t i = 0; i < N; i++)
+        a[i] = x0;
+    RngStream rs = rng_stream(8, RNG_TEST, 2, 1);
+    clip_noise_add(&n, a, &t, &rs, std);
+    int off_grid = 0, not_indexed = 0;
+    double s1 = 0, s2 = 0, centre = grid * dgauss_grid_round(x0, grid);
+    for (size_t i = 0; i < N; i++) {
+        double k = (double)a[i] / grid;
+        off_grid += fabs(k - nearbyint(k)) > fabs(k) * 0x1p-23 + 1e-9; // a[i] is g·k in float
+        not_indexed += (i % 997 == 0) && clip_noise_one(&n, x0, i, &rs, std) != a[i];
+        double d = a[i] - centre;
+        s1 += d;
+        s2 += d * d;
+    }
+    ck_assert_int_eq(off_grid, 0);
+    ck_assert_int_eq(not_indexed, 0);
+    double var = grid * grid * n.table.variance, mean = s1 / N, v = s2 / N - mean * mean;
+    ck_assert_msg(fabs(mean) <= 6 * sqrt(var / N), "mean %g", mean);
+    ck_assert_msg(fabs(v - var) <= 6 * sqrt(2.0 * var * var / N), "variance %g vs %g", v, var);
+    double narrow = var / 2 * (1 + 1e-9);   // a table with 2σ² one power of two smaller
+    ck_assert_msg(fabs(v - narrow) > 6 * sqrt(2.0 * narrow * narrow / N), "control: a narrower law passes");
+    free(a);
+    clip_noise_free(&n);
+    cJSON_Delete(params);
+}
+END_TEST
+
+// The rounding bound the accounts use (defenses/clip.h ClipNoise): a vector of L2 norm C
+// rounded to the grid has norm at most C/g·(1 + 1e-12) + √d/2 in grid steps, and two
+// vectors within Δ of each other stay within Δ/g·(1 + 1e-12) + √d. Random vectors on the
+// sphere of radius C and pairs at distance exactly 2C, grids from fine to coarse.
+// Control: without the √d terms the bounds fail.
+START_TEST(grid_rounding_sensitivity) {
+    enum { D = 300 };
+    float x[D], y[D];
+    RngStream rs = rng_stream(9, RNG_TEST, 3, 0);
+    const double C = 0.7, grids[] = {1e-5, 1e-3, 0.05, 0.4};
+    int broken_one = 0, broken_two = 0;
+    uint64_t draw = 0;
+    for (int trial = 0; trial < 200; trial++) {
+        double nx = 0;
+        for (int i = 0; i < D; i++) {
+            x[i] = (float)rng_normal_at(&rs, draw++);
+            nx += (double)x[i] * x[i];
+        }
+        for (int i = 0; i < D; i++) {
+            x[i] = (float)(x[i] * C * (1 - 1e-6) / sqrt(nx));
+            y[i] = -x[i];
+        }
+        for (int gi = 0; gi < 4; gi++) {
+            double g = grids[gi], r1 = 0, r2 = 0;
+            for (int i = 0; i < D; i++) {
+                double a = dgauss_grid_round(x[i], g), b = dgauss_grid_round(y[i], g);
+                r1 += a * a;
+                r2 += (a - b) * (a - b);
+            }
+            r1 = sqrt(r1);
+            r2 = sqrt(r2);
+            ck_assert_double_le(r1, C / g * (1 + 1e-12) + sqrt((double)D) / 2);
+            ck_assert_double_le(r2, 2 * C / g * (1 + 1e-12) + sqrt((double)D));
+            broken_one += r1 > C / g * (1 + 1e-12);
+            broken_two += r2 > 2 * C / g * (1 + 1e-12);
+        }
+    }
+    ck_assert_msg(broken_one > 0 && broken_two > 0, "control: the rounding never exceeded C/g (%d, %d)", broken_one,
+                  broken_two);
+}
+END_TEST
+
 Suite *suite_samplers(void) {
     Suite *s = suite_create("samplers");
     TCase *t = tcase_create("samplers");
@@ -364,6 +522,9 @@ Suite *suite_samplers(void) {
     tcase_add_test(t, possible_is_consistent);
     tcase_add_test(t, dgauss_table);
     tcase_add_test(t, dgauss_add_noise);
+    tcase_add_test(t, dgauss_wide_table);
+    tcase_add_test(t, dgauss_wide_noise);
+    tcase_add_test(t, grid_rounding_sensitivity);
     suite_add_tcase(s, t);
     return s;
 }
