@@ -75,10 +75,9 @@ static double per_example_error(Model *m, const Dataset *d, const uint32_t *idx,
     size_t np = m->table.n_params;
     float *pe = malloc(sizeof(float) * np * (size_t)n), *one = malloc(sizeof(float) * np);
     ck_assert(pe && one);
-    DpSgdStep *s;
+    Tape *t = tape_create(m->be);
     FpError err = {0};
-    ck_assert_int_eq(dpsgd_step_create(m, n, &s, &err), FP_OK);
-    ck_assert_msg(dpsgd_per_example_grads(s, m, d, idx, n, pe, &err) == FP_OK, "%s", err.msg);
+    ck_assert_msg(dpsgd_per_example_grads(m, t, d, idx, n, pe, &err) == FP_OK, "%s", err.msg);
     double worst = 0.0;
     for (int i = 0; i < n; i++) {
         batch_of_one_grad(m, d, idx[i], one);
@@ -94,7 +93,7 @@ static double per_example_error(Model *m, const Dataset *d, const uint32_t *idx,
             worst = fmax(worst, diff / ref);
         }
     }
-    dpsgd_step_free(s);
+    tape_free(t);
     free(pe);
     free(one);
     return worst;
@@ -138,9 +137,8 @@ START_TEST(per_example_check_catches_a_wrong_row) {
     uint32_t swapped[6] = {0, 4, 9, 2, 7, 5};
     size_t np = m->table.n_params;
     float *pe = malloc(sizeof(float) * np * 6), *one = malloc(sizeof(float) * np);
-    DpSgdStep *s;
-    ck_assert_int_eq(dpsgd_step_create(m, 6, &s, NULL), FP_OK);
-    ck_assert_int_eq(dpsgd_per_example_grads(s, m, d, swapped, 6, pe, NULL), FP_OK);
+    Tape *t = tape_create(m->be);
+    ck_assert_int_eq(dpsgd_per_example_grads(m, t, d, swapped, 6, pe, NULL), FP_OK);
     batch_of_one_grad(m, d, IDX[0], one);
     double diff = 0, ref = 0;
     for (size_t j = 0; j < np; j++) {
@@ -148,7 +146,7 @@ START_TEST(per_example_check_catches_a_wrong_row) {
         ref = fmax(ref, fabs((double)one[j]));
     }
     ck_assert_double_gt(diff / ref, 100 * PE_TOL);
-    dpsgd_step_free(s);
+    tape_free(t);
     free(pe);
     free(one);
     model_free(m);
@@ -159,15 +157,19 @@ END_TEST
 START_TEST(batch_norm_and_unknown_uses_are_refused) {
     Dataset *d = make_data(4, 3, 32, 32, 10, 0, 1);
     Model *m = make_model("{\"name\":\"resnet18\"}", d, backend_cpu());
-    DpSgdStep *s = NULL;
     FpError err = {0};
-    ck_assert_int_eq(dpsgd_step_create(m, 4, &s, &err), FP_EUNSUPPORTED);
-    ck_assert_ptr_null(s);
+    ck_assert_int_eq(dpsgd_check_model(m, &err), FP_EUNSUPPORTED);
     ck_assert_ptr_nonnull(strstr(err.msg, "batch norm"));
+    Tape *t = tape_create(backend_cpu());
+    float *g = malloc(sizeof(float) * m->table.n_params);
+    DpSgdStepConfig cfg = {1.0, 1.0, 4.0};
+    RngStream rs = rng_stream(1, RNG_DEFENSE, 0, 0);
+    ck_assert_int_eq(dpsgd_step(m, t, d, IDX, 4, &cfg, &rs, 0, g, NULL, &err), FP_EUNSUPPORTED);
+    free(g);
     model_free(m);
     dataset_free(d);
     // A parameter scaling activations elementwise (as batch norm's γ does) has no rule.
-    Tape *t = tape_create(backend_cpu());
+    tape_reset(t);
     int xs[2] = {3, 4}, ws[1] = {4};
     float xv[12], wv[4] = {1, 2, 3, 4};
     for (int i = 0; i < 12; i++)
@@ -189,9 +191,8 @@ START_TEST(private_step_is_the_clipped_mean) {
     size_t np = m->table.n_params;
     float *pe = malloc(sizeof(float) * np * 6), *g = malloc(sizeof(float) * np);
     double *want = calloc(np, sizeof(double));
-    DpSgdStep *s;
-    ck_assert_int_eq(dpsgd_step_create(m, 6, &s, NULL), FP_OK);
-    ck_assert_int_eq(dpsgd_per_example_grads(s, m, d, IDX, 6, pe, NULL), FP_OK);
+    Tape *t = tape_create(m->be);
+    ck_assert_int_eq(dpsgd_per_example_grads(m, t, d, IDX, 6, pe, NULL), FP_OK);
     double norms[6];
     for (int i = 0; i < 6; i++) {
         double n2 = 0;
@@ -215,7 +216,7 @@ START_TEST(private_step_is_the_clipped_mean) {
     DpSgdStats st;
     RngStream rs = rng_stream(1, RNG_DEFENSE, 0, 0);
     FpError err = {0};
-    ck_assert_msg(dpsgd_step(s, m, d, IDX, 6, &cfg, &rs, 0, g, &st, &err) == FP_OK, "%s", err.msg);
+    ck_assert_msg(dpsgd_step(m, t, d, IDX, 6, &cfg, &rs, 0, g, &st, &err) == FP_OK, "%s", err.msg);
     ck_assert_int_eq(st.batch, 6);
     ck_assert_int_gt(st.clipped, 0);
     ck_assert_int_lt(st.clipped, 6);
@@ -234,15 +235,15 @@ START_TEST(private_step_is_the_clipped_mean) {
         for (int i = 0, r = 0; i < 6; i++)
             if (i != drop)
                 rest[r++] = IDX[i];
-        ck_assert_int_eq(dpsgd_step(s, m, d, IDX, 6, &sum_cfg, &rs, 0, g, NULL, NULL), FP_OK);
-        ck_assert_int_eq(dpsgd_step(s, m, d, rest, 5, &sum_cfg, &rs, 0, g5, NULL, NULL), FP_OK);
+        ck_assert_int_eq(dpsgd_step(m, t, d, IDX, 6, &sum_cfg, &rs, 0, g, NULL, NULL), FP_OK);
+        ck_assert_int_eq(dpsgd_step(m, t, d, rest, 5, &sum_cfg, &rs, 0, g5, NULL, NULL), FP_OK);
         double n2 = 0;
         for (size_t j = 0; j < np; j++)
             n2 += ((double)g[j] - g5[j]) * ((double)g[j] - g5[j]);
         ck_assert_double_le(sqrt(n2), cfg.clip * (1 + 1e-5));
     }
     free(g5);
-    dpsgd_step_free(s);
+    tape_free(t);
     free(pe);
     free(g);
     free(want);
@@ -258,8 +259,8 @@ static double sample_var(const float *g, size_t n) {
     return ss / (double)n;
 }
 
-// The noise: element k of step t is (float)(σC/denominator · rng_normal_at(stream, t·n_params + k))
-// exactly (an empty batch leaves only the noise), steps differ, the same step repeats
+// The noise: element k is (float)(σC/denominator · rng_normal_at(stream, first + k)) exactly
+// (an empty batch leaves only the noise), other indices differ, the same indices repeat
 // bit for bit; its variance matches σC/denominator within 6 standard errors, and the
 // same check rejects a step with 10% less noise (the control).
 START_TEST(noise_is_element_indexed_gaussian) {
@@ -267,17 +268,17 @@ START_TEST(noise_is_element_indexed_gaussian) {
     Model *m = make_model("{\"name\":\"mlp\",\"hidden\":[256]}", d, backend_cpu());
     size_t np = m->table.n_params;
     float *g = malloc(sizeof(float) * np), *g2 = malloc(sizeof(float) * np);
-    DpSgdStep *s;
-    ck_assert_int_eq(dpsgd_step_create(m, 4, &s, NULL), FP_OK);
+    Tape *t = tape_create(m->be);
     RngStream rs = rng_stream(42, RNG_DEFENSE, 3, 1);
     DpSgdStepConfig cfg = {.clip = 2.0, .noise_multiplier = 1.3, .denominator = 4.0};
     double std = 1.3 * 2.0 / 4.0;
-    ck_assert_int_eq(dpsgd_step(s, m, d, NULL, 0, &cfg, &rs, 7, g, NULL, NULL), FP_OK);
+    uint64_t first = (uint64_t)8 << 32; // the defense contract's indices for local step 7
+    ck_assert_int_eq(dpsgd_step(m, t, d, NULL, 0, &cfg, &rs, first, g, NULL, NULL), FP_OK);
     for (size_t k = 0; k < np; k++)
-        ck_assert_float_eq(g[k], (float)(0.0f + (float)(std * rng_normal_at(&rs, 7 * np + k))));
-    ck_assert_int_eq(dpsgd_step(s, m, d, NULL, 0, &cfg, &rs, 7, g2, NULL, NULL), FP_OK);
+        ck_assert_float_eq(g[k], (float)(0.0f + (float)(std * rng_normal_at(&rs, first + k))));
+    ck_assert_int_eq(dpsgd_step(m, t, d, NULL, 0, &cfg, &rs, first, g2, NULL, NULL), FP_OK);
     ck_assert_int_eq(memcmp(g, g2, sizeof(float) * np), 0);
-    ck_assert_int_eq(dpsgd_step(s, m, d, NULL, 0, &cfg, &rs, 8, g2, NULL, NULL), FP_OK);
+    ck_assert_int_eq(dpsgd_step(m, t, d, NULL, 0, &cfg, &rs, first + ((uint64_t)1 << 32), g2, NULL, NULL), FP_OK);
     ck_assert_int_ne(memcmp(g, g2, sizeof(float) * np), 0);
     // Sample variance of np draws against σC/denominator: standard error var·√(2/np).
     double want = std * std, se = want * sqrt(2.0 / (double)np);
@@ -285,9 +286,9 @@ START_TEST(noise_is_element_indexed_gaussian) {
                   want, se);
     DpSgdStepConfig weak = cfg; // control: 10% less noise must fail the same check
     weak.noise_multiplier *= 0.9;
-    ck_assert_int_eq(dpsgd_step(s, m, d, NULL, 0, &weak, &rs, 7, g2, NULL, NULL), FP_OK);
+    ck_assert_int_eq(dpsgd_step(m, t, d, NULL, 0, &weak, &rs, first, g2, NULL, NULL), FP_OK);
     ck_assert_msg(fabs(sample_var(g2, np) - want) > 6 * se, "the variance check cannot see noise 10%% too small");
-    dpsgd_step_free(s);
+    tape_free(t);
     free(g);
     free(g2);
     model_free(m);
@@ -299,18 +300,20 @@ START_TEST(bad_configs_are_eparam) {
     Dataset *d = make_data(4, 1, 6, 6, 5, 0, 2);
     Model *m = make_model("{\"name\":\"logreg\"}", d, backend_cpu());
     float *g = malloc(sizeof(float) * m->table.n_params);
-    DpSgdStep *s;
-    ck_assert_int_eq(dpsgd_step_create(m, 2, &s, NULL), FP_OK);
+    Tape *t = tape_create(m->be);
     RngStream rs = rng_stream(1, RNG_DEFENSE, 0, 0);
     FpError err = {0};
     DpSgdStepConfig bad[] = {{0.0, 1.0, 1.0}, {1.0, -1.0, 1.0}, {1.0, 1.0, 0.0}, {NAN, 1.0, 1.0}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
-        ck_assert_int_eq(dpsgd_step(s, m, d, IDX, 2, &bad[i], &rs, 0, g, NULL, &err), FP_EPARAM);
+        ck_assert_int_eq(dpsgd_step(m, t, d, IDX, 2, &bad[i], &rs, 0, g, NULL, &err), FP_EPARAM);
     DpSgdStepConfig ok = {1.0, 1.0, 2.0};
-    ck_assert_int_eq(dpsgd_step(s, m, d, IDX, 3, &ok, &rs, 0, g, NULL, &err), FP_EPARAM); // > max_batch
-    ck_assert_int_eq(dpsgd_step(s, m, d, IDX, 2, &ok, &rs, UINT64_C(1) << 47, g, NULL, &err), FP_EPARAM);
-    ck_assert_int_eq(dpsgd_step_create(m, 0, &(DpSgdStep *){NULL}, &err), FP_EPARAM);
-    dpsgd_step_free(s);
+    ck_assert_int_eq(dpsgd_step(m, t, d, IDX, -1, &ok, &rs, 0, g, NULL, &err), FP_EPARAM);
+    ck_assert_int_eq(dpsgd_step(m, t, d, IDX, 2, &ok, &rs, UINT64_C(1) << 48, g, NULL, &err), FP_EPARAM);
+    ck_assert_int_eq(dpsgd_per_example_grads(m, t, d, IDX, 0, g, &err), FP_EPARAM);
+    Dataset *other = make_data(4, 1, 5, 5, 5, 0, 2); // 25 inputs for a 36-input model
+    ck_assert_int_eq(dpsgd_step(m, t, other, IDX, 2, &ok, &rs, 0, g, NULL, &err), FP_EPARAM);
+    dataset_free(other);
+    tape_free(t);
     free(g);
     model_free(m);
     dataset_free(d);
@@ -332,13 +335,11 @@ START_TEST(cuda_private_step_matches_cpu) {
         size_t np = mc->table.n_params;
         float *gc = malloc(sizeof(float) * np), *gg = malloc(sizeof(float) * np);
         float *dev = gpu->alloc(sizeof(float) * np);
-        DpSgdStep *sc, *sg;
-        ck_assert_int_eq(dpsgd_step_create(mc, 6, &sc, NULL), FP_OK);
-        ck_assert_int_eq(dpsgd_step_create(mg, 6, &sg, NULL), FP_OK);
+        Tape *tc = tape_create(mc->be), *tg = tape_create(gpu);
         RngStream rs = rng_stream(5, RNG_DEFENSE, 1, 2);
         DpSgdStepConfig cfg = {.clip = 0.05, .noise_multiplier = 0.5, .denominator = 6.0};
-        ck_assert_int_eq(dpsgd_step(sc, mc, d, IDX, 6, &cfg, &rs, 3, gc, NULL, NULL), FP_OK);
-        ck_assert_msg(dpsgd_step(sg, mg, d, IDX, 6, &cfg, &rs, 3, dev, NULL, &err) == FP_OK, "%s", err.msg);
+        ck_assert_int_eq(dpsgd_step(mc, tc, d, IDX, 6, &cfg, &rs, 3, gc, NULL, NULL), FP_OK);
+        ck_assert_msg(dpsgd_step(mg, tg, d, IDX, 6, &cfg, &rs, 3, dev, NULL, &err) == FP_OK, "%s", err.msg);
         gpu->download(gg, dev, sizeof(float) * np);
         double diff = 0, ref = 0;
         for (size_t j = 0; j < np; j++) {
@@ -347,8 +348,8 @@ START_TEST(cuda_private_step_matches_cpu) {
         }
         ck_assert_msg(diff <= 1e-4 * ref, "%s: CPU vs CUDA private step differ by %.3g (scale %.3g)", models[c], diff,
                       ref);
-        dpsgd_step_free(sc);
-        dpsgd_step_free(sg);
+        tape_free(tc);
+        tape_free(tg);
         gpu->free(dev);
         free(gc);
         free(gg);
