@@ -402,7 +402,55 @@ static double window_delta(const long double *w, long n, long j_lo, double grid,
     return (double)s;
 }
 
-static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double delta, DirResult *res,
+// The transforms' buffers and plans, kept across the two directions of one accounting
+// (same size: no new allocation, and FFTW reuses its twiddle tables for live plans).
+typedef struct {
+    long n;
+    long double *in, *w;
+    fftwl_complex *spec, *prod;
+    fftwl_plan fwd, inv;
+} FftWork;
+
+static void fft_work_release(FftWork *f) {
+    if (f->fwd || f->inv) {
+        pthread_mutex_lock(&pld_fftw_planner_lock);
+        if (f->fwd)
+            fftwl_destroy_plan(f->fwd);
+        if (f->inv)
+            fftwl_destroy_plan(f->inv);
+        pthread_mutex_unlock(&pld_fftw_planner_lock);
+    }
+    fftwl_free(f->in);
+    fftwl_free(f->spec);
+    fftwl_free(f->prod);
+    free(f->w);
+    memset(f, 0, sizeof *f);
+}
+
+// Buffers and plans for n-point transforms (kept when already that size).
+static FpStatus fft_work_size(FftWork *f, long n, FpError *err) {
+    if (f->n == n)
+        return FP_OK;
+    fft_work_release(f);
+    f->in = fftwl_alloc_real((size_t)n);
+    f->w = malloc((size_t)n * sizeof(long double));
+    f->spec = fftwl_alloc_complex((size_t)n / 2 + 1);
+    f->prod = fftwl_alloc_complex((size_t)n / 2 + 1);
+    if (f->in && f->w && f->spec && f->prod) {
+        pthread_mutex_lock(&pld_fftw_planner_lock);
+        f->fwd = fftwl_plan_dft_r2c_1d((int)n, f->in, f->spec, FFTW_ESTIMATE);
+        f->inv = fftwl_plan_dft_c2r_1d((int)n, f->prod, f->in, FFTW_ESTIMATE);
+        pthread_mutex_unlock(&pld_fftw_planner_lock);
+    }
+    if (!f->fwd || !f->inv) {
+        fft_work_release(f);
+        return fp_fail(err, FP_ENOMEM, "PLD: out of memory for a %ld-point FFT", n);
+    }
+    f->n = n;
+    return FP_OK;
+}
+
+static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double delta, FftWork *fw, DirResult *res,
                                   FpError *err) {
     double grid = acc->grid;
     long long total = 0;
@@ -413,9 +461,8 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
     if (!pm)
         return FP_ENOMEM;
     FpStatus st = FP_OK;
-    long double *in = NULL, *w = NULL;
-    fftwl_complex *spec = NULL, *prod = NULL;
-    fftwl_plan fwd = NULL, inv = NULL;
+    long double *in, *w;
+    fftwl_complex *spec, *prod;
     double **logm = fp_calloc((size_t)acc->n, sizeof(double *), err);
     if (!logm) {
         free(pm);
@@ -470,22 +517,13 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
     double window_top = (double)(j_lo + n) * grid; // first loss outside the window
     res->delta_alias = window_top > s_max ? 0.0 : exp(log_chernoff(lm_up, 1, window_top));
 
-    in = fftwl_alloc_real((size_t)n);
-    w = fp_malloc((size_t)n * sizeof(long double), err);
-    spec = fftwl_alloc_complex((size_t)n / 2 + 1);
-    prod = fftwl_alloc_complex((size_t)n / 2 + 1);
-    if (!in || !w || !spec || !prod) {
-        st = fp_fail(err, FP_ENOMEM, "PLD: out of memory for a %ld-point FFT", n);
+    st = fft_work_size(fw, n, err);
+    if (st != FP_OK)
         goto out;
-    }
-    pthread_mutex_lock(&pld_fftw_planner_lock);
-    fwd = fftwl_plan_dft_r2c_1d((int)n, in, spec, FFTW_ESTIMATE);
-    inv = fftwl_plan_dft_c2r_1d((int)n, prod, in, FFTW_ESTIMATE);
-    pthread_mutex_unlock(&pld_fftw_planner_lock);
-    if (!fwd || !inv) {
-        st = fp_fail(err, FP_ENOMEM, "PLD: FFTW could not plan a %ld-point transform", n);
-        goto out;
-    }
+    in = fw->in;
+    w = fw->w;
+    spec = fw->spec;
+    prod = fw->prod;
     for (long i = 0; i <= n / 2; i++)
         prod[i] = 1.0L;
     // Round-off bound pieces (banner, 5), u the unit round-off of long double.
@@ -507,7 +545,7 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
         for (long i = 0; i < n; i++)
             l2 += (double)(in[i] * in[i]);
         l2 = sqrt(l2);
-        fftwl_execute_dft_r2c(fwd, in, spec);
+        fftwl_execute_dft_r2c(fw->fwd, in, spec);
         for (long i = 0; i <= n / 2; i++)
             prod[i] *= cpow_int(spec[i], acc->phases[p].steps);
         log_g += k * log(l1 + eta_n * sqrt((double)n) * l2);
@@ -516,7 +554,7 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
         log_f += k * log(l1);
         ksum += k;
     }
-    fftwl_execute_dft_c2r(inv, prod, in);
+    fftwl_execute_dft_c2r(fw->inv, prod, in);
     for (long i = 0; i < n; i++) { // window order: w[i] is the loss (j_lo + i)Δ
         long idx = (j_lo + i) % n;
         if (idx < 0)
@@ -592,18 +630,6 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
     }
     res->epsilon = eps;
 out:
-    if (fwd || inv) {
-        pthread_mutex_lock(&pld_fftw_planner_lock);
-        if (fwd)
-            fftwl_destroy_plan(fwd);
-        if (inv)
-            fftwl_destroy_plan(inv);
-        pthread_mutex_unlock(&pld_fftw_planner_lock);
-    }
-    fftwl_free(in);
-    fftwl_free(spec);
-    fftwl_free(prod);
-    free(w);
     for (int p = 0; p < acc->n; p++) {
         free(pm[p].mass);
         free(logm[p]);
@@ -672,8 +698,12 @@ FpStatus pld_accountant_epsilon(const PldAccountant *acc, double delta, PldEpsil
     if (acc->n == 0)
         return FP_OK;
     DirResult rm, ad;
-    FP_TRY(direction_epsilon(acc, 1, delta, &rm, err));
-    FP_TRY(direction_epsilon(acc, 0, delta, &ad, err));
+    FftWork fw = {0};
+    FpStatus st = direction_epsilon(acc, 1, delta, &fw, &rm, err);
+    if (st == FP_OK)
+        st = direction_epsilon(acc, 0, delta, &fw, &ad, err);
+    fft_work_release(&fw);
+    FP_TRY(st);
     const DirResult *r = rm.epsilon >= ad.epsilon ? &rm : &ad;
     out->remove_direction = r == &rm;
     out->epsilon = fmax(0.0, r->epsilon);

@@ -22,20 +22,22 @@
 #   remove: M(a) = E_{N(0,s^2)}[D(x)^(a+1)],  add: M(a) = E_{N(0,s^2)}[D(x)^(-a)],
 # done by Gauss-Legendre panels (width s/4, 24 nodes each) over a range wide enough that
 # the neglected tails are below 1e-40 of the integral. The outer integral over w uses
-# Gauss-Legendre panels scaled to the width of |M(a)|^k and stops once the integrand
-# bound is below 1e-25 of delta. beta is the Chernoff saddle point at the first guess;
+# Gauss-Legendre panels (12 nodes each) scaled to the width of |M(a)|^k and stops once the
+# integrand bound is below 1e-25 of delta. beta is the Chernoff saddle point at the first guess;
 # eps(delta) is the root of delta(eps) = delta by Newton's method on the same nodes
 # (d delta / d eps has the kernel -exp(-a eps) / (a + 1)). The answer for add/remove
 # neighbours is the larger of the two directions' eps.
 #
 # Self-checks (the script stops if one fails): the inner integral against the exact RDP
 # moments at integer orders and total mass 1; the inversion at q = 1 against the closed form
-# of the Gaussian mechanism (Balle & Wang 2018 Thm 8); three settings recomputed with twice
-# the inner and outer nodes, agreeing to 1e-12.
+# of the Gaussian mechanism (Balle & Wang 2018 Thm 8); three settings recomputed with other
+# nodes (24-point instead of 12-point panels, inner and outer), agreeing to 1e-12.
 #
-# Usage (about 40 CPU-minutes): /usr/bin/python3 tools/pld_reference.py
-# Prints one C initialiser line per setting: {q, sigma, steps, delta, eps_remove, eps_add},
-# and two one-step settings whose eps comes from the closed-form hockey-stick divergence.
+# Usage: /usr/bin/python3 tools/pld_reference.py [INDEX ...]   (default: every setting)
+# Prints one C initialiser line per setting of SETTINGS (or those of the given indices):
+# {q, sigma, steps, delta, eps_remove, eps_add}, then two one-step settings whose eps comes
+# from the closed-form hockey-stick divergence. A few CPU-minutes per setting, four times
+# that for the ones in FINE_CHECKED.
 import sys
 
 import mpmath as mp
@@ -53,8 +55,8 @@ SETTINGS = [
     (mp.mpf("0.2"), mp.mpf("0.8"), 20, mp.mpf("1e-5")),
     (mp.mpf(1), mp.mpf("5.0"), 50, mp.mpf("1e-5")),
 ]
-# Settings recomputed with twice the inner and outer nodes (the required one, a short and a
-# long composition): the script stops unless both agree to 1e-12.
+# Settings recomputed with 24-point panels instead of 12-point ones (the required one, a
+# short and a long composition): the script stops unless both agree to 1e-12.
 FINE_CHECKED = (0, 4, 6)
 ONE_STEP = [
     (mp.mpf("0.05"), mp.mpf("0.8"), mp.mpf("1e-5")),
@@ -93,9 +95,8 @@ class Step:
         # (beta + 1) for remove (D^(beta+1) tilts N(0, s^2) towards larger x).
         lo = -22 * s
         hi = 1 + 22 * s + (beta_max + 1 if direction == "remove" else 0)
-        width = s / (8 if fine else 4)
         self.nodes = []
-        for x, w in panels(lo, hi, width, 4 if fine else 3):
+        for x, w in panels(lo, hi, s / 4, 4 if fine else 3):
             dens = mp.npdf(x, 0, s)
             logd = mp.log1p(q * mp.expm1((2 * x - 1) / (2 * s * s))) if q < 1 else (2 * x - 1) / (2 * s * s)
             self.nodes.append((w * dens, logd))
@@ -127,9 +128,9 @@ def eps_for_delta(q, sigma, k, delta, direction, fine=False):
     lm = lambda b: k * mp.log(step.M(b))
     var = (lm(beta + h) - 2 * lm(beta) + lm(beta - h)) / h**2
     width = 1 / mp.sqrt(var)
-    # Outer nodes: panels of width/2 (or /4 when fine), extended until the integrand's
-    # modulus |exp(-a eps0) M(a)^k / (a (a+1))| falls below 1e-25 delta.
-    pw = width / (4 if fine else 2)
+    # Outer nodes: panels of width/2, extended until the integrand's modulus
+    # |exp(-a eps0) M(a)^k / (a (a+1))| falls below 1e-25 delta.
+    pw = width / 2
     nodes, vals = [], []
     w_lo = mp.mpf(0)
     while True:
@@ -227,8 +228,11 @@ def one_step_eps(q, s, delta, direction):
 
 def main():
     self_checks()
+    only = [int(a) for a in sys.argv[1:]]
     print("// {q, sigma, steps, delta, eps_remove, eps_add}: characteristic-function inversion")
     for i, (q, s, k, delta) in enumerate(SETTINGS):
+        if only and i not in only:
+            continue
         out = []
         for direction in ("remove", "add"):
             e = eps_for_delta(q, s, k, delta, direction)
