@@ -73,6 +73,7 @@
 #include <string.h>
 
 #include "defenses/accountant_pld.h"
+#include "defenses/accountant.h"
 
 #define PLD_MASS_INFLATION 1e-10
 #define PLD_TAIL_SHARE 1e-6      // truncation and alias budgets, each a fraction of δ
@@ -757,23 +758,59 @@ FpStatus pld_sigma_for_epsilon(double q, long long steps, double delta, double t
         return FP_OK;
     }
     // ε is non-increasing in σ. Bracket: ε(lo) > target (lo = 0: no guarantee), ε(hi) <= target.
-    double lo = 0.0, hi = 1.0, e_hi;
+    // The start: RDP's σ for the target (PLD's ε is at most RDP's, so it usually meets the
+    // target already) and 0.8 of it below (PLD usually needs 5-20% less noise).
+    double lo = 0.0, hi = 1.0, e_hi, s_rdp, f_lo = INFINITY;
+    FpError e_rdp = {0};
+    if (rdp_sigma_for_epsilon(q, steps, delta, target_eps, NULL, 0, &s_rdp, NULL, &e_rdp) == FP_OK && s_rdp > 0)
+        hi = s_rdp;
     FP_TRY(one_phase_epsilon(q, hi, steps, delta, grid, &e_hi, err));
+    if (e_hi <= target_eps && hi != 1.0) {
+        double e_lo;
+        FP_TRY(one_phase_epsilon(q, 0.8 * hi, steps, delta, grid, &e_lo, err));
+        if (e_lo <= target_eps) {
+            hi = 0.8 * hi;
+            e_hi = e_lo;
+        } else {
+            lo = 0.8 * hi;
+            f_lo = log(e_lo) - log(target_eps);
+        }
+    }
     while (!(e_hi <= target_eps)) {
         lo = hi;
+        f_lo = log(e_hi) - log(target_eps); // +inf while ε is
         hi *= 2.0;
         if (hi > 1e6)
             return fp_fail(err, FP_EPARAM, "target epsilon %g is not reached with sigma up to 1e6", target_eps);
         FP_TRY(one_phase_epsilon(q, hi, steps, delta, grid, &e_hi, err));
     }
-    while (hi - lo > PLD_SEARCH_REL_TOL * hi) {
-        double mid = 0.5 * (lo + hi), e;
+    // Illinois false position on log ε − log target (ε is close to 1/σ there), bisecting
+    // while ε(lo) is infinite; the bracket [lo, hi] shrinks from both sides every step,
+    // and hi always has ε <= target. It stops when the bracket is within the tolerance or
+    // ε(hi) is within it below the target (then σ is too: ε falls about as 1/σ).
+    double f_hi = log(e_hi) - log(target_eps);
+    int side = 0;
+    while (hi - lo > PLD_SEARCH_REL_TOL * hi && f_hi < -PLD_SEARCH_REL_TOL) {
+        double mid = isfinite(f_lo) && f_lo != f_hi ? hi - f_hi * (hi - lo) / (f_hi - f_lo) : 0.5 * (lo + hi);
+        double pad = 0.25 * PLD_SEARCH_REL_TOL * hi; // keep mid strictly inside the bracket
+        if (!(mid > lo + pad && mid < hi - pad))
+            mid = 0.5 * (lo + hi);
+        double e;
         FP_TRY(one_phase_epsilon(q, mid, steps, delta, grid, &e, err));
+        double f = log(e) - log(target_eps);
         if (e <= target_eps) {
             hi = mid;
             e_hi = e;
+            f_hi = f;
+            if (side == -1)
+                f_lo *= 0.5;
+            side = -1;
         } else {
             lo = mid;
+            f_lo = f;
+            if (side == 1)
+                f_hi *= 0.5;
+            side = 1;
         }
     }
     *sigma = hi;

@@ -64,7 +64,8 @@ void pld_accountant_free(PldAccountant *acc);
 // One phase at the default grid: the common case.
 FpStatus pld_epsilon(double q, double sigma, long long steps, double delta, double *eps, FpError *err);
 
-// The smallest noise multiplier σ (to relative 1e-6, by bisection) whose PLD ε over
+// The smallest noise multiplier σ (to relative 1e-6, or ε within relative 1e-6 below the
+// target; Illinois false position) whose PLD ε over
 // `steps` steps at rate q and the given grid (<= 0: default) is <= target_eps; the
 // returned σ was computed to meet the target (never overshoots); *eps_at (may be NULL)
 // is its ε. q = 0 gives σ = 0.

@@ -299,7 +299,8 @@ static void dpsgd_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "delta", s->delta);
     if (s->epsilon_target > 0)
         cJSON_AddNumberToObject(out, "epsilon_target", s->epsilon_target);
-    cJSON_AddStringToObject(out, "accountant",
+    cJSON_AddStringToObject(out, "accountant", s->use_rdp ? "rdp" : "pld");
+    cJSON_AddStringToObject(out, "accountant_notion",
                             s->use_rdp ? "RDP, Poisson-subsampled Gaussian (add/remove one record), Balle et al. 2020"
                                        : "PLD, Poisson-subsampled Gaussian (add/remove one record), errors in delta");
     cJSON_AddStringToObject(out, "sampling", "poisson (per record, per local step)");
