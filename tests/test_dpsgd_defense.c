@@ -13,7 +13,10 @@
 // Through `fedpriv train` (skipped without FEDPRIV_BIN): a federation end to end with a
 // fixed seed (twice: bit-identical results), whose per-round sound ε equals `fedpriv
 // accountant` for T local steps × rounds, PLD and RDP, and with a target ε; the control:
-// noise multiplier 0 gives guarantee none and ε = inf.
+// noise multiplier 0 gives guarantee none and ε = inf; and the matrix cells of
+// fixtures/dpsgd-matrix.json (dp-sgd and none against DLG and Basic-MIA) held to
+// fixtures/dpsgd-baseline.json (RDP there: the PLD account of every federation the
+// attacks build costs seconds each).
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -387,6 +390,30 @@ START_TEST(bad_parameters_exit_2) {
 }
 END_TEST
 
+// dp-sgd in the matrix beside no defense, against DLG and Basic-MIA
+// (fixtures/dpsgd-matrix.json), held to fixtures/dpsgd-baseline.json by `fedpriv check`.
+START_TEST(matrix_cells_with_dlg_and_mia) {
+    char dir[] = "/tmp/fedpriv-dpsgd-matrix-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    static char out[1 << 16], errb[1 << 16];
+    const char *run[] = {"matrix", "fixtures/dpsgd-matrix.json", "--out", dir, "--jobs", "2", NULL};
+    int rc = cli_run(run, out, errb, sizeof out);
+    if (rc < 0) {
+        printf("SKIP dp-sgd matrix: FEDPRIV_BIN is not set (make test sets it)\n");
+        rmdir(dir);
+        return;
+    }
+    ck_assert_msg(rc == 0, "fedpriv matrix exited %d: %s", rc, errb);
+    const char *check[] = {"check", dir, "--baseline", "fixtures/dpsgd-baseline.json", NULL};
+    rc = cli_run(check, out, errb, sizeof out);
+    ck_assert_msg(rc == 0, "fedpriv check exited %d: %s%s", rc, out, errb);
+    ck_assert_ptr_nonnull(strstr(out, "all 5 bounds hold"));
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 Suite *suite_dpsgd_defense(void) {
     Suite *s = suite_create("dpsgd_defense");
     TCase *t = tcase_create("mechanism");
@@ -398,6 +425,7 @@ Suite *suite_dpsgd_defense(void) {
     tcase_set_timeout(t, 120);
     tcase_add_test(t, federation_end_to_end);
     tcase_add_test(t, bad_parameters_exit_2);
+    tcase_add_test(t, matrix_cells_with_dlg_and_mia);
     suite_add_tcase(s, t);
     return s;
 }
