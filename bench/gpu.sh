@@ -81,6 +81,16 @@ for model in cnn-mnist mlp; do
   cat "$out/dpsgd-fedpriv-$model.json" "$out/dpsgd-torch-$model.json"
 done
 
+log "dp-sgd federation on the GPU and the CPU (Fashion-MNIST mlp, 10 clients, sigma 1, C 1, 1 round)"
+for dev in cuda cpu; do
+  cat > /tmp/dpsgd-fed-$dev.json <<JSON
+{"seed": 1, "dataset": {"name": "fashion-mnist", "path": "$PWD/$fm"}, "model": {"name": "mlp"},
+ "federation": {"clients": 10, "rounds": 1, "local_epochs": 1, "batch_size": 64, "lr": 0.05},
+ "defense": {"name": "dp-sgd", "clip": 1, "noise_multiplier": 1.0}, "device": "$dev", "threads": 16}
+JSON
+  timeout 200 "$bin" train --config /tmp/dpsgd-fed-$dev.json --out "$out/dpsgd-fed-$dev.json" 2>&1 | tail -1
+done
+
 log "ratios (same GPU)"
 $py - "$out" <<'PY' | tee -a "$out/summary.txt"
 import json, os, sys

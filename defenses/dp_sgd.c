@@ -39,7 +39,6 @@
 #include "defenses/accountant_pld.h"
 #include "defenses/defense.h"
 #include "defenses/dpsgd_step.h"
-#include "fl/fed.h"
 
 // The excess of a 53-bit uniform's inclusion probability over q (banner).
 #define DPSGD_RATE_SLACK (1.0 / 4503599627370496.0)

@@ -7,7 +7,8 @@
 #include <string.h>
 
 #include "core/per_example.h"
-#include "fl/fed.h"
+#include "datasets/batch.h"
+#include "models/predict.h"
 
 // The rounding allowance on a computed norm (banner of dpsgd_step.h).
 #define DPSGD_NORM_MARGIN (1.0 + 1.0 / 1048576.0)
