@@ -12,7 +12,7 @@
 
 CC      ?= gcc
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-PKGS    := vips libcjson check libpng zlib openblas
+PKGS    := vips libcjson check libpng zlib openblas fftw3l
 SANITIZE ?= 0
 CUDA    ?= auto
 MPI     ?= auto
@@ -166,7 +166,7 @@ $(TEST_BIN): $(TEST_OBJ) $(LIB)
 
 # --- set-up ---------------------------------------------------------------
 APT_PKGS := gcc make pkg-config libopenblas-dev libcjson-dev check zlib1g-dev libpng-dev \
-            libvips-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin python3
+            libvips-dev libfftw3-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin python3
 DATA_DIR ?= data
 
 deps:

@@ -8,6 +8,8 @@
 #      cnn-cifar on random CIFAR-shaped data,
 #   4. DLG (LeNet-sigmoid, one Fashion-MNIST image, 300 L-BFGS steps) on the GPU, fedpriv
 #      vs PyTorch with create_graph=True,
+#   5. one DP-SGD step (cnn-mnist and mlp, batch 256) on the GPU, fedpriv vs PyTorch with
+#      per-example gradients from microbatches of one,
 # and prints the ratios. Outputs go to $OUT (or build/gpu).
 set -u
 cd "$(dirname "$0")/.."
@@ -70,6 +72,25 @@ log "DLG on the GPU: PyTorch"
 FASHION_MNIST_DIR="$PWD/$fm" timeout 120 $py bench/dlg_bench.py --device cuda --image 0 \
   --steps 300 > "$out/dlg-torch.json" 2>/dev/null; cat "$out/dlg-torch.json"
 
+log "DP-SGD step on the GPU (cnn-mnist and mlp, B=256): fedpriv, then PyTorch with microbatches of one"
+dpsgd_bin=.gpu/dpsgd_step
+[ -x "$dpsgd_bin" ] || { dpsgd_bin=build/bench/dpsgd_step; mkdir -p build/bench; bash bench/link.sh bench/dpsgd_step.c "$dpsgd_bin"; }
+for model in cnn-mnist mlp; do
+  FASHION_MNIST_DIR="$PWD/$fm" timeout 60 "$dpsgd_bin" $model 256 20 3 cuda > "$out/dpsgd-fedpriv-$model.json"
+  FASHION_MNIST_DIR="$PWD/$fm" timeout 120 $py bench/dpsgd_torch.py $model 256 3 3 cuda > "$out/dpsgd-torch-$model.json" 2>/dev/null
+  cat "$out/dpsgd-fedpriv-$model.json" "$out/dpsgd-torch-$model.json"
+done
+
+log "dp-sgd federation on the GPU and the CPU (Fashion-MNIST mlp, 10 clients, sigma 1, C 1, 1 round)"
+for dev in cuda cpu; do
+  cat > /tmp/dpsgd-fed-$dev.json <<JSON
+{"seed": 1, "dataset": {"name": "fashion-mnist", "path": "$PWD/$fm"}, "model": {"name": "mlp"},
+ "federation": {"clients": 10, "rounds": 1, "local_epochs": 1, "batch_size": 64, "lr": 0.05},
+ "defense": {"name": "dp-sgd", "clip": 1, "noise_multiplier": 1.0}, "device": "$dev", "threads": 16}
+JSON
+  timeout 200 "$bin" train --config /tmp/dpsgd-fed-$dev.json --out "$out/dpsgd-fed-$dev.json" 2>&1 | tail -1
+done
+
 log "ratios (same GPU)"
 $py - "$out" <<'PY' | tee -a "$out/summary.txt"
 import json, os, sys
@@ -95,5 +116,12 @@ if f and t:
           + (f", ratio {tm / fm:.2f}x" if fm and tm else ""))
 else:
     print("DLG: missing result")
+for m in ("cnn-mnist", "mlp"):
+    f, t = load(f"dpsgd-fedpriv-{m}.json"), load(f"dpsgd-torch-{m}.json")
+    if f and t:
+        print(f"DP-SGD step {m} B=256: fedpriv {f['dpsgd_ms_per_step']:.3f} ms ({f['ratio']:.2f}x its ordinary step), "
+              f"pytorch microbatches {t['dpsgd_ms_per_step']:.2f} ms, ratio {t['dpsgd_ms_per_step'] / f['dpsgd_ms_per_step']:.1f}x")
+    else:
+        print(f"DP-SGD step {m}: missing result")
 PY
 exit 0

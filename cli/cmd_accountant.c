@@ -1,6 +1,7 @@
 // `fedpriv accountant`: (ε, δ) of the subsampled Gaussian mechanism run for N steps
 // (Poisson sampling, or a fixed-size sample without replacement), by the RDP accountant
-// (defenses/accountant.h), or the smallest noise multiplier that meets a target ε.
+// (defenses/accountant.h) or, for Poisson sampling, the PLD accountant
+// (defenses/accountant_pld.h); or the smallest noise multiplier that meets a target ε.
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
@@ -10,19 +11,28 @@
 #include "cli/cli.h"
 #include "core/json_number.h"
 #include "defenses/accountant.h"
+#include "defenses/accountant_pld.h"
 
 static const char *const CMD = "accountant";
 
 static void usage(FILE *f) {
     fprintf(f,
             "usage: fedpriv accountant --q Q (--sigma S | --target-eps E) --steps N --delta D\n"
-            "                          [--sampling poisson|fixed|poisson-replace]\n"
-            "                          [--conversion balle|classic] [--orders default|extended] [--json]\n"
+            "                          [--method rdp|pld] [--sampling poisson|fixed|poisson-replace]\n"
+            "                          [--conversion balle|classic] [--orders default|extended]\n"
+            "                          [--grid G] [--json]\n"
             "\n"
             "  Privacy spent by N steps of the subsampled Gaussian mechanism (sampling rate Q, noise\n"
-            "  multiplier S = noise std / L2 sensitivity), by Renyi DP converted to (epsilon, delta).\n"
-            "  Prints epsilon and the optimal RDP order alpha.\n"
+            "  multiplier S = noise std / L2 sensitivity), as an upper bound on epsilon at delta D.\n"
+            "    rdp (default): Renyi DP converted to (epsilon, delta); prints epsilon and the optimal\n"
+            "         RDP order alpha.\n"
+            "    pld: the privacy loss distribution composed by FFT (tighter; Poisson sampling,\n"
+            "         add/remove one): a discrete dominating PLD on a loss grid of width G\n"
+            "         (connect-the-dots, Doroshenko et al. 2022); its truncated tails, the FFT window's\n"
+            "         overflow bound and a round-off bound are all added to delta; prints epsilon and\n"
+            "         those terms.\n"
             "\n"
+            "  --method         rdp (default) or pld\n"
             "  --q Q            sampling rate in [0, 1] (1 = every record/client every step)\n"
             "  --sigma S        noise multiplier, >= 0\n"
             "  --target-eps E   instead of --sigma: print the smallest sigma whose epsilon is <= E\n"
@@ -34,20 +44,22 @@ static void usage(FILE *f) {
             "                   S is over the replace-one sensitivity (2C for vectors clipped to C)\n"
             "  --delta D        target delta in (0, 1)\n"
             "  --conversion     balle (default; Balle et al. 2020 Thm 21) or classic (Mironov 2017\n"
-            "                   Prop. 3, looser; for comparison)\n"
+            "                   Prop. 3, looser; for comparison); rdp only\n"
             "  --orders         default (Opacus DEFAULT_ALPHAS: 1.1..10.9 step 0.1, 12..63) or extended\n"
-            "                   (adds integer orders up to 1024, for small epsilon)\n"
+            "                   (adds integer orders up to 1024, for small epsilon); rdp only\n"
+            "  --grid G         pld only: loss grid width in [1e-6, 0.1] (default 1e-4)\n"
             "  --json           print one JSON object instead of text\n"
             "\n"
             "  example: fedpriv accountant --q 0.04 --sigma 1.5 --steps 2250 --delta 1e-5\n"
-            "           -> epsilon 7.32911117 at alpha 3.9\n");
+            "           -> epsilon 7.32911117 at alpha 3.9\n"
+            "           fedpriv accountant --method pld --q 0.04 --sigma 1.5 --steps 2250 --delta 1e-5\n");
 }
 
 typedef struct {
-    double q, sigma, target, delta;
+    double q, sigma, target, delta, grid;
     long long steps;
-    int have_q, have_sigma, have_target, have_steps, have_delta;
-    int json, extended;
+    int have_q, have_sigma, have_target, have_steps, have_delta, have_grid, have_conv, have_orders;
+    int json, extended, pld;
     RdpConversion conv;
     RdpSampling sampling;
 } Args;
@@ -97,7 +109,21 @@ static int parse_args(int argc, char **argv, Args *a) {
             if (!cli_parse_long(CMD, opt, val, &a->steps))
                 return CLI_EXIT_BADINPUT;
             a->have_steps = 1;
+        } else if (strcmp(opt, "--method") == 0) {
+            if (val && strcmp(val, "rdp") == 0)
+                a->pld = 0;
+            else if (val && strcmp(val, "pld") == 0)
+                a->pld = 1;
+            else {
+                fprintf(stderr, "fedpriv %s: --method must be rdp or pld\n", CMD);
+                return CLI_EXIT_BADINPUT;
+            }
+        } else if (strcmp(opt, "--grid") == 0) {
+            if (!cli_parse_double(CMD, opt, val, &a->grid))
+                return CLI_EXIT_BADINPUT;
+            a->have_grid = 1;
         } else if (strcmp(opt, "--conversion") == 0) {
+            a->have_conv = 1;
             if (val && strcmp(val, "balle") == 0)
                 a->conv = RDP_CONVERSION_BALLE2020;
             else if (val && strcmp(val, "classic") == 0)
@@ -118,6 +144,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 return CLI_EXIT_BADINPUT;
             }
         } else if (strcmp(opt, "--orders") == 0) {
+            a->have_orders = 1;
             if (val && strcmp(val, "default") == 0)
                 a->extended = 0;
             else if (val && strcmp(val, "extended") == 0)
@@ -172,7 +199,86 @@ static int parse_args(int argc, char **argv, Args *a) {
         fp_print_line(stderr, "fedpriv %s: --delta must be in (0, 1), got %g", CMD, a->delta);
         return CLI_EXIT_BADINPUT;
     }
+    if (a->pld && (a->have_conv || a->have_orders)) {
+        fprintf(stderr, "fedpriv %s: --conversion and --orders apply to --method rdp only\n", CMD);
+        return CLI_EXIT_BADINPUT;
+    }
+    if (a->pld && a->sampling != RDP_SAMPLING_POISSON) {
+        fprintf(stderr, "fedpriv %s: --method pld accounts Poisson sampling (add/remove one) only\n", CMD);
+        return CLI_EXIT_BADINPUT;
+    }
+    if (!a->pld && a->have_grid) {
+        fprintf(stderr, "fedpriv %s: --grid applies to --method pld only\n", CMD);
+        return CLI_EXIT_BADINPUT;
+    }
+    if (a->have_grid && !(a->grid >= 1e-6 && a->grid <= 0.1)) {
+        fprintf(stderr, "fedpriv %s: --grid must be in [1e-6, 0.1], got %g\n", CMD, a->grid);
+        return CLI_EXIT_BADINPUT;
+    }
     return 0;
+}
+
+// Prints a JSON object and frees it; the status to exit with.
+static int print_json(cJSON *o) {
+    char *s = o ? cJSON_PrintUnformatted(o) : NULL;
+    cJSON_Delete(o);
+    if (!s) {
+        FpError e = {FP_ENOMEM, "out of memory"};
+        return cli_report_error(CMD, &e);
+    }
+    printf("%s\n", s);
+    cJSON_free(s);
+    return CLI_EXIT_OK;
+}
+
+static int run_pld(const Args *a) {
+    FpError err = {0};
+    double sigma = a->sigma, grid = a->have_grid ? a->grid : PLD_DEFAULT_GRID;
+    if (a->have_target && pld_sigma_for_epsilon(a->q, a->steps, a->delta, a->target, grid, &sigma, NULL, &err) != FP_OK)
+        return cli_report_error(CMD, &err);
+    PldAccountant *acc = NULL;
+    PldEpsilon r;
+    FpStatus st = pld_accountant_create(grid, &acc, &err);
+    if (st == FP_OK)
+        st = pld_accountant_add(acc, a->q, sigma, a->steps, &err);
+    if (st == FP_OK)
+        st = pld_accountant_epsilon(acc, a->delta, &r, &err);
+    pld_accountant_free(acc);
+    if (st != FP_OK)
+        return cli_report_error(CMD, &err);
+    const char *dir = r.remove_direction ? "remove" : "add";
+    if (a->json) {
+        cJSON *o = cJSON_CreateObject();
+        if (o) {
+            cJSON_AddStringToObject(o, "notion", "PLD, Poisson-subsampled Gaussian mechanism, add/remove one");
+            cJSON_AddStringToObject(o, "method", "pld");
+            cJSON_AddStringToObject(o, "sampling", rdp_sampling_name(RDP_SAMPLING_POISSON));
+            cJSON_AddNumberToObject(o, "q", a->q);
+            cJSON_AddNumberToObject(o, "sigma", sigma);
+            cJSON_AddNumberToObject(o, "steps", (double)a->steps);
+            cJSON_AddNumberToObject(o, "delta", a->delta);
+            if (a->have_target)
+                cJSON_AddNumberToObject(o, "target_epsilon", a->target);
+            cJSON_AddNumberToObject(o, "epsilon", r.epsilon); // cJSON writes null for inf
+            cJSON_AddStringToObject(o, "direction", dir);
+            cJSON_AddNumberToObject(o, "grid", r.grid);
+            cJSON_AddNumberToObject(o, "fft_size", (double)r.fft_size);
+            cJSON_AddNumberToObject(o, "delta_grid", r.delta_grid);
+            cJSON_AddNumberToObject(o, "delta_tail", r.delta_tail);
+            cJSON_AddNumberToObject(o, "delta_alias", r.delta_alias);
+            cJSON_AddNumberToObject(o, "delta_roundoff", r.delta_roundoff);
+        }
+        return print_json(o);
+    }
+    if (a->have_target)
+        printf("sigma %.8g  (smallest noise multiplier with epsilon <= %.9g)\n", sigma, a->target);
+    printf("epsilon %.9g  (delta %g; q %g, sigma %.8g, %lld steps; poisson sampling; PLD, grid %g)\n", r.epsilon,
+           a->delta, a->q, sigma, a->steps, r.grid);
+    if (isfinite(r.epsilon) && r.fft_size > 0)
+        printf("delta budget at that epsilon (%s neighbours): discrete PLD %.6g + truncated tails %.3g + "
+               "FFT window %.3g + round-off %.3g <= %g\n",
+               dir, r.delta_grid, r.delta_tail, r.delta_alias, r.delta_roundoff, a->delta);
+    return CLI_EXIT_OK;
 }
 
 int cmd_accountant(int argc, char **argv) {
@@ -184,6 +290,8 @@ int cmd_accountant(int argc, char **argv) {
     int rc = parse_args(argc, argv, &a);
     if (rc)
         return rc;
+    if (a.pld)
+        return run_pld(&a);
 
     double orders[RDP_EXTENDED_ORDER_COUNT];
     int n_orders = a.extended ? rdp_extended_orders(orders) : rdp_default_orders(orders);
@@ -222,6 +330,7 @@ int cmd_accountant(int argc, char **argv) {
                                           ? "RDP, Gaussian mechanism on a fixed-size sample without replacement, "
                                             "replace one"
                                           : "RDP, Poisson-sampled Gaussian mechanism, replace one (joint convexity)");
+        cJSON_AddStringToObject(o, "method", "rdp");
         cJSON_AddStringToObject(o, "sampling", rdp_sampling_name(a.sampling));
         cJSON_AddNumberToObject(o, "q", a.q);
         cJSON_AddNumberToObject(o, "sigma", sigma);

@@ -8,6 +8,7 @@ extern const DefenseOps defense_layerwise, defense_flat_laplace;
 extern const DefenseOps defense_spm, defense_duchi, defense_pm, defense_ldp_fl, defense_laplace, defense_gaussian,
     defense_adaptive_harmony;
 extern const DefenseOps defense_gaussian_dpfedavg, defense_dp_fedasgp, defense_fedsmp, defense_avp, defense_nbafl;
+extern const DefenseOps defense_dp_sgd;
 
 static const DefenseOps *const all_defenses[] = {
     &defense_none,
@@ -15,6 +16,7 @@ static const DefenseOps *const all_defenses[] = {
     &defense_spm, &defense_duchi, &defense_pm, &defense_ldp_fl, &defense_laplace, &defense_gaussian,
     &defense_adaptive_harmony,
     &defense_gaussian_dpfedavg, &defense_dp_fedasgp, &defense_fedsmp, &defense_avp, &defense_nbafl,
+    &defense_dp_sgd,
 };
 
 int defense_count(void) { return (int)(sizeof all_defenses / sizeof all_defenses[0]); }

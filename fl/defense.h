@@ -52,10 +52,13 @@ typedef struct DefenseSetup {
                              // uniformly without replacement each round; 0: Bernoulli sampling
                              // (each client independently with probability q)
     int local_epochs;
+    int local_steps;         // > 0: every client takes that many local steps a round (else local_epochs passes)
     int batch_size;
     double lr;
     int min_client_samples;  // smallest local dataset (for sensitivities like 2C/|D_k|)
     int max_client_samples;
+    const int *client_samples; // per client: its configured number of samples (n_clients entries; a victim's
+                               // data given later never changes it)
     // The server's side, for defenses that replace aggregation with a data-driven merge
     // (layerwise's Shapley merge). All borrowed, valid for the federation's lifetime:
     // the model architecture (read only; clone it), the training set, and the indices of

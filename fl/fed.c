@@ -154,11 +154,16 @@ static FpStatus make_defense(Federation *f, FpError *err) {
     const FedConfig *c = &setup->cfg;
     f->dsetup = (DefenseSetup){.seed = setup->seed, .params = &setup->global->table, .n_clients = c->clients,
                                .rounds = c->rounds, .sample_rate = c->sample_rate, .local_epochs = c->local_epochs,
-                               .batch_size = c->batch_size, .lr = c->lr,
+                               .local_steps = c->local_steps, .batch_size = c->batch_size, .lr = c->lr,
                                .cohort_size = c->sampling == SAMPLING_FIXED ? fed_cohort_size(c) : 0};
     f->dsetup.min_client_samples = 1 << 30;
+    f->client_samples = malloc(sizeof(int) * (size_t)c->clients);
+    if (!f->client_samples)
+        return fp_fail(err, FP_ENOMEM, "out of memory preparing the federation");
+    f->dsetup.client_samples = f->client_samples;
     for (int k = 0; k < c->clients; k++) {
         int n = fed_client_samples(f, k);
+        f->client_samples[k] = n;
         if (n < f->dsetup.min_client_samples)
             f->dsetup.min_client_samples = n;
         if (n > f->dsetup.max_client_samples)
@@ -281,6 +286,7 @@ void fed_free(Federation *f) {
     free(f->global_host);
     free(f->results);
     free(f->server_idx);
+    free(f->client_samples);
     partition_free(f->own_partition);
     free(f);
 }

@@ -27,6 +27,7 @@ struct Federation {
     const Partition *part;
     void *defense_state;
     DefenseSetup dsetup;
+    int *client_samples;      // DefenseSetup.client_samples: the configured share of each client
     UploadKind kind;          // the defense's upload kind (fixed at creation)
     int threads;
     Worker workers[FED_MAX_THREADS];

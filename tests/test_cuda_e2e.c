@@ -1,6 +1,7 @@
 // CPU-vs-CUDA above the kernels, end to end: a short federated run (models, local SGD,
 // aggregation and evaluation on each backend from the same seed) and a DLG run through
-// the CLI with --device cpu and --device cuda. Without a GPU every test prints SKIP.
+// the CLI with --device cpu and --device cuda, and the same federated run under dp-sgd
+// (record-level DP-SGD in every client). Without a GPU every test prints SKIP.
 //
 // Tolerances: float rounding differs between backends (cuBLAS/cuDNN summation order),
 // and SGD compounds it, so the final parameters must agree to 1e-3 norm-relative after
@@ -35,7 +36,7 @@ static Dataset *blobs(int n, int classes, uint64_t seed) {
     return d;
 }
 
-static float *federate(const Backend *be, const char *model_json, double *acc) {
+static float *federate_with(const Backend *be, const char *model_json, const char *defense_json, double *acc) {
     Dataset *train = blobs(480, 4, 31), *test = blobs(120, 4, 32);
     cJSON *mj = cJSON_Parse(model_json);
     cJSON *fj = cJSON_Parse("{\"clients\":4,\"sample_rate\":0.5,\"rounds\":3,\"local_epochs\":3,\"batch_size\":16,\"lr\":0.05,"
@@ -45,7 +46,10 @@ static float *federate(const Backend *be, const char *model_json, double *acc) {
     Model *m = model_create(mj, "model", &in, be, &err);
     ck_assert_msg(m != NULL, "%s", err.msg);
     model_init(m, 5);
-    FedSetup s = {.seed = 5, .threads = 1, .backend = be, .global = m, .train = train, .test = test, .quiet = 1};
+    cJSON *dj = defense_json ? cJSON_Parse(defense_json) : NULL;
+    FedSetup s = {.seed = 5, .threads = 1, .backend = be, .global = m, .train = train, .test = test, .quiet = 1,
+                  .defense = dj ? defense_find(cJSON_GetObjectItem(dj, "name")->valuestring) : NULL,
+                  .defense_json = dj};
     ck_assert_int_eq(fed_config_parse(fj, "federation", &s.cfg, &err), FP_OK);
     Federation *f = fed_create(&s, &err);
     ck_assert_msg(f != NULL, "%s", err.msg);
@@ -59,7 +63,12 @@ static float *federate(const Backend *be, const char *model_json, double *acc) {
     dataset_free(test);
     cJSON_Delete(mj);
     cJSON_Delete(fj);
+    cJSON_Delete(dj);
     return p;
+}
+
+static float *federate(const Backend *be, const char *model_json, double *acc) {
+    return federate_with(be, model_json, NULL, acc);
 }
 
 START_TEST(cuda_federated_run_matches_cpu) {
@@ -86,6 +95,38 @@ START_TEST(cuda_federated_run_matches_cpu) {
         ck_assert_double_le(rel, 1e-3);
         ck_assert_double_le(fabs(acc_cpu - acc_gpu), 0.02);
         ck_assert_double_ge(acc_cpu, 0.9); // the run learned something worth comparing
+        free(c);
+        free(q);
+        model_free(m);
+        cJSON_Delete(mj);
+    }
+}
+END_TEST
+
+// dp-sgd on both backends: the Poisson batches and the noise are drawn on the host from
+// the same streams, so only the per-example gradients' rounding differs (and with it
+// which records a clip touches by a hair): the same tolerances as the plain run.
+START_TEST(cuda_dpsgd_run_matches_cpu) {
+    GPU_OR_SKIP(g, "cuda_dpsgd_run_matches_cpu");
+    const char *models[] = {"{\"name\":\"mlp\",\"hidden\":[32]}", "{\"name\":\"cnn-mnist\"}"};
+    const char *dp = "{\"name\":\"dp-sgd\",\"clip\":1,\"noise_multiplier\":0.5}";
+    for (int k = 0; k < 2; k++) {
+        double acc_cpu, acc_gpu;
+        float *c = federate_with(backend_cpu(), models[k], dp, &acc_cpu), *q = federate_with(g, models[k], dp, &acc_gpu);
+        cJSON *mj = cJSON_Parse(models[k]);
+        DataShape in = {1, 16, 16, 4, 0};
+        Model *m = model_create(mj, "model", &in, backend_cpu(), NULL);
+        size_t n = m->table.n_params;
+        double d2 = 0, r2 = 0;
+        for (size_t i = 0; i < n; i++) {
+            d2 += ((double)q[i] - c[i]) * ((double)q[i] - c[i]);
+            r2 += (double)c[i] * c[i];
+        }
+        double rel = sqrt(d2 / r2);
+        printf("cuda dp-sgd %s: parameters norm-relative difference %.3g (allowed 1e-3), accuracy cpu %.4f cuda %.4f\n",
+               models[k], rel, acc_cpu, acc_gpu);
+        ck_assert_double_le(rel, 1e-3);
+        ck_assert_double_le(fabs(acc_cpu - acc_gpu), 0.02);
         free(c);
         free(q);
         model_free(m);
@@ -154,6 +195,7 @@ Suite *suite_cuda_e2e(void) {
     TCase *tc = tcase_create("cuda_e2e");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, cuda_federated_run_matches_cpu);
+    tcase_add_test(tc, cuda_dpsgd_run_matches_cpu);
     tcase_add_test(tc, cuda_dlg_run_matches_cpu);
     suite_add_tcase(s, tc);
     return s;

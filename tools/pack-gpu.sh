@@ -9,8 +9,9 @@ cd "$(dirname "$0")/.."
 make -j"$(nproc)" CUDA=1 MPI=0 fedpriv build/release/fedpriv-tests
 rm -rf .gpu && mkdir -p .gpu/libs .gpu/fashion-mnist
 cp build/release/fedpriv build/release/fedpriv-tests .gpu/
+bash bench/link.sh bench/dpsgd_step.c .gpu/dpsgd_step
 # Every resolved library except the C runtime and the CUDA libraries (taken from the GPU machine).
-for bin in .gpu/fedpriv .gpu/fedpriv-tests; do
+for bin in .gpu/fedpriv .gpu/fedpriv-tests .gpu/dpsgd_step; do
   ldd "$bin" | awk '$3 ~ /^\// {print $3}'
 done | sort -u | grep -v -E '/(libc|libm|libpthread|libdl|librt|ld-linux[^/]*|libcud[a-z_]*|libcublas[A-Za-z]*)\.so' |
   while read -r lib; do cp -L "$lib" .gpu/libs/; done

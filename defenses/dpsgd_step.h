@@ -1,0 +1,66 @@
+// The private step of DP-SGD (Abadi et al. 2016, Alg. 1; Opacus' optimizer): one noisy,
+// clipped gradient from a batch of records, for the `dp-sgd` defense to call once per local
+// step (it fits DefenseOps.local_gradient: the step's model, tape and minibatch in, the
+// gradient out) and for benchmarks and audits.
+//
+//   g = ( Σ_{i ∈ batch} clip_C(∇ℓ_i) + σ C z ) / denominator,   clip_C(v) = v · min(1, C/‖v‖)
+//
+// on the trainable elements of the model's flat parameter buffer (0 on the others). Models
+// with batch norm are refused: per-example gradients are ill-defined when the batch's
+// statistics mix its examples. ℓ_i is the loss of record i alone (what batch_loss gives for
+// a batch of one). Per-example gradients are exact and come from one forward and one
+// backward pass (core/per_example.h), not a pass per record.
+// z_k = rng_normal_at(noise, noise_first + k) for element k: element-indexed, so the noise
+// is the same on every backend and for any split of the work; the caller keeps the steps
+// of one stream apart with noise_first (e.g. ((uint64_t)(step + 1) << 32), as the defense
+// contract asks). The sum's sensitivity to adding or removing one record is C, so with
+// Poisson sampling at rate q and denominator = q·n (the expected batch size, never the
+// realised one, which would leak it) each call is one step of the Poisson-subsampled
+// Gaussian mechanism with noise multiplier σ (defenses/accountant.h, accountant_pld.h).
+// A batch may be empty (Poisson sampling): g is then the noise alone.
+//
+// Floating point: norms are computed in float and summed in double; a record is scaled by
+// C / (‖g_i‖ (1 + 2^-20)) when that is below 1, which covers the norm's rounding. The
+// Gaussian draws are Box–Muller in double rounded to float, not a floating-point-safe
+// sampler (Mironov 2012), so a guarantee stated for this step is conditional on exact
+// arithmetic.
+#ifndef FEDPRIV_DEFENSES_DPSGD_STEP_H
+#define FEDPRIV_DEFENSES_DPSGD_STEP_H
+
+#include <stdint.h>
+
+#include "core/rng.h"
+#include "datasets/dataset.h"
+#include "models/model.h"
+
+typedef struct DpSgdStepConfig {
+    double clip;             // C > 0: the per-record L2 bound
+    double noise_multiplier; // σ >= 0: the sum gets N(0, (σC)²) per element
+    double denominator;      // > 0: the noisy sum is divided by this (q·n under Poisson sampling)
+} DpSgdStepConfig;
+
+typedef struct DpSgdStats {
+    int batch;               // records in the batch
+    int clipped;             // records whose gradient norm exceeded C
+    double mean_norm;        // mean per-record gradient norm before clipping (0 for an empty batch)
+    double max_norm;
+} DpSgdStats;
+
+// FP_OK when DP-SGD can run on the model; FP_EUNSUPPORTED (the message says why) for a model
+// with batch norm.
+FpStatus dpsgd_check_model(const Model *m, FpError *err);
+
+// grad (device memory of m's backend, n_params floats) = the private gradient above for
+// records idx[0..n) of d (n >= 0), recorded on t (reset first; its values are freed by the
+// next reset). stats may be NULL. FP_EUNSUPPORTED for a model with batch norm or a parameter
+// used in a way with no per-example rule; FP_EPARAM for a bad config or noise indices beyond
+// the stream's 2^48.
+FpStatus dpsgd_step(Model *m, Tape *t, const Dataset *d, const uint32_t *idx, int n, const DpSgdStepConfig *cfg,
+                    const RngStream *noise, uint64_t noise_first, float *grad, DpSgdStats *stats, FpError *err);
+
+// The exact per-record gradients of records idx[0..n) (n >= 1), host memory, row i = ∇ℓ_i
+// over the flat buffer (0 on non-trainable elements), recorded on t: for tests and audits.
+FpStatus dpsgd_per_example_grads(Model *m, Tape *t, const Dataset *d, const uint32_t *idx, int n, float *out,
+                                 FpError *err);
+
+#endif

@@ -1,0 +1,376 @@
+// DP-SGD's private step (defenses/dpsgd_step.h) and the per-example gradients under it
+// (core/per_example.h).
+//
+// The oracle for per-example gradients is the ordinary path: one tape per record, a batch
+// of one through fl's dataset_batch/batch_loss and ad_grad. "Relative error" below is, per
+// record and layer, max_j |g_j − g'_j| / max_j |g'_j| (g' the batch-of-one gradient).
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/per_example.h"
+#include "defenses/dpsgd_step.h"
+#include "fl/fed.h"
+#include "tests/cuda_check.h"
+
+#define PE_TOL 1e-5
+
+// A synthetic dataset of n records: images in [0,1] (classification) or sequences with a
+// regression target, labels spread over the classes. Seeded, so every run is the same.
+static Dataset *make_data(int n, int c, int h, int w, int classes, int target_dim, unsigned seed) {
+    FpError err = {0};
+    Dataset *d = dataset_create("synthetic", n, c, h, w, classes, target_dim, &err);
+    ck_assert_msg(d != NULL, "%s", err.msg);
+    RngStream rs = rng_stream(seed, RNG_TEST, 1, 0);
+    size_t ss = dataset_sample_size(d);
+    for (size_t i = 0; i < (size_t)n * ss; i++)
+        d->x[i] = (float)rng_uniform_at(&rs, i);
+    for (int i = 0; i < n; i++) {
+        if (classes)
+            d->y[i] = (int32_t)((i * 7 + 3) % classes);
+        for (int t = 0; t < target_dim; t++)
+            d->target[(size_t)i * target_dim + t] = (float)(2.0 * rng_uniform_at(&rs, 1000000 + i * 8 + t) - 1.0);
+    }
+    return d;
+}
+
+static Model *make_model(const char *json, const Dataset *d, const Backend *be) {
+    cJSON *j = cJSON_Parse(json);
+    ck_assert_ptr_nonnull(j);
+    DataShape in = {d->c, d->h, d->w, d->n_classes, d->target_dim};
+    FpError err = {0};
+    Model *m = model_create(j, "model", &in, be, &err);
+    cJSON_Delete(j);
+    ck_assert_msg(m != NULL, "%s: %s", json, err.msg);
+    model_init(m, 11);
+    return m;
+}
+
+// The gradient of record r's loss alone (host, n_params floats; 0 on non-trainable).
+static void batch_of_one_grad(Model *m, const Dataset *d, uint32_t r, float *out) {
+    Tape *t = tape_create(m->be);
+    int L = m->table.n_layers;
+    Var **p = malloc(sizeof(Var *) * (size_t)L * 2);
+    float *scratch = malloc(sizeof(float) * (dataset_sample_size(d) + (size_t)d->target_dim + 1));
+    ck_assert(t && p && scratch);
+    ck_assert_int_eq(model_param_vars(m, t, 1, p), FP_OK);
+    Var *x = dataset_batch(t, d, &r, 1, scratch);
+    Var *loss = batch_loss(t, model_forward(m, t, p, x, 1), d, &r, 1, scratch);
+    ck_assert_ptr_nonnull(loss);
+    ck_assert_int_eq(ad_grad(t, loss, p, L, p + L, 0), FP_OK);
+    memset(out, 0, sizeof(float) * m->table.n_params);
+    for (int k = 0; k < L; k++)
+        if (m->table.layers[k].trainable)
+            ad_to_host(t, p[L + k], out + m->table.layers[k].offset);
+    tape_free(t);
+    free(p);
+    free(scratch);
+}
+
+// Max over records and layers of the relative error of per-example gradients vs batch-of-one.
+static double per_example_error(Model *m, const Dataset *d, const uint32_t *idx, int n) {
+    size_t np = m->table.n_params;
+    float *pe = malloc(sizeof(float) * np * (size_t)n), *one = malloc(sizeof(float) * np);
+    ck_assert(pe && one);
+    Tape *t = tape_create(m->be);
+    FpError err = {0};
+    ck_assert_msg(dpsgd_per_example_grads(m, t, d, idx, n, pe, &err) == FP_OK, "%s", err.msg);
+    double worst = 0.0;
+    for (int i = 0; i < n; i++) {
+        batch_of_one_grad(m, d, idx[i], one);
+        for (int k = 0; k < m->table.n_layers; k++) {
+            const ParamLayer *l = &m->table.layers[k];
+            double diff = 0.0, ref = 0.0;
+            for (size_t j = l->offset; j < l->offset + l->count; j++) {
+                diff = fmax(diff, fabs((double)pe[(size_t)i * np + j] - one[j]));
+                ref = fmax(ref, fabs((double)one[j]));
+            }
+            ck_assert_msg(ref > 0.0, "layer %s of record %d has a zero gradient: the check would be vacuous",
+                          l->name, i);
+            worst = fmax(worst, diff / ref);
+        }
+    }
+    tape_free(t);
+    free(pe);
+    free(one);
+    return worst;
+}
+
+static const uint32_t IDX[6] = {4, 0, 9, 2, 7, 5};
+
+START_TEST(per_example_matches_batch_of_one) {
+    // Every supported family (the lstm's recurrent weight is used once per time step).
+    static const struct {
+        const char *json;
+        int c, h, w, classes, target;
+    } cases[] = {
+        {"{\"name\":\"mlp\",\"hidden\":[24,16]}", 1, 6, 6, 5, 0},
+        {"{\"name\":\"logreg\"}", 1, 6, 6, 4, 0},
+        {"{\"name\":\"lenet\"}", 3, 12, 12, 6, 0},
+        {"{\"name\":\"cnn-mnist\"}", 1, 20, 20, 10, 0},
+        {"{\"name\":\"cnn-cifar\"}", 3, 8, 8, 10, 0},
+        {"{\"name\":\"lstm\",\"hidden\":8}", 1, 5, 3, 0, 2},
+        {"{\"name\":\"mlp\",\"hidden\":[12]}", 1, 1, 7, 0, 3}, // regression (MSE)
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        Dataset *d = make_data(10, cases[c].c, cases[c].h, cases[c].w, cases[c].classes, cases[c].target, 5 + c);
+        Model *m = make_model(cases[c].json, d, backend_cpu());
+        double e = per_example_error(m, d, IDX, 6);
+        ck_assert_msg(e <= PE_TOL, "%s: per-example vs batch-of-one relative error %.3g > %g", cases[c].json, e,
+                      PE_TOL);
+        model_free(m);
+        dataset_free(d);
+    }
+}
+END_TEST
+
+// Control: the comparison is sensitive. Perturbing one element of one record's gradient by
+// the tolerance's worth must register (the check is not vacuous on layers near zero).
+START_TEST(per_example_check_catches_a_wrong_row) {
+    Dataset *d = make_data(10, 1, 6, 6, 5, 0, 3);
+    Model *m = make_model("{\"name\":\"mlp\",\"hidden\":[8]}", d, backend_cpu());
+    // Records 4 and 0 swapped in the per-example call: every row is some record's exact
+    // gradient, but not the one compared with.
+    uint32_t swapped[6] = {0, 4, 9, 2, 7, 5};
+    size_t np = m->table.n_params;
+    float *pe = malloc(sizeof(float) * np * 6), *one = malloc(sizeof(float) * np);
+    Tape *t = tape_create(m->be);
+    ck_assert_int_eq(dpsgd_per_example_grads(m, t, d, swapped, 6, pe, NULL), FP_OK);
+    batch_of_one_grad(m, d, IDX[0], one);
+    double diff = 0, ref = 0;
+    for (size_t j = 0; j < np; j++) {
+        diff = fmax(diff, fabs((double)pe[j] - one[j]));
+        ref = fmax(ref, fabs((double)one[j]));
+    }
+    ck_assert_double_gt(diff / ref, 100 * PE_TOL);
+    tape_free(t);
+    free(pe);
+    free(one);
+    model_free(m);
+    dataset_free(d);
+}
+END_TEST
+
+START_TEST(batch_norm_and_unknown_uses_are_refused) {
+    Dataset *d = make_data(4, 3, 32, 32, 10, 0, 1);
+    Model *m = make_model("{\"name\":\"resnet18\"}", d, backend_cpu());
+    FpError err = {0};
+    ck_assert_int_eq(dpsgd_check_model(m, &err), FP_EUNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(err.msg, "batch norm"));
+    Tape *t = tape_create(backend_cpu());
+    float *g = malloc(sizeof(float) * m->table.n_params);
+    DpSgdStepConfig cfg = {1.0, 1.0, 4.0};
+    RngStream rs = rng_stream(1, RNG_DEFENSE, 0, 0);
+    ck_assert_int_eq(dpsgd_step(m, t, d, IDX, 4, &cfg, &rs, 0, g, NULL, &err), FP_EUNSUPPORTED);
+    free(g);
+    model_free(m);
+    dataset_free(d);
+    // A parameter scaling activations elementwise (as batch norm's γ does) has no rule.
+    tape_reset(t);
+    int xs[2] = {3, 4}, ws[1] = {4};
+    float xv[12], wv[4] = {1, 2, 3, 4};
+    for (int i = 0; i < 12; i++)
+        xv[i] = (float)i / 7.0f;
+    Var *x = ad_from_host(t, xv, 2, xs, 0), *w = ad_from_host(t, wv, 1, ws, 1);
+    Var *loss = ad_sum(t, ad_binary_bc(t, BIN_MUL, x, w, 1));
+    PerExample *pe = NULL;
+    ck_assert_int_eq(per_example_create(t, loss, &w, 1, 3, &pe, &err), FP_EUNSUPPORTED);
+    ck_assert_ptr_null(pe);
+    ck_assert_ptr_nonnull(strstr(err.msg, "binary"));
+    tape_free(t);
+}
+END_TEST
+
+// Clipped sum with σ = 0 against its definition on the exact per-example gradients.
+START_TEST(private_step_is_the_clipped_mean) {
+    Dataset *d = make_data(10, 1, 20, 20, 10, 0, 8);
+    Model *m = make_model("{\"name\":\"cnn-mnist\"}", d, backend_cpu());
+    size_t np = m->table.n_params;
+    float *pe = malloc(sizeof(float) * np * 6), *g = malloc(sizeof(float) * np);
+    double *want = calloc(np, sizeof(double));
+    Tape *t = tape_create(m->be);
+    ck_assert_int_eq(dpsgd_per_example_grads(m, t, d, IDX, 6, pe, NULL), FP_OK);
+    double norms[6];
+    for (int i = 0; i < 6; i++) {
+        double n2 = 0;
+        for (size_t j = 0; j < np; j++)
+            n2 += (double)pe[i * np + j] * pe[i * np + j];
+        norms[i] = sqrt(n2);
+    }
+    // C between the smallest and largest norm: some records are clipped, some are not.
+    double lo = norms[0], hi = norms[0];
+    for (int i = 1; i < 6; i++) {
+        lo = fmin(lo, norms[i]);
+        hi = fmax(hi, norms[i]);
+    }
+    ck_assert_double_lt(lo, hi);
+    DpSgdStepConfig cfg = {.clip = 0.5 * (lo + hi), .noise_multiplier = 0.0, .denominator = 4.5};
+    for (int i = 0; i < 6; i++) {
+        double f = norms[i] > cfg.clip ? cfg.clip / norms[i] : 1.0;
+        for (size_t j = 0; j < np; j++)
+            want[j] += f * pe[i * np + j] / cfg.denominator;
+    }
+    DpSgdStats st;
+    RngStream rs = rng_stream(1, RNG_DEFENSE, 0, 0);
+    FpError err = {0};
+    ck_assert_msg(dpsgd_step(m, t, d, IDX, 6, &cfg, &rs, 0, g, &st, &err) == FP_OK, "%s", err.msg);
+    ck_assert_int_eq(st.batch, 6);
+    ck_assert_int_gt(st.clipped, 0);
+    ck_assert_int_lt(st.clipped, 6);
+    double diff = 0, ref = 0;
+    for (size_t j = 0; j < np; j++) {
+        diff = fmax(diff, fabs(g[j] - want[j]));
+        ref = fmax(ref, fabs(want[j]));
+    }
+    ck_assert_msg(diff <= 1e-5 * ref, "clipped mean off by %.3g (scale %.3g)", diff, ref);
+    // Sensitivity: removing one record moves the clipped sum by at most C.
+    DpSgdStepConfig sum_cfg = cfg;
+    sum_cfg.denominator = 1.0;
+    float *g5 = malloc(sizeof(float) * np);
+    for (int drop = 0; drop < 6; drop++) {
+        uint32_t rest[5];
+        for (int i = 0, r = 0; i < 6; i++)
+            if (i != drop)
+                rest[r++] = IDX[i];
+        ck_assert_int_eq(dpsgd_step(m, t, d, IDX, 6, &sum_cfg, &rs, 0, g, NULL, NULL), FP_OK);
+        ck_assert_int_eq(dpsgd_step(m, t, d, rest, 5, &sum_cfg, &rs, 0, g5, NULL, NULL), FP_OK);
+        double n2 = 0;
+        for (size_t j = 0; j < np; j++)
+            n2 += ((double)g[j] - g5[j]) * ((double)g[j] - g5[j]);
+        ck_assert_double_le(sqrt(n2), cfg.clip * (1 + 1e-5));
+    }
+    free(g5);
+    tape_free(t);
+    free(pe);
+    free(g);
+    free(want);
+    model_free(m);
+    dataset_free(d);
+}
+END_TEST
+
+static double sample_var(const float *g, size_t n) {
+    double ss = 0;
+    for (size_t k = 0; k < n; k++)
+        ss += (double)g[k] * g[k];
+    return ss / (double)n;
+}
+
+// The noise: element k is (float)(σC/denominator · rng_normal_at(stream, first + k)) exactly
+// (an empty batch leaves only the noise), other indices differ, the same indices repeat
+// bit for bit; its variance matches σC/denominator within 6 standard errors, and the
+// same check rejects a step with 10% less noise (the control).
+START_TEST(noise_is_element_indexed_gaussian) {
+    Dataset *d = make_data(4, 1, 6, 6, 5, 0, 2);
+    Model *m = make_model("{\"name\":\"mlp\",\"hidden\":[256]}", d, backend_cpu());
+    size_t np = m->table.n_params;
+    float *g = malloc(sizeof(float) * np), *g2 = malloc(sizeof(float) * np);
+    Tape *t = tape_create(m->be);
+    RngStream rs = rng_stream(42, RNG_DEFENSE, 3, 1);
+    DpSgdStepConfig cfg = {.clip = 2.0, .noise_multiplier = 1.3, .denominator = 4.0};
+    double std = 1.3 * 2.0 / 4.0;
+    uint64_t first = (uint64_t)8 << 32; // the defense contract's indices for local step 7
+    ck_assert_int_eq(dpsgd_step(m, t, d, NULL, 0, &cfg, &rs, first, g, NULL, NULL), FP_OK);
+    for (size_t k = 0; k < np; k++)
+        ck_assert_float_eq(g[k], (float)(0.0f + (float)(std * rng_normal_at(&rs, first + k))));
+    ck_assert_int_eq(dpsgd_step(m, t, d, NULL, 0, &cfg, &rs, first, g2, NULL, NULL), FP_OK);
+    ck_assert_int_eq(memcmp(g, g2, sizeof(float) * np), 0);
+    ck_assert_int_eq(dpsgd_step(m, t, d, NULL, 0, &cfg, &rs, first + ((uint64_t)1 << 32), g2, NULL, NULL), FP_OK);
+    ck_assert_int_ne(memcmp(g, g2, sizeof(float) * np), 0);
+    // Sample variance of np draws against σC/denominator: standard error var·√(2/np).
+    double want = std * std, se = want * sqrt(2.0 / (double)np);
+    ck_assert_msg(fabs(sample_var(g, np) - want) <= 6 * se, "noise variance %.6g vs %.6g (se %.3g)", sample_var(g, np),
+                  want, se);
+    DpSgdStepConfig weak = cfg; // control: 10% less noise must fail the same check
+    weak.noise_multiplier *= 0.9;
+    ck_assert_int_eq(dpsgd_step(m, t, d, NULL, 0, &weak, &rs, first, g2, NULL, NULL), FP_OK);
+    ck_assert_msg(fabs(sample_var(g2, np) - want) > 6 * se, "the variance check cannot see noise 10%% too small");
+    tape_free(t);
+    free(g);
+    free(g2);
+    model_free(m);
+    dataset_free(d);
+}
+END_TEST
+
+START_TEST(bad_configs_are_eparam) {
+    Dataset *d = make_data(4, 1, 6, 6, 5, 0, 2);
+    Model *m = make_model("{\"name\":\"logreg\"}", d, backend_cpu());
+    float *g = malloc(sizeof(float) * m->table.n_params);
+    Tape *t = tape_create(m->be);
+    RngStream rs = rng_stream(1, RNG_DEFENSE, 0, 0);
+    FpError err = {0};
+    DpSgdStepConfig bad[] = {{0.0, 1.0, 1.0}, {1.0, -1.0, 1.0}, {1.0, 1.0, 0.0}, {NAN, 1.0, 1.0}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        ck_assert_int_eq(dpsgd_step(m, t, d, IDX, 2, &bad[i], &rs, 0, g, NULL, &err), FP_EPARAM);
+    DpSgdStepConfig ok = {1.0, 1.0, 2.0};
+    ck_assert_int_eq(dpsgd_step(m, t, d, IDX, -1, &ok, &rs, 0, g, NULL, &err), FP_EPARAM);
+    ck_assert_int_eq(dpsgd_step(m, t, d, IDX, 2, &ok, &rs, UINT64_C(1) << 48, g, NULL, &err), FP_EPARAM);
+    ck_assert_int_eq(dpsgd_per_example_grads(m, t, d, IDX, 0, g, &err), FP_EPARAM);
+    Dataset *other = make_data(4, 1, 5, 5, 5, 0, 2); // 25 inputs for a 36-input model
+    ck_assert_int_eq(dpsgd_step(m, t, other, IDX, 2, &ok, &rs, 0, g, NULL, &err), FP_EPARAM);
+    dataset_free(other);
+    tape_free(t);
+    free(g);
+    model_free(m);
+    dataset_free(d);
+}
+END_TEST
+
+// CPU vs CUDA: the same private step (noise included) through the same vtable ops.
+START_TEST(cuda_private_step_matches_cpu) {
+    GPU_OR_SKIP(gpu, "cuda_private_step_matches_cpu");
+    static const char *const models[] = {"{\"name\":\"mlp\",\"hidden\":[32]}", "{\"name\":\"cnn-mnist\"}",
+                                         "{\"name\":\"lenet\"}"};
+    for (int c = 0; c < 3; c++) {
+        Dataset *d = c == 0 ? make_data(10, 1, 6, 6, 5, 0, 9)
+                            : make_data(10, c == 1 ? 1 : 3, c == 1 ? 20 : 12, c == 1 ? 20 : 12, 10, 0, 9);
+        Model *mc = make_model(models[c], d, backend_cpu());
+        FpError err = {0};
+        Model *mg = model_clone(mc, gpu, &err);
+        ck_assert_msg(mg != NULL, "%s", err.msg);
+        size_t np = mc->table.n_params;
+        float *gc = malloc(sizeof(float) * np), *gg = malloc(sizeof(float) * np);
+        float *dev = gpu->alloc(sizeof(float) * np);
+        Tape *tc = tape_create(mc->be), *tg = tape_create(gpu);
+        RngStream rs = rng_stream(5, RNG_DEFENSE, 1, 2);
+        DpSgdStepConfig cfg = {.clip = 0.05, .noise_multiplier = 0.5, .denominator = 6.0};
+        ck_assert_int_eq(dpsgd_step(mc, tc, d, IDX, 6, &cfg, &rs, 3, gc, NULL, NULL), FP_OK);
+        ck_assert_msg(dpsgd_step(mg, tg, d, IDX, 6, &cfg, &rs, 3, dev, NULL, &err) == FP_OK, "%s", err.msg);
+        gpu->download(gg, dev, sizeof(float) * np);
+        double diff = 0, ref = 0;
+        for (size_t j = 0; j < np; j++) {
+            diff = fmax(diff, fabs((double)gc[j] - gg[j]));
+            ref = fmax(ref, fabs((double)gc[j]));
+        }
+        ck_assert_msg(diff <= 1e-4 * ref, "%s: CPU vs CUDA private step differ by %.3g (scale %.3g)", models[c], diff,
+                      ref);
+        tape_free(tc);
+        tape_free(tg);
+        gpu->free(dev);
+        free(gc);
+        free(gg);
+        model_free(mc);
+        model_free(mg);
+        dataset_free(d);
+    }
+}
+END_TEST
+
+Suite *suite_dpsgd(void) {
+    Suite *s = suite_create("dpsgd");
+    TCase *t = tcase_create("core");
+    tcase_set_timeout(t, 120);
+    tcase_add_test(t, per_example_matches_batch_of_one);
+    tcase_add_test(t, per_example_check_catches_a_wrong_row);
+    tcase_add_test(t, batch_norm_and_unknown_uses_are_refused);
+    tcase_add_test(t, private_step_is_the_clipped_mean);
+    tcase_add_test(t, noise_is_element_indexed_gaussian);
+    tcase_add_test(t, bad_configs_are_eparam);
+    tcase_add_test(t, cuda_private_step_matches_cpu);
+    suite_add_tcase(s, t);
+    return s;
+}
