@@ -22,6 +22,7 @@ typedef struct Bound {
     const char *attack;        // NULL = a cell-level metric
     const char *metric;
     int has_max, has_min, max_is_epsilon;
+    const char *max_key;       // attack bounds: "at_most" names another key of the same result
     double at_most, at_least;
     int min_guarantee;         // the weakest guarantee a selected cell may have (-1 = any)
     long long min_cells;
@@ -120,11 +121,15 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
         out->has_max = 1;
         if (out->is_audit && cJSON_IsString(mx) && strcmp(mx->valuestring, "epsilon") == 0)
             out->max_is_epsilon = 1;
+        else if (out->attack && cJSON_IsString(mx) && *mx->valuestring)
+            out->max_key = mx->valuestring;
         else if (cJSON_IsNumber(mx) && isfinite(mx->valuedouble))
             out->at_most = mx->valuedouble;
         else
             return fp_fail(err, FP_EPARAM, "%s: must be a number%s", jv_path(p, sizeof p, path, "at_most"),
-                           out->is_audit ? " or \"epsilon\"" : "");
+                           out->is_audit ? " or \"epsilon\""
+                           : out->attack ? " or the name of another key of the attack's result (\"epsilon_claimed\")"
+                                         : "");
     }
     const cJSON *mn = cJSON_GetObjectItemCaseSensitive(b, "at_least");
     if (mn) {
@@ -318,6 +323,17 @@ static void check_cells(CheckResult *r, const Bound *b, const MatrixResults *mr)
                          jstr(a, "headline") ? jstr(a, "headline") : "headline");
             } else
                 v = jval(lookup(cJSON_GetObjectItemCaseSensitive(a, "result"), b->metric));
+            if (b->max_key) { // the bound is the result's own figure: ε̂ against its claimed ε
+                double lim = jval(lookup(cJSON_GetObjectItemCaseSensitive(a, "result"), b->max_key));
+                if (isnan(lim)) {
+                    r->evaluations++;
+                    add_violation(r, "%s: %s: %.64s has no %.100s to compare with", b->name, where, b->attack,
+                                  b->max_key);
+                    continue;
+                }
+                compare(r, b, where, what, v, lim);
+                continue;
+            }
         }
         compare(r, b, where, what, v, b->at_most);
     }

@@ -17,7 +17,11 @@
 // is one of model_accuracy, model_loss, epsilon_nominal, epsilon_sound (totals after
 // the last round). With "attack", "metric" is a key of that attack's result ("a.b"
 // reaches into objects; keys that contain dots, like tpr_at_fpr.0.01, are found too)
-// or "headline" (the default): the attack's headline value.
+// or "headline" (the default): the attack's headline value. "at_most" may name another
+// key of the same attack result instead of a number: {"attack": "audit-training",
+// "metric": "epsilon_lower_bound", "at_most": "epsilon_claimed"} asserts that a
+// training audit's lower bound stays below the defense's claim (a null, i.e. infinite,
+// or missing claim is a violation: there is nothing to compare with).
 // Audit bounds: "audit" (a mechanism name or "*"), optional "variant", "epsilon_min",
 // "epsilon_max"; "metric" defaults to epsilon_lower_bound; "at_most" may be the string
 // "epsilon": the finding's own claimed ε.

@@ -365,6 +365,60 @@ START_TEST(cli_audit_training) {
 }
 END_TEST
 
+// In the matrix: the audit is an attack of a cell, and `fedpriv check` asserts
+// epsilon_lower_bound <= epsilon_claimed. A cell whose defense declares more than its
+// noise gives (the under-noised control) fails the check; the corrected one passes.
+START_TEST(matrix_check_asserts_the_claim) {
+    if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN"))
+        return;
+    char dir[] = "/tmp/fp_audit_matrix_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    char mpath[600], bpath[600], run[600], out[8192], err[8192];
+    snprintf(mpath, sizeof mpath, "%s/m.json", dir);
+    snprintf(bpath, sizeof bpath, "%s/b.json", dir);
+    snprintf(run, sizeof run, "%s/run", dir);
+    FILE *f = fopen(mpath, "w");
+    ck_assert_ptr_nonnull(f);
+    // z = 2 claims ε = 1 for one round (δ = 1e-5) only with 4× the noise: the control
+    // declares "epsilon_claimed": 1 on the same cell (test under_noised_dpfedavg_is_caught).
+    fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 2100, "
+               "\"test_samples\": 50}, \"model\": {\"name\": \"logreg\"},"
+               " \"federation\": {\"clients\": 1010, \"rounds\": 1, \"batch_size\": 2},"
+               " \"defenses\": [{\"name\": \"gaussian-dpfedavg\", \"noise_multiplier\": 2.0227}],"
+               " \"attacks\": [{\"name\": \"audit-training\", \"canaries\": 1000}]}");
+    fclose(f);
+    f = fopen(bpath, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"bounds\": [{\"defense\": \"gaussian-dpfedavg\", \"attack\": \"audit-training\", "
+               "\"metric\": \"epsilon_lower_bound\", \"at_most\": \"epsilon_claimed\"}]}");
+    fclose(f);
+    const char *margs[] = {"matrix", mpath, "--out", run, NULL};
+    int rc = cli_run(margs, out, err, sizeof out);
+    ck_assert_msg(rc == 0, "matrix rc %d: %s", rc, err);
+    const char *cargs[] = {"check", run, "--baseline", bpath, NULL};
+    rc = cli_run(cargs, out, err, sizeof out);
+    ck_assert_msg(rc == 0, "check of the sound claim: rc %d: %s%s", rc, out, err);
+    // The same cell declaring ε = 1.
+    f = fopen(mpath, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 2100, "
+               "\"test_samples\": 50}, \"model\": {\"name\": \"logreg\"},"
+               " \"federation\": {\"clients\": 1010, \"rounds\": 1, \"batch_size\": 2},"
+               " \"defenses\": [{\"name\": \"gaussian-dpfedavg\", \"noise_multiplier\": 2.0227}],"
+               " \"attacks\": [{\"name\": \"audit-training\", \"canaries\": 1000, \"epsilon_claimed\": 1}]}");
+    fclose(f);
+    snprintf(run, sizeof run, "%s/run2", dir);
+    rc = cli_run(margs, out, err, sizeof out);
+    ck_assert_msg(rc == 0, "matrix rc %d: %s", rc, err);
+    rc = cli_run(cargs, out, err, sizeof out);
+    ck_assert_msg(rc == 1, "check of the under-noised claim: rc %d: %s%s", rc, out, err);
+    ck_assert_msg(strstr(out, "epsilon_lower_bound") || strstr(err, "epsilon_lower_bound"), "%s%s", out, err);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 Suite *suite_audit_training(void) {
     Suite *s = suite_create("audit_training");
     TCase *t = tcase_create("audit_training");
@@ -381,6 +435,7 @@ Suite *suite_audit_training(void) {
     tcase_add_test(t, corrected_dp_fedasgp_no_false_alarm);
     tcase_add_test(t, multi_run_catches_fedsmp_paper);
     tcase_add_test(t, cli_audit_training);
+    tcase_add_test(t, matrix_check_asserts_the_claim);
     suite_add_tcase(s, t);
     return s;
 }
