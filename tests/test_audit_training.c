@@ -434,9 +434,15 @@ Suite *suite_audit_training(void) {
     tcase_add_test(t, corrected_dpfedavg_client_noise_no_false_alarm);
     tcase_add_test(t, corrected_fedsmp_no_false_alarm);
     tcase_add_test(t, corrected_dp_fedasgp_no_false_alarm);
-    tcase_add_test(t, multi_run_catches_fedsmp_paper);
-    tcase_add_test(t, cli_audit_training);
-    tcase_add_test(t, matrix_check_asserts_the_claim);
     suite_add_tcase(s, t);
+    TCase *m = tcase_create("audit_training_multi_run");
+    tcase_set_timeout(m, 300);
+    tcase_add_test(m, multi_run_catches_fedsmp_paper);
+    suite_add_tcase(s, m);
+    TCase *c = tcase_create("audit_training_cli");
+    tcase_set_timeout(c, 300);
+    tcase_add_test(c, cli_audit_training);
+    tcase_add_test(c, matrix_check_asserts_the_claim);
+    suite_add_tcase(s, c);
     return s;
 }
