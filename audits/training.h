@@ -77,7 +77,7 @@ typedef struct TrainingAuditConfig {
     TrainingAuditMethod method;   // "method": "one-run" (default) | "multi-run"
     AuditObserver observer;       // "observer": "final-model" (default) | "aggregates" | "uploads"
     AuditNeighbours neighbours;   // "neighbours": "remove" | "replace" (default: from the sampling)
-    int canaries;                 // one-run: m (default 200, at least 20, fewer than the clients... at most them)
+    int canaries;                 // one-run: m (default 200, at least 20, at most federation.clients)
     int runs;                     // multi-run: R (default 200, even, at least 8)
     double canary_norm;           // "canary_norm" (> 0); 0: the defense's "clip", else 1
     double confidence;            // "confidence" (0.95)
