@@ -121,7 +121,7 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
         out->has_max = 1;
         if (out->is_audit && cJSON_IsString(mx) && strcmp(mx->valuestring, "epsilon") == 0)
             out->max_is_epsilon = 1;
-        else if (out->attack && cJSON_IsString(mx) && *mx->valuestring)
+        else if (out->attack && cJSON_IsString(mx) && *mx->valuestring && strcmp(mx->valuestring, "epsilon") != 0)
             out->max_key = mx->valuestring;
         else if (cJSON_IsNumber(mx) && isfinite(mx->valuedouble))
             out->at_most = mx->valuedouble;

@@ -21,7 +21,8 @@
 // key of the same attack result instead of a number: {"attack": "audit-training",
 // "metric": "epsilon_lower_bound", "at_most": "epsilon_claimed"} asserts that a
 // training audit's lower bound stays below the defense's claim (a null, i.e. infinite,
-// or missing claim is a violation: there is nothing to compare with).
+// or missing claim is a violation: there is nothing to compare with). The audit
+// keyword "epsilon" is refused there: it names no key of an attack's result.
 // Audit bounds: "audit" (a mechanism name or "*"), optional "variant", "epsilon_min",
 // "epsilon_max"; "metric" defaults to epsilon_lower_bound; "at_most" may be the string
 // "epsilon": the finding's own claimed ε.
