@@ -12,6 +12,7 @@ extern const AttackOps attack_cs_mia;
 extern const AttackOps attack_lira;
 extern const AttackOps attack_rmia;
 extern const AttackOps attack_dlg_regression;
+extern const AttackOps attack_audit_training; // audits/training.c: the training-run audit as a matrix attack
 
 static const AttackOps *const all_attacks[] = {
     &attack_dlg,
@@ -22,6 +23,7 @@ static const AttackOps *const all_attacks[] = {
     &attack_lira,
     &attack_rmia,
     &attack_dlg_regression,
+    &attack_audit_training,
     NULL, // end
 };
 

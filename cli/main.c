@@ -20,6 +20,8 @@ static const Command commands[] = {
     {"accountant", cmd_accountant, "(epsilon, delta) by the RDP accountant, or sigma for a target epsilon"},
     {"forecast", cmd_forecast, "power-load reference forecasts and a saved model's error per zone: --config FILE.json"},
     {"audit", cmd_audit, "audit a local-DP mechanism: bias, variance and an epsilon lower bound"},
+    {"audit-training", cmd_audit_training,
+     "audit a whole training run with canary clients: --config FILE.json --out DIR (epsilon lower bound)"},
     {"ssim", cmd_ssim, "SSIM, PSNR and MSE of two PNG images: A.png B.png [--json]"},
     {"matrix", cmd_matrix, "run an attack x defense matrix: FILE.json --out DIR [--jobs N] [--shard K/N|slurm]; "
                            "--status DIR"},

@@ -176,6 +176,16 @@ const float *fed_round_upload(const Federation *f, int slot, const UploadParams 
 // A slot formed elsewhere (the same client, round and code in another process).
 FpStatus fed_round_set_upload(Federation *f, int slot, const float *upload, const UploadParams *params,
                               FpError *err);
+// A slot whose client uploads a crafted update instead of running its local procedure
+// (an audit's canary client): update (host, n_params, in the defense's upload kind,
+// fed_upload_kind) replaces steps 1-3 of the upload path and goes through step 4, the
+// defense's client side with the DefenseRound of (seed, round, client), exactly as a
+// trained upload does; the slot is then formed (fed_round_upload returns it). The
+// defense sees no trained model and no local data (DefenseRound.model NULL), and the
+// client's sample count as its n. upload_out (may be NULL, n_params): what the server receives.
+FpStatus fed_round_craft_upload(Federation *f, int slot, const float *update, float *upload_out, FpError *err);
+// What a client uploads under the federation's defense.
+UploadKind fed_upload_kind(const Federation *f);
 // Forms the missing slots, aggregates in client order, updates the defense's schedules
 // and accounting, evaluates and records the round. FP_EDIVERGED when the model is not finite.
 FpStatus fed_round_finish(Federation *f, FpError *err);

@@ -2,6 +2,7 @@
 // the attacks share.
 #include "fl/upload.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "fl/fed_internal.h"
@@ -66,6 +67,17 @@ DefenseRound fed_defense_round(const Federation *f, int round, int client) {
                           .global = f->global_host};
 }
 
+// Step 4 of the upload path: the defense's client side on the formed upload, and what it applied.
+static FpStatus client_side(Federation *f, const DefenseRound *dr, float *upload, UploadParams *params,
+                            FpError *err) {
+    const DefenseOps *ops = f->s.defense;
+    FP_TRY(ops->client_perturb(f->defense_state, upload, dr, err));
+    *params = upload_params_none();
+    if (ops->upload_params)
+        ops->upload_params(f->defense_state, dr, params);
+    return FP_OK;
+}
+
 FpStatus fed_client_upload(Federation *f, Worker *wk, int round, int client, float *upload, UploadParams *params,
                            FpError *err) {
     size_t np = f->s.global->table.n_params;
@@ -99,9 +111,31 @@ FpStatus fed_client_upload(Federation *f, Worker *wk, int round, int client, flo
     model_get_params(local, wk->host_local);
     upload_form(f->kind, wk->host_local, f->global_host, np, f->s.cfg.lr, upload);
     // 4. The defense, client side, and what it applied.
-    FP_TRY(ops->client_perturb(f->defense_state, upload, &dr, err));
-    *params = upload_params_none();
-    if (ops->upload_params)
-        ops->upload_params(f->defense_state, &dr, params);
-    return FP_OK;
+    return client_side(f, &dr, upload, params, err);
 }
+
+FpStatus fed_round_craft_upload(Federation *f, int slot, const float *update, float *upload_out, FpError *err) {
+    if (!f->round_open || slot < 0 || slot >= f->n_round)
+        return fp_fail(err, FP_EPARAM, "slot %d is not a participant of a begun round", slot);
+    size_t np = f->s.global->table.n_params;
+    int client = f->round_clients[slot];
+    DefenseRound dr = fed_defense_round(f, f->rounds_done, client);
+    // The client ran no local procedure: no trained model or local data to show the
+    // defense (a defense that reads them treats the client as one without them).
+    dr.n_local_samples = fed_client_samples(f, client);
+    dr.participants = f->n_round;
+    float *u = malloc(np * sizeof(float));
+    if (!u)
+        return fp_fail(err, FP_ENOMEM, "out of memory for a crafted upload");
+    memcpy(u, update, np * sizeof(float));
+    UploadParams params;
+    FpStatus st = client_side(f, &dr, u, &params, err);
+    if (st == FP_OK)
+        st = fed_round_set_upload(f, slot, u, &params, err);
+    if (st == FP_OK && upload_out)
+        memcpy(upload_out, u, np * sizeof(float));
+    free(u);
+    return st;
+}
+
+UploadKind fed_upload_kind(const Federation *f) { return f->kind; }

@@ -33,6 +33,7 @@ typedef struct Bound {
     int metric_given;
     Statistic statistic;
     int has_max, has_min, max_is_epsilon;
+    const char *max_key;       // attack bounds: "at_most" names another key of the same result
     double at_most, at_least;
     int min_guarantee;         // the weakest guarantee a selected setting may have (-1 = any)
     long long min_cells;
@@ -229,12 +230,19 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
         out->has_max = 1;
         if (out->is_audit && cJSON_IsString(mx) && strcmp(mx->valuestring, "epsilon") == 0)
             out->max_is_epsilon = 1;
+        else if (out->attack && cJSON_IsString(mx) && *mx->valuestring && strcmp(mx->valuestring, "epsilon") != 0)
+            out->max_key = mx->valuestring;
         else if (cJSON_IsNumber(mx) && isfinite(mx->valuedouble))
             out->at_most = mx->valuedouble;
         else
             return fp_fail(err, FP_EPARAM, "%s: must be a number%s", jv_path(p, sizeof p, path, "at_most"),
-                           out->is_audit ? " or \"epsilon\"" : "");
+                           out->is_audit ? " or \"epsilon\""
+                           : out->attack ? " or the name of another key of the attack's result (\"epsilon_claimed\")"
+                                         : "");
     }
+    if (out->max_key && out->statistic != STAT_MEAN)
+        return fp_fail(err, FP_EPARAM, "%s: a bound against another key of the result compares seed by seed: no "
+                       "\"statistic\"", jv_path(p, sizeof p, path, "statistic"));
     const cJSON *mn = cJSON_GetObjectItemCaseSensitive(b, "at_least");
     if (mn) {
         out->has_min = 1;
@@ -524,8 +532,18 @@ static void check_cells(CheckResult *r, const Bound *b, const MatrixResults *mr)
                     stop = 1;
                 }
                 v[j] = results_attack_metric(a, b->metric);
+                if (!stop && b->max_key) { // the bound is the result's own figure: ε̂ against its claimed ε, per seed
+                    double lim = results_attack_metric(a, b->max_key);
+                    char seed_text[340];
+                    snprintf(seed_text, sizeof seed_text, "%s (seed %d of %d)", metric_text, j + 1, set->n_runs);
+                    if (isnan(lim))
+                        add_violation(r, b, where, "%s: %.64s has no %.100s to compare with", where, label,
+                                      b->max_key);
+                    else
+                        compare(r, b, where, seed_text, v[j], lim);
+                }
             }
-            if (!stop)
+            if (!stop && !b->max_key)
                 check_values(r, b, where, metric_text, v, set->n_runs);
         }
         if (!any)

@@ -1,0 +1,560 @@
+// Audits of whole training runs with canary clients (audits/training.h): the one-run
+// audit (Steinke, Nasr, Jagielski 2023) and the multi-run white-box audit (Nasr et al.
+// 2023), both on the configured federation through fl's one upload path.
+#include "audits/training.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "attacks/attack.h"
+#include "audits/mechanism.h"
+#include "core/jsonv.h"
+#include "defenses/clip.h"
+
+// RNG_AUDIT streams of the run seed (first counter word; the mechanism audit uses small
+// input indices there).
+#define STREAM_COORDS 0x10000u   // the canaries' coordinates
+#define STREAM_BITS 0x10001u     // one-run: which canaries are in
+#define STREAM_RUNS 0x10002u     // multi-run: each run's seed
+
+enum { SCORE_SIGNED = 0, SCORE_MAGNITUDE = 1, N_SCORES = 2 };
+static const char *const score_names[] = {"signed", "magnitude"};
+static const char *const method_names[] = {"one-run", "multi-run", NULL};
+static const char *const observer_names[] = {"final-model", "aggregates", "uploads", NULL};
+static const char *const neighbour_names[] = {"default", "remove", "replace", NULL};
+
+FpStatus training_audit_parse(const cJSON *j, const char *path, TrainingAuditConfig *c, FpError *err) {
+    static const char *const keys[] = {"name", "method", "observer", "neighbours", "canaries", "runs", "canary_norm",
+                                       "confidence", "delta", "epsilon_claimed", NULL};
+    memset(c, 0, sizeof *c);
+    FP_TRY(jv_keys(j, path, keys, err));
+    int choice;
+    long long v;
+    FP_TRY(jv_choice(j, path, "method", method_names, TRAINING_AUDIT_ONE_RUN, &choice, err));
+    c->method = (TrainingAuditMethod)choice;
+    FP_TRY(jv_choice(j, path, "observer", observer_names, AUDIT_OBSERVER_FINAL_MODEL, &choice, err));
+    c->observer = (AuditObserver)choice;
+    FP_TRY(jv_choice(j, path, "neighbours", neighbour_names, AUDIT_NEIGHBOURS_DEFAULT, &choice, err));
+    c->neighbours = (AuditNeighbours)choice;
+    FP_TRY(jv_int(j, path, "canaries", JV_OPTIONAL, 200, 20, 1000000, &v, err));
+    c->canaries = (int)v;
+    FP_TRY(jv_int(j, path, "runs", JV_OPTIONAL, 200, 8, 10000000, &v, err));
+    if (v % 2) {
+        char p[256];
+        return fp_fail(err, FP_EPARAM, "%s: must be even (half the runs with the canary, half without), got %lld",
+                       jv_path(p, sizeof p, path, "runs"), v);
+    }
+    c->runs = (int)v;
+    FP_TRY(jv_number(j, path, "canary_norm", JV_OPTIONAL, 0, 0, 0, 1e30, 0, &c->canary_norm, err));
+    FP_TRY(jv_number(j, path, "confidence", JV_OPTIONAL, 0.95, 0, 1, 1, 1, &c->confidence, err));
+    if (!(c->confidence > 0 && c->confidence < 1)) {
+        char p[256];
+        return fp_fail(err, FP_EPARAM, "%s: must be in (0, 1), got %g", jv_path(p, sizeof p, path, "confidence"),
+                       c->confidence);
+    }
+    FP_TRY(jv_number(j, path, "delta", JV_OPTIONAL, -1, -1, 0, 1, 0, &c->delta, err));
+    c->epsilon_claimed = NAN;
+    if (cJSON_GetObjectItemCaseSensitive(j, "epsilon_claimed"))
+        FP_TRY(jv_number(j, path, "epsilon_claimed", JV_REQUIRED, 0, 0, 0, 1e6, 0, &c->epsilon_claimed, err));
+    return FP_OK;
+}
+
+// ---- the bounds --------------------------------------------------------------------------
+
+// P[Binomial(r, q) = k].
+static double binom_pmf(int r, double q, int k) {
+    if (k < 0 || k > r)
+        return 0;
+    if (q >= 1)
+        return k == r;
+    return exp(lgamma(r + 1.0) - lgamma(k + 1.0) - lgamma(r - k + 1.0) + k * log(q) + (r - k) * log1p(-q));
+}
+
+// P[Binomial(r, q) >= v] = I_q(v, r − v + 1).
+static double binom_tail_ge(int r, double q, int v) {
+    if (v <= 0)
+        return 1;
+    if (v > r)
+        return 0;
+    return audit_beta_inc((double)v, (double)(r - v + 1), q);
+}
+
+double training_audit_one_run_p_value(int m, int r, int v, double eps, double delta) {
+    double q = 1 / (1 + exp(-eps)); // e^ε/(1+e^ε): the accuracy of ε-DP randomised response
+    double beta = binom_tail_ge(r, q, v), worst = 0, sum = 0;
+    for (int i = 1; i <= v; i++) { // sum = f(v−i) − f(v) = P[v − i <= Bin(r, q) < v]
+        sum += binom_pmf(r, q, v - i);
+        if (sum / i > worst)
+            worst = sum / i;
+    }
+    double p = beta + 2.0 * m * delta * worst;
+    return p < 1 ? p : 1;
+}
+
+double training_audit_one_run_epsilon(int m, int r, int v, double delta, double p) {
+    if (r <= 0 || !(training_audit_one_run_p_value(m, r, v, 0, delta) < p))
+        return 0;
+    double lo = 0, hi = 1;
+    while (hi < 100 && training_audit_one_run_p_value(m, r, v, hi, delta) < p) {
+        lo = hi;
+        hi *= 2;
+    }
+    if (hi >= 100 && training_audit_one_run_p_value(m, r, v, 100, delta) < p)
+        return 100;
+    for (int it = 0; it < 60; it++) { // the p-value grows with ε: keep lo on the rejected side
+        double mid = 0.5 * (lo + hi);
+        if (training_audit_one_run_p_value(m, r, v, mid, delta) < p)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static double ratio_bound(long long fa, long long na, long long fb, long long nb, double delta, double a) {
+    double num = audit_cp_lower(fa, na, a) - delta, den = audit_cp_upper(fb, nb, a);
+    return num > 0 && den > 0 ? log(num / den) : -INFINITY;
+}
+
+double training_audit_counts_epsilon(long long fire_in, long long n_in, long long fire_out, long long n_out,
+                                     double delta, double alpha) {
+    if (n_in <= 0 || n_out <= 0)
+        return 0;
+    double a = alpha / 2;
+    double e1 = ratio_bound(fire_in, n_in, fire_out, n_out, delta, a);
+    double e2 = ratio_bound(fire_out, n_out, fire_in, n_in, delta, a);
+    double e = e1 > e2 ? e1 : e2;
+    return e > 0 ? e : 0;
+}
+
+// ---- training with canaries ----------------------------------------------------------------
+
+typedef struct Canary {
+    int client;
+    uint32_t coord;     // flat index of its Dirac
+    int in;
+    double score[N_SCORES];
+} Canary;
+
+typedef struct AuditCtx {
+    Experiment *ex;
+    const TrainingAuditConfig *cfg;
+    Model *model;          // the audit's own copy, re-initialised per run
+    int replace;           // out = −c·e_j (1) or the zero update (0)
+    double norm;           // c (0 until resolved from the defense)
+    PrivacyRecord rec;     // the defense's account after the last run's planned rounds
+    cJSON *defense;        // its resolved parameters (first run)
+    int has_upload_notion; // the account states a separate upload-observer bound
+    cJSON *privacy;        // privacy_record_json of rec
+} AuditCtx;
+
+static double clip_of(const cJSON *defense) {
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(defense, "clip");
+    return cJSON_IsNumber(c) && c->valuedouble > 0 && isfinite(c->valuedouble) ? c->valuedouble : 1.0;
+}
+
+// One training run of the configured federation from `seed`, canaries uploading their
+// crafted updates; fills each canary's scores for the configured observer.
+static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int n_canaries, FpError *err) {
+    Experiment *ex = a->ex;
+    model_init(a->model, seed);
+    FedSetup s = {.cfg = ex->fed, .seed = seed, .threads = ex->threads, .backend = ex->backend, .global = a->model,
+                  .train = ex->train, .test = ex->test, .defense = ex->defense, .defense_json = ex->defense_json,
+                  .quiet = 1};
+    Federation *f = fed_create(&s, err);
+    if (!f)
+        return err ? err->code : FP_ENOMEM;
+    if (!a->defense) {
+        a->defense = fed_defense_json(f);
+        if (a->norm <= 0)
+            a->norm = clip_of(a->defense);
+    }
+    size_t np = a->model->table.n_params;
+    UploadKind kind = fed_upload_kind(f);
+    double dir = kind == UPLOAD_GRADIENT ? -1 : 1; // how +e_j in the upload moves the weights
+    int K = ex->fed.clients;
+    int *which = malloc(sizeof(int) * (size_t)K);
+    float *w0 = malloc(sizeof(float) * np), *prev = malloc(sizeof(float) * np), *cur = malloc(sizeof(float) * np);
+    float *update = calloc(np, sizeof(float)), *sent = malloc(sizeof(float) * np);
+    FpStatus st = FP_OK;
+    if (!which || !w0 || !prev || !cur || !update || !sent) {
+        st = fp_fail(err, FP_ENOMEM, "out of memory for the audit's canaries");
+        goto done;
+    }
+    for (int k = 0; k < K; k++)
+        which[k] = -1;
+    for (int c = 0; c < n_canaries; c++) {
+        which[cn[c].client] = c;
+        cn[c].score[SCORE_SIGNED] = cn[c].score[SCORE_MAGNITUDE] = 0;
+    }
+    model_get_params(a->model, w0);
+    memcpy(prev, w0, sizeof(float) * np);
+    float out_value = a->replace ? (float)-a->norm : 0.0f;
+    for (int r = 0; r < ex->fed.rounds && st == FP_OK; r++) {
+        int n;
+        const int *clients;
+        if ((st = fed_round_begin(f, &n, err)) != FP_OK)
+            break;
+        fed_round_participants(f, &clients);
+        if (kind == UPLOAD_WEIGHTS) // the Dirac on top of the round's global weights
+            memcpy(update, prev, sizeof(float) * np);
+        for (int slot = 0; slot < n && st == FP_OK; slot++) {
+            int c = which[clients[slot]];
+            if (c < 0)
+                continue;
+            uint32_t j = cn[c].coord;
+            float base = update[j];
+            update[j] = base + (cn[c].in ? (float)a->norm : out_value);
+            st = fed_round_craft_upload(f, slot, update, sent, err);
+            update[j] = base;
+            if (st == FP_OK && a->cfg->observer == AUDIT_OBSERVER_UPLOADS) {
+                double u = (double)sent[j] - (kind == UPLOAD_WEIGHTS ? prev[j] : 0);
+                cn[c].score[SCORE_SIGNED] += u;
+                cn[c].score[SCORE_MAGNITUDE] += fabs(u);
+            }
+        }
+        if (st == FP_OK)
+            st = fed_round_finish(f, err);
+        if (st != FP_OK)
+            break;
+        model_get_params(a->model, cur);
+        if (a->cfg->observer == AUDIT_OBSERVER_AGGREGATES)
+            for (int c = 0; c < n_canaries; c++) {
+                double dw = (double)cur[cn[c].coord] - prev[cn[c].coord];
+                cn[c].score[SCORE_SIGNED] += dir * dw;
+                cn[c].score[SCORE_MAGNITUDE] += fabs(dw);
+            }
+        memcpy(prev, cur, sizeof(float) * np);
+    }
+    if (st == FP_OK && a->cfg->observer == AUDIT_OBSERVER_FINAL_MODEL)
+        for (int c = 0; c < n_canaries; c++) {
+            double dw = (double)prev[cn[c].coord] - w0[cn[c].coord];
+            cn[c].score[SCORE_SIGNED] = dir * dw;
+            cn[c].score[SCORE_MAGNITUDE] = fabs(dw);
+        }
+    if (st == FP_OK) {
+        const FedRoundResult *last = fed_round_result(f, fed_rounds_done(f) - 1);
+        cJSON_Delete(a->privacy);
+        a->privacy = privacy_record_json(&last->privacy);
+        a->rec = last->privacy;
+        // The record's strings live in the defense's state: keep only the numbers.
+        a->rec.unit = a->rec.nominal_notion = a->rec.sound_notion = a->rec.upload_notion = NULL;
+        memset(a->rec.assumptions, 0, sizeof a->rec.assumptions);
+        a->has_upload_notion = last->privacy.upload_notion != NULL;
+    }
+done:
+    free(which);
+    free(w0);
+    free(prev);
+    free(cur);
+    free(update);
+    free(sent);
+    fed_free(f);
+    return st;
+}
+
+// m distinct trainable coordinates, uniformly from the public stream (partial Fisher-Yates).
+static FpStatus pick_coords(const ParamTable *t, uint64_t seed, int m, uint32_t *out, FpError *err) {
+    size_t d = t->n_trainable;
+    if ((size_t)m > d)
+        return fp_fail(err, FP_EPARAM, "attack.canaries: %d canaries need as many trainable coordinates; the model "
+                       "has %zu", m, d);
+    uint32_t *idx = malloc(sizeof(uint32_t) * (d ? d : 1));
+    if (!idx)
+        return fp_fail(err, FP_ENOMEM, "out of memory choosing canary coordinates");
+    clip_trainable_index(t, idx);
+    RngStream rs = rng_stream(seed, RNG_AUDIT, STREAM_COORDS, 0);
+    for (int k = 0; k < m; k++) {
+        uint32_t r = (uint32_t)k + rng_next_below(&rs, (uint32_t)(d - (size_t)k));
+        uint32_t tmp = idx[k];
+        idx[k] = idx[r];
+        idx[r] = tmp;
+        out[k] = idx[k];
+    }
+    free(idx);
+    return FP_OK;
+}
+
+// ---- one-run: guesses ----------------------------------------------------------------------
+
+typedef struct {
+    double s;
+    int in, id;
+} Scored;
+
+static int cmp_scored_desc(const void *x, const void *y) {
+    const Scored *a = x, *b = y;
+    if (a->s != b->s)
+        return a->s < b->s ? 1 : -1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+// Correct guesses when the k highest scores are guessed in and the k lowest out.
+static int correct_guesses(const Canary *cn, int m, int parity, int score, int k, Scored *buf, int *n_out) {
+    int n = 0;
+    for (int c = parity; c < m; c += 2)
+        buf[n++] = (Scored){cn[c].score[score], cn[c].in, c};
+    qsort(buf, (size_t)n, sizeof(Scored), cmp_scored_desc);
+    int v = 0;
+    for (int i = 0; i < k && i < n; i++)
+        v += buf[i].in;
+    for (int i = 0; i < k && n - 1 - i >= k; i++)
+        v += !buf[n - 1 - i].in;
+    *n_out = n;
+    return v;
+}
+
+typedef struct {
+    int score, k, r, v, m;
+    double epsilon;
+} OneRunChoice;
+
+// δ of the bound: the config's, else the defense's account's (0 for pure DP).
+static double audit_delta(const AuditCtx *a) {
+    if (a->cfg->delta >= 0)
+        return a->cfg->delta;
+    return a->rec.delta > 0 && a->rec.delta < 1 ? a->rec.delta : 0;
+}
+
+static FpStatus one_run(AuditCtx *a, cJSON *res, FpError *err) {
+    const TrainingAuditConfig *cfg = a->cfg;
+    Experiment *ex = a->ex;
+    int m = cfg->canaries, K = ex->fed.clients;
+    if (m > K)
+        return fp_fail(err, FP_EPARAM, "attack.canaries: %d canary clients, but the federation has %d clients "
+                       "(federation.clients)", m, K);
+    Canary *cn = calloc((size_t)m, sizeof(Canary));
+    uint32_t *coords = malloc(sizeof(uint32_t) * (size_t)m);
+    Scored *buf = malloc(sizeof(Scored) * (size_t)m);
+    if (!cn || !coords || !buf) {
+        free(cn);
+        free(coords);
+        free(buf);
+        return fp_fail(err, FP_ENOMEM, "out of memory for %d canaries", m);
+    }
+    FpStatus st = pick_coords(&a->model->table, ex->seed, m, coords, err);
+    RngStream bits = rng_stream(ex->seed, RNG_AUDIT, STREAM_BITS, 0);
+    for (int c = 0; c < m; c++)
+        cn[c] = (Canary){.client = K - m + c, .coord = coords[c], .in = (int)(rng_next_u32(&bits) & 1u)};
+    if (st == FP_OK)
+        st = train_with_canaries(a, ex->seed, cn, m, err);
+    if (st == FP_OK) {
+        // Choose the score and k on the even canaries, bound on the odd ones.
+        double delta = audit_delta(a), p0 = 1 - cfg->confidence;
+        int half = m / 2; // odd canaries: m/2; even: m − m/2
+        static const int divisors[] = {100, 50, 20, 10, 5, 4};
+        OneRunChoice best = {.epsilon = -1};
+        for (int sc = 0; sc < N_SCORES; sc++)
+            for (size_t di = 0; di < sizeof divisors / sizeof divisors[0]; di++) {
+                int k = half / divisors[di];
+                if (k < 1)
+                    continue;
+                int n, v = correct_guesses(cn, m, 0, sc, k, buf, &n);
+                double e = training_audit_one_run_epsilon(n, 2 * k, v, delta, p0);
+                if (e > best.epsilon)
+                    best = (OneRunChoice){sc, k, 2 * k, v, n, e};
+            }
+        int n, v = correct_guesses(cn, m, 1, best.score, best.k, buf, &n);
+        double eps = training_audit_one_run_epsilon(n, 2 * best.k, v, delta, p0);
+        int in_total = 0;
+        for (int c = 0; c < m; c++)
+            in_total += cn[c].in;
+        cJSON_AddNumberToObject(res, "epsilon_lower_bound", eps);
+        cJSON_AddNumberToObject(res, "canaries", m);
+        cJSON_AddNumberToObject(res, "canaries_in", in_total);
+        cJSON_AddNumberToObject(res, "canaries_scored", n);
+        cJSON_AddNumberToObject(res, "guesses", 2 * best.k);
+        cJSON_AddNumberToObject(res, "correct", v);
+        cJSON_AddStringToObject(res, "score", score_names[best.score]);
+        cJSON *sel = cJSON_AddObjectToObject(res, "selection");
+        cJSON_AddNumberToObject(sel, "canaries", best.m);
+        cJSON_AddNumberToObject(sel, "guesses", best.r);
+        cJSON_AddNumberToObject(sel, "correct", best.v);
+        cJSON_AddNumberToObject(sel, "epsilon", best.epsilon);
+    }
+    free(cn);
+    free(coords);
+    free(buf);
+    return st;
+}
+
+// ---- multi-run --------------------------------------------------------------------------------
+
+typedef struct {
+    int score, ge;      // the test: score >= tau (ge) or <= tau
+    double tau, epsilon;
+} Test;
+
+static void count_fires(const Canary *runs, int lo, int hi, const Test *t, long long *fi, long long *ni,
+                        long long *fo, long long *no) {
+    *fi = *ni = *fo = *no = 0;
+    for (int r = lo; r < hi; r++) {
+        double s = runs[r].score[t->score];
+        int fire = t->ge ? s >= t->tau : s <= t->tau;
+        if (runs[r].in) {
+            (*ni)++;
+            *fi += fire;
+        } else {
+            (*no)++;
+            *fo += fire;
+        }
+    }
+}
+
+static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
+    const TrainingAuditConfig *cfg = a->cfg;
+    Experiment *ex = a->ex;
+    int R = cfg->runs;
+    Canary *runs = calloc((size_t)R, sizeof(Canary));
+    if (!runs)
+        return fp_fail(err, FP_ENOMEM, "out of memory for %d runs", R);
+    uint32_t coord = 0;
+    FpStatus st = pick_coords(&a->model->table, ex->seed, 1, &coord, err);
+    RngStream seeds = rng_stream(ex->seed, RNG_AUDIT, STREAM_RUNS, 0);
+    for (int r = 0; r < R && st == FP_OK; r++) {
+        uint64_t hi = rng_next_u32(&seeds), lo = rng_next_u32(&seeds);
+        runs[r] = (Canary){.client = ex->fed.clients - 1, .coord = coord, .in = r % 2 == 0};
+        st = train_with_canaries(a, (hi << 32) | lo, &runs[r], 1, err);
+        if (!quiet && (R < 10 || (r + 1) % (R / 10) == 0))
+            fprintf(stderr, "audit-training: run %d/%d\n", r + 1, R);
+    }
+    if (st == FP_OK) {
+        double delta = audit_delta(a), alpha = 1 - cfg->confidence;
+        int pick = R / 2;
+        Test best = {.epsilon = -1};
+        for (int sc = 0; sc < N_SCORES; sc++)
+            for (int ge = 0; ge <= 1; ge++)
+                for (int r = 0; r < pick; r++) {
+                    Test t = {sc, ge, runs[r].score[sc], 0};
+                    long long fi, ni, fo, no;
+                    count_fires(runs, 0, pick, &t, &fi, &ni, &fo, &no);
+                    t.epsilon = training_audit_counts_epsilon(fi, ni, fo, no, delta, alpha);
+                    if (t.epsilon > best.epsilon)
+                        best = t;
+                }
+        long long fi, ni, fo, no;
+        count_fires(runs, pick, R, &best, &fi, &ni, &fo, &no);
+        double eps = training_audit_counts_epsilon(fi, ni, fo, no, delta, alpha);
+        cJSON_AddNumberToObject(res, "epsilon_lower_bound", eps);
+        cJSON_AddNumberToObject(res, "runs", R);
+        cJSON_AddNumberToObject(res, "runs_scored", R - pick);
+        cJSON *test = cJSON_AddObjectToObject(res, "test");
+        cJSON_AddStringToObject(test, "score", score_names[best.score]);
+        cJSON_AddStringToObject(test, "fires_when", best.ge ? "score >= threshold" : "score <= threshold");
+        cJSON_AddNumberToObject(test, "threshold", best.tau);
+        cJSON_AddNumberToObject(test, "fired_in", (double)fi);
+        cJSON_AddNumberToObject(test, "runs_in", (double)ni);
+        cJSON_AddNumberToObject(test, "fired_out", (double)fo);
+        cJSON_AddNumberToObject(test, "runs_out", (double)no);
+        cJSON_AddNumberToObject(test, "selection_epsilon", best.epsilon);
+    }
+    free(runs);
+    return st;
+}
+
+// ---- the claim --------------------------------------------------------------------------------
+
+// The ε the defense claims for the observer (see audits/training.h), and where it comes from.
+static double claimed_epsilon(const PrivacyRecord *p, int has_upload_notion, AuditObserver o, const char **source) {
+    if (o == AUDIT_OBSERVER_UPLOADS && has_upload_notion) {
+        *source = isfinite(p->epsilon_total_upload) ? "upload observer, proven"
+                  : isfinite(p->epsilon_total_upload_conditional) ? "upload observer, conditional"
+                                                                    : "upload observer: none";
+        return isfinite(p->epsilon_total_upload) ? p->epsilon_total_upload : p->epsilon_total_upload_conditional;
+    }
+    if (isfinite(p->epsilon_total_sound)) {
+        *source = "sound, proven";
+        return p->epsilon_total_sound;
+    }
+    if (isfinite(p->epsilon_total_conditional)) {
+        *source = "sound, conditional";
+        return p->epsilon_total_conditional;
+    }
+    if (p->epsilon_total_nominal >= 0 && isfinite(p->epsilon_total_nominal)) {
+        *source = "nominal (the paper's claim; no sound bound)";
+        return p->epsilon_total_nominal;
+    }
+    *source = "none";
+    return INFINITY;
+}
+
+static void add_num_or_null(cJSON *o, const char *key, double v) {
+    if (isfinite(v))
+        cJSON_AddNumberToObject(o, key, v);
+    else
+        cJSON_AddNullToObject(o, key);
+}
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+FpStatus training_audit_run(Experiment *ex, const TrainingAuditConfig *cfg, int quiet, cJSON *res, FpError *err) {
+    double t0 = now_seconds();
+    AuditCtx a = {.ex = ex, .cfg = cfg, .norm = cfg->canary_norm};
+    a.replace = cfg->neighbours == AUDIT_NEIGHBOURS_REPLACE ||
+                (cfg->neighbours == AUDIT_NEIGHBOURS_DEFAULT && ex->fed.sampling == SAMPLING_FIXED);
+    a.model = model_clone(ex->model, ex->backend, err);
+    if (!a.model)
+        return err ? err->code : FP_ENOMEM;
+    cJSON_AddStringToObject(res, "method", method_names[cfg->method]);
+    cJSON_AddStringToObject(res, "observer", observer_names[cfg->observer]);
+    cJSON_AddStringToObject(res, "neighbours", a.replace ? "replace" : "remove");
+    cJSON_AddNumberToObject(res, "confidence", cfg->confidence);
+    FpStatus st = cfg->method == TRAINING_AUDIT_ONE_RUN ? one_run(&a, res, err) : multi_run(&a, res, quiet, err);
+    if (st == FP_OK) {
+        const char *source;
+        double claim = claimed_epsilon(&a.rec, a.has_upload_notion, cfg->observer, &source);
+        if (!isnan(cfg->epsilon_claimed)) {
+            claim = cfg->epsilon_claimed;
+            source = "config: epsilon_claimed";
+        }
+        double eps = cJSON_GetObjectItemCaseSensitive(res, "epsilon_lower_bound")->valuedouble;
+        cJSON_AddNumberToObject(res, "delta", audit_delta(&a));
+        add_num_or_null(res, "epsilon_claimed", claim);
+        cJSON_AddStringToObject(res, "claim_source", source);
+        add_num_or_null(res, "epsilon_sound", a.rec.epsilon_total_sound);
+        add_num_or_null(res, "epsilon_conditional", a.rec.epsilon_total_conditional);
+        add_num_or_null(res, "epsilon_nominal", a.rec.epsilon_total_nominal);
+        cJSON_AddStringToObject(res, "guarantee", guarantee_name(a.rec.guarantee));
+        cJSON_AddBoolToObject(res, "pass", !(eps > claim));
+        cJSON_AddNumberToObject(res, "canary_norm", a.norm);
+        if (a.privacy)
+            cJSON_AddItemToObject(res, "privacy", cJSON_Duplicate(a.privacy, 1));
+        if (a.defense)
+            cJSON_AddItemToObject(res, "defense_resolved", cJSON_Duplicate(a.defense, 1));
+        cJSON_AddNumberToObject(res, "seconds", now_seconds() - t0);
+    }
+    cJSON_Delete(a.defense);
+    cJSON_Delete(a.privacy);
+    model_free(a.model);
+    return st;
+}
+
+// ---- the matrix attack ------------------------------------------------------------------------
+
+static FpStatus audit_validate(const AttackEnv *env, FpError *err) {
+    TrainingAuditConfig c;
+    return training_audit_parse(env->attack_json, env->path, &c, err);
+}
+
+static FpStatus audit_attack_run(const AttackEnv *env, cJSON *result, FpError *err) {
+    TrainingAuditConfig c;
+    FP_TRY(training_audit_parse(env->attack_json, env->path, &c, err));
+    return training_audit_run(env->ex, &c, env->quiet, result, err);
+}
+
+const AttackOps attack_audit_training = {
+    .name = "audit-training",
+    .summary = "empirical lower bound on the training run's epsilon: canary clients, one-run (Steinke et al. "
+               "2023) or multi-run white-box (Nasr et al. 2023) audit",
+    .headline = "epsilon_lower_bound",
+    .headline_higher_leaks = 1,
+    .validate = audit_validate,
+    .run = audit_attack_run,
+};

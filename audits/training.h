@@ -1,0 +1,111 @@
+// Empirical audits of whole federated training runs: `fedpriv audit-training` and the
+// matrix attack "audit-training". The privacy unit is the client (client-level DP and
+// local DP of the uploads); an audit gives a lower bound ε̂ on the ε of the configured
+// training run, to set beside the defense's claim.
+//
+// Canaries. A canary client uploads a crafted update instead of training: a Dirac of
+// norm c (default: the defense's clip) in one trainable coordinate j, in the upload
+// space of the defense (a delta, a summed gradient, or the global weights plus the
+// Dirac). It goes through the defense's client side exactly as a trained upload does
+// (fed_round_craft_upload, the one upload path of fl/). "In", it uploads +c·e_j; "out",
+// it uploads the neighbour the defense's account is stated for: with Bernoulli client
+// sampling (add/remove one client) the zero update, which the sum-and-noise defenses
+// release exactly as if the client were absent; with fixed-size cohorts and for local
+// DP (replace one client) −c·e_j. "neighbours" overrides the choice.
+//
+// Observers (what the auditor scores a canary from):
+//   final-model  the last global model against the first: w_T[j] − w_0[j];
+//   aggregates   every released aggregate (white box): the change of the global model
+//                at j in each round;
+//   uploads      the canary's own uploads as the server receives them.
+// Two scores per canary: signed (the sum along +e_j, oriented so that "in" pushes it
+// up: the likelihood-ratio statistic for Gaussian noise) and magnitude (the sum of
+// |·| per round, which sees data-dependent supports: an exact zero where the noise
+// should be). Which score, and how many guesses or which threshold, is chosen on data
+// the bound does not use (below), so the reported bound needs no correction for it.
+//
+// One-run audit (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training
+// run", arXiv 2305.08846). m canary clients (the last m client ids of the federation,
+// coordinates distinct, public), each "in" with probability ½ (S_i from the RNG_AUDIT
+// stream of the one seed), in one training run. The auditor guesses "in" for its k
+// highest scores and "out" for its k lowest (r = 2k guesses, v correct). For an
+// (ε, δ)-DP mechanism (§5, Theorem 5.2 of the arXiv version) the number W of correct
+// guesses satisfies
+//   P[W >= v] <= f(v) + 2mδ · max_{i=1..v} (f(v−i) − f(v)) / i,
+//   f(v) = P[Binomial(r, e^ε/(1+e^ε)) >= v],
+// and ε̂ is the largest ε for which this p-value stays below 1 − confidence (found by
+// doubling then 60 bisection steps, never above the exact root). The canaries of even
+// index choose the score and k (the best bound over k in {m/100, m/50, m/20, m/10, m/5,
+// m/4 of them}); the bound is computed from the odd-index canaries alone (m/2 of
+// them): given the even bits, the run is still (ε, δ)-DP in each odd bit, which are
+// independent fair coins.
+//
+// Multi-run audit (Nasr, Hayes, Steinke, Balle, Tramèr, Jagielski, Carlini, Terzis
+// 2023, "Tight auditing of differentially private machine learning", the white-box
+// gradient canary). R training runs, each from its own seed (RNG_AUDIT, run), alternately
+// with the canary client (the last client id) "in" and "out"; the canary's coordinate
+// is public and fixed. The first half of the runs chooses the test: a score, a
+// threshold τ and a side (in when score >= τ, or <= τ), maximising the bound on those
+// runs. On the second half, with one-sided Clopper-Pearson bounds at level (1−conf)/2
+// each (Jagielski, Ullman, Oprea 2020):
+//   ε̂ = max over (a, b) in {(in, out), (out, in)} of ln((p_lo(a) − δ) / p_hi(b)),
+// p(·) the probability that the test fires; if the training run is (ε, δ)-DP for this
+// pair of neighbours, ε̂ <= ε with probability >= confidence (a union bound over the
+// two directions' bounds). Runs differ in data partition, initialisation and noise:
+// each run is a neighbouring pair's draw, and a mixture of (ε, δ)-indistinguishable
+// pairs is (ε, δ)-indistinguishable.
+//
+// What ε̂ is compared with (epsilon_claimed): the defense's account after the planned
+// rounds for the observer (aggregates, final model: the sound bound; uploads: the upload
+// observer's bound when the defense states one, else the sound bound), proven if it is,
+// else its conditional figure, else the paper's nominal total; or "epsilon_claimed" of
+// the config (e.g. a control that declares a larger ε than its noise gives). pass:
+// ε̂ <= epsilon_claimed (an audit with nothing claimed passes: ∞).
+#ifndef FEDPRIV_AUDITS_TRAINING_H
+#define FEDPRIV_AUDITS_TRAINING_H
+
+#include <cjson/cJSON.h>
+
+#include "core/status.h"
+#include "fl/experiment.h"
+
+typedef enum { TRAINING_AUDIT_ONE_RUN = 0, TRAINING_AUDIT_MULTI_RUN = 1 } TrainingAuditMethod;
+typedef enum { AUDIT_OBSERVER_FINAL_MODEL = 0, AUDIT_OBSERVER_AGGREGATES = 1, AUDIT_OBSERVER_UPLOADS = 2 } AuditObserver;
+typedef enum { AUDIT_NEIGHBOURS_DEFAULT = 0, AUDIT_NEIGHBOURS_REMOVE = 1, AUDIT_NEIGHBOURS_REPLACE = 2 } AuditNeighbours;
+
+typedef struct TrainingAuditConfig {
+    TrainingAuditMethod method;   // "method": "one-run" (default) | "multi-run"
+    AuditObserver observer;       // "observer": "final-model" (default) | "aggregates" | "uploads"
+    AuditNeighbours neighbours;   // "neighbours": "remove" | "replace" (default: from the sampling)
+    int canaries;                 // one-run: m (default 200, at least 20, at most federation.clients)
+    int runs;                     // multi-run: R (default 200, even, at least 8)
+    double canary_norm;           // "canary_norm" (> 0); 0: the defense's "clip", else 1
+    double confidence;            // "confidence" (0.95)
+    double delta;                 // "delta"; < 0: the defense's δ
+    double epsilon_claimed;       // "epsilon_claimed"; NAN: the defense's account (see above)
+} TrainingAuditConfig;
+
+// Parses the audit's keys of an attack object ("name" is allowed and ignored); unknown
+// keys and bad values fail naming the JSON path.
+FpStatus training_audit_parse(const cJSON *attack_json, const char *path, TrainingAuditConfig *cfg, FpError *err);
+
+// Runs the audit over the experiment's federation (its model is cloned, the experiment
+// is left as it was) and fills result: "epsilon_lower_bound", "confidence", "observer",
+// "method", "epsilon_claimed" (null = ∞) with its "claim_source", "epsilon_sound" (the
+// proven bound, null = none), "epsilon_conditional", "guarantee", "delta", "pass", the
+// chosen test and its counts, "seconds". FP_EPARAM when the federation cannot hold the
+// canaries.
+FpStatus training_audit_run(Experiment *ex, const TrainingAuditConfig *cfg, int quiet, cJSON *result, FpError *err);
+
+// The one-run bound's p-value (the displayed inequality above): m canaries, r guesses,
+// v correct, for an (eps, delta)-DP mechanism. And ε̂: the largest ε whose p-value is
+// below p (0 when none is, at most 100).
+double training_audit_one_run_p_value(int m, int r, int v, double eps, double delta);
+double training_audit_one_run_epsilon(int m, int r, int v, double delta, double p);
+
+// The multi-run bound from counts: the test fired in fire_in of n_in "in" runs and
+// fire_out of n_out "out" runs; one-sided Clopper-Pearson at alpha/2 each.
+double training_audit_counts_epsilon(long long fire_in, long long n_in, long long fire_out, long long n_out,
+                                     double delta, double alpha);
+
+#endif
