@@ -289,7 +289,14 @@ FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const
         FedSetup s = {.cfg = ex->fed, .seed = seed, .threads = threads, .backend = be, .global = m,
                       .train = ex->train, .test = test, .partition = part, .defense = ex->defense,
                       .defense_json = ex->defense_json, .quiet = quiet,
-                      .hooks = {.ctx = h, .on_upload = hook_upload, .on_local_model = hook_local,
+                      // Ranks share the clients of the target's federation (fl/fed.h); a
+                      // fresh model (a reference or shadow model, trained by worker threads,
+                      // some read back from a rank's own cache) trains whole on each rank.
+                      .comm = fresh ? NULL : ex->comm,
+                      // The local-model hook only where the raw client model is the target:
+                      // with it, ranks cannot split the clients.
+                      .hooks = {.ctx = h, .on_upload = hook_upload,
+                                .on_local_model = h->client >= 0 && h->view == MIA_CLIENT_RAW ? hook_local : NULL,
                                 .on_global = hook_global}};
         s.cfg.samples_per_client = 0; // the partition holds exactly the plan's pieces
         Federation *f = NULL;

@@ -3,7 +3,13 @@
 // DIR/result.json (metrics, artifacts relative to DIR, run metadata, "status": "done").
 // A run that diverged (a non-finite defended upload or matching loss) writes "status":
 // "diverged" with the reason and no metrics, and exits 1.
+// Under mpirun/srun (fedpriv built with MPI) every rank runs the attack and the ranks
+// share the clients of its target federation (fl/fed.h); rank 0 writes DIR, the other
+// ranks write their artifacts into a scratch folder they remove, and print only their
+// own errors.
+#define _XOPEN_SOURCE 700 // nftw, mkdtemp
 #include <errno.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +18,7 @@
 
 #include "attacks/attack.h"
 #include "cli/cli.h"
+#include "core/comm.h"
 #include "core/files.h"
 #include "core/jsonv.h"
 #include "defenses/registry.h"
@@ -22,7 +29,9 @@ static void usage(FILE *f) {
                "  against the config's defense, and writes DIR/result.json. The config's attack.name,\n"
                "  if present, must match NAME. Membership attacks keep their reference models' logits\n"
                "  in DIR/reference-models/: a rerun into DIR trains none of them again. Exit 0 when\n"
-               "  done, 1 if the attack diverged (the result says so, without metrics), 2 on bad input.\n");
+               "  done, 1 if the attack diverged (the result says so, without metrics), 2 on bad input.\n"
+               "  Under mpirun -n R (built with MPI) the ranks share the clients of the attack's target\n"
+               "  federation and rank 0 writes DIR (docs/cluster.md).\n");
 }
 
 static int make_dir(const char *dir, FpError *err) {
@@ -32,6 +41,25 @@ static int make_dir(const char *dir, FpError *err) {
     }
     return 1;
 }
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+// An error: rank 0 says it; another rank only its own (not one every rank met alike).
+static int attack_error(const Comm *comm, const FpError *err, int own) {
+    if (comm_rank(comm) == 0)
+        return cli_report_error("attack", err);
+    if (own)
+        fp_print_line(stderr, "fedpriv attack (rank %d of %d): %s", comm_rank(comm), comm_size(comm), err->msg);
+    return cli_error_status(err);
+}
+
+static int attack_run(Comm *comm, const AttackOps *ops, const char *name, const char *config, const char *out,
+                      const char *device, int threads);
 
 int cmd_attack(int argc, char **argv) {
     if (cli_wants_help(argc, argv) || argc < 2) {
@@ -68,22 +96,50 @@ int cmd_attack(int argc, char **argv) {
         return CLI_EXIT_BADINPUT;
     }
     FpError err = {0};
-    cJSON *root = NULL;
-    if (fp_check_writable_dir(out, &err) != FP_OK || jv_load_file(config, &root, &err) != FP_OK)
+    Comm *comm = NULL;
+    if (comm_create(&comm, &err) != FP_OK)
         return cli_report_error("attack", &err);
+    int rc;
+    if (comm_rank(comm) == 0)
+        rc = attack_run(comm, ops, name, config, out, device, (int)threads);
+    else { // artifacts of the other ranks go to a scratch folder, removed after
+        const char *tmp = getenv("TMPDIR");
+        char scratch[4096];
+        snprintf(scratch, sizeof scratch, "%s/fedpriv-attack-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(scratch)) {
+            fp_fail(&err, FP_EIO, "%s: cannot create a scratch folder: %s", scratch, strerror(errno));
+            rc = attack_error(comm, &err, 1);
+        } else {
+            rc = attack_run(comm, ops, name, config, scratch, device, (int)threads);
+            nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        }
+    }
+    comm_free(comm);
+    return rc;
+}
+
+static int attack_run(Comm *comm, const AttackOps *ops, const char *name, const char *config, const char *out,
+                      const char *device, int threads) {
+    FpError err = {0};
+    cJSON *root = NULL;
+    int lead = comm_rank(comm) == 0;
+    if (fp_check_writable_dir(out, &err) != FP_OK || jv_load_file(config, &root, &err) != FP_OK)
+        return attack_error(comm, &err, 0);
     cJSON *attack_json = cJSON_GetObjectItemCaseSensitive(root, "attack");
     cJSON *owned = NULL;
     if (!attack_json) {
         owned = cJSON_CreateObject();
         attack_json = owned;
     } else if (!cJSON_IsObject(attack_json)) {
-        fp_print_line(stderr, "fedpriv attack: %s: attack: must be an object", config);
+        if (lead)
+            fp_print_line(stderr, "fedpriv attack: %s: attack: must be an object", config);
         cJSON_Delete(root);
         return CLI_EXIT_BADINPUT;
     }
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(attack_json, "name");
     if (n && (!cJSON_IsString(n) || strcmp(n->valuestring, name) != 0)) {
-        fp_print_line(stderr, "fedpriv attack: %s: attack.name: \"%s\" does not match the command's attack \"%s\"", config,
+        if (lead)
+            fp_print_line(stderr, "fedpriv attack: %s: attack.name: \"%s\" does not match the command's attack \"%s\"", config,
                 cJSON_IsString(n) ? n->valuestring : "?", name);
         cJSON_Delete(owned);
         cJSON_Delete(root);
@@ -91,21 +147,22 @@ int cmd_attack(int argc, char **argv) {
     }
     static const char *const extra[] = {"attack", NULL};
     Experiment ex;
-    AttackEnv env = {.attack_json = attack_json, .path = "attack", .out_dir = out};
+    AttackEnv env = {.attack_json = attack_json, .path = "attack", .out_dir = out, .quiet = !lead};
     int rc = CLI_EXIT_OK;
     if (experiment_load(root, extra, device, (int)threads, defense_find, &ex, &err) != FP_OK) {
         fp_error_prefix(&err, config);
         cJSON_Delete(owned);
         cJSON_Delete(root);
-        return cli_report_error("attack", &err);
+        return attack_error(comm, &err, 0);
     }
+    ex.comm = comm;
     env.ex = &ex;
     char refdir[4200];
     snprintf(refdir, sizeof refdir, "%s/reference-models", out);
     env.reference_dir = refdir;
     if (ops->validate(&env, &err) != FP_OK || !make_dir(out, &err)) {
         fp_error_prefix(&err, config);
-        rc = cli_report_error("attack", &err);
+        rc = attack_error(comm, &err, 0);
         goto done;
     }
     struct timespec t0, t1, c0, c1;
@@ -121,14 +178,15 @@ int cmd_attack(int argc, char **argv) {
     if (st == FP_EDIVERGED) {
         // A diverged run is a result, never a finding: the status and the reason, and
         // whatever the attack recorded of its setting (observations), no metrics.
-        fp_print_line(stderr, "fedpriv attack: diverged: %s", err.msg);
+        if (lead)
+            fp_print_line(stderr, "fedpriv attack: diverged: %s", err.msg);
         cJSON_AddStringToObject(res, "status", "diverged");
         cJSON_AddStringToObject(res, "message", err.msg);
         if (ops->headline)
             cJSON_DeleteItemFromObjectCaseSensitive(res, ops->headline);
         rc = CLI_EXIT_FAIL;
     } else if (st != FP_OK) {
-        rc = cli_report_error("attack", &err);
+        rc = attack_error(comm, &err, !strstr(err.msg, FED_RANK_FAILED_NOTE));
         cJSON_Delete(res);
         goto done;
     } else
@@ -138,7 +196,7 @@ int cmd_attack(int argc, char **argv) {
     cJSON_AddNumberToObject(res, "cpu_seconds", (c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) * 1e-9);
     char path[4096];
     snprintf(path, sizeof path, "%s/result.json", out);
-    if (jv_write_file_atomic(path, res, &err) != FP_OK)
+    if (lead && jv_write_file_atomic(path, res, &err) != FP_OK)
         rc = cli_report_error("attack", &err);
     cJSON_Delete(res);
 done:

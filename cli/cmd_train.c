@@ -1,12 +1,17 @@
 // `fedpriv train --config FILE.json [--out result.json] [--device cpu|cuda] [--threads N] [--secure-rng]`:
 // trains a federation under a defense and writes the result JSON (resolved config,
 // seed, backend, per-round accuracy and loss and privacy, final figures, wall time).
+// Under mpirun/srun (fedpriv built with MPI) the ranks run one federation together, each
+// forming a share of every round's uploads (fl/fed.h); rank 0 writes the result and the
+// model, the other ranks print nothing but their own errors.
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "cli/cli.h"
+#include "core/comm.h"
 #include "core/files.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
@@ -19,7 +24,127 @@ static void usage(FILE *f) {
                "  Trains a simulated federation as the config describes and writes the result JSON\n"
                "  (default: stdout). Progress goes to stderr. Exit 0 on success, 1 if training\n"
                "  diverged (the result says so), 2 on bad input. --secure-rng: draw the defense's\n"
-               "  noise from ChaCha20 keyed by getrandom (as \"rng\": \"secure\" in the config).\n");
+               "  noise from ChaCha20 keyed by getrandom (as \"rng\": \"secure\" in the config).\n"
+               "  Under mpirun -n R (built with MPI) R ranks share every round's clients; the\n"
+               "  result is bit-identical to one process, and rank 0 writes it (docs/cluster.md).\n");
+}
+
+// An error: rank 0 says it; another rank says it only when it is its own (a failure
+// every rank met in the same place, bad input above all, is said once).
+static int train_error(const Comm *comm, const FpError *err, int own) {
+    if (comm_rank(comm) == 0)
+        return cli_report_error("train", err);
+    if (own)
+        fp_print_line(stderr, "fedpriv train (rank %d of %d): %s", comm_rank(comm), comm_size(comm), err->msg);
+    return cli_error_status(err);
+}
+
+// Every rank must hold the federation before the first round's exchange: one that could
+// not (a data file missing on its node) stops them all. The lowest failing rank says why
+// (rank 0 names it when it is another). Returns 0 when every rank is ready, else the
+// exit status.
+static int ranks_ready(Comm *comm, FpStatus st, FpError *err) {
+    int me = comm_rank(comm), first = INT_MAX;
+    FpError e2 = {0};
+    if (comm_min_int(comm, st == FP_OK ? INT_MAX : me * 16 + (int)st, &first, &e2) != FP_OK)
+        return train_error(comm, &e2, 1);
+    if (first == INT_MAX)
+        return 0;
+    if (st != FP_OK)
+        return train_error(comm, err, first / 16 == me);
+    fp_fail(err, (FpStatus)(first % 16), "rank %d of %d could not load the experiment (" FED_RANK_FAILED_NOTE ")",
+            first / 16, comm_size(comm));
+    return train_error(comm, err, 0);
+}
+
+static int train_run(Comm *comm, const char *config, const char *out, const char *device, const char *save,
+                     int threads, int secure_rng) {
+    FpError err = {0};
+    int lead = comm_rank(comm) == 0;
+    cJSON *root = NULL;
+    // Outputs are checked before the work (by rank 0, which writes them): a read-only
+    // folder or a directory named as the result fails now, not after training.
+    FpStatus st = FP_OK;
+    if (lead && out)
+        st = fp_check_writable_file(out, &err);
+    if (st == FP_OK && lead && save)
+        st = fp_check_writable_file(save, &err);
+    if (st == FP_OK)
+        st = jv_load_file(config, &root, &err);
+    int loaded = st == FP_OK; // these messages name their file already
+    // --secure-rng overrides the config's "rng" key (docs/security.md).
+    if (st == FP_OK && secure_rng && cJSON_IsObject(root)) {
+        cJSON_DeleteItemFromObjectCaseSensitive(root, "rng");
+        cJSON_AddStringToObject(root, "rng", "secure");
+    }
+    Experiment ex;
+    memset(&ex, 0, sizeof ex);
+    Federation *f = NULL;
+    if (st == FP_OK && (st = experiment_load(root, NULL, device, threads, defense_find, &ex, &err)) == FP_OK) {
+        ex.comm = comm;
+        if (!(f = experiment_federation(&ex, NULL, 0, &err)))
+            st = err.code != FP_OK ? err.code : FP_ENOMEM;
+    }
+    // Messages name the JSON path; say which file it is in.
+    if (st != FP_OK && loaded)
+        fp_error_prefix(&err, config);
+    int rc = ranks_ready(comm, st, &err);
+    if (rc != 0) {
+        fed_free(f);
+        experiment_free(&ex);
+        cJSON_Delete(root);
+        return rc;
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    st = fed_run(f, 0, &err);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    cJSON *res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "command", "train");
+    experiment_describe(&ex, f, res);
+    cJSON_AddItemToObject(res, "rounds", fed_rounds_json(f, 1));
+    rc = CLI_EXIT_OK;
+    if (st == FP_OK) {
+        cJSON_AddStringToObject(res, "status", "ok");
+        const FedRoundResult *last = fed_round_result(f, fed_rounds_done(f) - 1);
+        cJSON *fin = cJSON_AddObjectToObject(res, "final");
+        if (ex.test->n_classes)
+            cJSON_AddNumberToObject(fin, "test_accuracy", last->test_accuracy);
+        cJSON_AddNumberToObject(fin, "test_loss", last->test_loss);
+        if (!ex.test->n_classes)
+            cJSON_AddNumberToObject(fin, "test_mae", last->test_mae);
+        cJSON_AddItemToObject(fin, "privacy", privacy_record_json(&last->privacy));
+        if (lead && save && model_save(ex.model, save, &err) != FP_OK)
+            rc = cli_report_error("train", &err);
+    } else if (st == FP_EDIVERGED) {
+        cJSON_AddStringToObject(res, "status", "diverged");
+        cJSON_AddNumberToObject(res, "diverged_round", fed_rounds_done(f));
+        cJSON_AddNullToObject(res, "final");
+        if (lead)
+            fp_print_line(stderr, "fedpriv train: %s", err.msg);
+        rc = CLI_EXIT_FAIL;
+    } else {
+        // A rank's own failure is said by that rank (the others name it in theirs).
+        rc = train_error(comm, &err, !strstr(err.msg, FED_RANK_FAILED_NOTE));
+        cJSON_Delete(res);
+        res = NULL;
+    }
+    if (res && lead) {
+        cJSON_AddNumberToObject(res, "wall_seconds", (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+        if (out) {
+            if (jv_write_file_atomic(out, res, &err) != FP_OK)
+                rc = cli_report_error("train", &err);
+        } else {
+            char *text = jnum_print(res, 1);
+            puts(text);
+            free(text);
+        }
+    }
+    cJSON_Delete(res);
+    fed_free(f);
+    experiment_free(&ex);
+    cJSON_Delete(root);
+    return rc;
 }
 
 int cmd_train(int argc, char **argv) {
@@ -56,77 +181,10 @@ int cmd_train(int argc, char **argv) {
         return CLI_EXIT_BADINPUT;
     }
     FpError err = {0};
-    cJSON *root = NULL;
-    // Outputs are checked before the work: a read-only folder or a directory named as
-    // the result fails now, not after training.
-    if ((out && fp_check_writable_file(out, &err) != FP_OK) || (save && fp_check_writable_file(save, &err) != FP_OK) ||
-        jv_load_file(config, &root, &err) != FP_OK)
+    Comm *comm = NULL;
+    if (comm_create(&comm, &err) != FP_OK)
         return cli_report_error("train", &err);
-    // --secure-rng overrides the config's "rng" key (docs/security.md).
-    if (secure_rng && cJSON_IsObject(root)) {
-        cJSON_DeleteItemFromObjectCaseSensitive(root, "rng");
-        cJSON_AddStringToObject(root, "rng", "secure");
-    }
-    Experiment ex;
-    if (experiment_load(root, NULL, device, (int)threads, defense_find, &ex, &err) != FP_OK) {
-        cJSON_Delete(root);
-        // Messages name the JSON path; say which file it is in.
-        fp_error_prefix(&err, config);
-        return cli_report_error("train", &err);
-    }
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    Federation *f = experiment_federation(&ex, NULL, 0, &err);
-    if (!f) {
-        fp_error_prefix(&err, config);
-        experiment_free(&ex);
-        cJSON_Delete(root);
-        return cli_report_error("train", &err);
-    }
-    FpStatus st = fed_run(f, 0, &err);
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    cJSON *res = cJSON_CreateObject();
-    cJSON_AddStringToObject(res, "command", "train");
-    experiment_describe(&ex, f, res);
-    cJSON_AddItemToObject(res, "rounds", fed_rounds_json(f, 1));
-    int rc = CLI_EXIT_OK;
-    if (st == FP_OK) {
-        cJSON_AddStringToObject(res, "status", "ok");
-        const FedRoundResult *last = fed_round_result(f, fed_rounds_done(f) - 1);
-        cJSON *fin = cJSON_AddObjectToObject(res, "final");
-        if (ex.test->n_classes)
-            cJSON_AddNumberToObject(fin, "test_accuracy", last->test_accuracy);
-        cJSON_AddNumberToObject(fin, "test_loss", last->test_loss);
-        if (!ex.test->n_classes)
-            cJSON_AddNumberToObject(fin, "test_mae", last->test_mae);
-        cJSON_AddItemToObject(fin, "privacy", privacy_record_json(&last->privacy));
-        if (save && model_save(ex.model, save, &err) != FP_OK)
-            rc = cli_report_error("train", &err);
-    } else if (st == FP_EDIVERGED) {
-        cJSON_AddStringToObject(res, "status", "diverged");
-        cJSON_AddNumberToObject(res, "diverged_round", fed_rounds_done(f));
-        cJSON_AddNullToObject(res, "final");
-        fp_print_line(stderr, "fedpriv train: %s", err.msg);
-        rc = CLI_EXIT_FAIL;
-    } else {
-        rc = cli_report_error("train", &err);
-        cJSON_Delete(res);
-        res = NULL;
-    }
-    if (res) {
-        cJSON_AddNumberToObject(res, "wall_seconds", (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
-        if (out) {
-            if (jv_write_file_atomic(out, res, &err) != FP_OK)
-                rc = cli_report_error("train", &err);
-        } else {
-            char *text = jnum_print(res, 1);
-            puts(text);
-            free(text);
-        }
-    }
-    cJSON_Delete(res);
-    fed_free(f);
-    experiment_free(&ex);
-    cJSON_Delete(root);
+    int rc = train_run(comm, config, out, device, save, (int)threads, secure_rng);
+    comm_free(comm);
     return rc;
 }

@@ -216,6 +216,49 @@ FpStatus comm_bcast(Comm *c, int root, void *buf, size_t bytes, FpError *err) {
     return FP_OK;
 }
 
+FpStatus comm_share_blocks(Comm *c, void *buf, const size_t *offsets, FpError *err) {
+#ifdef FEDPRIV_HAVE_MPI
+    if (c->mpi && c->size > 1) {
+        // One broadcast per rank's block (per piece of it): every rank starts the same
+        // broadcasts in the same order, then all complete together.
+        const size_t piece = (size_t)1 << 30;
+        size_t n_req = 0;
+        for (int r = 0; r < c->size; r++)
+            n_req += (offsets[r + 1] - offsets[r] + piece - 1) / piece;
+        MPI_Request *req = fp_malloc(sizeof(MPI_Request) * (n_req ? n_req : 1), err);
+        if (!req)
+            return FP_ENOMEM;
+        size_t k = 0;
+        int rc = MPI_SUCCESS;
+        for (int r = 0; r < c->size && rc == MPI_SUCCESS; r++)
+            for (size_t at = offsets[r]; at < offsets[r + 1] && rc == MPI_SUCCESS; at += piece) {
+                size_t len = offsets[r + 1] - at < piece ? offsets[r + 1] - at : piece;
+                rc = MPI_Ibcast((char *)buf + at, (int)len, MPI_BYTE, r, MPI_COMM_WORLD, &req[k++]);
+            }
+        FpStatus st = FP_OK;
+        if (rc != MPI_SUCCESS)
+            st = mpi_fail(err, rc, "MPI_Ibcast");
+        while (st == FP_OK) {
+            int done = 0;
+            rc = MPI_Testall((int)k, req, &done, MPI_STATUSES_IGNORE);
+            if (rc != MPI_SUCCESS)
+                st = mpi_fail(err, rc, "MPI_Testall");
+            else if (done)
+                break;
+            else
+                comm_nap();
+        }
+        free(req);
+        return st;
+    }
+#endif
+    (void)c;
+    (void)buf;
+    (void)offsets;
+    (void)err;
+    return FP_OK;
+}
+
 FpStatus comm_min_int(Comm *c, int v, int *out, FpError *err) {
     *out = v;
 #ifdef FEDPRIV_HAVE_MPI

@@ -49,6 +49,10 @@ FpStatus comm_probe(Comm *c, int src, int tag, int *ready, int *from, FpError *e
 FpStatus comm_recv(Comm *c, int src, int tag, void *buf, size_t bytes, int *from, FpError *err);
 // buf of rank root to every rank.
 FpStatus comm_bcast(Comm *c, int root, void *buf, size_t bytes, FpError *err);
+// Every rank's block to every rank: rank r holds bytes [offsets[r], offsets[r+1]) of buf
+// (offsets has size+1 entries, the same on every rank) and afterwards every rank holds
+// all of buf. Blocks of any size (sent in pieces of at most 1 GiB).
+FpStatus comm_share_blocks(Comm *c, void *buf, const size_t *offsets, FpError *err);
 // The smallest v over all ranks, on every rank.
 FpStatus comm_min_int(Comm *c, int v, int *out, FpError *err);
 // Ends every process of the job with `code` (MPI_Abort): for a broken protocol, where

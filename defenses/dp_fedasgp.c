@@ -277,6 +277,34 @@ static FpStatus asgp_perturb(void *state, float *upload, const DefenseRound *rou
     return st;
 }
 
+// What asgp_perturb keeps of a client (the paper's L_i and n_i, which the client sends
+// the server beside its upload; the coordinates it noised), moved where it did not run.
+typedef struct AsgpClientState {
+    double loss;
+    int n_samples;
+    size_t selected;
+} AsgpClientState;
+
+static void asgp_client_state_save(const void *state, const DefenseRound *round, void *buf) {
+    const DpFedAsgp *s = state;
+    AsgpClientState cs = {.loss = NAN};
+    if (round->client >= 0 && round->client < s->n_clients)
+        cs = (AsgpClientState){.loss = s->loss[round->client], .n_samples = s->n_samples[round->client],
+                               .selected = s->selected[round->client]};
+    memcpy(buf, &cs, sizeof cs);
+}
+
+static void asgp_client_state_load(void *state, const DefenseRound *round, const void *buf) {
+    DpFedAsgp *s = state;
+    AsgpClientState cs;
+    memcpy(&cs, buf, sizeof cs);
+    if (round->client < 0 || round->client >= s->n_clients)
+        return;
+    s->loss[round->client] = cs.loss;
+    s->n_samples[round->client] = cs.n_samples;
+    s->selected[round->client] = cs.selected;
+}
+
 static void asgp_upload_params(const void *state, const DefenseRound *round, UploadParams *out) {
     const DpFedAsgp *s = state;
     *out = upload_params_none();
@@ -392,6 +420,9 @@ const DefenseOps defense_dp_fedasgp = {
     .upload_kind = asgp_upload_kind,
     .client_perturb = asgp_perturb,
     .upload_params = asgp_upload_params,
+    .client_state_size = sizeof(AsgpClientState),
+    .client_state_save = asgp_client_state_save,
+    .client_state_load = asgp_client_state_load,
     .server_aggregate = asgp_aggregate,
     .privacy = asgp_privacy,
     .describe = asgp_describe,

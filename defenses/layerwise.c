@@ -654,6 +654,31 @@ static void lw_upload_params(const void *state, const DefenseRound *round, Uploa
     out->epsilon = cr->eps_final;
 }
 
+// What lw_perturb keeps of client k (its last round's record and the budget it has
+// spent), moved where it did not run; the global model it saw is the round's own there.
+typedef struct LwClientState {
+    LayerwiseClientRound last;
+    double spent_nominal, spent_sound;
+} LwClientState;
+
+static void lw_client_state_save(const void *state, const DefenseRound *round, void *buf) {
+    const LwState *s = state;
+    int k = round->client;
+    LwClientState cs = {.last = s->last[k], .spent_nominal = s->spent_nominal[k], .spent_sound = s->spent_sound[k]};
+    memcpy(buf, &cs, sizeof cs);
+}
+
+static void lw_client_state_load(void *state, const DefenseRound *round, const void *buf) {
+    LwState *s = state;
+    int k = round->client;
+    LwClientState cs;
+    memcpy(&cs, buf, sizeof cs);
+    s->last[k] = cs.last;
+    s->spent_nominal[k] = cs.spent_nominal;
+    s->spent_sound[k] = cs.spent_sound;
+    s->global_seen[k] = round->global;
+}
+
 // -- server side ------------------------------------------------------------------------------
 static FpStatus lw_aggregate(void *state, int round, const float *const *uploads, const double *weights,
                              const int *clients, int k, float *out, FpError *err) {
@@ -816,6 +841,9 @@ const DefenseOps defense_layerwise = {
     .participates = lw_participates,
     .client_perturb = lw_perturb,
     .upload_params = lw_upload_params,
+    .client_state_size = sizeof(LwClientState),
+    .client_state_save = lw_client_state_save,
+    .client_state_load = lw_client_state_load,
     .server_aggregate = lw_aggregate,
     .end_round = lw_end_round,
     .privacy = lw_privacy,
@@ -832,6 +860,9 @@ const DefenseOps defense_flat_laplace = {
     .participates = lw_participates,
     .client_perturb = lw_perturb,
     .upload_params = lw_upload_params,
+    .client_state_size = sizeof(LwClientState),
+    .client_state_save = lw_client_state_save,
+    .client_state_load = lw_client_state_load,
     .server_aggregate = lw_aggregate,
     .end_round = lw_end_round,
     .privacy = lw_privacy,

@@ -213,6 +213,16 @@ typedef struct DefenseOps {
     // Optional: what client_perturb just applied to this client's upload (same round
     // context; reads state only). NULL: upload_params_none().
     void (*upload_params)(const void *state, const DefenseRound *round, UploadParams *out);
+    // Optional, for a defense whose client side (client_perturb, local_gradient) keeps
+    // per-client state that its server side or later rounds read (participates,
+    // upload_params, server_aggregate, end_round, privacy): that client's state after its
+    // upload as client_state_size bytes (save: reads state only), and the same state put
+    // back where the client did not run (load). The engine moves it beside the upload when
+    // a round's clients run in other processes (one federation across MPI ranks, fl/fed.h),
+    // so every process holds the same state after every round. NULL/0: nothing to move.
+    size_t client_state_size;
+    void (*client_state_save)(const void *state, const DefenseRound *round, void *buf);
+    void (*client_state_load)(void *state, const DefenseRound *round, const void *buf);
     // Optional: server aggregation of k perturbed uploads into out (same kind as the uploads).
     // weights[i] = the engine's FedAvg weight of upload i (they sum to 1). NULL = weighted mean.
     // Called with k = 0 in a round nobody takes part only when release_empty_rounds is set.

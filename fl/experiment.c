@@ -175,7 +175,7 @@ void experiment_free(Experiment *ex) {
 Federation *experiment_federation(Experiment *ex, const FedHooks *hooks, int quiet, FpError *err) {
     FedSetup s = {.cfg = ex->fed, .seed = ex->seed, .threads = ex->threads, .backend = ex->backend,
                   .global = ex->model, .train = ex->train, .test = ex->test, .defense = ex->defense,
-                  .defense_json = ex->defense_json, .quiet = quiet};
+                  .defense_json = ex->defense_json, .quiet = quiet, .comm = ex->comm};
     if (hooks)
         s.hooks = *hooks;
     return fed_create(&s, err);

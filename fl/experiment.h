@@ -33,6 +33,8 @@ typedef struct Experiment {
     const cJSON *model_json;   // points into the config
     const cJSON *dataset_json;
     char dataset_name[64];
+    Comm *comm;                // optional, borrowed: the ranks that run its federations together
+                               // (FedSetup.comm); experiment_load leaves it NULL (one process)
 } Experiment;
 
 // Loads an experiment from a parsed config. extra_keys (NULL-terminated, may be NULL)

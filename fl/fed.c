@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "core/jsonv.h"
+#include "core/rng_secure.h" // RNG_SEED_SECURE
 #include "datasets/power_load.h" // dataset_natural_partition
 
 static const char *const sampling_names[] = {"fixed", "bernoulli", NULL};
@@ -212,6 +213,14 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
     size_t np = setup->global->table.n_params;
     if (!f->s.defense)
         f->s.defense = &defense_none;
+    if (comm_size(setup->comm) > 1 && (setup->seed & RNG_SEED_SECURE)) {
+        fp_fail(err, FP_EUNSUPPORTED, "a secure-RNG federation runs in one process: its sampling and server noise "
+                "are fresh OS randomness in each process, so %d ranks would not agree (run it without mpirun)",
+                comm_size(setup->comm));
+        goto fail;
+    }
+    if (comm_rank(setup->comm) != 0)
+        f->s.quiet = 1; // rank 0 speaks for the federation
     if (make_partition(f, err) != FP_OK || make_defense(f, err) != FP_OK)
         goto fail;
     // Workers.
@@ -276,6 +285,7 @@ void fed_free(Federation *f) {
                 free(f->override[k]);
             }
     free(f->override);
+    free(f->rank_records);
     free(f->uploads);
     free(f->slot_params);
     free(f->slot_done);
@@ -578,7 +588,9 @@ FpStatus fed_round_set_upload(Federation *f, int slot, const float *upload, cons
 }
 
 FpStatus fed_round_finish(Federation *f, FpError *err) {
-    FP_TRY(fed_round_run(f, NULL, 0, err));
+    if (!f->round_open)
+        return fp_fail(err, FP_EPARAM, "no round is begun");
+    FP_TRY(fed_ranks(f) > 1 ? fed_round_form_ranks(f, err) : fed_round_run(f, NULL, 0, err));
     const FedConfig *c = &f->s.cfg;
     size_t np = f->s.global->table.n_params;
     int r = f->rounds_done, n = f->n_round;

@@ -23,6 +23,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "core/comm.h"
 #include "datasets/batch.h"
 #include "datasets/dataset.h"
 #include "fl/defense.h"
@@ -129,6 +130,9 @@ typedef struct FedSetup {
     const cJSON *defense_json;      // the "defense" object (NULL = {"name": ...} defaults)
     FedHooks hooks;
     int quiet;                      // no progress on stderr
+    Comm *comm;                     // optional, borrowed (core/comm.h): several ranks run this one
+                                    // federation, each forming a share of every round's uploads
+                                    // (see "One federation across ranks"); NULL or one rank: alone
 } FedSetup;
 
 Federation *fed_create(const FedSetup *setup, FpError *err);
@@ -186,9 +190,39 @@ FpStatus fed_round_set_upload(Federation *f, int slot, const float *upload, cons
 FpStatus fed_round_craft_upload(Federation *f, int slot, const float *update, float *upload_out, FpError *err);
 // What a client uploads under the federation's defense.
 UploadKind fed_upload_kind(const Federation *f);
-// Forms the missing slots, aggregates in client order, updates the defense's schedules
-// and accounting, evaluates and records the round. FP_EDIVERGED when the model is not finite.
+// Forms the missing slots (across ranks, see below), aggregates in client order,
+// updates the defense's schedules and accounting, evaluates and records the round.
+// FP_EDIVERGED when the model is not finite.
 FpStatus fed_round_finish(Federation *f, FpError *err);
+
+// A slot as another process receives it: the upload (n_params floats) followed by the
+// defense's per-client state (DefenseOps.client_state_size bytes). fed_slot_record_size
+// is its size; fed_round_save_slot writes formed slot s's record; fed_round_load_slot
+// makes slot s the record's upload, puts the client's state into this federation's
+// defense state and states what was applied from it (DefenseOps.upload_params), so the
+// federation is in the state it would be in had it formed the slot itself.
+size_t fed_slot_record_size(const Federation *f);
+FpStatus fed_round_save_slot(const Federation *f, int slot, void *record, FpError *err);
+FpStatus fed_round_load_slot(Federation *f, int slot, const void *record, FpError *err);
+
+// -- one federation across ranks ---------------------------------------------------------
+// With FedSetup.comm of R > 1 ranks (mpirun -n R, srun), every rank runs the same
+// federation: the same sampling, the same global model, the same defense state. In
+// fed_round_finish the round's slots are split into R contiguous blocks of about equal
+// estimated cost (local SGD steps), each rank forms the missing slots of its block, and
+// every rank's block of records reaches every rank (comm_share_blocks); then each rank
+// aggregates all slots in client order, exactly as one process does. Nothing is summed
+// in rank order, so the result is bit-identical to one process for the same seed and
+// backend, whatever R. Server-side draws (sampling, server noise) are keyed by the seed
+// and drawn identically on every rank. Where a rank fails to form its uploads every rank
+// returns an error. Not split (every rank forms every slot, the same result): a
+// federation with an on_local_model hook (the hook sees the local models where they
+// train). Refused: a secure-RNG run (its server draws are fresh per process).
+int fed_ranks(const Federation *f);
+// Ends the message of a rank whose error another rank had (that rank says its own).
+#define FED_RANK_FAILED_NOTE "its error is on its stderr"
+
+int fed_rank(const Federation *f);
 
 // -- victims and observation points ------------------------------------------------------
 // A client whose local data and procedure are given instead of its share of the

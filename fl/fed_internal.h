@@ -48,6 +48,8 @@ struct Federation {
     int *participations;      // per client: rounds it took part in
     uint32_t *server_idx;     // training samples no client trains on (DefenseSetup.server_idx)
     ClientOverride **override; // per client, NULL = its partition share (allocated on first use)
+    char *rank_records;       // across ranks: the round's slot records (fl/ranks.c), kept between rounds
+    size_t rank_records_size;
 };
 
 // Client k's local data and procedure.
@@ -58,9 +60,17 @@ LocalTrainConfig fed_client_local(const Federation *f, int k);
 // The DefenseRound of (round, client): the one construction site (fl/upload.c).
 DefenseRound fed_defense_round(const Federation *f, int round, int client);
 
+// The DefenseRound of a participant of the begun round with its local data and the
+// round's cohort (the client's model is set where it trains: NULL here).
+DefenseRound fed_client_round(const Federation *f, int round, int client);
+
 // The client-upload path (fl/upload.h): client's upload in the begun round, formed on
 // worker wk into upload (host, n_params), with what the defense applied.
 FpStatus fed_client_upload(Federation *f, Worker *wk, int round, int client, float *upload, UploadParams *params,
                            FpError *err);
+
+// fed_round_finish's forming of the missing slots with several ranks (fl/ranks.c):
+// each rank forms its block, every record reaches every rank.
+FpStatus fed_round_form_ranks(Federation *f, FpError *err);
 
 #endif

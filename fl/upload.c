@@ -78,21 +78,29 @@ static FpStatus client_side(Federation *f, const DefenseRound *dr, float *upload
     return FP_OK;
 }
 
-FpStatus fed_client_upload(Federation *f, Worker *wk, int round, int client, float *upload, UploadParams *params,
-                           FpError *err) {
-    size_t np = f->s.global->table.n_params;
-    const DefenseOps *ops = f->s.defense;
+DefenseRound fed_client_round(const Federation *f, int round, int client) {
     const Dataset *d;
     const uint32_t *idx;
     int n;
     fed_client_data(f, client, &d, &idx, &n);
     DefenseRound dr = fed_defense_round(f, round, client);
     dr.n_local_samples = n;
-    dr.model = wk->local;
     dr.local_data = d;
     dr.local_idx = idx;
     dr.n_local = n;
     dr.participants = f->n_round;
+    return dr;
+}
+
+FpStatus fed_client_upload(Federation *f, Worker *wk, int round, int client, float *upload, UploadParams *params,
+                           FpError *err) {
+    size_t np = f->s.global->table.n_params;
+    const DefenseOps *ops = f->s.defense;
+    DefenseRound dr = fed_client_round(f, round, client);
+    dr.model = wk->local;
+    const Dataset *d = dr.local_data;
+    const uint32_t *idx = dr.local_idx;
+    int n = dr.n_local;
     // 1-2. From the global weights, the client's local procedure on its data.
     Model *local = wk->local;
     model_set_params(local, f->global_host);

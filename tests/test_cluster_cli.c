@@ -5,7 +5,9 @@
 // rank killed mid-matrix then a rerun: the cells must equal the one-process run's, timings
 // apart. Without mpirun or without an MPI build the MPI parts print SKIP with the reason
 // (FEDPRIV_REQUIRE_MPI=1 turns that into a failure, for CI, where make deps installs
-// Open MPI). The library side is tests/test_cluster.c.
+// Open MPI). One federation across ranks: fedpriv train with 1 process and under mpirun
+// -n 2 and 3 gives the same weights and result. The library side is tests/test_cluster.c
+// (and, for a round's records, tests/test_observe.c).
 #include <check.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -80,8 +82,9 @@ static const char *mpirun_or_skip(const char *test) {
     return NULL;
 }
 
-// The argv of `mpirun [--allow-run-as-root] --oversubscribe -n R fedpriv matrix FILE --out DIR`.
-static void mpi_argv(const char *argv[16], const char *mpirun, const char *ranks, const char *file, const char *dir) {
+// The argv of `mpirun [--allow-run-as-root] --oversubscribe -n R fedpriv ARGS...` (args
+// NULL-terminated, at most 8).
+static void mpi_argv(const char *argv[16], const char *mpirun, const char *ranks, const char *const *args) {
     int k = 0;
     argv[k++] = mpirun;
     if (geteuid() == 0)
@@ -90,10 +93,8 @@ static void mpi_argv(const char *argv[16], const char *mpirun, const char *ranks
     argv[k++] = "-n";
     argv[k++] = ranks;
     argv[k++] = getenv("FEDPRIV_BIN");
-    argv[k++] = "matrix";
-    argv[k++] = file;
-    argv[k++] = "--out";
-    argv[k++] = dir;
+    for (int i = 0; args[i] && k < 15; i++)
+        argv[k++] = args[i];
     argv[k] = NULL;
 }
 
@@ -118,8 +119,8 @@ static void sanitizer_env_for_mpi(int leaks) {
 static int mpi_matrix(const char *mpirun, int ranks, const char *file, const char *dir) {
     char n[8];
     snprintf(n, sizeof n, "%d", ranks);
-    const char *argv[16];
-    mpi_argv(argv, mpirun, n, file, dir);
+    const char *argv[16], *args[] = {"matrix", file, "--out", dir, NULL};
+    mpi_argv(argv, mpirun, n, args);
     sanitizer_env_for_mpi(ranks == 2);
     int rc = cli_exec(argv, out_buf, err_buf, sizeof out_buf);
     unsetenv("ASAN_OPTIONS");
@@ -269,8 +270,8 @@ START_TEST(mpi_killed_rank_then_rerun_gives_the_same_cells) {
     const char *ref = TEST_DIR "/slow-one", *dir = TEST_DIR "/slow-mpi";
     standin_rm(ref);
     standin_rm(dir);
-    const char *argv[16];
-    mpi_argv(argv, mpirun, "2", SLOW_MATRIX, dir);
+    const char *argv[16], *args[] = {"matrix", SLOW_MATRIX, "--out", dir, NULL};
+    mpi_argv(argv, mpirun, "2", args);
     sanitizer_env_for_mpi(0);
     fflush(NULL);
     pid_t job = fork();
@@ -313,12 +314,158 @@ START_TEST(mpi_killed_rank_then_rerun_gives_the_same_cells) {
 }
 END_TEST
 
+// ---- one federation across ranks ------------------------------------------------------------
+
+// Two federations, each with client sampling: server-side Gaussian noise (gaussian-dpfedavg,
+// keyed by the round, drawn on every rank), and client-side Laplace noise whose aggregation
+// weighs each upload by the loss its client reported (dp-fedasgp's paper variant: the
+// per-client state moves with the upload).
+#define TRAIN_CONFIG(defense, sampling)                                                                     \
+    "{\"seed\": 5, \"threads\": 1, \"dataset\": {\"name\": \"csv\", \"path\": \"" CSV "\"},"                  \
+    " \"model\": {\"name\": \"mlp\", \"hidden\": [16]},"                                                    \
+    " \"federation\": {\"clients\": 7, \"sample_rate\": 0.6, \"sampling\": \"" sampling "\", \"rounds\": 3," \
+    " \"batch_size\": 16, \"lr\": 0.1, \"momentum\": 0.5}, \"defense\": " defense "}"
+static const char *const train_configs[][2] = {
+    {"server", TRAIN_CONFIG("{\"name\": \"gaussian-dpfedavg\", \"noise\": \"server\", \"noise_multiplier\": 1}",
+                            "fixed")},
+    {"client", TRAIN_CONFIG("{\"name\": \"dp-fedasgp\", \"variant\": \"paper\", \"epsilon\": 4}", "bernoulli")},
+};
+
+// `[mpirun -n R] fedpriv train --config FILE --out DIR/r<R>.json --save-model DIR/m<R>.bin`
+// (R = 0: no mpirun); the exit status.
+static int train_ranks(const char *mpirun, int ranks, const char *file, const char *dir, const char *extra) {
+    char res[512], model[512], n[8];
+    snprintf(res, sizeof res, "%s/r%d.json", dir, ranks);
+    snprintf(model, sizeof model, "%s/m%d.bin", dir, ranks);
+    snprintf(n, sizeof n, "%d", ranks);
+    const char *args[] = {"train", "--config", file, "--out", res, "--save-model", model, extra, NULL};
+    if (!mpirun)
+        return cli_run(args, out_buf, err_buf, sizeof out_buf);
+    const char *argv[16];
+    mpi_argv(argv, mpirun, n, args);
+    sanitizer_env_for_mpi(0);
+    int rc = cli_exec(argv, out_buf, err_buf, sizeof out_buf);
+    unsetenv("ASAN_OPTIONS");
+    return rc;
+}
+
+// fedpriv train with 1 process and under mpirun -n 2 and 3: the same final weights, bit for
+// bit, and the same result JSON apart from timings; rank 0 alone reports progress. The
+// same for an attack's federation (basic-mia, 1 and 2 ranks). A rank that cannot load
+// the experiment stops them all; a secure-RNG run is refused.
+START_TEST(train_across_ranks_is_bit_identical) {
+    if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN")) {
+        fprintf(stderr, "SKIP: FEDPRIV_BIN is not set (make test sets it)\n");
+        return;
+    }
+    setup_data();
+    const char *mpirun = mpirun_or_skip("train_across_ranks_is_bit_identical: mpirun -n 2, 3");
+    if (!mpirun)
+        return;
+    for (size_t c = 0; c < sizeof train_configs / sizeof *train_configs; c++) {
+        char dir[256], file[300];
+        snprintf(dir, sizeof dir, TEST_DIR "/train-%s", train_configs[c][0]);
+        snprintf(file, sizeof file, "%s/config.json", dir);
+        standin_rm(dir);
+        ck_assert(standin_mkdirs(dir));
+        standin_write_text(file, train_configs[c][1]);
+        int rc = train_ranks(NULL, 1, file, dir, NULL);
+        ck_assert_msg(rc == 0, "%s: one process exited %d:\n%s", file, rc, err_buf);
+        char p1[512], pr[512];
+        snprintf(p1, sizeof p1, "%s/r1.json", dir);
+        cJSON *one = load_json(p1);
+        strip_timings(one);
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(one, "status")->valuestring, "ok");
+        for (int r = 2; r <= 3; r++) {
+            rc = train_ranks(mpirun, r, file, dir, NULL);
+            ck_assert_msg(rc == 0, "%s: mpirun -n %d exited %d:\n%s\n%s", file, r, rc, out_buf, err_buf);
+            const char *first = strstr(err_buf, "round 1/3");
+            ck_assert_msg(first && !strstr(first + 1, "round 1/3"), "rank 0 alone reports progress:\n%s", err_buf);
+            snprintf(p1, sizeof p1, "%s/m1.bin", dir);
+            snprintf(pr, sizeof pr, "%s/m%d.bin", dir, r);
+            assert_same_files(p1, pr);
+            snprintf(pr, sizeof pr, "%s/r%d.json", dir, r);
+            cJSON *many = load_json(pr);
+            strip_timings(many);
+            char where[512] = "";
+            first_difference(one, many, "", where, sizeof where);
+            ck_assert_msg(cJSON_Compare(one, many, 1), "%s: %d ranks differ at %s", file, r, where);
+            cJSON_Delete(many);
+        }
+        cJSON_Delete(one);
+    }
+    // The federation inside an attack (basic-mia's global target) splits the same way:
+    // mpirun -n 2 writes the one-process result.
+    char afile[300], adir[2][300];
+    snprintf(afile, sizeof afile, TEST_DIR "/train-client/attack.json");
+    cJSON *aj = cJSON_Parse(train_configs[0][1]);
+    cJSON_AddItemToObject(aj, "attack", cJSON_Parse("{\"name\": \"basic-mia\"}"));
+    char *atext = cJSON_Print(aj);
+    standin_write_text(afile, atext);
+    free(atext);
+    cJSON_Delete(aj);
+    for (int r = 1; r <= 2; r++) {
+        snprintf(adir[r - 1], sizeof adir[r - 1], TEST_DIR "/train-client/attack%d", r);
+        standin_rm(adir[r - 1]);
+        const char *args[] = {"attack", "basic-mia", "--config", afile, "--out", adir[r - 1], NULL};
+        const char *argv[16];
+        mpi_argv(argv, mpirun, "2", args);
+        sanitizer_env_for_mpi(0);
+        int rc = r == 1 ? cli_run(args, out_buf, err_buf, sizeof out_buf) : cli_exec(argv, out_buf, err_buf, sizeof out_buf);
+        unsetenv("ASAN_OPTIONS");
+        ck_assert_msg(rc == 0, "basic-mia with %d rank(s) exited %d:\n%s", r, rc, err_buf);
+    }
+    char pa[400], pb[400];
+    snprintf(pa, sizeof pa, "%s/result.json", adir[0]);
+    snprintf(pb, sizeof pb, "%s/result.json", adir[1]);
+    cJSON *ra = load_json(pa), *rb = load_json(pb);
+    strip_timings(ra);
+    strip_timings(rb);
+    char where[512] = "";
+    first_difference(ra, rb, "", where, sizeof where);
+    ck_assert_msg(cJSON_Compare(ra, rb, 1), "basic-mia with 2 ranks differs at %s", where);
+    ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(ra, "auc"));
+    cJSON_Delete(ra);
+    cJSON_Delete(rb);
+    // A rank that cannot load the experiment (its node lacks the file: here rank 1 of an
+    // MPMD launch is given a config that does not exist) stops every rank, none waits: it
+    // says why, and rank 0 names it.
+    {
+        const char *argv[24];
+        int k = 0;
+        argv[k++] = mpirun;
+        if (geteuid() == 0)
+            argv[k++] = "--allow-run-as-root";
+        const char *const tail[] = {"--oversubscribe", "-n", "1", getenv("FEDPRIV_BIN"), "train", "--config",
+                                    TEST_DIR "/train-server/config.json", ":", "-n", "1", getenv("FEDPRIV_BIN"),
+                                    "train", "--config", TEST_DIR "/train-server/absent.json", NULL};
+        for (int i = 0; tail[i]; i++)
+            argv[k++] = tail[i];
+        argv[k] = NULL;
+        sanitizer_env_for_mpi(0);
+        int rc = cli_exec(argv, out_buf, err_buf, sizeof out_buf);
+        unsetenv("ASAN_OPTIONS");
+        ck_assert_int_ne(rc, 0);
+        ck_assert_msg(strstr(err_buf, "(rank 1 of 2): " TEST_DIR "/train-server/absent.json"), "%s", err_buf);
+        ck_assert_msg(strstr(err_buf, "fedpriv train: rank 1 of 2 could not load the experiment"), "%s", err_buf);
+    }
+    // A secure-RNG run draws its server side afresh in each process: refused with one line.
+    char file[300];
+    snprintf(file, sizeof file, TEST_DIR "/train-server/config.json");
+    int rc = train_ranks(mpirun, 2, file, TEST_DIR "/train-server", "--secure-rng");
+    ck_assert_int_ne(rc, 0);
+    const char *why = strstr(err_buf, "secure-RNG federation runs in one process");
+    ck_assert_msg(why && !strstr(why + 1, "secure-RNG federation"), "one refusal expected:\n%s", err_buf);
+}
+END_TEST
+
 Suite *suite_cluster_cli(void) {
     Suite *s = suite_create("cluster_cli");
     TCase *tc = tcase_create("cli");
     tcase_set_timeout(tc, 600); // ASan and a busy machine: one full run can take a minute
     tcase_add_test(tc, cli_every_way_gives_the_same_cells);
     tcase_add_test(tc, mpi_killed_rank_then_rerun_gives_the_same_cells);
+    tcase_add_test(tc, train_across_ranks_is_bit_identical);
     suite_add_tcase(s, tc);
     return s;
 }

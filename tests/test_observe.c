@@ -8,7 +8,9 @@
 //   - per defense, the noise scale and clip an attack records for its observed upload are
 //     those `fedpriv train` records for the same config in the same round (and a control:
 //     another federation gives other values where the calibration depends on it);
-//   - the global membership target's members come from clients that took part.
+//   - the global membership target's members come from clients that took part;
+//   - a slot's record (upload and the defense's per-client state), handed between
+//     federations in lockstep as between ranks, gives the plain run's result.
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -586,6 +588,95 @@ START_TEST(diverged_attack_is_no_finding) {
 }
 END_TEST
 
+// -- records: a slot as another process receives it ---------------------------------------
+// Two federations in lockstep split every round's slots in two blocks and hand each other
+// their records (fed_round_save_slot / fed_round_load_slot), as ranks do: both end
+// bit-identical to the plain run, per-round records and the defense's description
+// included, under defenses whose client_perturb keeps per-client state where the client
+// runs. Control: handing over the uploads alone (fed_round_set_upload) leaves that state
+// behind, and the model (dp-fedasgp) or the defense's account (flat-laplace) differs.
+static void lockstep_round(FedKit *x, FedKit *y, int with_state) {
+    FpError err = {0};
+    int nx = 0, ny = 0;
+    ck_assert_int_eq(fed_round_begin(x->f, &nx, &err), FP_OK);
+    ck_assert_int_eq(fed_round_begin(y->f, &ny, &err), FP_OK);
+    ck_assert_int_eq(nx, ny);
+    int half = nx / 2;
+    size_t rs = fed_slot_record_size(x->f);
+    ck_assert_uint_eq(rs, fed_slot_record_size(y->f));
+    ck_assert_uint_ge(rs, x->model->table.n_params * sizeof(float) + sizeof(double));
+    char *rec = malloc(rs);
+    for (int s = 0; s < nx; s++) {
+        FedKit *from = s < half ? x : y, *to = s < half ? y : x;
+        ck_assert_int_eq(fed_round_run(from->f, &s, 1, &err), FP_OK);
+        if (with_state) {
+            ck_assert_int_eq(fed_round_save_slot(from->f, s, rec, &err), FP_OK);
+            ck_assert_int_eq(fed_round_load_slot(to->f, s, rec, &err), FP_OK);
+        } else {
+            const UploadParams *p = NULL;
+            const float *u = fed_round_upload(from->f, s, &p);
+            ck_assert_int_eq(fed_round_set_upload(to->f, s, u, p, &err), FP_OK);
+        }
+    }
+    free(rec);
+    // Nothing is left to form: finishing runs no client again.
+    ck_assert_int_eq(fed_round_finish(x->f, &err), FP_OK);
+    ck_assert_int_eq(fed_round_finish(y->f, &err), FP_OK);
+}
+
+START_TEST(records_carry_the_defense_client_state) {
+    // dp-fedasgp (paper): the loss each client reported weighs its upload; flat-laplace:
+    // the budget each client spent and its last record (what upload_params and end_round read).
+    static const char *const defenses[] = {"{\"name\":\"dp-fedasgp\",\"variant\":\"paper\",\"epsilon\":4,\"clip\":1}",
+                                           "{\"name\":\"flat-laplace\",\"epsilon_total\":8}"};
+    static const char *const FED4 = "{\"clients\":4,\"sample_rate\":1,\"rounds\":2,\"batch_size\":8,\"lr\":0.1}";
+    for (int i = 0; i < 2; i++) {
+        FedKit a, b, c, d, e;
+        fed_kit(&a, FED4, defenses[i], NULL, (FedHooks){0}, 1);
+        fed_kit(&b, FED4, defenses[i], NULL, (FedHooks){0}, 1);
+        fed_kit(&c, FED4, defenses[i], NULL, (FedHooks){0}, 2);
+        fed_kit(&d, FED4, defenses[i], NULL, (FedHooks){0}, 1);
+        fed_kit(&e, FED4, defenses[i], NULL, (FedHooks){0}, 1);
+        FpError err = {0};
+        ck_assert_int_eq(fed_run(a.f, 0, &err), FP_OK);
+        size_t np = a.model->table.n_params;
+        for (int r = 0; r < 2; r++) {
+            lockstep_round(&b, &c, 1);
+            lockstep_round(&d, &e, 0);
+        }
+        ck_assert_int_eq(memcmp(a.model->params, b.model->params, np * sizeof(float)), 0);
+        ck_assert_int_eq(memcmp(a.model->params, c.model->params, np * sizeof(float)), 0);
+        for (int r = 0; r < 2; r++) {
+            const FedRoundResult *ra = fed_round_result(a.f, r), *rb = fed_round_result(b.f, r),
+                                 *rc = fed_round_result(c.f, r);
+            ck_assert(ra->test_loss == rb->test_loss && ra->test_loss == rc->test_loss);
+            ck_assert_int_eq(memcmp(&ra->upload, &rc->upload, sizeof ra->upload), 0);
+            ck_assert(ra->upload.noise_scale_min > 0);
+            ck_assert(ra->privacy.epsilon_total_nominal == rc->privacy.epsilon_total_nominal);
+        }
+        cJSON *ja = fed_defense_json(a.f), *jb = fed_defense_json(b.f), *jc = fed_defense_json(c.f),
+              *jd = fed_defense_json(d.f);
+        ck_assert(cJSON_Compare(ja, jb, 1) && cJSON_Compare(ja, jc, 1));
+        // Control: without the client state, the losses (dp-fedasgp) or the spent budgets and
+        // records (flat-laplace) stay where the clients ran.
+        if (i == 0) {
+            ck_assert_int_ne(memcmp(a.model->params, d.model->params, np * sizeof(float)), 0);
+            ck_assert_int_ne(memcmp(a.model->params, e.model->params, np * sizeof(float)), 0);
+        } else
+            ck_assert(!cJSON_Compare(ja, jd, 1));
+        cJSON_Delete(ja);
+        cJSON_Delete(jb);
+        cJSON_Delete(jc);
+        cJSON_Delete(jd);
+        fed_kit_free(&a);
+        fed_kit_free(&b);
+        fed_kit_free(&c);
+        fed_kit_free(&d);
+        fed_kit_free(&e);
+    }
+}
+END_TEST
+
 Suite *suite_observe(void) {
     Suite *s = suite_create("observe");
     TCase *fl = tcase_create("upload_path");
@@ -594,6 +685,7 @@ Suite *suite_observe(void) {
     tcase_add_test(fl, local_gradient_slot_replaces_each_step);
     tcase_add_test(fl, observation_is_the_engines_upload);
     tcase_add_test(fl, victim_data_keep_the_defense_setup);
+    tcase_add_test(fl, records_carry_the_defense_client_state);
     suite_add_tcase(s, fl);
     TCase *cli = tcase_create("cli");
     tcase_set_timeout(cli, 240);
