@@ -368,6 +368,11 @@ static void section_matrix(Report *R) {
         const cJSON *a = cJSON_GetArrayItem(R->attacks, k);
         hb_puts(o, "<th>");
         hb_escape(o, jstr(a, "name", "?"));
+        if (jstr(a, "observer", NULL)) { // gradient inversion: which point of the federation it sees
+            hb_puts(o, " <small>(");
+            hb_escape(o, jstr(a, "observer", ""));
+            hb_puts(o, ")</small>");
+        }
         hb_puts(o, "<br><small>");
         hb_escape(o, jstr(a, "headline", ""));
         hb_puts(o, cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "higher_leaks")) ? " (higher = more leakage)"
@@ -416,7 +421,11 @@ static void section_matrix(Report *R) {
         for (int k = 0; k < K; k++) {
             const cJSON *a = c ? cell_attack_at(c, k) : NULL;
             double v = jnum(a, "value");
-            if (a && strcmp(jstr(a, "status", ""), "done") == 0 && isfinite(v))
+            int not_applicable = a && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(a, "applicable"));
+            if (a && strcmp(jstr(a, "status", ""), "done") == 0 && isfinite(v) && not_applicable)
+                hb_printf(o, "<td class=\"num\" title=\"the attack recovers nothing without any defense: its value "
+                             "here is no evidence of protection\">not applicable<br><small>%.3f</small></td>", v);
+            else if (a && strcmp(jstr(a, "status", ""), "done") == 0 && isfinite(v))
                 put_scaled(o, v, lo[k + 1], hi[k + 1], cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "higher_leaks")));
             else {
                 hb_puts(o, "<td>");

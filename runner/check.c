@@ -20,6 +20,7 @@ typedef struct Bound {
     double eps_min, eps_max;   // NaN = unbounded
     const cJSON *params;       // NULL = any
     const char *attack;        // NULL = a cell-level metric
+    const char *observer;      // only attack entries with this declared observer (NULL = every entry of `attack`)
     const char *metric;
     int has_max, has_min, max_is_epsilon;
     double at_most, at_least;
@@ -69,7 +70,7 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
     char path[48], p[160];
     snprintf(path, sizeof path, "bounds[%d]", i);
     static const char *const keys[] = {"label", "defense", "audit", "variant", "epsilon_min", "epsilon_max", "params",
-                                       "attack", "metric", "at_most", "at_least", "guarantee", "min_cells", NULL};
+                                       "attack", "observer", "metric", "at_most", "at_least", "guarantee", "min_cells", NULL};
     FP_TRY(jv_keys(b, path, keys, err));
     memset(out, 0, sizeof *out);
     out->index = i;
@@ -91,6 +92,15 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
     FP_TRY(jv_string(b, path, "attack", JV_OPTIONAL, NULL, &out->attack, err));
     if (out->is_audit && (out->attack || out->params))
         return fp_fail(err, FP_EPARAM, "%s: an audit bound takes no \"attack\" or \"params\"", path);
+    static const char *const observers[] = {"server", "public", NULL};
+    if (cJSON_GetObjectItemCaseSensitive(b, "observer")) {
+        if (!out->attack)
+            return fp_fail(err, FP_EPARAM, "%s: \"observer\" selects an attack's entries (needs \"attack\")",
+                           jv_path(p, sizeof p, path, "observer"));
+        int o;
+        FP_TRY(jv_choice(b, path, "observer", observers, 0, &o, err));
+        out->observer = observers[o];
+    }
     static const char *const guarantees[] = {"none", "conditional", "proven", NULL};
     out->min_guarantee = -1;
     if (cJSON_GetObjectItemCaseSensitive(b, "guarantee")) {
@@ -224,6 +234,46 @@ static void compare(CheckResult *r, const Bound *b, const char *where, const cha
         add_violation(r, "%s: %s: %s = %.4g, below the bound %.4g", b->name, where, what, v, b->at_least);
 }
 
+// Every entry of the bound's attack in a cell (of its observer, when the bound names one).
+// An entry that is not done, or that says it does not apply (fails without any defense),
+// is a violation: neither is evidence for or against the bound.
+static void check_attack_entries(CheckResult *r, const Bound *b, const cJSON *c, const char *where, const char *msg) {
+    const cJSON *a;
+    int found = 0;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(c, "attacks")) {
+        const char *name = jstr(a, "name"), *obs = jstr(a, "observer");
+        if (!name || strcmp(name, b->attack) != 0 || (b->observer && (!obs || strcmp(obs, b->observer) != 0)))
+            continue;
+        found++;
+        int headline = strcmp(b->metric, "headline") == 0;
+        const char *metric = headline && jstr(a, "headline") ? jstr(a, "headline") : b->metric;
+        char what[200];
+        snprintf(what, sizeof what, "%.64s%s%.16s%s %.100s", b->attack, obs ? " (" : "", obs ? obs : "", obs ? ")" : "",
+                 metric);
+        const char *ast = jstr(a, "status") ? jstr(a, "status") : "?";
+        if (strcmp(ast, "done") != 0) {
+            r->evaluations++;
+            add_violation(r, "%s: %s: %.100s %s (%.300s): no %s", b->name, where, what, ast,
+                          jstr(a, "message") ? jstr(a, "message") : msg, b->metric);
+            continue;
+        }
+        if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(a, "applicable"))) {
+            r->evaluations++;
+            add_violation(r, "%s: %s: %.100s is not applicable (it recovers nothing without any defense): no "
+                          "evidence either way", b->name, where, what);
+            continue;
+        }
+        double v = headline ? jval(cJSON_GetObjectItemCaseSensitive(a, "value"))
+                            : jval(lookup(cJSON_GetObjectItemCaseSensitive(a, "result"), b->metric));
+        compare(r, b, where, what, v, b->at_most);
+    }
+    if (!found) {
+        r->evaluations++;
+        add_violation(r, "%s: %s has no attack \"%.64s\"%s%.16s%s", b->name, where, b->attack,
+                      b->observer ? " with observer \"" : "", b->observer ? b->observer : "", b->observer ? "\"" : "");
+    }
+}
+
 static void check_cells(CheckResult *r, const Bound *b, const MatrixResults *mr) {
     const cJSON *cells = cJSON_GetObjectItemCaseSensitive(mr->index, "cells");
     long long matched = 0;
@@ -298,26 +348,8 @@ static void check_cells(CheckResult *r, const Bound *b, const MatrixResults *mr)
                 continue;
             }
         } else {
-            const cJSON *a = matrix_cell_attack(c, b->attack);
-            snprintf(what, sizeof what, "%.64s %.100s", b->attack, b->metric);
-            if (!a) {
-                r->evaluations++;
-                add_violation(r, "%s: %s has no attack \"%.64s\"", b->name, where, b->attack);
-                continue;
-            }
-            const char *ast = jstr(a, "status") ? jstr(a, "status") : "?";
-            if (strcmp(ast, "done") != 0) {
-                r->evaluations++;
-                add_violation(r, "%s: %s: %.64s %s (%.300s): no %s", b->name, where, b->attack, ast,
-                              jstr(a, "message") ? jstr(a, "message") : msg, b->metric);
-                continue;
-            }
-            if (strcmp(b->metric, "headline") == 0) {
-                v = jval(cJSON_GetObjectItemCaseSensitive(a, "value"));
-                snprintf(what, sizeof what, "%.64s %.100s", b->attack,
-                         jstr(a, "headline") ? jstr(a, "headline") : "headline");
-            } else
-                v = jval(lookup(cJSON_GetObjectItemCaseSensitive(a, "result"), b->metric));
+            check_attack_entries(r, b, c, where, msg);
+            continue;
         }
         compare(r, b, where, what, v, b->at_most);
     }
