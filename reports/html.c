@@ -280,7 +280,7 @@ static const char *css =
     "padding-bottom:4px}h3{font-size:15px;margin:16px 0 6px}"
     "table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid #d6d6d6;padding:4px 8px;text-align:left;"
     "vertical-align:top}th{background:#f3f3f3;font-weight:600}td.name{white-space:nowrap}td.num{text-align:right;font-variant-numeric:"
-    "tabular-nums}small,.note{color:#666}.note{font-size:12.5px}"
+    "tabular-nums}td.na{color:#555;font-style:italic;background:#eee}small,.note{color:#666}.note{font-size:12.5px}"
     ".st-done{color:#1b7a2f}.st-diverged{background:#fde2c8;color:#8a3b00;font-weight:600}"
     ".st-failed{background:#f8d0d0;color:#8b0000;font-weight:600}.st-pending,.st-skipped{color:#777;"
     "font-style:italic}.problems{background:#fff4e5;border:1px solid #f0c36d;padding:6px 12px}"
@@ -313,10 +313,25 @@ static void put_status(HtmlBuf *o, const char *status, const char *message) {
 }
 
 // Background colour for a value in a column: green (good) → red (bad).
-static void put_scaled(HtmlBuf *o, double v, double lo, double hi, int higher_is_bad) {
+static void put_scaled_note(HtmlBuf *o, double v, double lo, double hi, int higher_is_bad, const char *note) {
     double t = hi > lo ? (v - lo) / (hi - lo) : 0.5;
     double bad = higher_is_bad ? t : 1 - t;
-    hb_printf(o, "<td class=\"num\" style=\"background:hsl(%.0f,60%%,82%%)\">%.3f</td>", 120 * (1 - bad), v);
+    hb_printf(o, "<td class=\"num\" style=\"background:hsl(%.0f,60%%,82%%)\">%.3f", 120 * (1 - bad), v);
+    if (note) {
+        hb_puts(o, "<br><small>");
+        hb_escape(o, note);
+        hb_puts(o, "</small>");
+    }
+    hb_puts(o, "</td>");
+}
+
+static void put_scaled(HtmlBuf *o, double v, double lo, double hi, int higher_is_bad) {
+    put_scaled_note(o, v, lo, hi, higher_is_bad, NULL);
+}
+
+// An attack entry that says it does not apply: it recovers nothing without any defense.
+static int entry_not_applicable(const cJSON *a) {
+    return a && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(a, "applicable"));
 }
 
 static void section_matrix(Report *R) {
@@ -346,7 +361,7 @@ static void section_matrix(Report *R) {
         for (int k = 0; k < K; k++) {
             const cJSON *a = cell_attack_at(c, k);
             double av = jnum(a, "value");
-            if (a && strcmp(jstr(a, "status", ""), "done") == 0 && isfinite(av)) {
+            if (a && strcmp(jstr(a, "status", ""), "done") == 0 && isfinite(av) && !entry_not_applicable(a)) {
                 lo[k + 1] = fmin(lo[k + 1], av);
                 hi[k + 1] = fmax(hi[k + 1], av);
             }
@@ -356,7 +371,11 @@ static void section_matrix(Report *R) {
     hb_puts(o, "<p class=\"note\">Rows: defense settings; columns: the federated model's final test accuracy and each "
                "attack's headline metric. Colour is relative within a column: <span class=\"scale\"></span> "
                "green = higher accuracy or less leakage, red = lower accuracy or more leakage. A cell that "
-               "diverged or failed shows that word, never a number.</p>");
+               "diverged or failed shows that word, never a number; an attack that recovers nothing against the "
+               "same federation without any defense shows \"not applicable\" (its figure would read as "
+               "protection). Gradient inversion shows its mean SSIM over the images, each attacked by every "
+               "variant of the adaptive attacker with the strongest kept, and how many images it recovered; "
+               "its observer is the server (the victim's upload) or public (the released model).</p>");
     int with_params = 0;
     for (int i = 0; i < n; i++)
         with_params |= cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(index_cell(R, i), "params")) > 0;
@@ -421,12 +440,22 @@ static void section_matrix(Report *R) {
         for (int k = 0; k < K; k++) {
             const cJSON *a = c ? cell_attack_at(c, k) : NULL;
             double v = jnum(a, "value");
-            int not_applicable = a && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(a, "applicable"));
-            if (a && strcmp(jstr(a, "status", ""), "done") == 0 && isfinite(v) && not_applicable)
-                hb_printf(o, "<td class=\"num\" title=\"the attack recovers nothing without any defense: its value "
-                             "here is no evidence of protection\">not applicable<br><small>%.3f</small></td>", v);
-            else if (a && strcmp(jstr(a, "status", ""), "done") == 0 && isfinite(v))
-                put_scaled(o, v, lo[k + 1], hi[k + 1], cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "higher_leaks")));
+            int done = a && strcmp(jstr(a, "status", ""), "done") == 0 && isfinite(v);
+            // Gradient inversion counts recovered images (SSIM >= recovered_ssim) beside its mean.
+            const cJSON *res = a ? cJSON_GetObjectItemCaseSensitive(a, "result") : NULL;
+            const cJSON *rec = cJSON_GetObjectItemCaseSensitive(res, "images_recovered");
+            const cJSON *imgs = cJSON_GetObjectItemCaseSensitive(res, "images");
+            char note[96];
+            if (cJSON_IsNumber(rec) && cJSON_IsArray(imgs))
+                snprintf(note, sizeof note, "%d of %d recovered (SSIM ≥ %g)", rec->valueint,
+                         cJSON_GetArraySize(imgs), jnum(res, "recovered_ssim"));
+            if (done && entry_not_applicable(a)) // no number: it would read as protection
+                hb_puts(o, "<td class=\"na\" title=\"the attack recovers nothing against this federation without any "
+                           "defense, so its figures here are no evidence of protection\">not applicable</td>");
+            else if (done)
+                put_scaled_note(o, v, lo[k + 1], hi[k + 1],
+                                cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(a, "higher_leaks")),
+                                cJSON_IsNumber(rec) && cJSON_IsArray(imgs) ? note : NULL);
             else {
                 hb_puts(o, "<td>");
                 put_status(o, a ? jstr(a, "status", "failed") : status, a ? jstr(a, "message", "") : msg);

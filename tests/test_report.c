@@ -179,6 +179,50 @@ static const char *tamper(const char *original, const char *reconstruction) {
     return adir;
 }
 
+// A cell's attack entry that does not apply (it recovers nothing without any defense) shows
+// "not applicable", never its number; one that counts recovered images shows the count.
+// Control: the same run before the change has no such cell.
+START_TEST(not_applicable_is_no_number) {
+    make_run();
+    FpError err = {0};
+    int problems = -1;
+    ck_assert_int_eq(report_write_html(RUN, TEST_DIR "/report-na0.html", NULL, &problems, &err), FP_OK);
+    char *html = read_all(TEST_DIR "/report-na0.html");
+    ck_assert_int_eq(count(html, "<td class=\"na\""), 0);
+    ck_assert_int_eq(count(html, " recovered (SSIM ≥ 0.9)"), 0);
+    free(html);
+    MatrixResults r;
+    ck_assert_int_eq(matrix_results_load(RUN, &r, &err), FP_OK);
+    const cJSON *cells = cJSON_GetObjectItemCaseSensitive(r.index, "cells");
+    for (int i = 0; i < 2; i++) {
+        char path[512];
+        snprintf(path, sizeof path, RUN "/cells/%s.json",
+                 cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cells, i), "id")->valuestring);
+        cJSON *cell = cJSON_Duplicate(r.cells[i], 1);
+        cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cell, "attacks"), 0);
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(a, "status")->valuestring, "done");
+        cJSON *res = cJSON_GetObjectItemCaseSensitive(a, "result");
+        ck_assert(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(res, "images")));
+        cJSON_AddNumberToObject(res, "recovered_ssim", 0.9);
+        cJSON_AddNumberToObject(res, "images_recovered", 1);
+        cJSON_AddBoolToObject(a, "applicable", i == 1 ? 0 : 1);
+        ck_assert_int_eq(jv_write_file_atomic(path, cell, &err), FP_OK);
+        cJSON_Delete(cell);
+    }
+    matrix_results_free(&r);
+    ck_assert_int_eq(report_write_html(RUN, TEST_DIR "/report-na.html", NULL, &problems, &err), FP_OK);
+    html = read_all(TEST_DIR "/report-na.html");
+    ck_assert_int_eq(count(html, "<td class=\"na\""), 1);
+    const char *na = strstr(html, "<td class=\"na\"");
+    const char *end = strstr(na, "</td>");
+    ck_assert_ptr_nonnull(end);
+    for (const char *q = strchr(na, '>') + 1; q < end; q++)
+        ck_assert_msg(!(*q >= '0' && *q <= '9'), "a number in the not-applicable cell: %.*s", (int)(end - na), na);
+    ck_assert_int_eq(count(html, " recovered (SSIM ≥ 0.9)"), 1); // the applicable one counts its images
+    free(html);
+}
+END_TEST
+
 static void write_bytes(const char *dir, const char *name, const void *data, size_t n) {
     char path[800];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -376,6 +420,7 @@ Suite *suite_report(void) {
     tcase_add_test(tc, artifacts_stay_inside_the_run);
     tcase_add_test(tc, artifact_links_not_followed);
     tcase_add_test(tc, bad_run_folders);
+    tcase_add_test(tc, not_applicable_is_no_number);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("browser");
     tcase_set_timeout(tb, 600); // may install chromium first
