@@ -175,8 +175,10 @@ static FpStatus dlg_validate_common(const AttackEnv *env, int idlg, FpError *err
 
 // The configured federation up to the observed round (the first when each victim's first
 // participation is observed), counted as that share of a training of the federation's
-// data; then every image of every restart: `steps` L-BFGS steps of at most max_eval
-// evaluations of the gradient-matching loss each (an upper bound: a step may stop early).
+// data; then every image of every start of every attacker variant: `steps` L-BFGS steps
+// of at most max_eval evaluations of the gradient-matching loss each (an upper bound: a
+// step may stop early). Under a defense, without a reference handed over, all of it twice
+// (the reference run without the defense).
 static FpStatus dlg_work_common(const AttackEnv *env, int idlg, AttackWork *w, FpError *err) {
     DlgOptions o;
     FP_TRY(dlg_parse(env, idlg, &o, err));
@@ -185,9 +187,14 @@ static FpStatus dlg_work_common(const AttackEnv *env, int idlg, AttackWork *w, F
     uint64_t rounds = fed->rounds > 0 ? (uint64_t)fed->rounds : 1, run = o.victims.round >= 0 ? o.victims.round + 1 : 1;
     uint64_t data = fed->samples_per_client > 0 ? (uint64_t)fed->samples_per_client * (uint64_t)fed->clients
                                                 : (uint64_t)env->ex->train->n;
-    *w = (AttackWork){.shadow_samples = data * (run < rounds ? run : rounds) / rounds,
-                      .passes = (uint64_t)o.n_images * (uint64_t)o.inv.restarts * (uint64_t)o.inv.steps *
-                                (uint64_t)o.inv.lbfgs.max_eval * 6};
+    uint64_t starts_steps = 0;
+    for (int v = 0; v < o.attacker.n; v++)
+        starts_steps += (uint64_t)o.attacker.v[v].inv.restarts * (uint64_t)o.attacker.v[v].inv.steps;
+    uint64_t runs = o.attacker.reference && !env->reference_given && env->ex->defense &&
+                            strcmp(env->ex->defense->name, "none") != 0
+                        ? 2 : 1;
+    *w = (AttackWork){.shadow_samples = runs * data * (run < rounds ? run : rounds) / rounds,
+                      .passes = runs * (uint64_t)o.n_images * starts_steps * (uint64_t)o.inv.lbfgs.max_eval * 6};
     return FP_OK;
 }
 static FpStatus dlg_work(const AttackEnv *env, AttackWork *w, FpError *err) { return dlg_work_common(env, 0, w, err); }
