@@ -24,6 +24,13 @@ typedef struct AttackEnv {
     struct AttackCache *cache;     // NULL: nothing shared
     const char *reference_dir;     // the on-disk reference-model cache (attacks/refcache.h); NULL: none
     int quiet;                     // no progress on stderr
+    // The same attack against the federation without a defense, for attacks that decide
+    // whether they apply (attacks/attacker.h): reference_given = 1 when the caller hands
+    // it over (a matrix's "none" cell); reference is then that cell's entry for this attack
+    // ({"status", "result", ...}; NULL when it has none) and reference_source names it.
+    int reference_given;
+    const cJSON *reference;
+    const char *reference_source;
 } AttackEnv;
 
 // An attack's work for a given config, for the matrix's cost model (runner/cell_cost.h),
@@ -43,6 +50,12 @@ typedef struct AttackOps {
     const char *summary;           // one line for `fedpriv list`
     const char *headline;          // key of the headline metric in the result ("ssim_mean", "auc", ...)
     int headline_higher_leaks;     // 1 when a higher headline value means more leakage
+    // Gradient inversion's declared observers and attacker variants: a matrix runs an
+    // attack with `observers` once per observer ("observer": "server" and "public") where
+    // they differ, and one with `adaptive` as the adaptive attacker ("attacker":
+    // "adaptive"), unless its object says otherwise; one with `uses_reference` is handed
+    // the matrix's "none" cell as its reference (AttackEnv.reference).
+    int observers, adaptive, uses_reference;
     // Strict validation of attack_json (unknown keys, ranges) before any expensive work.
     FpStatus (*validate)(const AttackEnv *env, FpError *err);
     // Run; fill result with metrics (headline included) and artifact paths.

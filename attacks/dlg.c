@@ -1,29 +1,32 @@
 // DLG (Zhu et al., NeurIPS 2019) and iDLG (Zhao et al. 2020) against a defended
-// upload: `fedpriv attack dlg|idlg --config FILE.json --out DIR`.
+// upload or release: `fedpriv attack dlg|idlg --config FILE.json --out DIR`.
 //
-// Threat model: an honest-but-curious server of the configured federation that
-// receives one client's upload, after the defense's client side, in one round. Each
-// batch of attack.batch_size images is the local data of one victim client of that
-// federation (attacks/victims.h: victim b is client (observe.client + b) mod N, observed
-// at observe.round or at its first participation); by default it takes one SGD step on
-// them (the FedSGD probe DLG assumes), with "local": "federation" the federation's local
-// procedure. The federation runs as configured up to that round (the defense created
-// once from its own DefenseSetup), and the upload comes from fl's one upload path. The
-// server turns the upload into its estimate of the batch gradient at the round's global
-// weights, g = (w_global − w)/(lr·steps) − wd·w_global with w the upload as weights
-// (upload_gradient_estimate: −delta/(lr·steps) for a delta, upload/steps for a gradient),
-// and inverts it at those weights.
+// Threat model: an observer of the configured federation (attacks/victims.h). Each batch
+// of attack.batch_size images is the local data of one victim client of that federation
+// (victim b is client (observe.client + b) mod N, observed at observe.round or at its
+// first participation); by default it takes one SGD step on them (the FedSGD probe DLG
+// assumes), with "local": "federation" the federation's local procedure. The federation
+// runs as configured up to that round (the defense created once from its own
+// DefenseSetup), and the upload comes from fl's one upload path. The "server" observer
+// (default) receives the victim's upload after the defense's client side; the "public"
+// observer receives the model the server releases after that round. Either turns what it
+// saw into its estimate of the batch gradient at the round's global weights
+// (victims_gradient) and inverts it at those weights.
 // Both attacks then run attacks/inversion.h: DLG learns x′ and soft labels y′; iDLG
 // first reads the labels off the last layer's gradient (idlg_labels) and learns x′ only.
-// A defended upload that is not finite, or a final matching loss that is not, is
-// FP_EDIVERGED: the run reports "diverged" and no similarity as a finding.
+// The attacker is one configuration ("single") or every variant of the adaptive attacker
+// (attacks/attacker.h), of which each image keeps the strongest. A defended upload that
+// is not finite, or a batch whose every variant ends with a matching loss that is not,
+// is FP_EDIVERGED: the run reports "diverged" and no similarity as a finding.
 //
 // Metrics: each reconstruction is clamped to [0,1] (what its PNG holds) and compared
 // with the originals by SSIM, PSNR and MSE (eval/image_metrics.h). For a batch of B > 1
-// the B reconstructions are matched to the B originals by the assignment (permutation)
-// that maximises the summed SSIM, found exhaustively (B ≤ 8: at most 40 320 permutations);
-// label_correct compares the matched reconstruction's label (argmax softmax(y′) for
-// DLG, the rule's label for iDLG) with the original's.
+// the B reconstructions of a variant are matched to the B originals by the assignment
+// (permutation) that maximises the summed SSIM, found exhaustively (B ≤ 8: at most
+// 40 320 permutations); label_correct compares the matched reconstruction's label
+// (argmax softmax(y′) for DLG, the rule's label for iDLG) with the original's. Whether the
+// attack applies at all is decided against the federation without a defense
+// (attacks/attacker.h, applicability).
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -31,6 +34,7 @@
 #include <string.h>
 
 #include "attacks/attack.h"
+#include "attacks/attacker.h"
 #include "attacks/inversion.h"
 #include "attacks/victims.h"
 #include "core/json_number.h"
@@ -48,7 +52,8 @@ typedef struct DlgOptions {
     int batch_size;
     int use_train;          // images come from the train split (dataset.split), else test
     VictimOptions victims;
-    InversionConfig inv;
+    InversionConfig inv;    // the attack's own keys: the single attacker, the variants' defaults
+    Attacker attacker;
 } DlgOptions;
 
 // -- configuration ------------------------------------------------------------------------
@@ -81,7 +86,7 @@ static FpStatus dlg_parse(const AttackEnv *env, int idlg, DlgOptions *o, FpError
     const Experiment *ex = env->ex;
     char p[256];
     static const char *const keys[] = {"name", "images", "batch_size", "steps", "restarts", "distance", "tv",
-                                       "snapshot_every", "lbfgs", VICTIM_KEYS, NULL};
+                                       "snapshot_every", "lbfgs", VICTIM_KEYS, ATTACKER_KEYS, NULL};
     FP_TRY(jv_keys(j, path, keys, err));
     long long v;
     FP_TRY(jv_int(j, path, "batch_size", JV_OPTIONAL, 1, 1, DLG_MAX_BATCH, &v, err));
@@ -151,6 +156,10 @@ static FpStatus dlg_parse(const AttackEnv *env, int idlg, DlgOptions *o, FpError
                      o->batch_size);
     if (st == FP_OK)
         st = victims_parse(env, n / o->batch_size, &o->victims, err);
+    int explicit = cJSON_GetObjectItemCaseSensitive(j, "restarts") || cJSON_GetObjectItemCaseSensitive(j, "distance") ||
+                   cJSON_GetObjectItemCaseSensitive(j, "tv");
+    if (st == FP_OK)
+        st = attacker_parse(j, path, &o->inv, explicit, &o->attacker, err);
     if (st != FP_OK) {
         free(o->images);
         o->images = NULL;
@@ -167,8 +176,10 @@ static FpStatus dlg_validate_common(const AttackEnv *env, int idlg, FpError *err
 
 // The configured federation up to the observed round (the first when each victim's first
 // participation is observed), counted as that share of a training of the federation's
-// data; then every image of every restart: `steps` L-BFGS steps of at most max_eval
-// evaluations of the gradient-matching loss each (an upper bound: a step may stop early).
+// data; then every image of every start of every attacker variant: `steps` L-BFGS steps
+// of at most max_eval evaluations of the gradient-matching loss each (an upper bound: a
+// step may stop early). Under a defense, without a reference handed over, all of it twice
+// (the reference run without the defense).
 static FpStatus dlg_work_common(const AttackEnv *env, int idlg, AttackWork *w, FpError *err) {
     DlgOptions o;
     FP_TRY(dlg_parse(env, idlg, &o, err));
@@ -177,9 +188,14 @@ static FpStatus dlg_work_common(const AttackEnv *env, int idlg, AttackWork *w, F
     uint64_t rounds = fed->rounds > 0 ? (uint64_t)fed->rounds : 1, run = o.victims.round >= 0 ? o.victims.round + 1 : 1;
     uint64_t data = fed->samples_per_client > 0 ? (uint64_t)fed->samples_per_client * (uint64_t)fed->clients
                                                 : (uint64_t)env->ex->train->n;
-    *w = (AttackWork){.shadow_samples = data * (run < rounds ? run : rounds) / rounds,
-                      .passes = (uint64_t)o.n_images * (uint64_t)o.inv.restarts * (uint64_t)o.inv.steps *
-                                (uint64_t)o.inv.lbfgs.max_eval * 6};
+    uint64_t starts_steps = 0;
+    for (int v = 0; v < o.attacker.n; v++)
+        starts_steps += (uint64_t)o.attacker.v[v].inv.restarts * (uint64_t)o.attacker.v[v].inv.steps;
+    uint64_t runs = o.attacker.reference && !env->reference_given && env->ex->defense &&
+                            strcmp(env->ex->defense->name, "none") != 0
+                        ? 2 : 1;
+    *w = (AttackWork){.shadow_samples = runs * data * (run < rounds ? run : rounds) / rounds,
+                      .passes = runs * (uint64_t)o.n_images * starts_steps * (uint64_t)o.inv.lbfgs.max_eval * 6};
     return FP_OK;
 }
 static FpStatus dlg_work(const AttackEnv *env, AttackWork *w, FpError *err) { return dlg_work_common(env, 0, w, err); }
@@ -220,171 +236,132 @@ static FpStatus write_png(const char *dir, const char *rel, const float *img, in
     return png_write(full, img, c, h, w, err);
 }
 
-// -- the attack -------------------------------------------------------------------------------
-typedef struct RunTotals {
-    double ssim_sum, psnr_sum, mse_sum, seconds, cpu_seconds;
-    int n, labels_ok, ssim_95;
-    long evals;
-} RunTotals;
 
-// One batch's inversion job: the server's target and (iDLG) labels in, the result out.
-typedef struct BatchJob {
-    const Model *model;            // the round's global weights (borrowed)
+// -- targets: what the observer saw, as inversion problems ------------------------------------
+// One batch's target: the observer's gradient estimate at the observed round's weights.
+typedef struct BatchTarget {
+    const Model *model;            // the round's global weights (one of Targets.models)
     float *target;                 // host, n_params
     int32_t labels[DLG_MAX_BATCH]; // iDLG's rule
+} BatchTarget;
+
+typedef struct Targets {
+    int n_batches;
+    FedObservation *obs;
+    BatchTarget *t;
+    Model **models;                // one per distinct observed round (NULL elsewhere)
+} Targets;
+
+static void targets_free(Targets *tg) {
+    for (int bi = 0; bi < tg->n_batches; bi++) {
+        if (tg->t)
+            free(tg->t[bi].target);
+        if (tg->models)
+            model_free(tg->models[bi]);
+        if (tg->obs)
+            fed_observation_free(&tg->obs[bi]);
+    }
+    free(tg->t);
+    free(tg->models);
+    free(tg->obs);
+    memset(tg, 0, sizeof *tg);
+}
+
+static int all_finite(const float *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
+// The victims inside the federation under `defense`, observed as configured, and their targets.
+static FpStatus targets_observe(const AttackEnv *env, const DlgOptions *o, const DefenseOps *defense,
+                                const cJSON *defense_json, const Dataset *d, const uint32_t *idx, Targets *tg,
+                                cJSON **defense_out, FpError *err) {
+    const Experiment *ex = env->ex;
+    int B = o->batch_size, nb = o->n_images / B;
+    size_t np = ex->model->table.n_params;
+    memset(tg, 0, sizeof *tg);
+    tg->n_batches = nb;
+    tg->obs = calloc((size_t)nb, sizeof *tg->obs);
+    tg->t = calloc((size_t)nb, sizeof *tg->t);
+    tg->models = calloc((size_t)nb, sizeof *tg->models);
+    if (!tg->obs || !tg->t || !tg->models)
+        return fp_fail(err, FP_ENOMEM, "out of memory");
+    FP_TRY(victims_observe(env, &o->victims, defense, defense_json, d, idx, B, nb, tg->obs, defense_out, err));
+    for (int bi = 0; bi < nb; bi++) {
+        BatchTarget *t = &tg->t[bi];
+        const FedObservation *ob = &tg->obs[bi];
+        for (int k = 0; k < bi && !t->model; k++) // the model at the round's global weights: one per round
+            if (tg->obs[k].round == ob->round)
+                t->model = tg->t[k].model;
+        if (!t->model) {
+            if (!(tg->models[bi] = model_clone(ex->model, ex->backend, err)))
+                return err && err->code ? err->code : FP_ENOMEM;
+            model_set_params(tg->models[bi], ob->global);
+            t->model = tg->models[bi];
+        }
+        if (!(t->target = malloc(sizeof(float) * np)))
+            return fp_fail(err, FP_ENOMEM, "out of memory");
+        victims_gradient(ex, ob, t->target);
+        if (!all_finite(t->target, np))
+            return fp_fail(err, FP_EDIVERGED, "batch %d (image %d): the %s's gradient estimate from what it saw of "
+                           "client %d in round %d is not finite", bi, o->images[bi * B],
+                           fed_observer_name(ob->point.observer), ob->client, ob->round + 1);
+        if (o->idlg) {
+            const ParamLayer *l = &ex->model->table.layers[model_last_weight_layer(ex->model)];
+            idlg_labels(t->target + l->offset, l->shape[0], l->shape[1], B, t->labels);
+        }
+    }
+    return FP_OK;
+}
+
+// -- inversions: every (batch, variant) job, in threads -----------------------------------------
+typedef struct InvJob {
+    const BatchTarget *bt;
+    const AttackerVariant *v;
+    int batch;
     InversionResult res;
     FpStatus st;
     FpError err;
-} BatchJob;
+} InvJob;
 
-// Scores one finished batch: matching, metrics, PNGs, the per-image records, the grid rows.
-static FpStatus score_batch(const AttackEnv *env, const DlgOptions *o, const Dataset *d, int bi, BatchJob *job,
-                            float *grid, int grid_cols, cJSON *images, RunTotals *tot, FpError *err) {
-    int B = o->batch_size, c = d->c, h = d->h, w = d->w;
-    size_t ss = dataset_sample_size(d);
-    uint32_t idx[DLG_MAX_BATCH];
-    const int32_t *labels = job->labels;
-    InversionResult res = job->res;
-    for (int i = 0; i < B; i++)
-        idx[i] = (uint32_t)o->images[bi * B + i];
-    float *rec = malloc(sizeof(float) * ss * B), *snap = malloc(sizeof(float) * ss);
-    FpStatus st = FP_OK;
-    if (!rec || !snap) {
-        st = fp_fail(err, FP_ENOMEM, "out of memory");
-        goto out;
-    }
-    clamp01(rec, res.x, ss * B);
-    // SSIM of every (original i, reconstruction j) pair, then the best assignment.
-    double ssim[DLG_MAX_BATCH * DLG_MAX_BATCH];
-    for (int i = 0; i < B && st == FP_OK; i++)
-        for (int j = 0; j < B && st == FP_OK; j++)
-            st = image_ssim(d->x + (size_t)idx[i] * ss, rec + (size_t)j * ss, c, h, w, &ssim[i * B + j], err);
-    if (st != FP_OK)
-        goto out;
-    int perm[DLG_MAX_BATCH], best[DLG_MAX_BATCH], used[DLG_MAX_BATCH] = {0};
-    double best_sum = -INFINITY;
-    for (int i = 0; i < B; i++)
-        best[i] = i;
-    best_assignment(ssim, B, perm, best, &best_sum, 0, used, 0.0);
-    for (int i = 0; i < B && st == FP_OK; i++) {
-        int j = best[i], index = (int)idx[i];
-        const float *orig = d->x + (size_t)idx[i] * ss, *r = rec + (size_t)j * ss;
-        ImageMetrics im;
-        st = image_metrics(orig, r, c, h, w, &im, err);
-        if (st != FP_OK)
-            break;
-        int pred = o->idlg ? labels[j] : 0;
-        if (!o->idlg) {
-            const float *pr = res.label_probs + (size_t)j * res.classes;
-            pred = 0;
-            for (int k = 1; k < res.classes; k++)
-                if (pr[k] > pr[pred])
-                    pred = k;
-        }
-        char orig_png[64], rec_png[64];
-        snprintf(orig_png, sizeof orig_png, "original_%d.png", index);
-        snprintf(rec_png, sizeof rec_png, "reconstruction_%d.png", index);
-        st = write_png(env->out_dir, orig_png, orig, c, h, w, err);
-        if (st == FP_OK)
-            st = write_png(env->out_dir, rec_png, r, c, h, w, err);
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddItemToArray(images, e);
-        cJSON_AddNumberToObject(e, "index", index);
-        cJSON_AddNumberToObject(e, "batch", bi);
-        cJSON_AddNumberToObject(e, "label", d->y[idx[i]]);
-        cJSON_AddNumberToObject(e, "recovered_label", pred);
-        cJSON_AddBoolToObject(e, "label_correct", pred == d->y[idx[i]]);
-        if (!o->idlg)
-            cJSON_AddItemToObject(e, "label_probabilities",
-                                  cJSON_CreateFloatArray(res.label_probs + (size_t)j * res.classes, res.classes));
-        jnum_add(e, "ssim", im.ssim);
-        jnum_add(e, "psnr", im.psnr);
-        jnum_add(e, "mse", im.mse);
-        jnum_add(e, "matching_loss", res.loss);
-        cJSON_AddNumberToObject(e, "best_restart", res.best_restart);
-        cJSON *rl = cJSON_AddArrayToObject(e, "restart_losses");
-        for (int k = 0; k < o->inv.restarts; k++)
-            cJSON_AddItemToArray(rl, isfinite(res.restart_losses[k]) ? cJSON_CreateNumber(res.restart_losses[k])
-                                                                      : cJSON_CreateNull());
-        cJSON *lc = cJSON_AddArrayToObject(e, "loss_curve");
-        for (int k = 0; k < res.n_curve; k++)
-            cJSON_AddItemToArray(lc, isfinite(res.loss_curve[k]) ? cJSON_CreateNumber(res.loss_curve[k])
-                                                                 : cJSON_CreateNull());
-        cJSON_AddStringToObject(e, "original_png", orig_png);
-        cJSON_AddStringToObject(e, "reconstruction_png", rec_png);
-        cJSON *sn = cJSON_AddArrayToObject(e, "snapshots");
-        int row = bi * B + i;
-        memcpy(grid + (size_t)row * grid_cols * ss, orig, sizeof(float) * ss);
-        memcpy(grid + ((size_t)row * grid_cols + grid_cols - 1) * ss, r, sizeof(float) * ss);
-        for (int k = 0; k < res.n_snapshots && st == FP_OK; k++) {
-            clamp01(snap, res.snapshots + ((size_t)k * B + j) * ss, ss);
-            char sp[80];
-            snprintf(sp, sizeof sp, "reconstruction_%d_step%d.png", index, res.snapshot_steps[k]);
-            double s_ssim = NAN;
-            st = image_ssim(orig, snap, c, h, w, &s_ssim, err);
-            if (st == FP_OK)
-                st = write_png(env->out_dir, sp, snap, c, h, w, err);
-            cJSON *so = cJSON_CreateObject();
-            cJSON_AddNumberToObject(so, "step", res.snapshot_steps[k]);
-            jnum_add(so, "ssim", s_ssim);
-            jnum_add(so, "matching_loss", res.loss_curve[res.snapshot_steps[k]]);
-            cJSON_AddStringToObject(so, "png", sp);
-            cJSON_AddItemToArray(sn, so);
-            // Evenly spaced snapshots fill the grid's middle columns.
-            int n_mid = grid_cols - 2;
-            for (int col = 0; col < n_mid; col++)
-                if ((int)((long)(col + 1) * res.n_snapshots / n_mid) - 1 == k)
-                    memcpy(grid + ((size_t)row * grid_cols + 1 + col) * ss, snap, sizeof(float) * ss);
-        }
-        tot->ssim_sum += im.ssim;
-        tot->psnr_sum += im.psnr;
-        tot->mse_sum += im.mse;
-        tot->labels_ok += pred == d->y[idx[i]];
-        tot->ssim_95 += im.ssim >= 0.95;
-        tot->n++;
-    }
-    tot->evals += res.evaluations;
-    tot->seconds += res.seconds;
-    tot->cpu_seconds += res.cpu_seconds;
-    if (!env->quiet && st == FP_OK) {
-        fprintf(stderr, "%s: batch %d/%d (image %d%s): SSIM %.4f, matching loss %.3g, %ld evaluations, %.1f s\n",
-                o->idlg ? "idlg" : "dlg", bi + 1, o->n_images / B, (int)idx[0], B > 1 ? ", ..." : "",
-                ssim[0 * B + best[0]], res.loss, res.evaluations, res.seconds);
-    }
-out:
-    free(rec);
-    free(snap);
-    return st;
-}
-
-// The inversions are independent: worker w runs batches w, w + T, w + 2T, ... Each has
-// its own tape; the model is only read. Results do not depend on the thread count.
+// The inversions are independent: worker w runs jobs w, w + T, w + 2T, ... Each has its
+// own tape; the models are only read. Results do not depend on the thread count.
 typedef struct InvWorker {
     const DlgOptions *o;
     const Experiment *ex;
-    BatchJob *jobs;
-    int first, stride, n_batches;
+    InvJob *jobs;
+    int first, stride, n_jobs;
 } InvWorker;
 
 static void *inversion_worker(void *arg) {
     InvWorker *w = arg;
-    for (int bi = w->first; bi < w->n_batches; bi += w->stride) {
-        BatchJob *j = &w->jobs[bi];
-        InversionProblem prob = {.model = j->model, .target = j->target, .batch = w->o->batch_size,
-                                 .labels = w->o->idlg ? j->labels : NULL, .seed = w->ex->seed,
-                                 .stream = (uint32_t)bi};
-        j->st = inversion_run(&prob, &w->o->inv, &j->res, &j->err);
+    for (int k = w->first; k < w->n_jobs; k += w->stride) {
+        InvJob *j = &w->jobs[k];
+        InversionProblem prob = {.model = j->bt->model, .target = j->bt->target, .batch = w->o->batch_size,
+                                 .labels = w->o->idlg ? j->bt->labels : NULL, .seed = w->ex->seed,
+                                 .stream = (uint32_t)j->batch, .first_restart = j->v->first_restart};
+        j->st = inversion_run(&prob, &j->v->inv, &j->res, &j->err);
         if (j->st != FP_OK)
             break;
     }
     return NULL;
 }
 
-static FpStatus run_inversions(const Experiment *ex, const DlgOptions *o, BatchJob *jobs, int n_batches,
-                               FpError *err) {
+// Job bi·V + v inverts batch bi with variant v.
+static InvJob *inversions_run(const Experiment *ex, const DlgOptions *o, const Targets *tg, FpError *err) {
+    int V = o->attacker.n, n = tg->n_batches * V;
+    InvJob *jobs = calloc((size_t)n, sizeof *jobs);
+    if (!jobs) {
+        fp_fail(err, FP_ENOMEM, "out of memory");
+        return NULL;
+    }
+    for (int k = 0; k < n; k++)
+        jobs[k] = (InvJob){.bt = &tg->t[k / V], .v = &o->attacker.v[k % V], .batch = k / V};
     int T = ex->threads < 1 ? 1 : ex->threads;
-    if (T > n_batches)
-        T = n_batches;
+    if (T > n)
+        T = n;
     if (ex->backend->device != DEVICE_CPU)
         T = 1;
     if (ex->backend->set_threads)
@@ -395,7 +372,7 @@ static FpStatus run_inversions(const Experiment *ex, const DlgOptions *o, BatchJ
     if (T > FED_MAX_THREADS)
         T = FED_MAX_THREADS; // experiment_load refuses more
     for (int k = 0; k < T; k++)
-        w[k] = (InvWorker){.o = o, .ex = ex, .jobs = jobs, .first = k, .stride = T, .n_batches = n_batches};
+        w[k] = (InvWorker){.o = o, .ex = ex, .jobs = jobs, .first = k, .stride = T, .n_jobs = n};
     for (int k = 1; k < T; k++)
         running[k] = pthread_create(&tid[k], NULL, inversion_worker, &w[k]) == 0;
     inversion_worker(&w[0]);
@@ -405,19 +382,256 @@ static FpStatus run_inversions(const Experiment *ex, const DlgOptions *o, BatchJ
         else // no thread: run its share here
             inversion_worker(&w[k]);
     }
-    for (int bi = 0; bi < n_batches; bi++)
-        if (jobs[bi].st != FP_OK) {
-            *err = jobs[bi].err;
-            return jobs[bi].st;
-        }
-    return FP_OK;
+    return jobs;
 }
 
-static int all_finite(const float *x, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!isfinite(x[i]))
-            return 0;
-    return 1;
+static void inversions_free(InvJob *jobs, int n) {
+    for (int k = 0; jobs && k < n; k++)
+        inversion_result_free(&jobs[k].res);
+    free(jobs);
+}
+
+// -- scoring: the strongest variant per image --------------------------------------------------
+typedef struct ImageScore {
+    int variant;                          // the kept variant
+    int j;                                // its reconstruction matched to this image
+    int pred;                             // its label for the image
+    ImageMetrics m;
+    double vssim[ATTACKER_MAX_VARIANTS];  // each variant's SSIM for this image (NaN: it diverged)
+} ImageScore;
+
+// Scores every image: per variant the matching of reconstructions to originals, then the
+// variant with the highest SSIM. A batch whose every variant diverged is FP_EDIVERGED.
+static FpStatus score_images(const DlgOptions *o, const Dataset *d, const uint32_t *idx, const InvJob *jobs,
+                             int n_batches, ImageScore *sc, FpError *err) {
+    int B = o->batch_size, V = o->attacker.n, c = d->c, h = d->h, w = d->w;
+    size_t ss = dataset_sample_size(d);
+    float *rec = malloc(sizeof(float) * ss * B);
+    if (!rec)
+        return fp_fail(err, FP_ENOMEM, "out of memory");
+    FpStatus st = FP_OK;
+    for (int bi = 0; bi < n_batches && st == FP_OK; bi++) {
+        ImageScore *s = sc + (size_t)bi * B;
+        int matched[ATTACKER_MAX_VARIANTS][DLG_MAX_BATCH], finite = 0;
+        for (int i = 0; i < B; i++) {
+            s[i] = (ImageScore){.variant = -1};
+            for (int v = 0; v < V; v++)
+                s[i].vssim[v] = NAN;
+        }
+        for (int v = 0; v < V && st == FP_OK; v++) {
+            const InversionResult *res = &jobs[bi * V + v].res;
+            if (!isfinite(res->loss))
+                continue;
+            finite++;
+            clamp01(rec, res->x, ss * B);
+            double ssim[DLG_MAX_BATCH * DLG_MAX_BATCH];
+            for (int i = 0; i < B && st == FP_OK; i++)
+                for (int j = 0; j < B && st == FP_OK; j++)
+                    st = image_ssim(d->x + (size_t)idx[bi * B + i] * ss, rec + (size_t)j * ss, c, h, w,
+                                    &ssim[i * B + j], err);
+            int perm[DLG_MAX_BATCH], used[DLG_MAX_BATCH] = {0};
+            double best_sum = -INFINITY;
+            for (int i = 0; i < B; i++)
+                matched[v][i] = i;
+            best_assignment(ssim, B, perm, matched[v], &best_sum, 0, used, 0.0);
+            for (int i = 0; i < B && st == FP_OK; i++) {
+                s[i].vssim[v] = ssim[i * B + matched[v][i]];
+                if (s[i].variant < 0 || s[i].vssim[v] > s[i].vssim[s[i].variant]) {
+                    s[i].variant = v;
+                    s[i].j = matched[v][i];
+                }
+            }
+        }
+        if (st == FP_OK && !finite)
+            st = fp_fail(err, FP_EDIVERGED, "batch %d (image %d): the matching loss is not finite after %d steps in "
+                         "every restart of every attacker variant", bi, (int)idx[bi * B], o->attacker.v[0].inv.steps);
+        for (int i = 0; i < B && st == FP_OK; i++) {
+            const InversionResult *res = &jobs[bi * V + s[i].variant].res;
+            clamp01(rec, res->x + (size_t)s[i].j * ss, ss);
+            st = image_metrics(d->x + (size_t)idx[bi * B + i] * ss, rec, c, h, w, &s[i].m, err);
+            if (o->idlg)
+                s[i].pred = jobs[bi * V + s[i].variant].bt->labels[s[i].j];
+            else {
+                const float *pr = res->label_probs + (size_t)s[i].j * res->classes;
+                s[i].pred = 0;
+                for (int k = 1; k < res->classes; k++)
+                    if (pr[k] > pr[s[i].pred])
+                        s[i].pred = k;
+            }
+        }
+    }
+    free(rec);
+    return st;
+}
+
+// -- the result ----------------------------------------------------------------------------------
+typedef struct RunTotals {
+    double seconds, cpu_seconds;
+    int labels_ok;
+    long evals;
+    int kept[ATTACKER_MAX_VARIANTS], recovered[ATTACKER_MAX_VARIANTS];
+    double vssim_sum[ATTACKER_MAX_VARIANTS];
+    int vn[ATTACKER_MAX_VARIANTS];
+} RunTotals;
+
+static cJSON *number_list(const double *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int k = 0; k < n; k++)
+        cJSON_AddItemToArray(a, isfinite(v[k]) ? cJSON_CreateNumber(v[k]) : cJSON_CreateNull());
+    return a;
+}
+
+// One image's record, its PNGs and its grid row.
+static FpStatus write_image(const AttackEnv *env, const DlgOptions *o, const Dataset *d, int bi, int i,
+                            uint32_t index, const ImageScore *s, const InvJob *jobs, float *grid, int grid_cols,
+                            cJSON *images, FpError *err) {
+    int B = o->batch_size, V = o->attacker.n, c = d->c, h = d->h, w = d->w;
+    size_t ss = dataset_sample_size(d);
+    const InvJob *job = &jobs[bi * V + s->variant];
+    const InversionResult *res = &job->res;
+    const float *orig = d->x + (size_t)index * ss;
+    float *r = malloc(sizeof(float) * ss), *snap = malloc(sizeof(float) * ss);
+    if (!r || !snap) {
+        free(r);
+        free(snap);
+        return fp_fail(err, FP_ENOMEM, "out of memory");
+    }
+    clamp01(r, res->x + (size_t)s->j * ss, ss);
+    char orig_png[64], rec_png[64];
+    snprintf(orig_png, sizeof orig_png, "original_%u.png", index);
+    snprintf(rec_png, sizeof rec_png, "reconstruction_%u.png", index);
+    FpStatus st = write_png(env->out_dir, orig_png, orig, c, h, w, err);
+    if (st == FP_OK)
+        st = write_png(env->out_dir, rec_png, r, c, h, w, err);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddItemToArray(images, e);
+    cJSON_AddNumberToObject(e, "index", index);
+    cJSON_AddNumberToObject(e, "batch", bi);
+    cJSON_AddNumberToObject(e, "label", d->y[index]);
+    cJSON_AddNumberToObject(e, "recovered_label", s->pred);
+    cJSON_AddBoolToObject(e, "label_correct", s->pred == d->y[index]);
+    if (!o->idlg)
+        cJSON_AddItemToObject(e, "label_probabilities",
+                              cJSON_CreateFloatArray(res->label_probs + (size_t)s->j * res->classes, res->classes));
+    jnum_add(e, "ssim", s->m.ssim);
+    jnum_add(e, "psnr", s->m.psnr);
+    jnum_add(e, "mse", s->m.mse);
+    cJSON_AddBoolToObject(e, "recovered", s->m.ssim >= ATTACKER_RECOVERED_SSIM);
+    cJSON_AddStringToObject(e, "variant", job->v->name);
+    cJSON *vs = cJSON_AddArrayToObject(e, "variant_ssim"); // every variant's, in the order of "variants"
+    for (int v = 0; v < V; v++)
+        cJSON_AddItemToArray(vs, isfinite(s->vssim[v]) ? cJSON_CreateNumber(s->vssim[v]) : cJSON_CreateNull());
+    jnum_add(e, "matching_loss", res->loss);
+    cJSON_AddNumberToObject(e, "best_restart", res->best_restart);
+    cJSON_AddItemToObject(e, "restart_losses", number_list(res->restart_losses, job->v->inv.restarts));
+    cJSON_AddItemToObject(e, "loss_curve", number_list(res->loss_curve, res->n_curve));
+    cJSON_AddStringToObject(e, "original_png", orig_png);
+    cJSON_AddStringToObject(e, "reconstruction_png", rec_png);
+    cJSON *sn = cJSON_AddArrayToObject(e, "snapshots");
+    int row = bi * B + i;
+    memcpy(grid + (size_t)row * grid_cols * ss, orig, sizeof(float) * ss);
+    memcpy(grid + ((size_t)row * grid_cols + grid_cols - 1) * ss, r, sizeof(float) * ss);
+    for (int k = 0; k < res->n_snapshots && st == FP_OK; k++) {
+        clamp01(snap, res->snapshots + ((size_t)k * B + s->j) * ss, ss);
+        char sp[80];
+        snprintf(sp, sizeof sp, "reconstruction_%u_step%d.png", index, res->snapshot_steps[k]);
+        double s_ssim = NAN;
+        st = image_ssim(orig, snap, c, h, w, &s_ssim, err);
+        if (st == FP_OK)
+            st = write_png(env->out_dir, sp, snap, c, h, w, err);
+        cJSON *so = cJSON_CreateObject();
+        cJSON_AddNumberToObject(so, "step", res->snapshot_steps[k]);
+        jnum_add(so, "ssim", s_ssim);
+        jnum_add(so, "matching_loss", res->loss_curve[res->snapshot_steps[k]]);
+        cJSON_AddStringToObject(so, "png", sp);
+        cJSON_AddItemToArray(sn, so);
+        // Evenly spaced snapshots fill the grid's middle columns.
+        int n_mid = grid_cols - 2;
+        for (int col = 0; col < n_mid; col++)
+            if ((int)((long)(col + 1) * res->n_snapshots / n_mid) - 1 == k)
+                memcpy(grid + ((size_t)row * grid_cols + 1 + col) * ss, snap, sizeof(float) * ss);
+    }
+    free(r);
+    free(snap);
+    return st;
+}
+
+static void describe_config(const DlgOptions *o, cJSON *result) {
+    cJSON *cfg = cJSON_AddObjectToObject(result, "attack_config");
+    cJSON_AddStringToObject(cfg, "name", o->idlg ? "idlg" : "dlg");
+    cJSON_AddItemToObject(cfg, "images", cJSON_CreateIntArray(o->images, o->n_images));
+    cJSON_AddStringToObject(cfg, "split", o->use_train ? "train" : "test");
+    cJSON_AddNumberToObject(cfg, "batch_size", o->batch_size);
+    cJSON_AddNumberToObject(cfg, "steps", o->inv.steps);
+    if (!o->attacker.adaptive) {
+        cJSON_AddNumberToObject(cfg, "restarts", o->inv.restarts);
+        cJSON_AddStringToObject(cfg, "distance", o->inv.distance == INV_DISTANCE_L2 ? "l2" : "cosine");
+        cJSON_AddNumberToObject(cfg, "tv", o->inv.tv);
+    }
+    attacker_describe(&o->attacker, cfg);
+    cJSON_AddBoolToObject(cfg, "reference", o->attacker.reference);
+    cJSON_AddNumberToObject(cfg, "snapshot_every", o->inv.snapshot_every);
+    cJSON_AddStringToObject(cfg, "local", o->victims.federation_local ? "federation" : "probe");
+    cJSON_AddStringToObject(cfg, "observer", fed_observer_name(o->victims.observer));
+    cJSON *oc = cJSON_AddObjectToObject(cfg, "observe");
+    cJSON_AddNumberToObject(oc, "client", o->victims.client);
+    if (o->victims.round >= 0)
+        cJSON_AddNumberToObject(oc, "round", o->victims.round + 1);
+    else
+        cJSON_AddStringToObject(oc, "round", "first participation");
+    cJSON *lb = cJSON_AddObjectToObject(cfg, "lbfgs");
+    cJSON_AddNumberToObject(lb, "lr", o->inv.lbfgs.lr);
+    cJSON_AddNumberToObject(lb, "max_iter", o->inv.lbfgs.max_iter);
+    cJSON_AddNumberToObject(lb, "max_eval", o->inv.lbfgs.max_eval);
+    cJSON_AddNumberToObject(lb, "history_size", o->inv.lbfgs.history_size);
+    cJSON_AddNumberToObject(lb, "tolerance_grad", o->inv.lbfgs.tolerance_grad);
+    cJSON_AddNumberToObject(lb, "tolerance_change", o->inv.lbfgs.tolerance_change);
+}
+
+static int defense_is_none(const DefenseOps *d) { return !d || strcmp(d->name, "none") == 0; }
+
+// The reference run: the same attack (observer, attacker, images, seed) against the
+// federation without a defense; its recovery decides applicability. A reference that
+// diverges leaves it undecided.
+static FpStatus reference_run(const AttackEnv *env, const DlgOptions *o, const Dataset *d, const uint32_t *idx,
+                              Applicability *ap, FpError *err) {
+    const Experiment *ex = env->ex;
+    const char *source = "a reference run of this attack against the federation without a defense";
+    if (!env->quiet)
+        fprintf(stderr, "%s: reference run without the defense (does the attack apply?)\n", o->idlg ? "idlg" : "dlg");
+    Targets tg;
+    FpError rerr = {0};
+    int B = o->batch_size, nb = o->n_images / B;
+    FpStatus st = targets_observe(env, o, defense_find("none"), NULL, d, idx, &tg, NULL, &rerr);
+    InvJob *jobs = st == FP_OK ? inversions_run(ex, o, &tg, &rerr) : NULL;
+    if (st == FP_OK && !jobs)
+        st = rerr.code ? rerr.code : FP_ENOMEM;
+    for (int k = 0; st == FP_OK && k < nb * o->attacker.n; k++)
+        if (jobs[k].st != FP_OK) {
+            st = jobs[k].st;
+            rerr = jobs[k].err;
+        }
+    ImageScore *sc = st == FP_OK ? calloc((size_t)o->n_images, sizeof *sc) : NULL;
+    if (st == FP_OK && !sc)
+        st = fp_fail(&rerr, FP_ENOMEM, "out of memory");
+    if (st == FP_OK)
+        st = score_images(o, d, idx, jobs, nb, sc, &rerr);
+    if (st == FP_OK) {
+        Recovery r = {0};
+        for (int i = 0; i < o->n_images; i++)
+            recovery_add(&r, sc[i].m.ssim, sc[i].m.psnr, sc[i].m.mse);
+        applicability_from(ap, source, &r);
+    } else if (st == FP_EDIVERGED) {
+        memset(ap, 0, sizeof *ap);
+        snprintf(ap->source, sizeof ap->source, "%s", source);
+        snprintf(ap->reason, sizeof ap->reason, "the reference run diverged: %.200s", rerr.msg);
+        st = FP_OK;
+    } else if (err)
+        *err = rerr;
+    free(sc);
+    inversions_free(jobs, nb * o->attacker.n);
+    targets_free(&tg);
+    return st;
 }
 
 static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, FpError *err) {
@@ -425,109 +639,110 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
     FP_TRY(dlg_parse(env, idlg, &o, err));
     const Experiment *ex = env->ex;
     const Dataset *d = o.use_train ? ex->train : ex->test;
-    size_t ss = dataset_sample_size(d), np = ex->model->table.n_params;
-    int B = o.batch_size, n_batches = o.n_images / B;
-    int n_snap = o.inv.snapshot_every > 0 ? o.inv.steps / o.inv.snapshot_every : 0;
+    size_t ss = dataset_sample_size(d);
+    int B = o.batch_size, n_batches = o.n_images / B, V = o.attacker.n;
+    int n_snap = 0;
+    for (int v = 0; v < V; v++)
+        if (o.attacker.v[v].inv.snapshot_every > 0 &&
+            o.attacker.v[v].inv.steps / o.attacker.v[v].inv.snapshot_every > n_snap)
+            n_snap = o.attacker.v[v].inv.steps / o.attacker.v[v].inv.snapshot_every;
     int grid_cols = 2 + (n_snap < GRID_SNAPSHOTS ? n_snap : GRID_SNAPSHOTS);
     float *grid = calloc((size_t)o.n_images * grid_cols * ss, sizeof(float));
     uint32_t *idx = malloc(sizeof(uint32_t) * (size_t)o.n_images);
-    FedObservation *obs = calloc((size_t)n_batches, sizeof *obs);
-    BatchJob *jobs = calloc((size_t)n_batches, sizeof(BatchJob));
-    Model **round_models = calloc((size_t)n_batches, sizeof(Model *)); // one per distinct observed round
-    FpStatus st = grid && idx && obs && jobs && round_models ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
+    ImageScore *sc = calloc((size_t)o.n_images, sizeof *sc);
+    FpStatus st = grid && idx && sc ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
     for (int i = 0; st == FP_OK && i < o.n_images; i++)
         idx[i] = (uint32_t)o.images[i];
     // The resolved configuration, before the work.
-    cJSON *cfg = cJSON_AddObjectToObject(result, "attack_config");
-    cJSON_AddStringToObject(cfg, "name", idlg ? "idlg" : "dlg");
-    cJSON_AddItemToObject(cfg, "images", cJSON_CreateIntArray(o.images, o.n_images));
-    cJSON_AddStringToObject(cfg, "split", o.use_train ? "train" : "test");
-    cJSON_AddNumberToObject(cfg, "batch_size", o.batch_size);
-    cJSON_AddNumberToObject(cfg, "steps", o.inv.steps);
-    cJSON_AddNumberToObject(cfg, "restarts", o.inv.restarts);
-    cJSON_AddStringToObject(cfg, "distance", o.inv.distance == INV_DISTANCE_L2 ? "l2" : "cosine");
-    cJSON_AddNumberToObject(cfg, "tv", o.inv.tv);
-    cJSON_AddNumberToObject(cfg, "snapshot_every", o.inv.snapshot_every);
-    cJSON_AddStringToObject(cfg, "local", o.victims.federation_local ? "federation" : "probe");
-    cJSON *oc = cJSON_AddObjectToObject(cfg, "observe");
-    cJSON_AddNumberToObject(oc, "client", o.victims.client);
-    if (o.victims.round >= 0)
-        cJSON_AddNumberToObject(oc, "round", o.victims.round + 1);
-    else
-        cJSON_AddStringToObject(oc, "round", "first participation");
-    cJSON *lb = cJSON_AddObjectToObject(cfg, "lbfgs");
-    cJSON_AddNumberToObject(lb, "lr", o.inv.lbfgs.lr);
-    cJSON_AddNumberToObject(lb, "max_iter", o.inv.lbfgs.max_iter);
-    cJSON_AddNumberToObject(lb, "max_eval", o.inv.lbfgs.max_eval);
-    cJSON_AddNumberToObject(lb, "history_size", o.inv.lbfgs.history_size);
-    cJSON_AddNumberToObject(lb, "tolerance_grad", o.inv.lbfgs.tolerance_grad);
-    cJSON_AddNumberToObject(lb, "tolerance_change", o.inv.lbfgs.tolerance_change);
-    cJSON_AddStringToObject(result, "observer", fed_observer_name(FED_OBSERVER_SERVER));
+    describe_config(&o, result);
+    FedObserver observer = o.victims.observer;
+    cJSON_AddStringToObject(result, "observer", fed_observer_name(observer));
     cJSON_AddStringToObject(result, "threat_model_detail",
-                            "an honest-but-curious server of the configured federation: each batch is one victim "
-                            "client's local data, and the server receives that client's upload after the defense's "
-                            "client side in the observed round, and inverts its gradient estimate at that round's "
-                            "global weights");
-    // What the server sees: the victims inside the federation, through fl's upload path.
+                            observer == FED_OBSERVER_SERVER
+                                ? "an honest-but-curious server of the configured federation: each batch is one "
+                                  "victim client's local data, and the server receives that client's upload after "
+                                  "the defense's client side (before any server-side noise) in the observed round, "
+                                  "and inverts its gradient estimate at that round's global weights"
+                                : "a public observer of the configured federation (anyone who receives the global "
+                                  "models): each batch is one victim client's local data, and the observer receives "
+                                  "the model the server releases after the observed round, the aggregate of every "
+                                  "participant's upload with the server's noise, and inverts the global model's "
+                                  "change at that round's weights");
+    cJSON_AddStringToObject(result, "attacker", o.attacker.adaptive ? "adaptive" : "single");
+    // What the observer sees: the victims inside the federation, through fl's upload path.
+    Targets tg = {0};
     cJSON *defense = NULL;
     if (st == FP_OK)
-        st = victims_observe(env, &o.victims, ex->defense, ex->defense_json, d, idx, B, n_batches, obs, &defense,
-                             err);
+        st = targets_observe(env, &o, ex->defense, ex->defense_json, d, idx, &tg, &defense, err);
     if (defense)
         cJSON_AddItemToObject(result, "defense", defense);
     cJSON *oj = cJSON_AddArrayToObject(result, "observations");
-    for (int bi = 0; st == FP_OK && bi < n_batches; bi++) {
-        cJSON *e = victims_observation_json(ex, &o.victims, &obs[bi]);
+    int latest = -1;
+    for (int bi = 0; tg.obs && bi < n_batches; bi++) {
+        if (!tg.obs[bi].upload) // not observed (the run stopped before)
+            break;
+        cJSON *e = victims_observation_json(ex, &o.victims, &tg.obs[bi]);
         cJSON_AddNumberToObject(e, "batch", bi);
         cJSON_AddItemToArray(oj, e);
-        // The model at the round's global weights: one per distinct round.
-        for (int k = 0; k <= bi && !jobs[bi].model; k++)
-            if (k == bi || obs[k].round == obs[bi].round)
-                jobs[bi].model = round_models[k];
-        if (!jobs[bi].model) {
-            if (!(round_models[bi] = model_clone(ex->model, ex->backend, err))) {
-                st = err && err->code ? err->code : FP_ENOMEM;
-                break;
-            }
-            model_set_params(round_models[bi], obs[bi].global);
-            jobs[bi].model = round_models[bi];
-        }
-        jobs[bi].target = malloc(sizeof(float) * np);
-        if (!jobs[bi].target) {
-            st = fp_fail(err, FP_ENOMEM, "out of memory");
-            break;
-        }
-        victims_gradient(ex, &obs[bi], jobs[bi].target);
-        if (!all_finite(jobs[bi].target, np))
-            st = fp_fail(err, FP_EDIVERGED, "batch %d (image %d): the server's gradient estimate from client %d's "
-                         "defended upload in round %d is not finite", bi, o.images[bi * B], obs[bi].client,
-                         obs[bi].round + 1);
-        if (st == FP_OK && o.idlg) {
-            const ParamLayer *l = &ex->model->table.layers[model_last_weight_layer(ex->model)];
-            idlg_labels(jobs[bi].target + l->offset, l->shape[0], l->shape[1], B, jobs[bi].labels);
-        }
+        if (latest < 0 || tg.obs[bi].round > tg.obs[latest].round)
+            latest = bi;
     }
+    if (latest >= 0) // the figure for this observer, after the latest observed round
+        cJSON_AddItemToObject(result, "observer_privacy", victims_observer_privacy(&tg.obs[latest]));
+    InvJob *jobs = NULL;
+    if (st == FP_OK && !(jobs = inversions_run(ex, &o, &tg, err)))
+        st = err && err->code ? err->code : FP_ENOMEM;
+    for (int k = 0; st == FP_OK && k < n_batches * V; k++)
+        if (jobs[k].st != FP_OK) {
+            st = jobs[k].st;
+            if (err)
+                *err = jobs[k].err;
+        }
     if (st == FP_OK)
-        st = run_inversions(ex, &o, jobs, n_batches, err);
-    // A matching loss that is not finite leaves no reconstruction to score.
-    for (int bi = 0; st == FP_OK && bi < n_batches; bi++)
-        if (!isfinite(jobs[bi].res.loss))
-            st = fp_fail(err, FP_EDIVERGED, "batch %d (image %d): the matching loss is not finite after %d steps "
-                         "(every restart diverged)", bi, o.images[bi * B], o.inv.steps);
+        st = score_images(&o, d, idx, jobs, n_batches, sc, err);
+    // Per image: the strongest variant's reconstruction.
     cJSON *images = cJSON_AddArrayToObject(result, "images");
     RunTotals tot = {0};
-    for (int bi = 0; bi < n_batches && st == FP_OK; bi++)
-        st = score_batch(env, &o, d, bi, &jobs[bi], grid, grid_cols, images, &tot, err);
-    for (int bi = 0; jobs && bi < n_batches; bi++) {
-        free(jobs[bi].target);
-        inversion_result_free(&jobs[bi].res);
-        model_free(round_models[bi]);
-        fed_observation_free(&obs[bi]);
+    Recovery rec = {0};
+    for (int i = 0; st == FP_OK && i < o.n_images; i++) {
+        const ImageScore *s = &sc[i];
+        st = write_image(env, &o, d, i / B, i % B, idx[i], s, jobs, grid, grid_cols, images, err);
+        recovery_add(&rec, s->m.ssim, s->m.psnr, s->m.mse);
+        tot.labels_ok += s->pred == d->y[idx[i]];
+        tot.kept[s->variant]++;
+        for (int v = 0; v < V; v++)
+            if (isfinite(s->vssim[v])) {
+                tot.vn[v]++;
+                tot.vssim_sum[v] += s->vssim[v];
+                tot.recovered[v] += s->vssim[v] >= ATTACKER_RECOVERED_SSIM;
+            }
     }
-    free(jobs);
-    free(round_models);
-    free(obs);
-    free(idx);
+    for (int k = 0; jobs && k < n_batches * V; k++) {
+        tot.evals += jobs[k].res.evaluations;
+        tot.seconds += jobs[k].res.seconds;
+        tot.cpu_seconds += jobs[k].res.cpu_seconds;
+    }
+    if (st == FP_OK && !env->quiet)
+        for (int i = 0; i < o.n_images; i++)
+            fprintf(stderr, "%s: image %d (batch %d): SSIM %.4f (%s)\n", idlg ? "idlg" : "dlg", (int)idx[i], i / B,
+                    sc[i].m.ssim, o.attacker.v[sc[i].variant].name);
+    inversions_free(jobs, n_batches * V);
+    targets_free(&tg);
+    // Does the attack apply at all? Decided against the federation without a defense.
+    Applicability ap = {0};
+    if (st == FP_OK) {
+        if (defense_is_none(ex->defense))
+            applicability_from(&ap, "this run (no defense)", &rec);
+        else if (env->reference_given)
+            applicability_from_result(&ap, env->reference_source ? env->reference_source : "the reference",
+                                      env->reference);
+        else if (o.attacker.reference)
+            st = reference_run(env, &o, d, idx, &ap, err);
+        else {
+            snprintf(ap.source, sizeof ap.source, "none");
+            snprintf(ap.reason, sizeof ap.reason, "no reference run (\"reference\": false)");
+        }
+    }
     if (st == FP_OK) {
         char gp[4096];
         snprintf(gp, sizeof gp, "%s/grid.png", env->out_dir);
@@ -538,12 +753,22 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
     if (st == FP_OK) {
         cJSON_AddStringToObject(result, "grid_png", "grid.png");
         cJSON_AddStringToObject(result, "grid_layout", "one row per image: original, evenly spaced snapshots, final");
-        jnum_add(result, "ssim_mean", tot.ssim_sum / tot.n);
-        jnum_add(result, "psnr_mean", tot.psnr_sum / tot.n);
-        jnum_add(result, "mse_mean", tot.mse_sum / tot.n);
-        cJSON_AddNumberToObject(result, "label_accuracy", (double)tot.labels_ok / tot.n);
-        cJSON_AddNumberToObject(result, "images_recovered", tot.ssim_95); // SSIM >= recovered_ssim
-        cJSON_AddNumberToObject(result, "recovered_ssim", 0.95);
+        recovery_json(&rec, result);
+        cJSON_AddNumberToObject(result, "label_accuracy", (double)tot.labels_ok / rec.n);
+        cJSON *vr = cJSON_AddArrayToObject(result, "variants");
+        for (int v = 0; v < V; v++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "name", o.attacker.v[v].name);
+            cJSON_AddNumberToObject(e, "images_kept", tot.kept[v]);
+            cJSON_AddNumberToObject(e, "images_recovered", tot.recovered[v]);
+            jnum_add(e, "ssim_mean", tot.vn[v] ? tot.vssim_sum[v] / tot.vn[v] : NAN);
+            cJSON_AddNumberToObject(e, "images_diverged", rec.n - tot.vn[v]);
+            cJSON_AddItemToArray(vr, e);
+        }
+        applicability_json(&ap, result);
+        if (!env->quiet && ap.decided && !ap.applicable)
+            fprintf(stderr, "%s: not applicable: it recovers no image without any defense (%s)\n",
+                    idlg ? "idlg" : "dlg", ap.source);
         cJSON_AddNumberToObject(result, "closure_evaluations", (double)tot.evals);
         cJSON_AddNumberToObject(result, "optimisation_seconds", tot.seconds);
         cJSON_AddNumberToObject(result, "ms_per_evaluation", tot.evals ? 1e3 * tot.seconds / tot.evals : 0.0);
@@ -551,6 +776,8 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
         cJSON_AddNumberToObject(result, "cpu_ms_per_evaluation", tot.evals ? 1e3 * tot.cpu_seconds / tot.evals : 0.0);
     }
     free(grid);
+    free(idx);
+    free(sc);
     free(o.images);
     return st;
 }
@@ -567,6 +794,9 @@ const AttackOps attack_dlg = {
     .summary = "Deep Leakage from Gradients: L-BFGS gradient matching of images and soft labels (SSIM)",
     .headline = "ssim_mean",
     .headline_higher_leaks = 1,
+    .observers = 1,
+    .adaptive = 1,
+    .uses_reference = 1,
     .validate = dlg_validate,
     .run = dlg_run,
     .work = dlg_work,
@@ -577,6 +807,9 @@ const AttackOps attack_idlg = {
     .summary = "Improved DLG: label from the last layer's gradient signs, then L-BFGS on the images (SSIM)",
     .headline = "ssim_mean",
     .headline_higher_leaks = 1,
+    .observers = 1,
+    .adaptive = 1,
+    .uses_reference = 1,
     .validate = idlg_validate,
     .run = idlg_run,
     .work = idlg_work,

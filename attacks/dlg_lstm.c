@@ -2,8 +2,9 @@
 // lstm load forecaster) with a continuous target, as the layer-wise DP paper's Fig. 7
 // runs it: `fedpriv attack dlg-regression --config FILE.json --out DIR`.
 //
-// Threat model: an honest-but-curious server of the configured federation that sees one
-// client's upload in one round (attacks/victims.h). Target sample k is the local data of
+// Threat model: an observer of the configured federation (attacks/victims.h): the
+// honest-but-curious server that sees one client's upload in one round ("observer":
+// "server", the default), or anyone who sees the model released after it ("public"). Target sample k is the local data of
 // victim client (observe.client + k) mod N (batch 1); by default it takes one SGD step
 // on it (the FedSGD probe), with "local": "federation" the federation's local procedure.
 // The federation runs as configured up to the observed round (each victim's first
@@ -28,7 +29,9 @@
 // defense at each of attack.epsilons (its epsilon_total; default: the config's own).
 // "uninformed_mse" is MSE(x̄, x) with x̄ the training set's mean window: what an
 // attacker gets without any gradient. A defended upload or a final matching loss that
-// is not finite is FP_EDIVERGED (no curve is presented as a finding).
+// is not finite is FP_EDIVERGED (no curve is presented as a finding). "applicable" says
+// whether the reference curve beats the uninformed guess: an attack that learns nothing
+// without a defense is no evidence about one.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -423,6 +426,23 @@ static FpStatus dlgr_run(const AttackEnv *env, cJSON *result, FpError *err) {
             headline = cJSON_GetNumberValue(cJSON_GetObjectItem(curve, "final_window_mse_mean"));
     }
     if (st == FP_OK) {
+        cJSON_AddStringToObject(result, "observer", fed_observer_name(o.victims.observer));
+        // Does the attack apply? Without a defense it must beat the uninformed guess.
+        const cJSON *rc = o.reference ? cJSON_GetArrayItem(curves, 0) : NULL;
+        double ref_mse = rc ? cJSON_GetNumberValue(cJSON_GetObjectItem(rc, "final_window_mse_mean")) : NAN;
+        if (rc && isfinite(ref_mse))
+            cJSON_AddBoolToObject(result, "applicable", ref_mse < uninformed);
+        else
+            cJSON_AddNullToObject(result, "applicable");
+        cJSON *ap = cJSON_AddObjectToObject(result, "applicability");
+        cJSON_AddStringToObject(ap, "rule", "applicable when the same attack against the federation without any "
+                                            "defense (the reference curve) ends with a window MSE below the "
+                                            "uninformed guess's (uninformed_mse)");
+        cJSON_AddStringToObject(ap, "reference", rc ? "the reference curve" : "none");
+        if (rc)
+            add_number(ap, "reference_window_mse", ref_mse);
+        else
+            cJSON_AddStringToObject(ap, "reason", "no reference curve (\"reference\": false)");
         cJSON_AddNumberToObject(result, "uninformed_mse", uninformed);
         cJSON_AddNumberToObject(result, "steps", o.steps);
         cJSON_AddNumberToObject(result, "recent_steps", o.recent);
@@ -445,6 +465,7 @@ const AttackOps attack_dlg_regression = {
                "L-BFGS step, clean vs defended",
     .headline = "window_mse_final",
     .headline_higher_leaks = 0,
+    .observers = 1,
     .validate = dlgr_validate,
     .run = dlgr_run,
     .work = dlgr_work,

@@ -239,7 +239,7 @@ FpStatus inversion_run(const InversionProblem *p, const InversionConfig *cfg, In
     out->loss = NAN;
     out->best_restart = -1;
     for (int r = 0; r < cfg->restarts && st == FP_OK; r++) {
-        RngStream rs = rng_stream(p->seed, RNG_ATTACK, (uint32_t)r, p->stream);
+        RngStream rs = rng_stream(p->seed, RNG_ATTACK, p->first_restart + (uint32_t)r, p->stream);
         for (size_t i = 0; i < n; i++)
             z[i] = (float)rng_normal_at(&rs, i);
         Lbfgs *opt = lbfgs_create(n, &cfg->lbfgs, err);

@@ -13,8 +13,8 @@
 // labels (iDLG). ∇θL is taken with create_graph, so ∂D/∂x′ and ∂D/∂y′ are exact second-
 // order derivatives (core/autodiff.h). The optimiser is attacks/lbfgs.h with PyTorch's
 // defaults; x′ and y′ start from N(0,1) drawn from rng_stream(seed, RNG_ATTACK,
-// restart, stream): element i of the flat vector [x′, y′] is rng_normal_at(&s, i), so
-// DLG and iDLG start from the same x′.
+// first_restart + restart, stream): element i of the flat vector [x′, y′] is
+// rng_normal_at(&s, i), so DLG and iDLG start from the same x′.
 #ifndef FEDPRIV_ATTACKS_INVERSION_H
 #define FEDPRIV_ATTACKS_INVERSION_H
 
@@ -41,6 +41,8 @@ typedef struct InversionProblem {
     const int32_t *labels; // iDLG: the B labels to use (hard targets); NULL: DLG (learn y′)
     uint64_t seed;
     uint32_t stream;       // RNG_ATTACK stream id (e.g. the batch number), so batches differ
+    uint32_t first_restart; // restart r starts from restart stream first_restart + r (attacker
+                            // variants draw disjoint starts: attacks/attacker.h)
 } InversionProblem;
 
 typedef struct InversionResult {

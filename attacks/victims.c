@@ -15,6 +15,12 @@ FpStatus victims_parse(const AttackEnv *env, int n_victims, VictimOptions *o, Fp
     o->round = -1;
     static const char *const locals[] = {"probe", "federation", NULL};
     FP_TRY(jv_choice(j, env->path, "local", locals, 0, &o->federation_local, err));
+    const char *observers[FED_OBSERVERS + 1] = {NULL};
+    for (int k = 0; k < FED_OBSERVERS; k++)
+        observers[k] = fed_observer_name((FedObserver)k);
+    int observer;
+    FP_TRY(jv_choice(j, env->path, "observer", observers, FED_OBSERVER_SERVER, &observer, err));
+    o->observer = (FedObserver)observer;
     const cJSON *ob;
     FP_TRY(jv_object(j, env->path, "observe", JV_OPTIONAL, &ob, err));
     const char *op = jv_path(p, sizeof p, env->path, "observe");
@@ -83,7 +89,7 @@ FpStatus victims_observe(const AttackEnv *env, const VictimOptions *o, const Def
         FedClientData cd = {.data = d, .idx = idx + (size_t)v * per_victim, .n = per_victim,
                             .probe = !o->federation_local};
         st = fed_set_client_data(f, client, &cd, err);
-        pts[v] = (FedObservePoint){.client = client, .round = o->round, .observer = FED_OBSERVER_SERVER};
+        pts[v] = (FedObservePoint){.client = client, .round = o->round, .observer = o->observer};
     }
     if (st == FP_OK) {
         st = fed_observe(f, pts, n_victims, out, err);
@@ -104,13 +110,45 @@ void victims_gradient(const Experiment *ex, const FedObservation *ob, float *out
                              ob->local_steps, ex->fed.weight_decay, out);
 }
 
+cJSON *victims_observer_privacy(const FedObservation *ob) {
+    const cJSON *rec = ob->privacy;
+    const cJSON *sound = cJSON_GetObjectItemCaseSensitive(rec, "sound");
+    const cJSON *upload = cJSON_GetObjectItemCaseSensitive(sound, "upload");
+    int use_upload = ob->point.observer == FED_OBSERVER_SERVER && upload;
+    const cJSON *fig = use_upload ? upload : sound;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "observer", fed_observer_name(ob->point.observer));
+    cJSON_AddStringToObject(j, "figure", use_upload ? "sound.upload" : "sound");
+    cJSON_AddNumberToObject(j, "round", ob->round + 1);
+    static const char *const keys[] = {"epsilon_total", "epsilon_total_conditional", NULL};
+    for (int k = 0; keys[k]; k++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(fig, keys[k]);
+        if (v)
+            cJSON_AddItemToObject(j, keys[k], cJSON_Duplicate(v, 1));
+    }
+    const cJSON *delta = cJSON_GetObjectItemCaseSensitive(sound, "delta");
+    if (delta)
+        cJSON_AddItemToObject(j, "delta", cJSON_Duplicate(delta, 1));
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(rec, "guarantee");
+    cJSON_AddStringToObject(j, "guarantee", cJSON_IsString(g) ? g->valuestring : "none");
+    const cJSON *notion = cJSON_GetObjectItemCaseSensitive(fig, "notion");
+    cJSON_AddStringToObject(j, "notion", cJSON_IsString(notion) ? notion->valuestring : "");
+    return j;
+}
+
 cJSON *victims_observation_json(const Experiment *ex, const VictimOptions *o, const FedObservation *ob) {
+    int pub = ob->point.observer == FED_OBSERVER_PUBLIC;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddNumberToObject(j, "round", ob->round + 1);
     cJSON_AddNumberToObject(j, "client", ob->client);
     cJSON_AddStringToObject(j, "observer", fed_observer_name(ob->point.observer));
     cJSON_AddStringToObject(j, "point", ob->point.round < 0 ? "the client's first participation" : "declared round");
-    cJSON_AddStringToObject(j, "upload_kind", upload_kind_name(ob->kind));
+    cJSON_AddStringToObject(j, "observed",
+                            pub ? "the global model released after the round: the aggregate of every participant's "
+                                  "upload, with the server's noise"
+                                : "the client's upload as the server receives it, after the defense's client side "
+                                  "and before any server-side noise");
+    cJSON_AddStringToObject(j, "upload_kind", upload_kind_name(ob->client_kind));
     cJSON *fj = fed_config_to_json(&ex->fed);
     cJSON_AddNumberToObject(fj, "participants", ob->participants);
     cJSON_AddItemToObject(j, "federation", fj);
@@ -125,8 +163,11 @@ cJSON *victims_observation_json(const Experiment *ex, const VictimOptions *o, co
     cJSON *dj = upload_params_json(&ob->params);
     cJSON_AddItemToObject(dj, "privacy", cJSON_Duplicate(ob->privacy, 1));
     cJSON_AddItemToObject(j, "defense", dj);
+    cJSON_AddItemToObject(j, "observer_privacy", victims_observer_privacy(ob));
     cJSON_AddStringToObject(j, "server_estimate",
-                            ob->kind == UPLOAD_WEIGHTS  ? "(w_global - upload)/(lr*steps) - weight_decay*w_global"
+                            pub || ob->kind == UPLOAD_WEIGHTS
+                                ? (pub ? "(w_round - w_released)/(lr*steps) - weight_decay*w_round"
+                                       : "(w_global - upload)/(lr*steps) - weight_decay*w_global")
                             : ob->kind == UPLOAD_DELTA ? "-upload/(lr*steps) - weight_decay*w_global"
                                                        : "upload/steps - weight_decay*w_global");
     return j;

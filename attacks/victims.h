@@ -10,8 +10,13 @@
 // in full (training, aggregation, accounting), so the model and the defense's state are
 // the federation's at that round.
 //
+// The observer (fl/fed.h FedObserver) is "server" (default: the victim's upload as the
+// server receives it, before any server-side noise) or "public" (the model the server
+// releases after that round: every participant's upload and the server's noise in it;
+// the attack inverts the global model's change).
+//
 // Attack keys (with the attack's own): "observe": {"round": r (1-based), "client": c},
-// "local": "probe" (default) | "federation".
+// "local": "probe" (default) | "federation", "observer": "server" (default) | "public".
 #ifndef FEDPRIV_ATTACKS_VICTIMS_H
 #define FEDPRIV_ATTACKS_VICTIMS_H
 
@@ -19,15 +24,17 @@
 
 #include "attacks/attack.h"
 
-#define VICTIM_KEYS "observe", "local"
+#define VICTIM_KEYS "observe", "local", "observer"
 
 typedef struct VictimOptions {
     int client;            // the first victim's client id (default 0)
     int round;             // 0-based observed round, -1 = each victim's first participation
     int federation_local;  // 1: the federation's local procedure; 0: one step (probe)
+    FedObserver observer;
 } VictimOptions;
 
-// Reads "observe" and "local" for n_victims victims (at most N, the federation's clients).
+// Reads "observe", "local" and "observer" for n_victims victims (at most N, the
+// federation's clients).
 FpStatus victims_parse(const AttackEnv *env, int n_victims, VictimOptions *o, FpError *err);
 
 // The observations of n_victims victims; victim v holds samples idx[v·per_victim ..
@@ -38,13 +45,26 @@ FpStatus victims_observe(const AttackEnv *env, const VictimOptions *o, const Def
                          const cJSON *defense_json, const Dataset *d, const uint32_t *idx, int per_victim,
                          int n_victims, FedObservation *out, cJSON **defense_out, FpError *err);
 
-// The server's estimate of the victim's per-step gradient from its upload
-// (upload_gradient_estimate with the federation's lr and weight decay), host n_params.
+// The observer's estimate of the victim's per-step gradient from what it saw
+// (upload_gradient_estimate with the federation's lr and weight decay and the victim's
+// local steps), host n_params: from the upload for the server; for the public observer
+// (w_r − w_{r+1})/(lr·steps) − wd·w_r, the released model's change, in which the victim's
+// upload is one of the round's participants' (with its aggregation weight) plus the
+// server's noise.
 void victims_gradient(const Experiment *ex, const FedObservation *ob, float *out);
 
-// What an observation states: round (1-based), client, observer, upload kind, the
-// federation (N, q, sampling, rounds, participants), the victim's local procedure, and
-// the defense's resolved parameters at that round (noise and scale, clip, ε, privacy).
+// What an observation states: round (1-based), client, observer, what was observed,
+// upload kind, the federation (N, q, sampling, rounds, participants), the victim's local
+// procedure, the defense's resolved parameters at that round (noise and scale, server
+// noise, clip, ε, privacy) and the privacy figure for this observer (observer_privacy).
 cJSON *victims_observation_json(const Experiment *ex, const VictimOptions *o, const FedObservation *ob);
+
+// The privacy figure that applies to an observation's observer, from its record after
+// the observed round: for the server, the upload observer's bound (record sound.upload)
+// when the defense states one, else its one sound bound; for the public observer, the
+// bound on the released models (record sound). {"observer", "figure" ("sound.upload" or
+// "sound"), "round", "epsilon_total" (proven or "inf"), "epsilon_total_conditional" (a
+// conditional record), "delta", "guarantee", "notion"}.
+cJSON *victims_observer_privacy(const FedObservation *ob);
 
 #endif

@@ -238,13 +238,20 @@ typedef struct FedClientData {
 } FedClientData;
 FpStatus fed_set_client_data(Federation *f, int client, const FedClientData *cd, FpError *err);
 
-// Who observes: FED_OBSERVER_SERVER sees a client's upload as the server receives it
-// (after the defense's client side, before any server-side noise).
-typedef enum { FED_OBSERVER_SERVER = 0 } FedObserver;
-const char *fed_observer_name(FedObserver o);
+// Who observes (design notes, "Truth of a verdict"):
+//   FED_OBSERVER_SERVER sees a client's upload as the server receives it: after the
+//     defense's client side, before any server-side noise (an honest-but-curious server
+//     without secure aggregation, an eavesdropper on the uplink);
+//   FED_OBSERVER_PUBLIC sees what the server releases after the round: the next global
+//     model, the aggregate of every participant's upload with the server's noise in it
+//     (anyone who receives the model, the other clients included).
+typedef enum { FED_OBSERVER_SERVER = 0, FED_OBSERVER_PUBLIC = 1 } FedObserver;
+#define FED_OBSERVERS 2
+const char *fed_observer_name(FedObserver o); // "server", "public"
 
 // A declared observation point: client's upload in round `round` (0-based; -1: the
-// client's first participation from the federation's current round on).
+// client's first participation from the federation's current round on), or, for the
+// public observer, the release of that round.
 typedef struct FedObservePoint {
     int client;
     int round;
@@ -256,24 +263,30 @@ typedef struct FedObservation {
     FedObservePoint point;     // as declared
     int round;                 // the round observed (0-based)
     int client;
-    UploadKind kind;
+    UploadKind kind;           // what `upload` holds: the client's upload kind (server), or
+                               // UPLOAD_WEIGHTS (public: the released global model)
+    UploadKind client_kind;    // the kind of the client's upload (the defense's)
     float *upload;             // host, n_params: what the observer received
     float *global;             // host, n_params: the round's global weights (the model the client started from)
-    UploadParams params;       // what the defense applied to this upload
+    UploadParams params;       // what the defense applied to this client's upload (server_noise_scale: the
+                               // noise the server adds to the round's sum, in the public observer's view)
     cJSON *privacy;            // the defense's account after this round (privacy_record_json; owned: the
                                // record's strings live in the defense's state, which the federation frees)
     LocalTrainConfig local;    // the client's local procedure (defense fields NULL)
     long local_steps;          // SGD steps it took
     int n_local;               // its samples
-    int participants;          // clients taking part in the round
+    int participants;          // clients taking part in the round (their uploads are in the public release)
 } FedObservation;
 
 // Runs the federation from its current round until every point is observed: rounds
-// before the last one needed run in full (training, aggregation, accounting); in the
-// last, only the observed clients' uploads are formed (the round is left begun, not
-// finished). out[i] answers points[i]; free each with fed_observation_free. A client
-// that does not take part in its declared round, or never within the planned rounds,
-// is FP_EPARAM; an upload that is not finite after the defense is FP_EDIVERGED.
+// before the last one needed run in full (training, aggregation, accounting). A round
+// with a public point runs in full too (every upload, the aggregation with the server's
+// noise, the accounting) and the point gets the released model. In the last round, when
+// it has server points only, only the observed clients' uploads are formed (the round is
+// left begun, not finished). out[i] answers points[i]; free each with
+// fed_observation_free. A client that does not take part in its declared round, or never
+// within the planned rounds, is FP_EPARAM; an upload or a release that is not finite is
+// FP_EDIVERGED.
 FpStatus fed_observe(Federation *f, const FedObservePoint *points, int n, FedObservation *out, FpError *err);
 void fed_observation_free(FedObservation *o);
 

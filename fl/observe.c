@@ -7,7 +7,10 @@
 #include "fl/experiment.h"
 #include "fl/fed_internal.h"
 
-const char *fed_observer_name(FedObserver o) { return o == FED_OBSERVER_SERVER ? "server" : "?"; }
+const char *fed_observer_name(FedObserver o) {
+    static const char *const names[FED_OBSERVERS] = {"server", "public"};
+    return o >= 0 && o < FED_OBSERVERS ? names[o] : "?";
+}
 
 FpStatus fed_set_client_data(Federation *f, int client, const FedClientData *cd, FpError *err) {
     int K = f->s.cfg.clients;
@@ -64,6 +67,7 @@ static FpStatus take(Federation *f, int slot, FedObservation *o, FpError *err) {
     o->round = r;
     o->client = client;
     o->kind = f->kind;
+    o->client_kind = f->kind;
     o->params = *p;
     o->local = fed_client_local(f, client);
     o->n_local = fed_client_samples(f, client);
@@ -85,6 +89,24 @@ static FpStatus take(Federation *f, int slot, FedObservation *o, FpError *err) {
     return FP_OK;
 }
 
+// After the round of an observation taken by take() was finished: the public observer's
+// view, the released global model, with the account after the round.
+static FpStatus take_release(Federation *f, FedObservation *o, FpError *err) {
+    size_t np = f->s.global->table.n_params;
+    o->kind = UPLOAD_WEIGHTS;
+    memcpy(o->upload, f->global_host, np * sizeof(float));
+    cJSON_Delete(o->privacy);
+    PrivacyRecord pr;
+    defense_privacy(f->s.defense, f->defense_state, o->round + 1, &pr);
+    if (!(o->privacy = privacy_record_json(&pr)))
+        return fp_fail(err, FP_ENOMEM, "out of memory keeping an observed release");
+    for (size_t i = 0; i < np; i++)
+        if (!isfinite(o->upload[i]))
+            return fp_fail(err, FP_EDIVERGED, "the model released after round %d is not finite (element %zu)",
+                           o->round + 1, i);
+    return FP_OK;
+}
+
 FpStatus fed_observe(Federation *f, const FedObservePoint *points, int n, FedObservation *out, FpError *err) {
     const FedConfig *c = &f->s.cfg;
     memset(out, 0, sizeof *out * (size_t)(n > 0 ? n : 1));
@@ -98,7 +120,7 @@ FpStatus fed_observe(Federation *f, const FedObservePoint *points, int n, FedObs
         if (points[i].round >= c->rounds || (points[i].round >= 0 && points[i].round < f->rounds_done))
             return fp_fail(err, FP_EPARAM, "round %d: the federation plans rounds %d..%d from here",
                            points[i].round + 1, f->rounds_done + 1, c->rounds);
-        if (points[i].observer != FED_OBSERVER_SERVER)
+        if (points[i].observer < 0 || points[i].observer >= FED_OBSERVERS)
             return fp_fail(err, FP_EUNSUPPORTED, "observer %d is not known", (int)points[i].observer);
     }
     unsigned char *done = calloc((size_t)(n > 0 ? n : 1), 1);
@@ -138,8 +160,12 @@ FpStatus fed_observe(Federation *f, const FedObservePoint *points, int n, FedObs
         }
         if (st != FP_OK)
             break;
+        // A public point needs the round's release: every upload, the aggregation.
+        int release = 0;
+        for (int i = 0; i < n; i++)
+            release |= here[i] >= 0 && points[i].observer == FED_OBSERVER_PUBLIC;
         int last = resolving == pending;
-        if (last) { // only the observed clients' uploads are formed
+        if (last && !release) { // only the observed clients' uploads are formed
             int *slots = malloc(sizeof(int) * (size_t)(resolving > 0 ? resolving : 1));
             int m = 0;
             for (int i = 0; slots && i < n; i++)
@@ -155,8 +181,11 @@ FpStatus fed_observe(Federation *f, const FedObservePoint *points, int n, FedObs
                 done[i] = 1;
                 pending--;
             }
-        if (st == FP_OK && !last)
+        if (st == FP_OK && (!last || release))
             st = fed_round_finish(f, err);
+        for (int i = 0; i < n && st == FP_OK && release; i++)
+            if (here[i] >= 0 && points[i].observer == FED_OBSERVER_PUBLIC)
+                st = take_release(f, &out[i], err);
     }
     free(done);
     free(here);

@@ -176,7 +176,8 @@ static const char *observer_of(const cJSON *attack_entry) {
 }
 
 static int attack_not_applicable(const cJSON *a) {
-    return strcmp(jstr(a, "status", ""), "not_applicable") == 0 || cJSON_IsFalse(jget(jget(a, "result"), "applicable"));
+    return strcmp(jstr(a, "status", ""), "not_applicable") == 0 || cJSON_IsFalse(jget(a, "applicable")) ||
+           cJSON_IsFalse(jget(jget(a, "result"), "applicable"));
 }
 
 static FpStatus build_setting(RunSummary *S, int si) {

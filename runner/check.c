@@ -29,6 +29,7 @@ typedef struct Bound {
     double eps_min, eps_max;   // NaN = unbounded
     const cJSON *params;       // NULL = any
     const char *attack;        // NULL = a cell-level metric
+    const char *observer;      // only attack entries with this declared observer (NULL = every entry of `attack`)
     const char *metric;
     int metric_given;
     Statistic statistic;
@@ -174,7 +175,8 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
     snprintf(out->path, sizeof out->path, "bounds[%d]", i);
     const char *path = out->path;
     static const char *const keys[] = {"label",  "defense", "audit",     "variant", "epsilon_min", "epsilon_max",
-                                       "params", "attack",  "metric",    "statistic", "at_most",   "at_least",
+                                       "params", "attack",  "observer",  "metric",    "statistic", "at_most",
+                                       "at_least",
                                        "guarantee", "min_cells", NULL};
     if (!cJSON_IsObject(b))
         return fp_fail(err, FP_EPARAM, "%s: must be an object", path);
@@ -197,6 +199,15 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
     FP_TRY(jv_string(b, path, "attack", JV_OPTIONAL, NULL, &out->attack, err));
     if (out->is_audit && (out->attack || out->params))
         return fp_fail(err, FP_EPARAM, "%s: an audit bound takes no \"attack\" or \"params\"", path);
+    static const char *const observers[] = {"server", "public", NULL};
+    if (cJSON_GetObjectItemCaseSensitive(b, "observer")) {
+        if (!out->attack)
+            return fp_fail(err, FP_EPARAM, "%s: \"observer\" selects an attack's entries (needs \"attack\")",
+                           jv_path(p, sizeof p, path, "observer"));
+        int o;
+        FP_TRY(jv_choice(b, path, "observer", observers, 0, &o, err));
+        out->observer = observers[o];
+    }
     // "guarantee": the weakest guarantee a selected setting's privacy record may have; a
     // bound of its own, or beside a metric's limits.
     static const char *const guarantees[] = {"none", "conditional", "proven", NULL};
@@ -517,6 +528,9 @@ static void check_cells(CheckResult *r, const Bound *b, const MatrixResults *mr)
             const cJSON *ia = matrix_index_attack(mr, k);
             if (!attack_selected(b, ia))
                 continue;
+            const char *obs = jstr(ia, "observer");
+            if (b->observer && (!obs || strcmp(obs, b->observer) != 0))
+                continue;
             any = 1;
             const char *label = jstr(ia, "label") ? jstr(ia, "label") : b->attack;
             char metric_text[300];
@@ -529,6 +543,13 @@ static void check_cells(CheckResult *r, const Bound *b, const MatrixResults *mr)
                 if (strcmp(ast, "done") != 0) {
                     add_violation(r, b, where, "%s: %.64s %s (%.300s): no %s", where, label, ast,
                                   a && jstr(a, "message") ? jstr(a, "message") : "", b->metric);
+                    stop = 1;
+                } else if (cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(a, "applicable")) ||
+                           cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a, "result"),
+                                                                          "applicable"))) {
+                    // Neither evidence for nor against the bound: it recovers nothing without any defense.
+                    add_violation(r, b, where, "%s: %.64s is not applicable (it recovers nothing without any "
+                                  "defense): no evidence either way", where, label);
                     stop = 1;
                 }
                 v[j] = results_attack_metric(a, b->metric);

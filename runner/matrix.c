@@ -298,11 +298,76 @@ static FpStatus load_attacks(Matrix *m, const cJSON *arr, FpError *err) {
         as->model_json = cJSON_DetachItemFromObjectCaseSensitive(as->json, "model");
         if (as->model_json && !cJSON_IsObject(as->model_json))
             return fp_fail(err, FP_EPARAM, "%s: must be an object", jv_path(p, sizeof p, as->path, "model"));
-        char slug[48];
-        slugify(as->ops->name, slug, sizeof slug);
-        snprintf(as->dirname, sizeof as->dirname, "%d-%s", i, slug);
     }
     return FP_OK;
+}
+
+// Do the server and the public observer see different things in some cell? Yes when a
+// round can have more than one participant (the release averages them), or when a
+// defense of the matrix replaces the aggregation (server-side noise, its own merge).
+static int observers_differ(const Matrix *m) {
+    const FedConfig *c = &m->base.fed;
+    int several = c->sampling == SAMPLING_FIXED ? fed_cohort_size(c) > 1 : c->clients > 1 && c->sample_rate > 0;
+    for (int i = 0; i < m->n_cells && !several; i++)
+        several = m->cells[i].ops->server_aggregate != NULL;
+    return several;
+}
+
+// The matrix's defaults for gradient inversion (design notes, "Truth of a verdict"): an
+// attack with observers and no "observer" runs once per observer where they differ
+// (else as the server), and one with attacker variants and no "attacker" runs as the
+// adaptive attacker. Then each spec gets its artifacts folder.
+static FpStatus expand_attacks(Matrix *m, FpError *err) {
+    int n = 0, both = observers_differ(m);
+    for (int i = 0; i < m->n_attacks; i++) {
+        const AttackSpec *as = &m->attacks[i];
+        n += as->ops->observers && both && !cJSON_GetObjectItemCaseSensitive(as->json, "observer") ? FED_OBSERVERS : 1;
+    }
+    AttackSpec *out = calloc((size_t)(n ? n : 1), sizeof *out);
+    if (!out)
+        return fp_fail(err, FP_ENOMEM, "out of memory expanding the attacks");
+    int k = 0;
+    FpStatus st = FP_OK;
+    for (int i = 0; i < m->n_attacks; i++) {
+        AttackSpec *as = &m->attacks[i];
+        int copies = as->ops->observers && both && !cJSON_GetObjectItemCaseSensitive(as->json, "observer")
+                         ? FED_OBSERVERS : 1;
+        if (as->ops->adaptive && !cJSON_GetObjectItemCaseSensitive(as->json, "attacker"))
+            cJSON_AddStringToObject(as->json, "attacker", "adaptive");
+        for (int c = copies - 1; c >= 0; c--) { // copies before the original gains its observer
+            AttackSpec *o = &out[k + c];
+            *o = *as;
+            if (c > 0) { // its own copies of what the spec owns
+                o->json = cJSON_Duplicate(as->json, 1);
+                o->model_json = as->model_json ? cJSON_Duplicate(as->model_json, 1) : NULL;
+                if (!o->json || (as->model_json && !o->model_json))
+                    st = fp_fail(err, FP_ENOMEM, "out of memory expanding the attacks");
+            }
+            if (o->json && as->ops->observers && !cJSON_GetObjectItemCaseSensitive(o->json, "observer"))
+                cJSON_AddStringToObject(o->json, "observer", fed_observer_name(copies > 1 ? (FedObserver)c
+                                                                                          : FED_OBSERVER_SERVER));
+            const cJSON *ob = o->json ? cJSON_GetObjectItemCaseSensitive(o->json, "observer") : NULL;
+            o->observer = as->ops->observers && cJSON_IsString(ob) ? ob->valuestring : NULL;
+            char slug[64], what[96];
+            snprintf(what, sizeof what, "%s%s%.32s", as->ops->name, o->observer ? " " : "", o->observer ? o->observer : "");
+            slugify(what, slug, sizeof slug);
+            snprintf(o->dirname, sizeof o->dirname, "%d-%s", k + c, slug);
+        }
+        k += copies;
+    }
+    free(m->attacks);
+    m->attacks = out;
+    m->n_attacks = k;
+    return st;
+}
+
+int matrix_cell_needs_reference(const Matrix *m, int i) {
+    if (m->reference_cell < 0 || i == m->reference_cell)
+        return 0;
+    for (int k = 0; k < m->n_attacks; k++)
+        if (m->attacks[k].ops->uses_reference)
+            return 1;
+    return 0;
 }
 
 // Everything a cell's result depends on, as canonical JSON; its hash names the cell.
@@ -460,6 +525,11 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
     // (no "defense" here: each cell sets its own)
     TRY(experiment_load(m->base_root, NULL, opt->device, opt->threads, NULL, &m->base, err));
     m->have_base = 1;
+    TRY(expand_attacks(m, err));
+    m->reference_cell = -1;
+    for (int i = 0; i < m->n_cells && m->reference_cell < 0; i++)
+        if (strcmp(m->cells[i].ops->name, "none") == 0)
+            m->reference_cell = i;
     for (int k = 0; k < m->n_attacks; k++) {
         AttackSpec *as = &m->attacks[k];
         if (!as->model_json)

@@ -12,8 +12,10 @@ typedef struct AttackSpec {
     cJSON *json;        // the attack's object as the attack parses it (no "model")
     cJSON *model_json;  // the attack's own model, or NULL: the matrix's model
     Model *proto;       // that model initialised from the seed (NULL: the matrix's)
-    char path[32];      // "attacks[1]"
-    char dirname[64];   // "1-dlg": its artifacts folder inside the cell's
+    char path[32];      // "attacks[1]": the object in the matrix file it comes from
+    char dirname[80];   // "1-dlg-server": its artifacts folder inside the cell's
+    const char *observer; // the declared observer ("server", "public") of an attack with
+                          // observers (points into json), else NULL
 } AttackSpec;
 
 typedef struct Cell {
@@ -50,6 +52,8 @@ struct Matrix {
     int n_seeds;        // "seeds", or the one "seed"
     uint64_t *seeds;
     int n_settings;
+    int reference_cell; // the cell without a defense ("none"), or -1: the reference of the
+                        // attacks that decide whether they apply (AttackOps.uses_reference)
     char file[256];
     double index_written_at; // monotonic seconds of the last index write (0: none yet)
 };
@@ -97,6 +101,9 @@ void matrix_progress_cell(MatrixProgress *p, const Cell *c, const char *dir, con
 
 const DefenseOps *matrix_defense_find(const Matrix *m, const char *name);
 const AttackOps *matrix_attack_find(const Matrix *m, const char *name);
+// 1 when cell i waits for the reference cell: it has a defense and an attack that takes
+// the reference.
+int matrix_cell_needs_reference(const Matrix *m, int i);
 // "philox" (reproducible) or "secure" (the config's "rng": "secure"; core/rng_secure.h).
 const char *matrix_rng_name(const Matrix *m);
 

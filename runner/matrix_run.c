@@ -198,6 +198,11 @@ static FpStatus write_index(const Matrix *m, const char *dir, const cJSON *summa
         cJSON_AddStringToObject(a, "summary", as->ops->summary ? as->ops->summary : "");
         cJSON_AddStringToObject(a, "headline", as->ops->headline ? as->ops->headline : "");
         cJSON_AddBoolToObject(a, "higher_leaks", as->ops->headline_higher_leaks);
+        if (as->observer)
+            cJSON_AddStringToObject(a, "observer", as->observer);
+        const cJSON *atk_kind = cJSON_GetObjectItemCaseSensitive(as->json, "attacker");
+        if (cJSON_IsString(atk_kind))
+            cJSON_AddStringToObject(a, "attacker", atk_kind->valuestring);
         cJSON_AddStringToObject(a, "dir", as->dirname);
         cJSON *cfg = cJSON_Duplicate(as->json, 1);
         if (as->model_json)
@@ -274,12 +279,15 @@ static void cell_json_finish(cJSON *j, CellStatus s, const char *message, double
 
 // One attack against the cell's setting → its entry in the cell's "attacks" list.
 static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex, AttackCache *cache,
-                         const char *dir, const char *partial, int verbose, CellStatus *status, char *why,
+                         const char *dir, const cJSON *reference, const char *partial, int verbose,
+                         CellStatus *status, char *why,
                          size_t why_n) {
     AttackSpec *as = &m->attacks[k];
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", as->ops->name);
     cJSON_AddNumberToObject(e, "index", k);
+    if (as->observer)
+        cJSON_AddStringToObject(e, "observer", as->observer);
     cJSON_AddStringToObject(e, "headline", as->ops->headline ? as->ops->headline : "");
     cJSON_AddBoolToObject(e, "higher_leaks", as->ops->headline_higher_leaks);
     char rel[256], adir[4200];
@@ -304,6 +312,17 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
         snprintf(refdir, sizeof refdir, "%s/reference-models", dir);
         AttackEnv env = {.ex = &aex, .attack_json = as->json, .path = as->path, .out_dir = adir, .cache = cache,
                          .reference_dir = refdir, .quiet = !verbose};
+        // The reference of an attack that decides whether it applies: this attack in the
+        // matrix's cell without a defense (when this cell has a defense and that cell's
+        // result is on disk; else the attack runs its own reference).
+        char source[160];
+        if (as->ops->uses_reference && reference && matrix_cell_needs_reference(m, (int)(c - m->cells))) {
+            const Cell *rc = &m->cells[m->reference_cell];
+            snprintf(source, sizeof source, "cell %s", rc->id);
+            env.reference_given = 1;
+            env.reference = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(reference, "attacks"), k);
+            env.reference_source = source;
+        }
         st = as->ops->run(&env, res, &err);
     }
     model_free(aex.model);
@@ -326,9 +345,12 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
         snprintf(msg, sizeof msg, "the headline metric \"%s\" is not finite", hk);
     }
     cJSON_AddStringToObject(e, "status", cell_status_name(s));
-    if (s == CELL_DONE)
+    const cJSON *applicable = cJSON_GetObjectItemCaseSensitive(res, "applicable");
+    if (s == CELL_DONE) {
         cJSON_AddNumberToObject(e, "value", hv->valuedouble);
-    else {
+        if (applicable) // true, false, or null (undecided)
+            cJSON_AddItemToObject(e, "applicable", cJSON_Duplicate(applicable, 0));
+    } else {
         cJSON_AddNullToObject(e, "value");
         cJSON_AddStringToObject(e, "message", msg);
     }
@@ -399,6 +421,20 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
     // a model of their own ("model" in the attack object) share only with the same model.
     AttackCache **caches = calloc((size_t)(m->n_attacks ? m->n_attacks : 1), sizeof(AttackCache *));
     cJSON *atk = cJSON_AddArrayToObject(j, "attacks");
+    // The reference cell's result (it ran first where this run holds it: matrix_run orders
+    // the cells so); one not on disk, or of another spec, is none (the attack then runs its
+    // own reference).
+    cJSON *reference = NULL;
+    if (matrix_cell_needs_reference(m, i)) {
+        const Cell *rcell = &m->cells[m->reference_cell];
+        char rpath[4096];
+        store_cell_json_path(dir, rcell->id, rpath, sizeof rpath);
+        if (store_cell_status(dir, rcell->id, rcell->hash, NULL, 0) != CELL_DONE ||
+            jv_load_file(rpath, &reference, NULL) != FP_OK) {
+            cJSON_Delete(reference);
+            reference = NULL;
+        }
+    }
     for (int k = 0; k < m->n_attacks; k++) {
         if (fst != FP_OK) { // no trained setting to attack: say so, never a number
             cJSON *e = cJSON_CreateObject();
@@ -421,8 +457,10 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
         if (caches && !caches[owner])
             caches[owner] = attack_cache_create();
         AttackCache *cache = caches ? caches[owner] : NULL;
-        cJSON_AddItemToArray(atk, run_attack(m, c, k, &cex, cache, dir, partial, verbose, &status, why, sizeof why));
+        cJSON_AddItemToArray(atk, run_attack(m, c, k, &cex, cache, dir, reference, partial, verbose, &status, why,
+                                             sizeof why));
     }
+    cJSON_Delete(reference);
     for (int k = 0; caches && k < m->n_attacks; k++)
         attack_cache_free(caches[k]);
     free(caches);
@@ -536,6 +574,12 @@ static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo,
     FpStatus st = FP_OK;
     while ((next < n && st == FP_OK) || running > 0) {
         while (st == FP_OK && next < n && running < jobs) {
+            // A cell that takes the reference cell's results waits until that one ends.
+            int ref_busy = 0;
+            for (int q = 0; q < jobs; q++)
+                ref_busy |= slots[q].pid && slots[q].cell == m->reference_cell;
+            if (ref_busy && matrix_cell_needs_reference(m, todo[next]))
+                break;
             int s = 0;
             while (slots[s].pid)
                 s++;
@@ -855,6 +899,12 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
             else
                 todo[n++] = i;
         }
+        // The reference cell (no defense) runs first: the others read its attacks' results.
+        for (int t = 1; t < n; t++)
+            if (todo[t] == m->reference_cell) {
+                memmove(todo + 1, todo, sizeof(int) * (size_t)t);
+                todo[0] = m->reference_cell;
+            }
         if (rank == 0)
             st = matrix_index_write(m, dir, 1, err);
     }

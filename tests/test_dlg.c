@@ -564,6 +564,127 @@ START_TEST(cli_attack_threads_and_observation) {
 }
 END_TEST
 
+// -- observers and the adaptive attacker (reduced from docs/attacks-dlg.md's figures) ------------
+// The issue's setting on 12×12 images: 100 clients, all in round 1, gaussian-dpfedavg with
+// server-side noise at ε = 8. The clip (0.01) shrinks every upload by a large factor.
+static cJSON *observer_run(const char *dir, const char *name, const char *federation, const char *defense,
+                           const char *attack) {
+    char cfg[1200], text[4096], cmd[4096], err[4096], p[1500];
+    snprintf(cfg, sizeof cfg, "%s/%s.json", dir, name);
+    snprintf(text, sizeof text,
+             "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\", \"split\": \"test\"},"
+             " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"}, \"federation\": %s, \"defense\": %s,"
+             " \"attack\": {\"name\": \"dlg\", \"steps\": 60, %s}}",
+             dir, federation, defense, attack);
+    write_text(cfg, text);
+    snprintf(cmd, sizeof cmd, "%s attack dlg --config %s --out %s/%s --threads 1", bin(), cfg, dir, name);
+    ck_assert_msg(run_cmd(cmd, err, sizeof err) == 0, "%s: %s", name, err);
+    snprintf(p, sizeof p, "%s/%s/result.json", dir, name);
+    cJSON *r = NULL;
+    ck_assert_int_eq(jv_load_file(p, &r, NULL), FP_OK);
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "status")->valuestring, "done");
+    return r;
+}
+
+static double rnum(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    ck_assert_msg(cJSON_IsNumber(v), "%s is not a number", key);
+    return v->valuedouble;
+}
+
+#define OBS_FEDERATION                                                                                                 \
+    "{\"clients\": 100, \"sample_rate\": 1, \"rounds\": 1, \"local_steps\": 1, \"batch_size\": 2, \"lr\": 0.1}"
+#define OBS_SERVER_NOISE "{\"name\": \"gaussian-dpfedavg\", \"epsilon\": 8, \"clip\": 0.01, \"noise\": \"server\"}"
+
+// The server observer sees the clipped upload without the server's noise: the adaptive
+// attacker recovers both images (its cosine variant ignores the clip's scale), the attack
+// applies (without a defense it recovers both too). Control: the single L2 attacker on the
+// same uploads recovers nothing, so a cell that counted only it would report protection.
+START_TEST(cli_server_observer_adaptive_attacker) {
+    if (!bin()) {
+        printf("SKIP: cli_server_observer_adaptive_attacker (FEDPRIV_BIN unset)\n");
+        return;
+    }
+    char dir[] = "/tmp/fedpriv-test-dlgobs-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    write_idx_set(dir, 200);
+    cJSON *r = observer_run(dir, "adaptive", OBS_FEDERATION, OBS_SERVER_NOISE,
+                            "\"images\": [0, 1], \"attacker\": \"adaptive\", \"observer\": \"server\"");
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "observer")->valuestring, "server");
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "attacker")->valuestring, "adaptive");
+    cJSON *ob = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "observations"), 0);
+    cJSON *od = cJSON_GetObjectItem(ob, "defense");
+    ck_assert_double_eq(rnum(od, "clip"), 0.01);
+    ck_assert_msg(rnum(od, "server_noise_scale") > 0, "no server noise recorded");
+    ck_assert_int_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(ob, "federation"), "participants")->valueint, 100);
+    ck_assert_double_eq(rnum(r, "recovered_ssim"), 0.9);
+    ck_assert_int_eq((int)rnum(r, "images_recovered"), 2);
+    ck_assert_double_eq(rnum(r, "recovered_fraction"), 1.0);
+    ck_assert(rnum(r, "ssim_max") >= rnum(r, "ssim_mean"));
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(r, "variants")), 3);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "applicable")));
+    cJSON *ap = cJSON_GetObjectItem(r, "applicability");
+    ck_assert_int_eq((int)rnum(ap, "reference_images_recovered"), 2); // no defense: 2 of 2
+    // Per image the kept variant is the one with the highest SSIM.
+    cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItem(r, "images")) {
+        double best = -INFINITY;
+        cJSON *v;
+        cJSON_ArrayForEach(v, cJSON_GetObjectItem(e, "variant_ssim")) if (cJSON_IsNumber(v) && v->valuedouble > best)
+            best = v->valuedouble;
+        ck_assert_double_eq(rnum(e, "ssim"), best);
+        ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(e, "recovered")));
+    }
+    cJSON_Delete(r);
+    r = observer_run(dir, "single", OBS_FEDERATION, OBS_SERVER_NOISE,
+                     "\"images\": [0, 1], \"attacker\": \"single\", \"reference\": false");
+    ck_assert_int_eq((int)rnum(r, "images_recovered"), 0);
+    ck_assert_msg(rnum(r, "ssim_max") < 0.5, "single L2 SSIM max %g", rnum(r, "ssim_max"));
+    ck_assert(cJSON_IsNull(cJSON_GetObjectItem(r, "applicable"))); // no reference: undecided
+    cJSON_Delete(r);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+// The public observer sees the released model: the victim's clipped upload averaged with
+// 99 others and the server's noise. It recovers nothing, and without a defense it recovers
+// nothing either, so the attack is flagged not applicable there. (On these smooth 12×12
+// images a reconstruction unrelated to the original still scores SSIM 0.1 to 0.25, so the
+// bound here is on the best image, 0.5; the mean SSIM <= 0.2 of the issue is measured on
+// Fashion-MNIST, docs/attacks-dlg.md.)
+// Control: alone in its federation without a defense, the victim's image is recovered
+// from the release, so the public observer's view does hold the victim's update.
+START_TEST(cli_public_observer) {
+    if (!bin()) {
+        printf("SKIP: cli_public_observer (FEDPRIV_BIN unset)\n");
+        return;
+    }
+    char dir[] = "/tmp/fedpriv-test-dlgpub-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    write_idx_set(dir, 200);
+    cJSON *r = observer_run(dir, "public", OBS_FEDERATION, OBS_SERVER_NOISE,
+                            "\"images\": [0, 1], \"attacker\": \"adaptive\", \"observer\": \"public\"");
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "observer")->valuestring, "public");
+    cJSON *ob = cJSON_GetArrayItem(cJSON_GetObjectItem(r, "observations"), 0);
+    ck_assert_str_eq(cJSON_GetObjectItem(ob, "observer")->valuestring, "public");
+    ck_assert_int_eq((int)rnum(r, "images_recovered"), 0);
+    ck_assert_msg(rnum(r, "ssim_max") < 0.5, "public SSIM max %g", rnum(r, "ssim_max"));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "applicable")));
+    ck_assert_int_eq((int)rnum(cJSON_GetObjectItem(r, "applicability"), "reference_images_recovered"), 0);
+    cJSON_Delete(r);
+    r = observer_run(dir, "alone", "{\"clients\": 1, \"rounds\": 1, \"local_steps\": 1, \"lr\": 0.1}",
+                     "{\"name\": \"none\"}", "\"images\": [0], \"attacker\": \"adaptive\", \"observer\": \"public\"");
+    ck_assert_int_eq((int)rnum(r, "images_recovered"), 1);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "applicable")));
+    cJSON_Delete(r);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 START_TEST(cli_attack_bad_configs) {
     if (!bin()) {
         printf("SKIP: cli_attack_bad_configs (FEDPRIV_BIN unset)\n");
@@ -680,6 +801,11 @@ Suite *suite_dlg(void) {
     tcase_add_test(tc, cli_attack_threads_and_observation);
     tcase_add_test(tc, cli_attack_bad_configs);
     tcase_add_test(tc, cli_ssim_bad_images);
+    suite_add_tcase(s, tc);
+    tc = tcase_create("observers");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, cli_server_observer_adaptive_attacker);
+    tcase_add_test(tc, cli_public_observer);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -183,6 +183,47 @@ static const char *tamper(const char *original, const char *reconstruction) {
     return adir;
 }
 
+// A cell's attack entry that does not apply (it recovers nothing without any defense) shows
+// "not applicable", never its number; one that counts recovered images shows the count.
+// Control: the same run before the change has no such cell.
+START_TEST(not_applicable_is_no_number) {
+    make_run();
+    FpError err = {0};
+    int problems = -1;
+    ck_assert_int_eq(report_write_html(RUN, TEST_DIR "/report-na0.html", NULL, &problems, &err), FP_OK);
+    char *html = read_all(TEST_DIR "/report-na0.html");
+    ck_assert_int_eq(count(html, "class=\"st-n/a\""), 0);
+    free(html);
+    MatrixResults r;
+    ck_assert_int_eq(matrix_results_load(RUN, &r, &err), FP_OK);
+    const cJSON *cells = cJSON_GetObjectItemCaseSensitive(r.index, "cells");
+    for (int i = 0; i < 2; i++) {
+        char path[512];
+        snprintf(path, sizeof path, RUN "/cells/%s.json",
+                 cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(cells, i), "id")->valuestring);
+        cJSON *cell = cJSON_Duplicate(r.cells[i], 1);
+        cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cell, "attacks"), 0);
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(a, "status")->valuestring, "done");
+        cJSON *res = cJSON_GetObjectItemCaseSensitive(a, "result");
+        ck_assert(cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(res, "images")));
+        cJSON_AddBoolToObject(a, "applicable", i == 1 ? 0 : 1); // as the matrix writes it
+        ck_assert_int_eq(jv_write_file_atomic(path, cell, &err), FP_OK);
+        cJSON_Delete(cell);
+    }
+    matrix_results_free(&r);
+    ck_assert_int_eq(report_write_html(RUN, TEST_DIR "/report-na.html", NULL, &problems, &err), FP_OK);
+    html = read_all(TEST_DIR "/report-na.html");
+    // One cell says n/a, with no number in its place (a figure there would read as protection).
+    ck_assert_int_eq(count(html, "class=\"st-n/a\""), 1);
+    const char *na = strstr(html, "class=\"st-n/a\"");
+    const char *end = strstr(na, "</span>");
+    ck_assert_ptr_nonnull(end);
+    for (const char *q = strchr(na, '>') + 1; q < end; q++)
+        ck_assert_msg(!(*q >= '0' && *q <= '9'), "a number in the not-applicable cell: %.*s", (int)(end - na), na);
+    free(html);
+}
+END_TEST
+
 static void write_bytes(const char *dir, const char *name, const void *data, size_t n) {
     char path[800];
     snprintf(path, sizeof path, "%s/%s", dir, name);
@@ -698,6 +739,7 @@ Suite *suite_report(void) {
     tcase_add_test(tc, observers_before_server_noise);
     tcase_add_test(tc, warnings_say_why);
     tcase_add_test(tc, colours_are_anchored);
+    tcase_add_test(tc, not_applicable_is_no_number);
     suite_add_tcase(s, tc);
     TCase *tb = tcase_create("browser");
     tcase_set_timeout(tb, 600); // may install chromium first

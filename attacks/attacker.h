@@ -1,0 +1,100 @@
+// Who attacks a gradient-inversion target, and how a result counts (design notes: "Truth
+// of a verdict", strongest attacker). Shared by the image attacks (dlg, idlg) and by any
+// later inversion attack over the same objective (attacks/inversion.h).
+//
+// Attacker variants. "attacker": "single" (the default of `fedpriv attack`) runs one
+// configuration: the attack's own keys steps, restarts, distance, tv, lbfgs.
+// "attacker": "adaptive" (the default in a matrix) runs every variant of "variants" on
+// every target, by default
+//   dlg-l2          the L2 gradient distance of DLG (Zhu et al. 2019), one start;
+//   cosine-tv       the cosine distance with a total-variation prior (Geiping et al. 2020,
+//                   eq. 4), ATTACKER_COSINE_TV, one start;
+//   l2-restarts     the L2 distance again from ATTACKER_EXTRA_STARTS other starts, the
+//                   lowest final matching loss kept (what the attacker can choose alone);
+// each {"name", "distance", "tv", "restarts", "steps"} (steps, lbfgs and snapshot_every
+// default to the attack's). Every start of every variant is a different draw: variant v
+// uses the restart streams after those of variants 0..v−1 (InversionProblem.first_restart),
+// so variant 0 with one start is exactly the single attacker.
+//
+// The strongest per target. Per image, the evaluator keeps the variant whose
+// reconstruction is closest to the original (highest SSIM, the recovery metric itself):
+// a per-image maximum over the configured attackers, so a cell's figures bound what any
+// one of them, or an attacker choosing among them by its own matching loss, achieves.
+//
+// Recovery. An image counts as recovered at SSIM ≥ ATTACKER_RECOVERED_SSIM (stated in
+// every result as recovered_ssim). Results give recovered_fraction, images_recovered,
+// ssim_mean, ssim_max, psnr_mean and mse_mean, not only a mean.
+//
+// Applicability. An attack that recovers nothing against the same federation without any
+// defense (same observer, attacker, images and seed) finds nothing a defense could
+// protect: its result is "applicable": false ("not applicable"), and its figures under a
+// defense are no evidence of protection. The reference is the run itself when the defense
+// is "none", a matrix's "none" cell when the runner hands it over (AttackEnv.reference),
+// else a reference run of the attack without the defense ("reference": false skips it:
+// "applicable": null, undecided).
+#ifndef FEDPRIV_ATTACKS_ATTACKER_H
+#define FEDPRIV_ATTACKS_ATTACKER_H
+
+#include <cjson/cJSON.h>
+
+#include "attacks/attack.h"
+#include "attacks/inversion.h"
+
+#define ATTACKER_MAX_VARIANTS 8
+#define ATTACKER_RECOVERED_SSIM 0.9
+#define ATTACKER_COSINE_TV 0.001
+#define ATTACKER_EXTRA_STARTS 2
+#define ATTACKER_KEYS "attacker", "variants", "reference"
+
+typedef struct AttackerVariant {
+    char name[32];
+    InversionConfig inv;     // steps, restarts, distance, tv, snapshot_every, lbfgs
+    uint32_t first_restart;  // its starts are restart streams first_restart .. + inv.restarts − 1
+} AttackerVariant;
+
+typedef struct Attacker {
+    int adaptive;            // 0: "single", 1: "adaptive"
+    int n;
+    AttackerVariant v[ATTACKER_MAX_VARIANTS];
+    int reference;           // "reference": run the attack without the defense when nothing else decides
+} Attacker;
+
+// Reads "attacker", "variants" and "reference" of the attack object j (path for
+// messages). base: the configuration the attack's own keys give (the single attacker's,
+// and each variant's defaults); explicit: 1 when j sets restarts, distance or tv itself
+// (an error with "adaptive": those are set per variant).
+FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig *base, int explicit, Attacker *out,
+                        FpError *err);
+// {"attacker", "variants": [{"name", "distance", "tv", "restarts", "steps", "first_restart"}]}
+// added to obj (the resolved configuration).
+void attacker_describe(const Attacker *a, cJSON *obj);
+
+// What a set of scored images adds up to.
+typedef struct Recovery {
+    int n, recovered;
+    double ssim_sum, ssim_max, psnr_sum, mse_sum;
+} Recovery;
+void recovery_add(Recovery *r, double ssim, double psnr, double mse);
+// recovered_ssim, images_recovered, recovered_fraction, ssim_mean, ssim_max, psnr_mean,
+// mse_mean into obj (non-finite values as "inf", "-inf" or null).
+void recovery_json(const Recovery *r, cJSON *obj);
+
+// How applicability was decided: the reference's recovery, or why there is none.
+typedef struct Applicability {
+    int decided;             // 0: no reference (applicable null)
+    int applicable;
+    char source[160];        // "this run (no defense)", "cell ID", "reference run without the defense"
+    Recovery ref;            // the reference's recovery (when decided)
+    char reason[256];        // why it is undecided (when not)
+} Applicability;
+// From a reference's recovery.
+void applicability_from(Applicability *a, const char *source, const Recovery *ref);
+// From a reference result (a matrix cell's entry result for the same attack): its
+// images_recovered and the images it scored; NULL or a result without them is undecided.
+void applicability_from_result(Applicability *a, const char *source, const cJSON *ref_entry);
+// "applicable" (true, false or null) and "applicability": {"rule", "reference",
+// "reference_images_recovered", "reference_recovered_fraction", "reference_ssim_mean", or
+// "reason"} into obj.
+void applicability_json(const Applicability *a, cJSON *obj);
+
+#endif
