@@ -37,6 +37,7 @@
 #include "attacks/attacker.h"
 #include "attacks/inversion.h"
 #include "attacks/victims.h"
+#include "defenses/registry.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
 #include "eval/image_metrics.h"

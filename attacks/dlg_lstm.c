@@ -440,7 +440,7 @@ static FpStatus dlgr_run(const AttackEnv *env, cJSON *result, FpError *err) {
                                             "uninformed guess's (uninformed_mse)");
         cJSON_AddStringToObject(ap, "reference", rc ? "the reference curve" : "none");
         if (rc)
-            add_number(ap, "reference_window_mse", ref_mse);
+            jnum_add(ap, "reference_window_mse", ref_mse);
         else
             cJSON_AddStringToObject(ap, "reason", "no reference curve (\"reference\": false)");
         cJSON_AddNumberToObject(result, "uninformed_mse", uninformed);
