@@ -201,7 +201,8 @@ START_TEST(cli_check_label_is_escaped) {
                " \"defense\": \"none\", \"metric\": \"model_accuracy\", \"at_least\": 2}]}");
     int rc = RUN("check", dir, "--baseline", base);
     ck_assert_int_eq(rc, 1);
-    ck_assert_int_eq(cli_count_lines(out_buf), 2);
+    // The comparison's FAIL line, the summary and the violation: no line from the label.
+    ck_assert_int_eq(cli_count_lines(out_buf), 3);
     for (const char *p = out_buf; *p; p++)
         ck_assert_msg((unsigned char)*p >= 0x20 || *p == '\n', "raw control byte in: %s", out_buf);
     ck_assert_ptr_nonnull(strstr(out_buf, "\\x1b[2J\\x1b]0;owned\\x07\\nall bounds hold"));
