@@ -170,6 +170,23 @@ static double seconds_now(void) {
 
 static float input_as_used(const Mech *m, double x) { return mech_input(m, x); }
 
+FpStatus audit_inputs(const Mech *m, const double *given, int n_given, double *out, int *n_out, FpError *err) {
+    if (!given || n_given == 0) {
+        mech_default_inputs(m, &out[0], &out[1]);
+        *n_out = 2;
+        return FP_OK;
+    }
+    if (n_given < 2 || n_given > AUDIT_MAX_INPUTS)
+        return fp_fail(err, FP_EPARAM, "audit.inputs: need 2 to %d inputs, got %d", AUDIT_MAX_INPUTS, n_given);
+    for (int i = 0; i < n_given; i++) {
+        if (!isfinite(given[i]) || fabs(given[i]) > 1e30)
+            return fp_fail(err, FP_EPARAM, "audit.inputs[%d]: must be a finite number", i);
+        out[i] = given[i];
+    }
+    *n_out = n_given;
+    return FP_OK;
+}
+
 FpStatus audit_run(const Mech *m, const AuditConfig *cfg, AuditResult *res, FpError *err) {
     double t0 = seconds_now();
     memset(res, 0, sizeof *res);
@@ -179,19 +196,9 @@ FpStatus audit_run(const Mech *m, const AuditConfig *cfg, AuditResult *res, FpEr
         return fp_fail(err, FP_EPARAM, "audit.bins: must be in [2, 400], got %d", cfg->bins);
     if (!(cfg->alpha > 0 && cfg->alpha < 1))
         return fp_fail(err, FP_EPARAM, "audit.alpha: must be in (0, 1), got %g", cfg->alpha);
-    double defaults[2];
-    const double *inputs = cfg->inputs;
-    int n_in = cfg->n_inputs;
-    if (!inputs || n_in == 0) {
-        mech_default_inputs(m, &defaults[0], &defaults[1]);
-        inputs = defaults;
-        n_in = 2;
-    }
-    if (n_in < 2 || n_in > AUDIT_MAX_INPUTS)
-        return fp_fail(err, FP_EPARAM, "audit.inputs: need 2 to %d inputs, got %d", AUDIT_MAX_INPUTS, n_in);
-    for (int i = 0; i < n_in; i++)
-        if (!isfinite(inputs[i]) || fabs(inputs[i]) > 1e30)
-            return fp_fail(err, FP_EPARAM, "audit.inputs[%d]: must be a finite number", i);
+    double inputs[AUDIT_MAX_INPUTS];
+    int n_in;
+    FP_TRY(audit_inputs(m, cfg->inputs, cfg->n_inputs, inputs, &n_in, err));
     long long N = cfg->samples;
     long long pilot = cfg->pilot > 0 ? cfg->pilot : (N < 200000 ? N : 200000);
     res->n_inputs = n_in;

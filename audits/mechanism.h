@@ -76,6 +76,11 @@ typedef struct AuditResult {
 // FP_EPARAM for a bad config (samples < 100, bins outside [2, 400], more than
 // AUDIT_MAX_INPUTS inputs, fewer than 2 inputs, a non-finite input).
 FpStatus audit_run(const Mech *m, const AuditConfig *cfg, AuditResult *res, FpError *err);
+
+// The inputs an audit compares: `given` (n_given of them), or the mechanism's default
+// pair when none are given; checked (2 to AUDIT_MAX_INPUTS finite numbers). out holds
+// AUDIT_MAX_INPUTS; *n_out is their number. Shared by every audit of a mechanism.
+FpStatus audit_inputs(const Mech *m, const double *given, int n_given, double *out, int *n_out, FpError *err);
 // The result as JSON (NAN and infinities as null), with the mechanism's parameters.
 cJSON *audit_result_json(const Mech *m, const AuditResult *r);
 // The mechanism's parameters (name, variant, sampler, epsilon, delta, range, ...) into o.

@@ -39,19 +39,9 @@ FpStatus audit_support(const Mech *m, const SupportConfig *cfg, SupportResult *r
         return fp_fail(err, FP_EPARAM, "audit.support_samples: must be >= 1, got %lld", cfg->samples);
     if (!(cfg->alpha > 0 && cfg->alpha < 1))
         return fp_fail(err, FP_EPARAM, "audit.alpha: must be in (0, 1), got %g", cfg->alpha);
-    double defaults[2];
-    const double *inputs = cfg->inputs;
-    int n_in = cfg->n_inputs;
-    if (!inputs || n_in == 0) {
-        mech_default_inputs(m, &defaults[0], &defaults[1]);
-        inputs = defaults;
-        n_in = 2;
-    }
-    if (n_in < 2 || n_in > AUDIT_MAX_INPUTS)
-        return fp_fail(err, FP_EPARAM, "audit.inputs: need 2 to %d inputs, got %d", AUDIT_MAX_INPUTS, n_in);
-    for (int i = 0; i < n_in; i++)
-        if (!isfinite(inputs[i]) || fabs(inputs[i]) > 1e30)
-            return fp_fail(err, FP_EPARAM, "audit.inputs[%d]: must be a finite number", i);
+    double inputs[AUDIT_MAX_INPUTS];
+    int n_in;
+    FP_TRY(audit_inputs(m, cfg->inputs, cfg->n_inputs, inputs, &n_in, err));
     res->n_inputs = n_in;
     memcpy(res->inputs, inputs, sizeof(double) * (size_t)n_in);
     res->samples = cfg->samples;

@@ -11,6 +11,7 @@
 
 #include "attacks/attack.h"
 #include "audits/mechanism.h"
+#include "core/json_number.h"
 #include "core/jsonv.h"
 #include "defenses/clip.h"
 
@@ -481,13 +482,6 @@ static double claimed_epsilon(const PrivacyRecord *p, int has_upload_notion, Aud
     return INFINITY;
 }
 
-static void add_num_or_null(cJSON *o, const char *key, double v) {
-    if (isfinite(v))
-        cJSON_AddNumberToObject(o, key, v);
-    else
-        cJSON_AddNullToObject(o, key);
-}
-
 static double now_seconds(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -516,11 +510,11 @@ FpStatus training_audit_run(Experiment *ex, const TrainingAuditConfig *cfg, int 
         }
         double eps = cJSON_GetObjectItemCaseSensitive(res, "epsilon_lower_bound")->valuedouble;
         cJSON_AddNumberToObject(res, "delta", audit_delta(&a));
-        add_num_or_null(res, "epsilon_claimed", claim);
+        jnum_add(res, "epsilon_claimed", claim);
         cJSON_AddStringToObject(res, "claim_source", source);
-        add_num_or_null(res, "epsilon_sound", a.rec.epsilon_total_sound);
-        add_num_or_null(res, "epsilon_conditional", a.rec.epsilon_total_conditional);
-        add_num_or_null(res, "epsilon_nominal", a.rec.epsilon_total_nominal);
+        jnum_add(res, "epsilon_sound", a.rec.epsilon_total_sound);
+        jnum_add(res, "epsilon_conditional", a.rec.epsilon_total_conditional);
+        jnum_add(res, "epsilon_nominal", a.rec.epsilon_total_nominal);
         cJSON_AddStringToObject(res, "guarantee", guarantee_name(a.rec.guarantee));
         cJSON_AddBoolToObject(res, "pass", !(eps > claim));
         cJSON_AddNumberToObject(res, "canary_norm", a.norm);

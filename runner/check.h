@@ -26,7 +26,7 @@
 // "at_most" may name another key of the same attack result instead of a number:
 // {"attack": "audit-training", "metric": "epsilon_lower_bound", "at_most":
 // "epsilon_claimed"} asserts, seed by seed, that a training audit's lower bound stays
-// below the defense's claim (a null, i.e. infinite, or missing claim is a violation:
+// below the defense's claim (an infinite or missing claim is a violation:
 // there is nothing to compare with; no "statistic" goes with it). The audit keyword
 // "epsilon" is refused there: it names no key of an attack's result.
 // Audit bounds: "audit" (a mechanism name or "*"), optional "variant", "epsilon_min",
