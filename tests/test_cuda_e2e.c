@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/jsonv.h"
+#include "defenses/registry.h"
 #include "fl/experiment.h"
 #include "tests/cuda_check.h"
 
