@@ -52,7 +52,8 @@ static void ig_describe(const InversionConfig *c, cJSON *cfg) {
 static const char *const ig_keys[] = {"distance", "tv", "lr", "decay", "boxed", "reference", NULL};
 
 static const InversionAttack ig_attack = {.name = "inverting-gradients",
-                                          .rule_owner = "Inverting Gradients' label rule", .labels = INV_LABELS_BATCH, .max_batch = INV_ATTACK_MAX_BATCH,
+                                          .rule_owner = "Inverting Gradients' label rule",
+                                          .labels = INV_LABELS_BATCH, .max_batch = INV_ATTACK_MAX_BATCH,
                                           .default_steps = 2000, .simulate_local = 1, .keys = ig_keys,
                                           .parse = ig_parse, .describe = ig_describe};
 
