@@ -14,6 +14,9 @@
 // (victims_gradient) and inverts it at those weights.
 // Both attacks then run attacks/inversion.h: DLG learns x′ and soft labels y′; iDLG
 // first reads the labels off the last layer's gradient (idlg_labels) and learns x′ only.
+// This file is the pipeline every gradient-inversion attack shares
+// (attacks/inversion_attack.h); dlg and idlg are its L-BFGS entries, inverting-gradients
+// (attacks/inverting_gradients.c) its signed-Adam one.
 // The attacker is one configuration ("single") or every variant of the adaptive attacker
 // (attacks/attacker.h), of which each image keeps the strongest. A defended upload that
 // is not finite, or a batch whose every variant ends with a matching loss that is not,
@@ -22,9 +25,9 @@
 // Metrics: each reconstruction is clamped to [0,1] (what its PNG holds) and compared
 // with the originals by SSIM, PSNR and MSE (eval/image_metrics.h). For a batch of B > 1
 // the B reconstructions of a variant are matched to the B originals by the assignment
-// (permutation) that maximises the summed SSIM, found exhaustively (B ≤ 8: at most
-// 40 320 permutations); label_correct compares the matched reconstruction's label
-// (argmax softmax(y′) for DLG, the rule's label for iDLG) with the original's. Whether the
+// (permutation) that maximises the summed SSIM (eval/assignment.h, the Hungarian
+// algorithm); label_correct compares the matched reconstruction's label (argmax
+// softmax(y′) for DLG, the rule's label for iDLG and LLG) with the original's. Whether the
 // attack applies at all is decided against the federation without a defense
 // (attacks/attacker.h, applicability).
 #include <math.h>
@@ -36,19 +39,22 @@
 #include "attacks/attack.h"
 #include "attacks/attacker.h"
 #include "attacks/inversion.h"
+#include "attacks/inversion_attack.h"
 #include "attacks/victims.h"
 #include "defenses/registry.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
+#include "eval/assignment.h"
 #include "eval/image_metrics.h"
 #include "eval/png.h"
 
 #define DLG_MAX_BATCH 8
 #define DLG_MAX_IMAGES 4096
+#define INV_MAX_KEYS 32
 #define GRID_SNAPSHOTS 8 // snapshot columns in the grid (evenly spaced)
 
 typedef struct DlgOptions {
-    int idlg;
+    const InversionAttack *a;
     int *images, n_images;
     int batch_size;
     int use_train;          // images come from the train split (dataset.split), else test
@@ -79,33 +85,34 @@ static FpStatus parse_lbfgs(const cJSON *j, const char *path, LbfgsConfig *c, Fp
     return FP_OK;
 }
 
-static FpStatus dlg_parse(const AttackEnv *env, int idlg, DlgOptions *o, FpError *err) {
+static FpStatus dlg_parse(const AttackEnv *env, const InversionAttack *a, DlgOptions *o, FpError *err) {
     memset(o, 0, sizeof *o);
-    o->idlg = idlg;
+    o->a = a;
     const cJSON *j = env->attack_json;
     const char *path = env->path;
     const Experiment *ex = env->ex;
     char p[256];
-    static const char *const keys[] = {"name", "images", "batch_size", "steps", "restarts", "distance", "tv",
-                                       "snapshot_every", "lbfgs", VICTIM_KEYS, ATTACKER_KEYS, NULL};
+    static const char *const shared[] = {"name", "images", "batch_size", "steps", "restarts", "snapshot_every",
+                                         VICTIM_KEYS, NULL};
+    const char *keys[INV_MAX_KEYS];
+    int nk = 0;
+    for (int k = 0; shared[k] && nk < INV_MAX_KEYS - 1; k++)
+        keys[nk++] = shared[k];
+    for (int k = 0; a->keys && a->keys[k] && nk < INV_MAX_KEYS - 1; k++)
+        keys[nk++] = a->keys[k];
+    keys[nk] = NULL;
     FP_TRY(jv_keys(j, path, keys, err));
     long long v;
-    FP_TRY(jv_int(j, path, "batch_size", JV_OPTIONAL, 1, 1, DLG_MAX_BATCH, &v, err));
+    FP_TRY(jv_int(j, path, "batch_size", JV_OPTIONAL, 1, 1, a->max_batch, &v, err));
     o->batch_size = (int)v;
-    FP_TRY(jv_int(j, path, "steps", JV_OPTIONAL, 300, 1, 1000000, &v, err));
+    FP_TRY(jv_int(j, path, "steps", JV_OPTIONAL, a->default_steps, 1, 1000000, &v, err));
     o->inv.steps = (int)v;
     FP_TRY(jv_int(j, path, "restarts", JV_OPTIONAL, 1, 1, 1000, &v, err));
     o->inv.restarts = (int)v;
     FP_TRY(jv_int(j, path, "snapshot_every", JV_OPTIONAL, 10, 0, 1000000, &v, err));
     o->inv.snapshot_every = (int)v;
-    static const char *const dists[] = {"l2", "cosine", NULL};
+    FP_TRY(a->parse(j, path, &o->inv, err));
     int choice;
-    FP_TRY(jv_choice(j, path, "distance", dists, INV_DISTANCE_L2, &choice, err));
-    o->inv.distance = (InvDistance)choice;
-    FP_TRY(jv_number(j, path, "tv", JV_OPTIONAL, 0.0, 0, 0, 1e6, 0, &o->inv.tv, err));
-    const cJSON *lj;
-    FP_TRY(jv_object(j, path, "lbfgs", JV_OPTIONAL, &lj, err));
-    FP_TRY(parse_lbfgs(lj, jv_path(p, sizeof p, path, "lbfgs"), &o->inv.lbfgs, err));
     // Where the images come from: dataset.split ("test" by default).
     static const char *const splits[] = {"test", "train", NULL};
     FP_TRY(jv_choice(ex->dataset_json, "dataset", "split", splits, 0, &choice, err));
@@ -119,9 +126,10 @@ static FpStatus dlg_parse(const AttackEnv *env, int idlg, DlgOptions *o, FpError
                                        "%dx%d (SSIM), the data is %dx%dx%d", IMAGE_SSIM_WINDOW, IMAGE_SSIM_WINDOW,
                        d->c, d->h, d->w);
     int last = model_last_weight_layer(ex->model);
-    if (idlg && (last < 0 || ex->model->table.layers[last].ndim != 2 ||
-                 ex->model->table.layers[last].shape[0] != ex->shape.n_classes))
-        return fp_fail(err, FP_EPARAM, "model.name: iDLG needs a model whose last layer is linear (classes x hidden)");
+    if (a->labels != INV_LABELS_LEARNED && (last < 0 || ex->model->table.layers[last].ndim != 2 ||
+                                            ex->model->table.layers[last].shape[0] != ex->shape.n_classes))
+        return fp_fail(err, FP_EPARAM, "model.name: %s needs a model whose last layer is linear (classes x hidden)",
+                       a->rule_owner);
     double *imgs = NULL;
     int n = 0;
     FP_TRY(jv_number_array(j, path, "images", JV_OPTIONAL, 1, DLG_MAX_IMAGES, &imgs, &n, err));
@@ -157,6 +165,11 @@ static FpStatus dlg_parse(const AttackEnv *env, int idlg, DlgOptions *o, FpError
                      o->batch_size);
     if (st == FP_OK)
         st = victims_parse(env, n / o->batch_size, &o->victims, err);
+    // The simulated local procedure is full-batch: each step sees the victim's B images.
+    if (st == FP_OK && a->simulate_local && o->victims.federation_local && ex->fed.batch_size < o->batch_size)
+        st = fp_fail(err, FP_EPARAM, "federation.batch_size: %d is smaller than %s.batch_size = %d: %s simulates the "
+                     "victim's local steps on its whole batch (a minibatch order is not simulated)",
+                     ex->fed.batch_size, path, o->batch_size, a->name);
     int explicit = cJSON_GetObjectItemCaseSensitive(j, "restarts") || cJSON_GetObjectItemCaseSensitive(j, "distance") ||
                    cJSON_GetObjectItemCaseSensitive(j, "tv");
     if (st == FP_OK)
@@ -168,22 +181,23 @@ static FpStatus dlg_parse(const AttackEnv *env, int idlg, DlgOptions *o, FpError
     return st;
 }
 
-static FpStatus dlg_validate_common(const AttackEnv *env, int idlg, FpError *err) {
+FpStatus inversion_attack_validate(const AttackEnv *env, const InversionAttack *a, FpError *err) {
     DlgOptions o;
-    FP_TRY(dlg_parse(env, idlg, &o, err));
+    FP_TRY(dlg_parse(env, a, &o, err));
     free(o.images);
     return FP_OK;
 }
 
 // The configured federation up to the observed round (the first when each victim's first
 // participation is observed), counted as that share of a training of the federation's
-// data; then every image of every start of every attacker variant: `steps` L-BFGS steps
-// of at most max_eval evaluations of the gradient-matching loss each (an upper bound: a
-// step may stop early). Under a defense, without a reference handed over, all of it twice
-// (the reference run without the defense).
-static FpStatus dlg_work_common(const AttackEnv *env, int idlg, AttackWork *w, FpError *err) {
+// data; then every image of every start of every attacker variant: `steps` optimiser
+// steps, each of at most max_eval evaluations of the gradient-matching loss for L-BFGS
+// (an upper bound: a step may stop early) or one for Adam, and an evaluation through E
+// simulated local steps counted E times. Under a defense, without a reference handed
+// over, all of it twice (the reference run without the defense).
+FpStatus inversion_attack_work(const AttackEnv *env, const InversionAttack *a, AttackWork *w, FpError *err) {
     DlgOptions o;
-    FP_TRY(dlg_parse(env, idlg, &o, err));
+    FP_TRY(dlg_parse(env, a, &o, err));
     free(o.images);
     const FedConfig *fed = &env->ex->fed;
     uint64_t rounds = fed->rounds > 0 ? (uint64_t)fed->rounds : 1, run = o.victims.round >= 0 ? o.victims.round + 1 : 1;
@@ -195,37 +209,18 @@ static FpStatus dlg_work_common(const AttackEnv *env, int idlg, AttackWork *w, F
     uint64_t runs = o.attacker.reference && !env->reference_given && env->ex->defense &&
                             strcmp(env->ex->defense->name, "none") != 0
                         ? 2 : 1;
+    uint64_t per_step = o.inv.optimizer == INV_OPTIMIZER_LBFGS ? (uint64_t)o.inv.lbfgs.max_eval : 1, local = 1;
+    if (a->simulate_local && o.victims.federation_local) {
+        LocalTrainConfig lc = {.epochs = fed->local_epochs, .steps = fed->local_steps, .batch_size = fed->batch_size};
+        long e = local_train_steps(&lc, o.batch_size);
+        local = e > 1 ? (uint64_t)e : 1;
+    }
     *w = (AttackWork){.shadow_samples = runs * data * (run < rounds ? run : rounds) / rounds,
-                      .passes = runs * (uint64_t)o.n_images * starts_steps * (uint64_t)o.inv.lbfgs.max_eval * 6};
+                      .passes = runs * (uint64_t)o.n_images * starts_steps * per_step * local * 6};
     return FP_OK;
 }
-static FpStatus dlg_work(const AttackEnv *env, AttackWork *w, FpError *err) { return dlg_work_common(env, 0, w, err); }
-static FpStatus idlg_work(const AttackEnv *env, AttackWork *w, FpError *err) {
-    return dlg_work_common(env, 1, w, err);
-}
-
-static FpStatus dlg_validate(const AttackEnv *env, FpError *err) { return dlg_validate_common(env, 0, err); }
-static FpStatus idlg_validate(const AttackEnv *env, FpError *err) { return dlg_validate_common(env, 1, err); }
 
 // -- matching and metrics -------------------------------------------------------------------
-static void best_assignment(const double *ssim, int B, int *perm, int *best, double *best_sum, int k, int *used,
-                            double sum) {
-    if (k == B) {
-        if (sum > *best_sum) {
-            *best_sum = sum;
-            memcpy(best, perm, sizeof(int) * B);
-        }
-        return;
-    }
-    for (int j = 0; j < B; j++)
-        if (!used[j]) {
-            used[j] = 1;
-            perm[k] = j;
-            best_assignment(ssim, B, perm, best, best_sum, k + 1, used, sum + ssim[k * B + j]);
-            used[j] = 0;
-        }
-}
-
 static void clamp01(float *dst, const float *src, size_t n) {
     for (size_t i = 0; i < n; i++)
         dst[i] = isnan(src[i]) ? 0.0f : src[i] < 0.0f ? 0.0f : src[i] > 1.0f ? 1.0f : src[i];
@@ -243,7 +238,8 @@ static FpStatus write_png(const char *dir, const char *rel, const float *img, in
 typedef struct BatchTarget {
     const Model *model;            // the round's global weights (one of Targets.models)
     float *target;                 // host, n_params
-    int32_t labels[DLG_MAX_BATCH]; // iDLG's rule
+    int32_t labels[INV_ATTACK_MAX_BATCH]; // the label rule's (iDLG, LLG)
+    InvLocalSteps local;           // the victim's local steps to simulate (zero: none)
 } BatchTarget;
 
 typedef struct Targets {
@@ -309,9 +305,21 @@ static FpStatus targets_observe(const AttackEnv *env, const DlgOptions *o, const
             return fp_fail(err, FP_EDIVERGED, "batch %d (image %d): the %s's gradient estimate from what it saw of "
                            "client %d in round %d is not finite", bi, o->images[bi * B],
                            fed_observer_name(ob->point.observer), ob->client, ob->round + 1);
-        if (o->idlg) {
+        if (o->a->labels != INV_LABELS_LEARNED) {
             const ParamLayer *l = &ex->model->table.layers[model_last_weight_layer(ex->model)];
-            idlg_labels(t->target + l->offset, l->shape[0], l->shape[1], B, t->labels);
+            if (o->a->labels == INV_LABELS_BATCH && B > 1)
+                llg_labels(t->target + l->offset, l->shape[0], l->shape[1], B, t->labels);
+            else
+                idlg_labels(t->target + l->offset, l->shape[0], l->shape[1], B, t->labels);
+        }
+        // Geiping et al. §4: the victim's E local steps are inverted by running them on x′.
+        if (o->a->simulate_local && ob->local_steps > 1) {
+            if (ob->local.batch_size < ob->n_local)
+                return fp_fail(err, FP_EPARAM, "federation.batch_size: client %d's local steps use minibatches of %d "
+                               "of its %d samples; %s simulates full-batch steps", ob->client, ob->local.batch_size,
+                               ob->n_local, o->a->name);
+            t->local = (InvLocalSteps){.steps = (int)ob->local_steps, .lr = ob->local.lr,
+                                       .momentum = ob->local.momentum, .weight_decay = ob->local.weight_decay};
         }
     }
     return FP_OK;
@@ -341,8 +349,9 @@ static void *inversion_worker(void *arg) {
     for (int k = w->first; k < w->n_jobs; k += w->stride) {
         InvJob *j = &w->jobs[k];
         InversionProblem prob = {.model = j->bt->model, .target = j->bt->target, .batch = w->o->batch_size,
-                                 .labels = w->o->idlg ? j->bt->labels : NULL, .seed = w->ex->seed,
-                                 .stream = (uint32_t)j->batch, .first_restart = j->v->first_restart};
+                                 .labels = w->o->a->labels != INV_LABELS_LEARNED ? j->bt->labels : NULL,
+                                 .seed = w->ex->seed, .stream = (uint32_t)j->batch,
+                                 .first_restart = j->v->first_restart, .local = j->bt->local};
         j->st = inversion_run(&prob, &j->v->inv, &j->res, &j->err);
         if (j->st != FP_OK)
             break;
@@ -403,17 +412,23 @@ typedef struct ImageScore {
 
 // Scores every image: per variant the matching of reconstructions to originals, then the
 // variant with the highest SSIM. A batch whose every variant diverged is FP_EDIVERGED.
+// With a label rule, labels_in_multiset (when not NULL) counts how many of the batches'
+// true labels the rule names as a multiset (LLG's own measure; the assignment plays no part).
 static FpStatus score_images(const DlgOptions *o, const Dataset *d, const uint32_t *idx, const InvJob *jobs,
-                             int n_batches, ImageScore *sc, FpError *err) {
+                             int n_batches, ImageScore *sc, int *labels_in_multiset, FpError *err) {
     int B = o->batch_size, V = o->attacker.n, c = d->c, h = d->h, w = d->w;
     size_t ss = dataset_sample_size(d);
     float *rec = malloc(sizeof(float) * ss * B);
-    if (!rec)
+    double *ssim = malloc(sizeof(double) * B * B); // (original i, reconstruction j)
+    if (!rec || !ssim) {
+        free(rec);
+        free(ssim);
         return fp_fail(err, FP_ENOMEM, "out of memory");
+    }
     FpStatus st = FP_OK;
     for (int bi = 0; bi < n_batches && st == FP_OK; bi++) {
         ImageScore *s = sc + (size_t)bi * B;
-        int matched[ATTACKER_MAX_VARIANTS][DLG_MAX_BATCH], finite = 0;
+        int matched[ATTACKER_MAX_VARIANTS][INV_ATTACK_MAX_BATCH], finite = 0;
         for (int i = 0; i < B; i++) {
             s[i] = (ImageScore){.variant = -1};
             for (int v = 0; v < V; v++)
@@ -425,16 +440,12 @@ static FpStatus score_images(const DlgOptions *o, const Dataset *d, const uint32
                 continue;
             finite++;
             clamp01(rec, res->x, ss * B);
-            double ssim[DLG_MAX_BATCH * DLG_MAX_BATCH];
             for (int i = 0; i < B && st == FP_OK; i++)
                 for (int j = 0; j < B && st == FP_OK; j++)
                     st = image_ssim(d->x + (size_t)idx[bi * B + i] * ss, rec + (size_t)j * ss, c, h, w,
                                     &ssim[i * B + j], err);
-            int perm[DLG_MAX_BATCH], used[DLG_MAX_BATCH] = {0};
-            double best_sum = -INFINITY;
-            for (int i = 0; i < B; i++)
-                matched[v][i] = i;
-            best_assignment(ssim, B, perm, matched[v], &best_sum, 0, used, 0.0);
+            if (st == FP_OK)
+                st = assignment_max(ssim, B, matched[v], err);
             for (int i = 0; i < B && st == FP_OK; i++) {
                 s[i].vssim[v] = ssim[i * B + matched[v][i]];
                 if (s[i].variant < 0 || s[i].vssim[v] > s[i].vssim[s[i].variant]) {
@@ -450,7 +461,7 @@ static FpStatus score_images(const DlgOptions *o, const Dataset *d, const uint32
             const InversionResult *res = &jobs[bi * V + s[i].variant].res;
             clamp01(rec, res->x + (size_t)s[i].j * ss, ss);
             st = image_metrics(d->x + (size_t)idx[bi * B + i] * ss, rec, c, h, w, &s[i].m, err);
-            if (o->idlg)
+            if (o->a->labels != INV_LABELS_LEARNED)
                 s[i].pred = jobs[bi * V + s[i].variant].bt->labels[s[i].j];
             else {
                 const float *pr = res->label_probs + (size_t)s[i].j * res->classes;
@@ -460,8 +471,20 @@ static FpStatus score_images(const DlgOptions *o, const Dataset *d, const uint32
                         s[i].pred = k;
             }
         }
+        if (st == FP_OK && labels_in_multiset && o->a->labels != INV_LABELS_LEARNED) {
+            const int32_t *labels = jobs[bi * V].bt->labels;
+            int used[INV_ATTACK_MAX_BATCH] = {0};
+            for (int i = 0; i < B; i++)
+                for (int k = 0; k < B; k++)
+                    if (!used[k] && labels[k] == d->y[idx[bi * B + i]]) {
+                        used[k] = 1;
+                        (*labels_in_multiset)++;
+                        break;
+                    }
+        }
     }
     free(rec);
+    free(ssim);
     return st;
 }
 
@@ -511,7 +534,7 @@ static FpStatus write_image(const AttackEnv *env, const DlgOptions *o, const Dat
     cJSON_AddNumberToObject(e, "label", d->y[index]);
     cJSON_AddNumberToObject(e, "recovered_label", s->pred);
     cJSON_AddBoolToObject(e, "label_correct", s->pred == d->y[index]);
-    if (!o->idlg)
+    if (o->a->labels == INV_LABELS_LEARNED)
         cJSON_AddItemToObject(e, "label_probabilities",
                               cJSON_CreateFloatArray(res->label_probs + (size_t)s->j * res->classes, res->classes));
     jnum_add(e, "ssim", s->m.ssim);
@@ -559,7 +582,7 @@ static FpStatus write_image(const AttackEnv *env, const DlgOptions *o, const Dat
 
 static void describe_config(const DlgOptions *o, cJSON *result) {
     cJSON *cfg = cJSON_AddObjectToObject(result, "attack_config");
-    cJSON_AddStringToObject(cfg, "name", o->idlg ? "idlg" : "dlg");
+    cJSON_AddStringToObject(cfg, "name", o->a->name);
     cJSON_AddItemToObject(cfg, "images", cJSON_CreateIntArray(o->images, o->n_images));
     cJSON_AddStringToObject(cfg, "split", o->use_train ? "train" : "test");
     cJSON_AddNumberToObject(cfg, "batch_size", o->batch_size);
@@ -580,13 +603,11 @@ static void describe_config(const DlgOptions *o, cJSON *result) {
         cJSON_AddNumberToObject(oc, "round", o->victims.round + 1);
     else
         cJSON_AddStringToObject(oc, "round", "first participation");
-    cJSON *lb = cJSON_AddObjectToObject(cfg, "lbfgs");
-    cJSON_AddNumberToObject(lb, "lr", o->inv.lbfgs.lr);
-    cJSON_AddNumberToObject(lb, "max_iter", o->inv.lbfgs.max_iter);
-    cJSON_AddNumberToObject(lb, "max_eval", o->inv.lbfgs.max_eval);
-    cJSON_AddNumberToObject(lb, "history_size", o->inv.lbfgs.history_size);
-    cJSON_AddNumberToObject(lb, "tolerance_grad", o->inv.lbfgs.tolerance_grad);
-    cJSON_AddNumberToObject(lb, "tolerance_change", o->inv.lbfgs.tolerance_change);
+    cJSON_AddStringToObject(cfg, "label_rule", o->a->labels == INV_LABELS_LEARNED ? "learned soft labels (DLG)"
+                                               : o->a->labels == INV_LABELS_IDLG || o->batch_size == 1
+                                                   ? "iDLG: smallest last-layer row sums"
+                                                   : "LLG (Wainakh et al. 2022): negative row sums, then impact");
+    o->a->describe(&o->inv, cfg);
 }
 
 static int defense_is_none(const DefenseOps *d) { return !d || strcmp(d->name, "none") == 0; }
@@ -599,7 +620,7 @@ static FpStatus reference_run(const AttackEnv *env, const DlgOptions *o, const D
     const Experiment *ex = env->ex;
     const char *source = "a reference run of this attack against the federation without a defense";
     if (!env->quiet)
-        fprintf(stderr, "%s: reference run without the defense (does the attack apply?)\n", o->idlg ? "idlg" : "dlg");
+        fprintf(stderr, "%s: reference run without the defense (does the attack apply?)\n", o->a->name);
     Targets tg;
     FpError rerr = {0};
     int B = o->batch_size, nb = o->n_images / B;
@@ -616,7 +637,7 @@ static FpStatus reference_run(const AttackEnv *env, const DlgOptions *o, const D
     if (st == FP_OK && !sc)
         st = fp_fail(&rerr, FP_ENOMEM, "out of memory");
     if (st == FP_OK)
-        st = score_images(o, d, idx, jobs, nb, sc, &rerr);
+        st = score_images(o, d, idx, jobs, nb, sc, NULL, &rerr);
     if (st == FP_OK) {
         Recovery r = {0};
         for (int i = 0; i < o->n_images; i++)
@@ -635,9 +656,9 @@ static FpStatus reference_run(const AttackEnv *env, const DlgOptions *o, const D
     return st;
 }
 
-static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, FpError *err) {
+FpStatus inversion_attack_run(const AttackEnv *env, const InversionAttack *a, cJSON *result, FpError *err) {
     DlgOptions o;
-    FP_TRY(dlg_parse(env, idlg, &o, err));
+    FP_TRY(dlg_parse(env, a, &o, err));
     const Experiment *ex = env->ex;
     const Dataset *d = o.use_train ? ex->train : ex->test;
     size_t ss = dataset_sample_size(d);
@@ -691,6 +712,7 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
     if (latest >= 0) // the figure for this observer, after the latest observed round
         cJSON_AddItemToObject(result, "observer_privacy", victims_observer_privacy(&tg.obs[latest]));
     InvJob *jobs = NULL;
+    int labels_in_multiset = 0;
     if (st == FP_OK && !(jobs = inversions_run(ex, &o, &tg, err)))
         st = err && err->code ? err->code : FP_ENOMEM;
     for (int k = 0; st == FP_OK && k < n_batches * V; k++)
@@ -700,7 +722,7 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
                 *err = jobs[k].err;
         }
     if (st == FP_OK)
-        st = score_images(&o, d, idx, jobs, n_batches, sc, err);
+        st = score_images(&o, d, idx, jobs, n_batches, sc, &labels_in_multiset, err);
     // Per image: the strongest variant's reconstruction.
     cJSON *images = cJSON_AddArrayToObject(result, "images");
     RunTotals tot = {0};
@@ -725,7 +747,7 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
     }
     if (st == FP_OK && !env->quiet)
         for (int i = 0; i < o.n_images; i++)
-            fprintf(stderr, "%s: image %d (batch %d): SSIM %.4f (%s)\n", idlg ? "idlg" : "dlg", (int)idx[i], i / B,
+            fprintf(stderr, "%s: image %d (batch %d): SSIM %.4f (%s)\n", a->name, (int)idx[i], i / B,
                     sc[i].m.ssim, o.attacker.v[sc[i].variant].name);
     inversions_free(jobs, n_batches * V);
     targets_free(&tg);
@@ -756,6 +778,8 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
         cJSON_AddStringToObject(result, "grid_layout", "one row per image: original, evenly spaced snapshots, final");
         recovery_json(&rec, result);
         cJSON_AddNumberToObject(result, "label_accuracy", (double)tot.labels_ok / rec.n);
+        if (a->labels != INV_LABELS_LEARNED)
+            cJSON_AddNumberToObject(result, "label_multiset_accuracy", (double)labels_in_multiset / rec.n);
         cJSON *vr = cJSON_AddArrayToObject(result, "variants");
         for (int v = 0; v < V; v++) {
             cJSON *e = cJSON_CreateObject();
@@ -769,7 +793,7 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
         applicability_json(&ap, result);
         if (!env->quiet && ap.decided && !ap.applicable)
             fprintf(stderr, "%s: not applicable: it recovers no image without any defense (%s)\n",
-                    idlg ? "idlg" : "dlg", ap.source);
+                    a->name, ap.source);
         cJSON_AddNumberToObject(result, "closure_evaluations", (double)tot.evals);
         cJSON_AddNumberToObject(result, "optimisation_seconds", tot.seconds);
         cJSON_AddNumberToObject(result, "ms_per_evaluation", tot.evals ? 1e3 * tot.seconds / tot.evals : 0.0);
@@ -783,11 +807,56 @@ static FpStatus dlg_run_common(const AttackEnv *env, cJSON *result, int idlg, Fp
     return st;
 }
 
+// -- DLG and iDLG: L-BFGS, L2 or cosine distance --------------------------------------------
+static FpStatus dlg_parse_own(const cJSON *j, const char *path, InversionConfig *cfg, FpError *err) {
+    char p[256];
+    static const char *const dists[] = {"l2", "cosine", NULL};
+    int choice;
+    FP_TRY(jv_choice(j, path, "distance", dists, INV_DISTANCE_L2, &choice, err));
+    cfg->distance = (InvDistance)choice;
+    FP_TRY(jv_number(j, path, "tv", JV_OPTIONAL, 0.0, 0, 0, 1e6, 0, &cfg->tv, err));
+    const cJSON *lj;
+    FP_TRY(jv_object(j, path, "lbfgs", JV_OPTIONAL, &lj, err));
+    cfg->optimizer = INV_OPTIMIZER_LBFGS;
+    return parse_lbfgs(lj, jv_path(p, sizeof p, path, "lbfgs"), &cfg->lbfgs, err);
+}
+
+static void dlg_describe(const InversionConfig *c, cJSON *cfg) {
+    cJSON *lb = cJSON_AddObjectToObject(cfg, "lbfgs");
+    cJSON_AddNumberToObject(lb, "lr", c->lbfgs.lr);
+    cJSON_AddNumberToObject(lb, "max_iter", c->lbfgs.max_iter);
+    cJSON_AddNumberToObject(lb, "max_eval", c->lbfgs.max_eval);
+    cJSON_AddNumberToObject(lb, "history_size", c->lbfgs.history_size);
+    cJSON_AddNumberToObject(lb, "tolerance_grad", c->lbfgs.tolerance_grad);
+    cJSON_AddNumberToObject(lb, "tolerance_change", c->lbfgs.tolerance_change);
+}
+
+static const char *const dlg_keys[] = {"distance", "tv", "lbfgs", ATTACKER_KEYS, NULL};
+
+static const InversionAttack dlg_attack = {.name = "dlg", .rule_owner = "DLG", .labels = INV_LABELS_LEARNED,
+                                           .max_batch = DLG_MAX_BATCH, .default_steps = 300, .keys = dlg_keys,
+                                           .parse = dlg_parse_own, .describe = dlg_describe};
+static const InversionAttack idlg_attack = {.name = "idlg", .rule_owner = "iDLG", .labels = INV_LABELS_IDLG,
+                                            .max_batch = DLG_MAX_BATCH, .default_steps = 300, .keys = dlg_keys,
+                                            .parse = dlg_parse_own, .describe = dlg_describe};
+
+static FpStatus dlg_validate(const AttackEnv *env, FpError *err) {
+    return inversion_attack_validate(env, &dlg_attack, err);
+}
+static FpStatus idlg_validate(const AttackEnv *env, FpError *err) {
+    return inversion_attack_validate(env, &idlg_attack, err);
+}
 static FpStatus dlg_run(const AttackEnv *env, cJSON *result, FpError *err) {
-    return dlg_run_common(env, result, 0, err);
+    return inversion_attack_run(env, &dlg_attack, result, err);
 }
 static FpStatus idlg_run(const AttackEnv *env, cJSON *result, FpError *err) {
-    return dlg_run_common(env, result, 1, err);
+    return inversion_attack_run(env, &idlg_attack, result, err);
+}
+static FpStatus dlg_work(const AttackEnv *env, AttackWork *w, FpError *err) {
+    return inversion_attack_work(env, &dlg_attack, w, err);
+}
+static FpStatus idlg_work(const AttackEnv *env, AttackWork *w, FpError *err) {
+    return inversion_attack_work(env, &idlg_attack, w, err);
 }
 
 const AttackOps attack_dlg = {

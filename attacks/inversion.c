@@ -24,6 +24,8 @@ struct InversionObjective {
     float *target;          // device copy of g (n_params)
     double target_norm;     // ‖g‖ over trainable layers (cosine)
     Var **p, **dw;          // per layer
+    Var **pk, **vk, **acc;  // simulated local steps: θ_k, v_k, Σ v (per layer)
+    InvLocalSteps local;
     InvDistance dist;
     double tv;
     long evals;
@@ -44,6 +46,9 @@ void inversion_objective_free(InversionObjective *o) {
     free(o->labels);
     free(o->p);
     free(o->dw);
+    free(o->pk);
+    free(o->vk);
+    free(o->acc);
     free(o);
 }
 
@@ -68,18 +73,34 @@ InversionObjective *inversion_objective_create(const InversionProblem *p, const 
     o->ny = p->labels ? 0 : (size_t)o->B * o->K;
     o->dist = cfg->distance;
     o->tv = cfg->tv;
+    o->local = p->local;
+    if ((p->local.steps > 1 || cfg->optimizer == INV_OPTIMIZER_ADAM_SIGNED) && !p->labels) {
+        inversion_objective_free(o);
+        fp_fail(err, FP_EPARAM, "gradient inversion: simulated local steps and the signed-Adam optimiser need the "
+                                "labels (iDLG or LLG)");
+        return NULL;
+    }
+    if (p->local.steps < 0 || p->local.steps > 1000 || (p->local.steps > 1 && !(p->local.lr > 0))) {
+        inversion_objective_free(o);
+        fp_fail(err, FP_EPARAM, "gradient inversion: bad simulated local procedure (%d steps, lr %g)", p->local.steps,
+                p->local.lr);
+        return NULL;
+    }
     int L = m->table.n_layers;
     size_t np = m->table.n_params;
     o->t = tape_create(o->be);
     o->p = malloc(sizeof(Var *) * L);
     o->dw = malloc(sizeof(Var *) * L);
+    o->pk = malloc(sizeof(Var *) * L);
+    o->vk = malloc(sizeof(Var *) * L);
+    o->acc = malloc(sizeof(Var *) * L);
     o->target = o->be->alloc(np * sizeof(float));
     if (p->labels) {
         o->labels = malloc(sizeof(int32_t) * o->B);
         if (o->labels)
             memcpy(o->labels, p->labels, sizeof(int32_t) * o->B);
     }
-    if (!o->t || !o->p || !o->dw || !o->target || (p->labels && !o->labels)) {
+    if (!o->t || !o->p || !o->dw || !o->pk || !o->vk || !o->acc || !o->target || (p->labels && !o->labels)) {
         inversion_objective_free(o);
         fp_fail(err, FP_ENOMEM, "out of memory preparing the gradient-matching objective");
         return NULL;
@@ -120,6 +141,45 @@ static Var *total_variation(Tape *t, Var *x) {
     return tv;
 }
 
+// The victim's E local steps on x′, recorded on the tape (see InvLocalSteps): on entry
+// o->dw holds ∇L(θ_0) with its graph; on exit it holds the server's estimate
+// (1/E)Σ_k v_k − λθ_0, a function of x′ through every step.
+static FpStatus simulate_local_steps(InversionObjective *o, Var *x) {
+    Tape *t = o->t;
+    const Model *m = o->m;
+    int L = m->table.n_layers, E = o->local.steps;
+    float lr = (float)o->local.lr, mu = (float)o->local.momentum, wd = (float)o->local.weight_decay;
+    for (int i = 0; i < L; i++) {
+        o->pk[i] = o->p[i];
+        o->vk[i] = o->acc[i] = NULL;
+    }
+    FpStatus st = FP_OK;
+    for (int k = 0; k < E && st == FP_OK; k++) {
+        if (k > 0) {
+            Var *ce = ad_cross_entropy(t, model_forward(m, t, o->pk, x, 1), o->labels);
+            st = ce ? ad_grad(t, ce, o->pk, L, o->dw, 1) : (tape_status(t) != FP_OK ? tape_status(t) : FP_EUNSUPPORTED);
+        }
+        for (int i = 0; i < L && st == FP_OK; i++) {
+            if (!m->table.layers[i].trainable)
+                continue;
+            Var *d = wd != 0.0f ? ad_add(t, o->dw[i], ad_scale(t, o->pk[i], wd)) : o->dw[i];
+            o->vk[i] = o->vk[i] && mu != 0.0f ? ad_add(t, ad_scale(t, o->vk[i], mu), d) : d;
+            o->acc[i] = o->acc[i] ? ad_add(t, o->acc[i], o->vk[i]) : o->vk[i];
+            if (k + 1 < E)
+                o->pk[i] = ad_sub(t, o->pk[i], ad_scale(t, o->vk[i], lr));
+        }
+        if (tape_status(t) != FP_OK)
+            st = tape_status(t);
+    }
+    for (int i = 0; i < L && st == FP_OK; i++) {
+        if (!m->table.layers[i].trainable)
+            continue;
+        Var *e = ad_scale(t, o->acc[i], 1.0f / (float)E);
+        o->dw[i] = wd != 0.0f ? ad_sub(t, e, ad_scale(t, o->p[i], wd)) : e;
+    }
+    return st == FP_OK ? tape_status(t) : st;
+}
+
 FpStatus inversion_objective_eval(InversionObjective *o, const float *z, float *grad, double *loss, FpError *err) {
     Tape *t = o->t;
     const Model *m = o->m;
@@ -134,6 +194,8 @@ FpStatus inversion_objective_eval(InversionObjective *o, const float *z, float *
     Var *ce = o->ny ? ad_cross_entropy_soft(t, out, ad_softmax(t, y)) : ad_cross_entropy(t, out, o->labels);
     // ∇θ L, recorded so that it can be differentiated again.
     FpStatus st = ce ? ad_grad(t, ce, o->p, L, o->dw, 1) : FP_EUNSUPPORTED;
+    if (st == FP_OK && o->local.steps > 1)
+        st = simulate_local_steps(o, x);
     // Only ∂D/∂z is wanted from the second sweep: with the parameter leaves marked
     // constant, the backward rules skip every ∂/∂θ branch (5 of the 16 convolutions of
     // the sweep for LeNet) and nothing else changes.
@@ -198,6 +260,40 @@ void inversion_result_free(InversionResult *r) {
     memset(r, 0, sizeof *r);
 }
 
+// Adam on sign(∂D/∂x′) (Geiping et al. 2020), PyTorch's update rule in float: m, v the
+// moment estimates, bias corrections 1 − β^t; the rate steps down by 10 at their
+// milestones; x′ is projected onto [0, 1].
+typedef struct SignedAdam {
+    float *m, *v;
+    size_t n;
+    long t;
+} SignedAdam;
+
+static double adam_rate(const InvAdamConfig *a, int step, int steps) {
+    double lr = a->lr;
+    // Their MultiStepLR milestones: steps // 2.667, steps // 1.6, steps // 1.142.
+    static const double div[3] = {2.667, 1.6, 1.142};
+    for (int k = 0; a->step_decay && k < 3; k++)
+        if (step >= (int)floor(steps / div[k]))
+            lr *= 0.1;
+    return lr;
+}
+
+static void adam_signed_step(SignedAdam *a, float *x, const float *g, double lr, int boxed) {
+    const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
+    a->t++;
+    double bc1 = 1.0 - pow(b1, (double)a->t), bc2 = 1.0 - pow(b2, (double)a->t);
+    float step = (float)(lr / bc1), sbc2 = (float)sqrt(bc2);
+    for (size_t i = 0; i < a->n; i++) {
+        float s = g[i] > 0.0f ? 1.0f : g[i] < 0.0f ? -1.0f : 0.0f;
+        a->m[i] = b1 * a->m[i] + (1.0f - b1) * s;
+        a->v[i] = b2 * a->v[i] + (1.0f - b2) * s * s;
+        x[i] -= step * a->m[i] / (sqrtf(a->v[i]) / sbc2 + eps);
+        if (boxed)
+            x[i] = x[i] < 0.0f ? 0.0f : x[i] > 1.0f ? 1.0f : x[i];
+    }
+}
+
 // NaN (a diverged run) ranks after every finite loss.
 static int better(double a, double b) { return !isnan(a) && (isnan(b) || a < b); }
 
@@ -211,6 +307,10 @@ FpStatus inversion_run(const InversionProblem *p, const InversionConfig *cfg, In
         return err ? err->code : FP_ENOMEM;
     size_t n = inversion_objective_size(o), nx = o->nx;
     int n_snap = cfg->snapshot_every > 0 ? cfg->steps / cfg->snapshot_every : 0;
+    int adam = cfg->optimizer == INV_OPTIMIZER_ADAM_SIGNED;
+    float *zg = adam ? malloc(sizeof(float) * n) : NULL;
+    SignedAdam sa = {.n = n, .m = adam ? malloc(sizeof(float) * n) : NULL,
+                     .v = adam ? malloc(sizeof(float) * n) : NULL};
     float *z = malloc(sizeof(float) * n), *cur_snap = malloc(sizeof(float) * nx * (n_snap ? n_snap : 1));
     double *cur_curve = malloc(sizeof(double) * (cfg->steps + 1));
     out->batch = o->B;
@@ -228,7 +328,8 @@ FpStatus inversion_run(const InversionProblem *p, const InversionConfig *cfg, In
     out->restart_losses = malloc(sizeof(double) * cfg->restarts);
     float *best_y = o->ny ? malloc(sizeof(float) * o->ny) : NULL;
     FpStatus st = FP_OK;
-    if (!z || !cur_snap || !cur_curve || !out->x || (o->ny && (!out->label_probs || !best_y)) || !out->loss_curve ||
+    if ((adam && (!zg || !sa.m || !sa.v)) || !z || !cur_snap || !cur_curve || !out->x ||
+        (o->ny && (!out->label_probs || !best_y)) || !out->loss_curve ||
         !out->snapshot_steps || !out->snapshots || !out->restart_losses) {
         st = fp_fail(err, FP_ENOMEM, "out of memory for the gradient inversion");
         goto done;
@@ -242,18 +343,29 @@ FpStatus inversion_run(const InversionProblem *p, const InversionConfig *cfg, In
         RngStream rs = rng_stream(p->seed, RNG_ATTACK, p->first_restart + (uint32_t)r, p->stream);
         for (size_t i = 0; i < n; i++)
             z[i] = (float)rng_normal_at(&rs, i);
-        Lbfgs *opt = lbfgs_create(n, &cfg->lbfgs, err);
-        if (!opt) {
+        Lbfgs *opt = adam ? NULL : lbfgs_create(n, &cfg->lbfgs, err);
+        if (!adam && !opt) {
             st = err ? err->code : FP_ENOMEM;
             break;
         }
+        if (adam) {
+            memset(sa.m, 0, sizeof(float) * n);
+            memset(sa.v, 0, sizeof(float) * n);
+            sa.t = 0;
+        }
         for (int s = 0; s < cfg->steps && st == FP_OK; s++) {
-            st = lbfgs_step(opt, z, closure, o, &cur_curve[s], err);
-            if (cfg->snapshot_every > 0 && (s + 1) % cfg->snapshot_every == 0 && (s + 1) / cfg->snapshot_every <= n_snap)
+            if (adam) {
+                st = inversion_objective_eval(o, z, zg, &cur_curve[s], err);
+                if (st == FP_OK)
+                    adam_signed_step(&sa, z, zg, adam_rate(&cfg->adam, s, cfg->steps), cfg->adam.boxed);
+            } else
+                st = lbfgs_step(opt, z, closure, o, &cur_curve[s], err);
+            if (cfg->snapshot_every > 0 && (s + 1) % cfg->snapshot_every == 0 &&
+                (s + 1) / cfg->snapshot_every <= n_snap)
                 memcpy(cur_snap + (size_t)((s + 1) / cfg->snapshot_every - 1) * nx, z, sizeof(float) * nx);
         }
         lbfgs_free(opt);
-        if (st == FP_OK) // the loss at the final point (PyTorch's optimiser never evaluates it)
+        if (st == FP_OK) // the loss at the final point (neither optimiser evaluates it)
             st = inversion_objective_eval(o, z, NULL, &cur_curve[cfg->steps], err);
         if (st != FP_OK)
             break;
@@ -284,6 +396,9 @@ FpStatus inversion_run(const InversionProblem *p, const InversionConfig *cfg, In
             out->label_probs[(size_t)b * o->K + k] = (float)(exp(row[k] - mx) / s);
     }
 done:
+    free(zg);
+    free(sa.m);
+    free(sa.v);
     free(z);
     free(cur_snap);
     free(cur_curve);
@@ -334,4 +449,59 @@ void idlg_labels(const float *gw, int classes, int hidden, int batch, int32_t *l
     }
     free(sums);
     free(taken);
+}
+
+void llg_labels(const float *gw, int classes, int hidden, int batch, int32_t *labels) {
+    double *sums = malloc(sizeof(double) * classes);
+    if (!sums) { // no memory: iDLG's rule, which needs none beyond its own fallback
+        idlg_labels(gw, classes, hidden, batch, labels);
+        return;
+    }
+    double negative = 0;
+    int n_neg = 0;
+    for (int c = 0; c < classes; c++) {
+        double s = 0;
+        for (int j = 0; j < hidden; j++)
+            s += gw[(size_t)c * hidden + j];
+        sums[c] = s;
+        if (s < 0) {
+            negative += s;
+            n_neg++;
+        }
+    }
+    double impact = -negative / batch;
+    int n = 0;
+    // 1. every negative class once (the most negative first when there are more than B):
+    // pick in increasing order of the original sums, then raise each.
+    for (int k = 0; k < n_neg && n < batch; k++) {
+        int best = -1;
+        for (int c = 0; c < classes; c++) {
+            int taken = 0;
+            for (int i = 0; i < n; i++)
+                taken |= labels[i] == c;
+            if (!taken && sums[c] < 0 && (best < 0 || sums[c] < sums[best]))
+                best = c;
+        }
+        labels[n++] = best;
+    }
+    for (int i = 0; i < n; i++)
+        sums[labels[i]] += impact;
+    // 2. the smallest remaining sum, raised by the impact each time it is taken. Classes
+    // taken in step 1 were raised there; a class whose sum stays negative is taken again.
+    while (n < batch) {
+        int best = 0;
+        for (int c = 1; c < classes; c++)
+            if (sums[c] < sums[best])
+                best = c;
+        labels[n++] = best;
+        sums[best] += impact;
+    }
+    // The multiset, in increasing class order.
+    for (int a = 1; a < batch; a++)
+        for (int b = a; b > 0 && labels[b - 1] > labels[b]; b--) {
+            int32_t tmp = labels[b];
+            labels[b] = labels[b - 1];
+            labels[b - 1] = tmp;
+        }
+    free(sums);
 }

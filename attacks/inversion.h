@@ -12,9 +12,12 @@
 // L is the batch-mean cross-entropy, with soft targets softmax(y′) (DLG) or the fixed
 // labels (iDLG). ∇θL is taken with create_graph, so ∂D/∂x′ and ∂D/∂y′ are exact second-
 // order derivatives (core/autodiff.h). The optimiser is attacks/lbfgs.h with PyTorch's
-// defaults; x′ and y′ start from N(0,1) drawn from rng_stream(seed, RNG_ATTACK,
-// first_restart + restart, stream): element i of the flat vector [x′, y′] is
-// rng_normal_at(&s, i), so DLG and iDLG start from the same x′.
+// defaults, or Geiping et al.'s (§4 and their reference code): Adam on the sign of
+// ∂D/∂x′, the learning rate divided by 10 after 3/8, 5/8 and 7/8 of the steps, and x′
+// projected onto the pixel box [0, 1] after every step. x′ and y′ start from N(0,1)
+// drawn from rng_stream(seed, RNG_ATTACK, first_restart + restart, stream): element i
+// of the flat vector [x′, y′] is rng_normal_at(&s, i), so DLG, iDLG and Inverting
+// Gradients start from the same x′.
 #ifndef FEDPRIV_ATTACKS_INVERSION_H
 #define FEDPRIV_ATTACKS_INVERSION_H
 
@@ -24,6 +27,26 @@
 #include "models/model.h"
 
 typedef enum { INV_DISTANCE_L2 = 0, INV_DISTANCE_COSINE = 1 } InvDistance;
+typedef enum { INV_OPTIMIZER_LBFGS = 0, INV_OPTIMIZER_ADAM_SIGNED = 1 } InvOptimizer;
+
+// Adam on signed gradients (Geiping et al. 2020): PyTorch's Adam (β 0.9, 0.999, ε 1e-8)
+// fed sign(∂D/∂x′).
+typedef struct InvAdamConfig {
+    double lr;             // initial learning rate (Geiping: 0.1)
+    int step_decay;        // 1: lr × 0.1 after steps/2.667, steps/1.6, steps/1.142 (their MultiStepLR)
+    int boxed;             // 1: clamp x′ to [0, 1] after every step
+} InvAdamConfig;
+
+// The victim's local procedure, simulated on x′ (Geiping et al. §4, "multiple local
+// steps"): E full-batch SGD steps from θ with the federation's lr, momentum μ and
+// weight decay λ, d_k = ∇L(θ_k) + λθ_k, v_k = μv_{k−1} + d_k, θ_{k+1} = θ_k − lr·v_k
+// (fl/local.c's rule), and the estimate the server forms from the upload,
+// (θ − θ_E)/(lr·E) − λθ = (1/E)Σ_k v_k − λθ (upload_gradient_estimate), is compared with
+// the target. E = 1 (or steps 0) is the gradient ∇L(θ) itself, DLG's objective.
+typedef struct InvLocalSteps {
+    int steps;             // E (0 or 1: one gradient)
+    double lr, momentum, weight_decay;
+} InvLocalSteps;
 
 typedef struct InversionConfig {
     int steps;             // L-BFGS step() calls per restart (the reference: 300)
@@ -31,7 +54,9 @@ typedef struct InversionConfig {
     InvDistance distance;
     double tv;             // weight of the total-variation prior (0: off)
     int snapshot_every;    // keep x′ after every k steps (0: none)
-    LbfgsConfig lbfgs;
+    InvOptimizer optimizer;
+    LbfgsConfig lbfgs;     // INV_OPTIMIZER_LBFGS
+    InvAdamConfig adam;    // INV_OPTIMIZER_ADAM_SIGNED (x′ only: labels must be given)
 } InversionConfig;
 
 typedef struct InversionProblem {
@@ -43,6 +68,7 @@ typedef struct InversionProblem {
     uint32_t stream;       // RNG_ATTACK stream id (e.g. the batch number), so batches differ
     uint32_t first_restart; // restart r starts from restart stream first_restart + r (attacker
                             // variants draw disjoint starts: attacks/attacker.h)
+    InvLocalSteps local;    // the victim's local steps to simulate (zero: one gradient)
 } InversionProblem;
 
 typedef struct InversionResult {
@@ -74,6 +100,15 @@ InversionObjective *inversion_objective_create(const InversionProblem *p, const 
 size_t inversion_objective_size(const InversionObjective *o); // length of z: B·c·h·w (+ B·classes for DLG)
 FpStatus inversion_objective_eval(InversionObjective *o, const float *z, float *grad, double *loss, FpError *err);
 void inversion_objective_free(InversionObjective *o);
+
+// Wainakh et al. (PETS 2022, "User-Level Label Leakage from Gradients in Federated
+// Learning"), LLG: with s_c = Σ_j ∂L/∂W[c,j] (the rows above), every class with s_c < 0
+// is taken once, and its s_c raised by the impact m; then the class with the smallest
+// s_c is taken and raised by m, until B labels. Their impact is the mean per-image share
+// of the negative mass: m = −Σ_{s_c<0} s_c / B (their LLG, without LLG+'s auxiliary
+// data). When more classes are negative than B, the B most negative are taken. labels
+// gets B entries, sorted increasingly (the batch's label multiset; order carries nothing).
+void llg_labels(const float *last_weight_grad, int classes, int hidden, int batch, int32_t *labels);
 
 // iDLG's label rule (Zhao et al. 2020, §3): the gradient of the last linear layer's
 // weight W (classes × hidden) has row sums Σ_j ∂L/∂W[c,j] = (p_c − 1[c = y]) Σ_j h_j

@@ -6,6 +6,7 @@
 
 extern const AttackOps attack_dlg;
 extern const AttackOps attack_idlg;
+extern const AttackOps attack_inverting_gradients;
 extern const AttackOps attack_basic_mia;
 extern const AttackOps attack_ml_leaks;
 extern const AttackOps attack_cs_mia;
@@ -17,6 +18,7 @@ extern const AttackOps attack_audit_training; // audits/training.c: the training
 static const AttackOps *const all_attacks[] = {
     &attack_dlg,
     &attack_idlg,
+    &attack_inverting_gradients,
     &attack_basic_mia,
     &attack_ml_leaks,
     &attack_cs_mia,

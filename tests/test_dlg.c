@@ -18,6 +18,7 @@
 #include "core/rng.h"
 #include "eval/image_metrics.h"
 #include "eval/png.h"
+#include "inversion_fixture.h"
 
 // -- L-BFGS ----------------------------------------------------------------------------------
 static const double SM_A[5] = {1.0, 2.0, 0.5, 3.0, 1.5}, SM_C[5] = {0.3, -0.2, 0.5, 0.1, -0.4};
@@ -196,42 +197,6 @@ START_TEST(idlg_rule_constructed) {
 }
 END_TEST
 
-static Model *tiny_lenet(int h, int w, uint64_t seed) {
-    FpError err = {0};
-    cJSON *mj = cJSON_Parse("{\"name\": \"lenet\", \"init\": \"uniform\"}");
-    DataShape sh = {.c = 1, .h = h, .w = w, .n_classes = 10};
-    Model *m = model_create(mj, "model", &sh, backend_cpu(), &err);
-    cJSON_Delete(mj);
-    ck_assert_msg(m != NULL, "%s", err.msg);
-    model_init(m, seed);
-    return m;
-}
-
-// The batch-mean cross-entropy gradient of m at images x (B × h×w) with labels y (host, n_params).
-static void true_gradient(Model *m, const float *x, const int32_t *y, int B, float *g) {
-    Tape *t = tape_create(m->be);
-    int L = m->table.n_layers;
-    Var *p[16], *dw[16];
-    ck_assert_int_eq(model_param_vars(m, t, 1, p), FP_OK);
-    int shape[4] = {B, m->in.c, m->in.h, m->in.w};
-    Var *xv = ad_from_host(t, x, 4, shape, 0);
-    Var *loss = ad_cross_entropy(t, model_forward(m, t, p, xv, 1), y);
-    ck_assert_int_eq(ad_grad(t, loss, p, L, dw, 0), FP_OK);
-    for (int i = 0; i < L; i++)
-        ad_to_host(t, dw[i], g + m->table.layers[i].offset);
-    tape_free(t);
-}
-
-// A smooth 12×12 test image in [0,1] (a blob and a stripe, different per k).
-static void test_image(int k, float *img, int h, int w) {
-    for (int i = 0; i < h; i++)
-        for (int j = 0; j < w; j++) {
-            double di = i - (3 + k % 5), dj = j - (4 + (k * 3) % 5);
-            double v = 0.8 * exp(-(di * di + dj * dj) / 8.0) + 0.2 * (0.5 + 0.5 * sin(0.9 * (i + k) + 0.4 * j));
-            img[i * w + j] = (float)v;
-        }
-}
-
 START_TEST(idlg_rule_on_lenet_gradients) {
     Model *m = tiny_lenet(12, 12, 3);
     float *g = malloc(sizeof(float) * m->table.n_params), x[144];
@@ -372,63 +337,6 @@ START_TEST(idlg_tiny_converges) {
 END_TEST
 
 // -- the CLI ---------------------------------------------------------------------------------------------
-static const char *bin(void) { return getenv("FEDPRIV_BIN"); }
-
-static int run_cmd(const char *cmd, char *errbuf, size_t n) {
-    char full[8192], errfile[] = "/tmp/fedpriv-dlg-stderr-XXXXXX";
-    int fd = mkstemp(errfile);
-    close(fd);
-    snprintf(full, sizeof full, "%s 2>%s >/dev/null", cmd, errfile);
-    int st = system(full);
-    FILE *f = fopen(errfile, "r");
-    size_t got = f ? fread(errbuf, 1, n - 1, f) : 0;
-    errbuf[got] = 0;
-    if (f)
-        fclose(f);
-    unlink(errfile);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int count_lines(const char *s) {
-    int n = 0;
-    for (; *s; s++)
-        n += *s == '\n';
-    return n;
-}
-
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fputs(text, f);
-    fclose(f);
-}
-
-// A Fashion-MNIST-shaped IDX directory of n 12×12 images per split, labels k % 10.
-static void write_idx_set(const char *dir, int n) {
-    const char *split[2] = {"train", "t10k"};
-    for (int s = 0; s < 2; s++) {
-        char p[1024];
-        snprintf(p, sizeof p, "%s/%s-images-idx3-ubyte", dir, split[s]);
-        FILE *f = fopen(p, "wb");
-        unsigned char hdr[16] = {0, 0, 8, 3, 0, 0, 0, (unsigned char)n, 0, 0, 0, 12, 0, 0, 0, 12};
-        fwrite(hdr, 1, 16, f);
-        for (int k = 0; k < n; k++) {
-            float img[144];
-            test_image(k + s, img, 12, 12);
-            for (int i = 0; i < 144; i++)
-                fputc((int)lrintf(img[i] * 255), f);
-        }
-        fclose(f);
-        snprintf(p, sizeof p, "%s/%s-labels-idx1-ubyte", dir, split[s]);
-        f = fopen(p, "wb");
-        unsigned char lh[8] = {0, 0, 8, 1, 0, 0, 0, (unsigned char)n};
-        fwrite(lh, 1, 8, f);
-        for (int k = 0; k < n; k++)
-            fputc(k % 10, f);
-        fclose(f);
-    }
-}
-
 START_TEST(cli_attack_end_to_end) {
     if (!bin()) {
         printf("SKIP: cli_attack_end_to_end (FEDPRIV_BIN unset)\n");

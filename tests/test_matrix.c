@@ -717,9 +717,9 @@ START_TEST(cli_check_exits_1_on_a_violated_baseline) {
     // public observer recovers nothing without a defense, so its entry is no evidence.
     ck_assert_msg(strstr(out, "3 violations"), "%s", out);
     ck_assert_msg(strstr(out, "  - bound 1 \"impossible accuracy\": cell \"none\": model_accuracy = "), "%s", out);
-    ck_assert_msg(strstr(out, "  - bound 2 \"no defense leaks nothing\": cell \"none\": dlg (server) ssim_mean = "),
+    ck_assert_msg(strstr(out, "  - bound 2 \"no defense leaks nothing\": cell \"none\": dlg observer=server ssim_mean = "),
                   "%s", out);
-    ck_assert_msg(strstr(out, "  - bound 2 \"no defense leaks nothing\": cell \"none\": dlg (public) ssim_mean is not "
+    ck_assert_msg(strstr(out, "  - bound 2 \"no defense leaks nothing\": cell \"none\": dlg observer=public is not "
                               "applicable"), "%s", out);
 }
 END_TEST
