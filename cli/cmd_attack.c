@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "attacks/attack.h"
+#include "runner/attack_registry.h"
 #include "cli/cli.h"
 #include "core/comm.h"
 #include "core/files.h"

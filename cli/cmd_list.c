@@ -3,6 +3,7 @@
 
 #include "cli/cli.h"
 #include "attacks/attack.h"
+#include "runner/attack_registry.h"
 #include "datasets/dataset.h"
 #include "defenses/registry.h"
 #include "fl/defense.h"

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "attacks/attack.h"
+#include "runner/attack_registry.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
 #include "defenses/mech.h"

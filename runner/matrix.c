@@ -5,6 +5,7 @@
 // a list of one) and each "sweep" list, in that order: epsilon outermost, then the
 // sweep keys as written. The cell's defense object is the entry with the list
 // replaced by one value and "sweep" removed, which is exactly what the defense parses.
+#include "runner/attack_registry.h"
 #include "runner/matrix_internal.h"
 
 #include <dirent.h>

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runner/attack_registry.h"
 #include "core/jsonv.h"
 #include "core/rng.h"
 #include "defenses/registry.h"

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runner/attack_registry.h"
 #include "attacks/target.h"
 #include "defenses/registry.h"
 

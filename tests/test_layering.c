@@ -1,5 +1,6 @@
 // The layering rule (README, docs): dependencies point downward only,
-//   cli -> runner -> reports, audits, attacks -> defenses -> fl -> models -> datasets, eval -> core
+//   cli -> runner -> audits -> reports, attacks -> defenses -> fl -> models -> datasets, eval -> core
+// (audits sit above attacks: the training-run audit runs in a matrix as an attack)
 // (models sit above datasets: models/predict.h evaluates a model over a dataset's batches)
 // Every `#include "MODULE/..."` in the library's sources is checked against it: a module
 // may include its own headers and those of modules below it, never one above it or a
@@ -20,8 +21,8 @@ static const Layer layers[] = {
     {"core", "core", 0},         {"core/cpu", "core", 0},   {"core/cuda", "core", 0},
     {"datasets", "datasets", 1}, {"eval", "eval", 1},         {"models", "models", 2},
     {"fl", "fl", 3},             {"defenses", "defenses", 4}, {"attacks", "attacks", 5},
-    {"audits", "audits", 5},     {"reports", "reports", 5},   {"runner", "runner", 6},
-    {"cli", "cli", 7},
+    {"reports", "reports", 5},   {"audits", "audits", 6},     {"runner", "runner", 7},
+    {"cli", "cli", 8},
 };
 #define N_LAYERS (int)(sizeof layers / sizeof layers[0])
 

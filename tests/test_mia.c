@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runner/attack_registry.h"
 #include "attacks/target.h"
 #include "core/jsonv.h"
 #include "tests/mia_fixture.h"

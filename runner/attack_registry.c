@@ -1,8 +1,8 @@
 // The list of attacks. Add an attack: write attacks/NAME.c defining
 // `const AttackOps attack_NAME`, declare it below and add it to the table.
-#include <string.h>
+#include "runner/attack_registry.h"
 
-#include "attacks/attack.h"
+#include <string.h>
 
 extern const AttackOps attack_dlg;
 extern const AttackOps attack_idlg;

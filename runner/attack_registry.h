@@ -1,0 +1,13 @@
+// Every attack a matrix, `fedpriv attack` and `fedpriv check` know by name: the attacks of
+// attacks/ and the training-run audit of audits/ (audits/training.h), which runs as an
+// attack in a matrix. It lives above both so that neither includes the other.
+#ifndef FEDPRIV_RUNNER_ATTACK_REGISTRY_H
+#define FEDPRIV_RUNNER_ATTACK_REGISTRY_H
+
+#include "attacks/attack.h"
+
+int attack_count(void);
+const AttackOps *attack_at(int i);
+const AttackOps *attack_find(const char *name);
+
+#endif
