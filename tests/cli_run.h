@@ -12,6 +12,8 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,9 +21,12 @@
 #define CLI_RUN_MAX_ARGS 62
 
 // Runs argv[0] (a path) with argv (NULL-terminated), its stdout and stderr read back
-// into out and err (cap bytes each). Returns the exit status, 128 when the child was
-// killed by a signal, 127 when it could not be executed.
-static inline int cli_exec(const char *const *argv, char *out, char *err, size_t cap) {
+// into out and err (cap bytes each); when usage is not NULL it receives that child's own
+// resource usage (wait4: peak RSS of this process alone, not of every child reaped so far).
+// Returns the exit status, 128 when the child was killed by a signal, 127 when it could
+// not be executed.
+static inline int cli_exec_usage(const char *const *argv, char *out, char *err, size_t cap,
+                                 struct rusage *usage) {
     ck_assert_uint_gt(cap, 0);
     FILE *fo = tmpfile(), *fe = tmpfile();
     ck_assert_ptr_nonnull(fo);
@@ -36,7 +41,10 @@ static inline int cli_exec(const char *const *argv, char *out, char *err, size_t
         _exit(127);
     }
     int status = 0;
-    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    struct rusage ru;
+    ck_assert_int_eq(wait4(pid, &status, 0, &ru), pid);
+    if (usage)
+        *usage = ru;
     FILE *fs[2] = {fo, fe};
     char *bufs[2] = {out, err};
     for (int k = 0; k < 2; k++) {
@@ -48,11 +56,16 @@ static inline int cli_exec(const char *const *argv, char *out, char *err, size_t
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
+static inline int cli_exec(const char *const *argv, char *out, char *err, size_t cap) {
+    return cli_exec_usage(argv, out, err, cap, NULL);
+}
+
 // Runs `$FEDPRIV_BIN args...` (args is NULL-terminated, a subcommand like "train" is its
 // first element). out and err each hold cap bytes. Returns the exit status, 128 when the
 // child was killed by a signal, 127 when it could not be executed, or -1 when FEDPRIV_BIN
 // is unset or empty (out and err are then left untouched).
-static inline int cli_run(const char *const *args, char *out, char *err, size_t cap) {
+static inline int cli_run_usage(const char *const *args, char *out, char *err, size_t cap,
+                                struct rusage *usage) {
     const char *bin = getenv("FEDPRIV_BIN");
     if (!bin || !*bin)
         return -1;
@@ -64,7 +77,11 @@ static inline int cli_run(const char *const *args, char *out, char *err, size_t 
         argv[n++] = args[i];
     }
     argv[n] = NULL;
-    return cli_exec(argv, out, err, cap);
+    return cli_exec_usage(argv, out, err, cap, usage);
+}
+
+static inline int cli_run(const char *const *args, char *out, char *err, size_t cap) {
+    return cli_run_usage(args, out, err, cap, NULL);
 }
 
 // The number of newline characters in s (a one-line error message counts 1).
