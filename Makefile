@@ -94,7 +94,7 @@ ifeq ($(HAVE_CUDA),1)
   LIB_SRC  += $(wildcard core/cuda/*.c)
   CU_SRC   := $(wildcard core/cuda/*.cu)
   CFLAGS   += -DFEDPRIV_HAVE_CUDA -I$(CUDA_HOME)/include
-  LDLIBS   += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcublas -lcudart -lstdc++
+  LDLIBS   += -L$(CUDA_HOME)/lib64 -Wl,-rpath,$(CUDA_HOME)/lib64 -lcudnn -lcudart -lstdc++ -ldl
   NVFLAGS  := -O3 -std=c++17 -I. $(CUDA_ARCH) -Xcompiler -fPIC -MMD -MP -DFEDPRIV_HAVE_CUDA
 else
   CU_SRC   :=

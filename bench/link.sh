@@ -14,7 +14,7 @@ cuda_libs=""
 if ar t "$lib" | grep -q '\.cu\.o$'; then
   nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
   cuda_home=${nvcc%/bin/nvcc}
-  cuda_libs="-L$cuda_home/lib64 -Wl,-rpath,$cuda_home/lib64 -lcudnn -lcublas -lcudart -lstdc++"
+  cuda_libs="-L$cuda_home/lib64 -Wl,-rpath,$cuda_home/lib64 -lcudnn -lcudart -lstdc++ -ldl"
 fi
 mpi_libs=""
 if nm "$lib" 2>/dev/null | grep -q ' U MPI_Init_thread$'; then # built with MPI (core/comm.c)

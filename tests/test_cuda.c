@@ -21,6 +21,7 @@
 
 #ifdef FEDPRIV_HAVE_CUDA
 #include "core/cuda/cuda_backend.h"
+#include "core/cuda/cuda_internal.h"
 #endif
 
 // -- memory and elementwise ---------------------------------------------------------------
@@ -444,11 +445,36 @@ START_TEST(cuda_pool_matches_cpu) {
 }
 END_TEST
 
+// cuBLAS is opened at initialisation, not linked (core/cuda/cuda_blas.c): this needs no GPU,
+// so it runs wherever the CUDA backend is built. Every entry point resolves, and the one
+// call that needs no device answers.
+START_TEST(cuda_blas_opens) {
+#ifdef FEDPRIV_HAVE_CUDA
+    CudaBlasApi api = {0};
+    FpError err = {0};
+    ck_assert_msg(cuda_blas_load(&api, &err) == FP_OK, "%s", err.msg);
+    ck_assert_ptr_nonnull(api.library);
+    ck_assert_ptr_nonnull(api.create);
+    ck_assert_ptr_nonnull(api.set_math_mode);
+    ck_assert_ptr_nonnull(api.sgemm);
+    ck_assert_ptr_nonnull(api.status_string);
+    const char *ok = api.status_string(CUBLAS_STATUS_SUCCESS);
+    ck_assert_ptr_nonnull(ok);
+    ck_assert_uint_gt(strlen(ok), 0);
+    ck_assert_str_ne(ok, api.status_string(CUBLAS_STATUS_NOT_INITIALIZED)); // a real table, not one string
+    printf("cuda_blas_opens: %s: \"%s\"\n", cuda_blas_soname(), ok);
+#else
+    printf("SKIP: this build has no CUDA backend [cuda_blas_opens]\n");
+#endif
+}
+END_TEST
+
 Suite *suite_cuda(void) {
     Suite *s = suite_create("cuda");
     TCase *tc = tcase_create("cpu_vs_cuda_ops");
     // Generous: the first CUDA call of each forked test creates a context and loads kernels.
     tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, cuda_blas_opens);
     tcase_add_test(tc, cuda_memory_and_elementwise);
     tcase_add_test(tc, cuda_gemm_matches_cpu);
     tcase_add_test(tc, cuda_reductions);

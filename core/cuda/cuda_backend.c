@@ -5,10 +5,10 @@
 //
 // Initialisation is lazy and happens once per process (pthread_once): count devices,
 // take device 0 (select another with CUDA_VISIBLE_DEVICES), create the context, probe
-// that this build's kernels run on it, create the cuBLAS and cuDNN handles. Without a
-// driver or a device, cuda_backend_get returns NULL with FP_EUNSUPPORTED (the machine
-// cannot do what was asked: the CLI exits 2) and a message that starts "no CUDA
-// device"; other failures return NULL with FP_EBACKEND and the reason.
+// that this build's kernels run on it, open cuBLAS (cuda_blas.c), create the cuBLAS and
+// cuDNN handles. Without a driver or a device, cuda_backend_get returns NULL with
+// FP_EUNSUPPORTED (the machine cannot do what was asked: the CLI exits 2) and a message
+// that starts "no CUDA device"; other failures return NULL with FP_EBACKEND and the reason.
 // See cuda_internal.h for why the state is the one process-wide exception to the
 // no-globals rule and how errors are handled.
 #include <stdio.h>
@@ -68,15 +68,17 @@ static void cuda_init(void) {
                             c->device_name, c->cc_major, c->cc_minor, cudaGetErrorString(e));
         return;
     }
-    cublasStatus_t bs = cublasCreate(&c->blas);
+    if ((s->status = cuda_blas_load(&c->cublas, &s->err)) != FP_OK)
+        return;
+    cublasStatus_t bs = c->cublas.create(&c->blas);
     if (bs != CUBLAS_STATUS_SUCCESS) {
-        s->status = fp_fail(&s->err, FP_EBACKEND, "cublasCreate failed: %s", cublasGetStatusString(bs));
+        s->status = fp_fail(&s->err, FP_EBACKEND, "cublasCreate failed: %s", c->cublas.status_string(bs));
         return;
     }
     // Plain FP32 GEMM (no TF32 tensor-core rounding): results must match the CPU backend
     // within float tolerances.
-    if ((bs = cublasSetMathMode(c->blas, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS) {
-        s->status = fp_fail(&s->err, FP_EBACKEND, "cublasSetMathMode failed: %s", cublasGetStatusString(bs));
+    if ((bs = c->cublas.set_math_mode(c->blas, CUBLAS_DEFAULT_MATH)) != CUBLAS_STATUS_SUCCESS) {
+        s->status = fp_fail(&s->err, FP_EBACKEND, "cublasSetMathMode failed: %s", c->cublas.status_string(bs));
         return;
     }
     cudnnStatus_t ds = cudnnCreate(&c->dnn);

@@ -24,7 +24,7 @@ void cuda_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const
     int lda = trans_a ? m : k, ldb = trans_b ? k : n;
     CudaCtx *ctx = cuda_ctx();
     pthread_mutex_lock(&ctx->lock);
-    CUBLAS_CHECK(cublasSgemm(ctx->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m,
-                             k, &alpha, b, ldb, a, lda, &beta, c, n));
+    CUBLAS_CHECK(ctx->cublas.sgemm(ctx->blas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                   n, m, k, &alpha, b, ldb, a, lda, &beta, c, n));
     pthread_mutex_unlock(&ctx->lock);
 }

@@ -37,10 +37,28 @@ extern "C" {
 
 typedef struct CudaConvCache CudaConvCache; // cuda_conv.c
 
+// The cuBLAS entry points fedpriv uses, opened at initialisation (cuda_blas.c says why).
+typedef struct CudaBlasApi {
+    void *library;
+    cublasStatus_t (*create)(cublasHandle_t *handle);
+    cublasStatus_t (*set_math_mode)(cublasHandle_t handle, cublasMath_t mode);
+    const char *(*status_string)(cublasStatus_t status);
+    cublasStatus_t (*sgemm)(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb, int m, int n,
+                            int k, const float *alpha, const float *a, int lda, const float *b, int ldb,
+                            const float *beta, float *c, int ldc);
+} CudaBlasApi;
+
+// Opens cuBLAS and looks up CudaBlasApi's entry points. FP_EBACKEND with dlerror's reason
+// when the library or a symbol is missing. Needs no GPU.
+FpStatus cuda_blas_load(CudaBlasApi *api, FpError *err);
+// The library's name as dlopen is given it ("libcublas.so.<major>").
+const char *cuda_blas_soname(void);
+
 typedef struct CudaCtx {
     int device;
     char device_name[256];
     int cc_major, cc_minor;      // compute capability
+    CudaBlasApi cublas;          // the library's entry points (cuda_blas.c)
     cublasHandle_t blas;
     cudnnHandle_t dnn;
     pthread_mutex_t lock;        // guards everything below and the use of blas / dnn
@@ -85,7 +103,7 @@ void *cuda_staging(CudaCtx *c, int slot, size_t bytes);
     do {                                                                                                   \
         cublasStatus_t cublas_check_s_ = (stmt);                                                           \
         if (cublas_check_s_ != CUBLAS_STATUS_SUCCESS)                                                      \
-            cuda_fatal(__FILE__, __LINE__, #stmt, cublasGetStatusString(cublas_check_s_));               \
+            cuda_fatal(__FILE__, __LINE__, #stmt, cuda_ctx()->cublas.status_string(cublas_check_s_));    \
     } while (0)
 
 #define CUDNN_CHECK(stmt)                                                                                  \
