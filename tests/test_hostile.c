@@ -672,9 +672,9 @@ END_TEST
 // The file: 200 entries x 999 epsilons. Exit 2 at once with one line (before:
 // nothing printed for minutes while memory grew past 1.3 GB); the process stays small.
 // "Small" is measured against the same binary rejecting a one-entry matrix at load:
-// the runtime libraries alone (CUDA, MPI, the sanitizers' shadow memory) account for
-// 25 MB to 380 MB of peak RSS depending on the build, while parsing and refusing the
-// 1 MB bomb adds about 30 MB (release) to 60 MB (ASan).
+// what the process needs before reading any input (its libraries, ASan's shadow memory)
+// varies with the build by hundreds of MB, while parsing and refusing the 1 MB bomb adds
+// about 30 MB (release) to 60 MB (ASan).
 START_TEST(cli_matrix_bomb_fails_fast) {
     char mpath[400], spath[400], dir[400], csv[400];
     tmp_path("tiny.csv", csv, sizeof csv);
