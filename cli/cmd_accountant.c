@@ -18,7 +18,7 @@ static const char *const CMD = "accountant";
 static void usage(FILE *f) {
     fprintf(f,
             "usage: fedpriv accountant --q Q (--sigma S | --target-eps E) --steps N --delta D\n"
-            "                          [--method rdp|pld] [--sampling poisson|fixed|poisson-replace]\n"
+            "                          [--method rdp|pld] [--sampling poisson|fixed|poisson-replace|poisson-discrete]\n"
             "                          [--conversion balle|classic] [--orders default|extended]\n"
             "                          [--grid G] [--json]\n"
             "\n"
@@ -40,7 +40,9 @@ static void usage(FILE *f) {
             "  --sampling       poisson (default): each independently with probability Q, add/remove one\n"
             "                   (Mironov, Talwar, Zhang 2019); fixed: a sample of fixed size Q*n without\n"
             "                   replacement, replace one (Wang, Balle, Kasiviswanathan 2019 Thm 9);\n"
-            "                   poisson-replace: Poisson, replace one (joint convexity). With replace one,\n"
+            "                   poisson-replace: Poisson, replace one (joint convexity); poisson-discrete:\n"
+            "                   Poisson, add/remove one, proven for the discrete Gaussian (Zhu & Wang 2019\n"
+            "                   general bound). With replace one,\n"
             "                   S is over the replace-one sensitivity (2C for vectors clipped to C)\n"
             "  --delta D        target delta in (0, 1)\n"
             "  --conversion     balle (default; Balle et al. 2020 Thm 21) or classic (Mironov 2017\n"
@@ -140,7 +142,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                     found = 1;
                 }
             if (!found) {
-                fp_print_line(stderr, "fedpriv %s: --sampling must be poisson, fixed or poisson-replace", CMD);
+                fp_print_line(stderr, "fedpriv %s: --sampling must be poisson, fixed, poisson-replace or poisson-discrete", CMD);
                 return CLI_EXIT_BADINPUT;
             }
         } else if (strcmp(opt, "--orders") == 0) {
@@ -329,7 +331,11 @@ int cmd_accountant(int argc, char **argv) {
                                     : a.sampling == RDP_SAMPLING_FIXED
                                           ? "RDP, Gaussian mechanism on a fixed-size sample without replacement, "
                                             "replace one"
-                                          : "RDP, Poisson-sampled Gaussian mechanism, replace one (joint convexity)");
+                                          : a.sampling == RDP_SAMPLING_POISSON_DISCRETE
+                                                ? "RDP, Poisson-subsampled discrete Gaussian mechanism, add/remove "
+                                                  "one (Zhu & Wang 2019 general bound)"
+                                                : "RDP, Poisson-sampled Gaussian mechanism, replace one (joint "
+                                                  "convexity)");
         cJSON_AddStringToObject(o, "method", "rdp");
         cJSON_AddStringToObject(o, "sampling", rdp_sampling_name(a.sampling));
         cJSON_AddNumberToObject(o, "q", a.q);

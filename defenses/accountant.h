@@ -79,6 +79,11 @@ typedef enum {
     // (rdp_poisson_replace_gaussian): valid for any mechanism whose output, when the
     // changed participant is not sampled, does not depend on it.
     RDP_SAMPLING_POISSON_REPLACE = 2,
+    // Each independently with probability q; add/remove one participant; the noise is the
+    // discrete Gaussian (or any mechanism with the RDP curve α/(2σ²) in both orders):
+    // Zhu & Wang 2019's general bound (rdp_poisson_discrete_gaussian), proven where
+    // RDP_SAMPLING_POISSON's continuous-density formula is not.
+    RDP_SAMPLING_POISSON_DISCRETE = 3,
 } RdpSampling;
 
 // "poisson", "fixed", "poisson-replace"; NULL for an unknown kind.
@@ -105,6 +110,35 @@ double rdp_fixed_gaussian(double q, double sigma, double alpha);
 // by the joint convexity of e^{(α−1)D_α}, ε'(α) <= ln(1 − q + q e^{(α−1)α/(2σ²)})/(α−1).
 // Weaker than rdp_fixed_gaussian for small q, valid without any other structure.
 double rdp_poisson_replace_gaussian(double q, double sigma, double alpha);
+
+// RDP ε_α of ONE step of the Poisson-subsampled discrete Gaussian mechanism, add/remove
+// one participant, both directions: the mechanism adds N_Z(0, S²)^d to an integer vector
+// of L2 sensitivity Δ, sigma = S/Δ, so its unsampled curve is α/(2σ²) (Canonne, Kamath,
+// Steinke 2020 Thm 4). Zhu & Wang 2019 ("Poisson Subsampled Rényi Differential Privacy",
+// ICML, Thm 5, the general upper bound for any mechanism with that curve), for integer
+// α >= 2:
+//   e^{(α−1)ε'(α)} <= (1−q)^{α−1}(1 + (α−1)q) + C(α,2) q²(1−q)^{α−2} e^{1/σ²}
+//                     + 3 Σ_{ℓ=3..α} C(α,ℓ) q^ℓ (1−q)^{α−ℓ} e^{(ℓ²−ℓ)/(2σ²)},
+// summed in log space; between integers the bound on (α−1)ε'(α) is interpolated linearly
+// (convex in α), below 2 the bound at 2 holds; the result is the smaller of that and
+// α/(2σ²), rounded up by 2^-40 relative. Always >= rdp_subsampled_gaussian at integer
+// orders (the same sum with the terms ℓ >= 3 tripled). Also the bound a DP-SGD step with
+// the discrete Gaussian uses: per-step curve α ↦ αΔ²/(2S²).
+// q = 0 → 0; sigma = 0 → INFINITY; NAN for q outside [0,1], sigma < 0 or alpha <= 1.
+double rdp_poisson_discrete_gaussian(double q, double sigma, double alpha);
+
+// Sums of n iid discrete Gaussians N_Z(0, σ²)^d (distributed noise shares; Kairouz, Liu,
+// Steinke 2021, "The Distributed Discrete Gaussian Mechanism for Federated Learning with
+// Secure Aggregation", ICML, Thm 1): for σ >= 1/2 the sum added to an integer vector of L2
+// sensitivity Δ is ½ε²-zCDP with ε² = Δ²/(nσ²) + τd/2, τ = 10 Σ_{k=1..n−1}
+// e^{−2π²σ²k/(k+1)}. dgauss_sum_log_tau returns an upper bound on ln τ (−∞ for n <= 1);
+// dgauss_sum_multiplier turns `multiplier` = √n·σ/Δ (what the sum would be as one
+// Gaussian) into the multiplier σ' of a Gaussian with the same RDP curve α/(2σ'²):
+// 1/σ'² = 1/multiplier² + τd/2, every step rounded so that σ' is never too large. Any
+// account of the Gaussian's curve (RDP_SAMPLING_FIXED, _POISSON_DISCRETE, composition)
+// then holds for the sum with σ'. NAN for σ < 1/2, n < 1, d < 0 or multiplier < 0.
+double dgauss_sum_log_tau(double sigma, long long n);
+double dgauss_sum_multiplier(double multiplier, double sigma, long long n, double d);
 
 // The per-step RDP of a sampling kind (the functions above, by table).
 double rdp_sampled_gaussian(RdpSampling s, double q, double sigma, double alpha);

@@ -151,6 +151,7 @@ static const struct {
     [RDP_SAMPLING_POISSON] = {"poisson", 0, rdp_subsampled_gaussian},
     [RDP_SAMPLING_FIXED] = {"fixed", 1, rdp_fixed_gaussian},
     [RDP_SAMPLING_POISSON_REPLACE] = {"poisson-replace", 1, rdp_poisson_replace_gaussian},
+    [RDP_SAMPLING_POISSON_DISCRETE] = {"poisson-discrete", 0, rdp_poisson_discrete_gaussian},
 };
 #define N_SAMPLING_KINDS ((int)(sizeof sampling_kinds / sizeof sampling_kinds[0]))
 

@@ -207,13 +207,29 @@ void clip_aggregate_fixed(const float *const *uploads, const double *weights, in
 
 // ---- client-level Gaussian calibration -------------------------------------------------
 
-static RdpSampling aggregate_sampling(const ClipGaussian *g) {
-    return g->cohort > 0 ? RDP_SAMPLING_FIXED : RDP_SAMPLING_POISSON;
+// The sampling kind of the server-noise account: fixed-size (Wang, Balle, Kasiviswanathan
+// 2019 Thm 9, replace one) or Poisson, add/remove one: Zhu & Wang 2019's general bound for
+// the discrete Gaussian of the safe sampler, Mironov, Talwar, Zhang 2019 for the float one
+// (whose record has no guarantee anyway).
+static RdpSampling server_sampling(const ClipGaussian *g) {
+    if (g->cohort > 0)
+        return RDP_SAMPLING_FIXED;
+    return g->noise.safe ? RDP_SAMPLING_POISSON_DISCRETE : RDP_SAMPLING_POISSON;
 }
 
-// The corrected variant's multiplier in the account: z for add/remove (Poisson), z/2 for
-// replace-one (fixed-size: the sum moves by up to 2C).
-static double corrected_sigma(const ClipGaussian *g, double z) { return g->cohort > 0 ? z / 2 : z; }
+// The sampling kind a target ε is calibrated under: the server-noise account, or with client
+// shares the account of one round of the expected cohort qN (fixed-size, replace one); with
+// Bernoulli sampling the record then gives the realised cohorts' figure (clip.h).
+static RdpSampling calibration_sampling(const ClipGaussian *g) {
+    return g->server_noise ? server_sampling(g) : RDP_SAMPLING_FIXED;
+}
+
+// The corrected variant's multiplier in the account: z for add/remove (server noise,
+// Poisson), z/2 for replace-one (fixed-size, and every client-share account: a replaced
+// client moves the sum by up to 2C).
+static double corrected_sigma(const ClipGaussian *g, double z) {
+    return g->cohort > 0 || !g->server_noise ? z / 2 : z;
+}
 
 // The safe sampler's inflation of the aggregate's multiplier (ClipNoise): every draw on the
 // aggregate has std zC (server noise; client shares, whose own grids are finer, are bounded
@@ -238,6 +254,25 @@ static int round_cohort(const ClipGaussian *g, int r) {
     return g->seen_k && r >= 0 && r < g->rounds ? g->seen_k[r] : -1;
 }
 
+// The multiplier of the sum of k >= 1 client shares for replace-one neighbours (2C), with
+// the rounding's inflation, as if the sum were one Gaussian: corrected z/2 (k shares of
+// z²C²/k), paper σ√k/2C.
+static double share_sum_gauss_multiplier(const ClipGaussian *g, int k) {
+    double m = g->paper ? g->paper_std * sqrt((double)k) / (2 * g->clip) : g->z / 2;
+    return m / noise_phi(g);
+}
+
+// The same with the sum of k discrete Gaussians accounted (Kairouz, Liu, Steinke 2021
+// Thm 1: dgauss_sum_multiplier, each share N_Z(0, S²) on d coordinates); the float
+// sampler's continuous shares add up to one Gaussian exactly.
+static double share_sum_multiplier(const ClipGaussian *g, int k) {
+    double m = share_sum_gauss_multiplier(g, k);
+    if (!g->noise.safe)
+        return m;
+    double r = dgauss_sum_multiplier(m, g->noise.table.sigma, k, (double)g->noise.d);
+    return isnan(r) ? 0 : r;
+}
+
 // The sound ε of the released aggregates after `rounds` rounds (see clip.h).
 static double aggregate_epsilon_at(const void *ctx, long long rounds, double delta) {
     const ClipGaussian *g = ctx;
@@ -245,17 +280,24 @@ static double aggregate_epsilon_at(const void *ctx, long long rounds, double del
         return 0;
     if (g->z <= 0)
         return INFINITY;
-    double orders[RDP_EXTENDED_ORDER_COUNT], eps = INFINITY, phi = noise_phi(g);
+    double orders[RDP_EXTENDED_ORDER_COUNT], eps = INFINITY;
     int n = rdp_extended_orders(orders), ok = 1;
     RdpAccountant *acc = NULL;
     if (rdp_accountant_create(orders, n, &acc, NULL) != FP_OK)
         return INFINITY;
-    if (!g->paper) {
-        ok = rdp_accountant_add_sampled(acc, aggregate_sampling(g), g->q, corrected_sigma(g, g->z) / phi, rounds, NULL) ==
-             FP_OK;
+    if (g->server_noise) {
+        ok = rdp_accountant_add_sampled(acc, server_sampling(g), g->q, corrected_sigma(g, g->z) / noise_phi(g), rounds,
+                                        NULL) == FP_OK;
     } else {
-        // Per round, given its cohort size k: Thm 9 at rate k/N, multiplier σ√k/(2C); the
-        // rounds with one k form one phase. Rounds of unknown k: the client alone.
+        // Client shares. Per round, given its cohort size k (fixed, or a Bernoulli count,
+        // whose law does not depend on the data under replace-one neighbours; given k the
+        // cohort is a uniform k-subset): Thm 9 of Wang et al. at rate k/N for the sum of k
+        // shares; the rounds with one k form one phase. The shares' grid depends on k, so the
+        // release shows k: an account over add/remove neighbours, where k reveals presence,
+        // would not hold. Rounds of unknown k: the changed client is sampled with probability
+        // q, the sum it joins has some k <= N (joint convexity over the rest of the cohort),
+        // with the smallest multiplier of any k: k = 1 or N (monotone in k but for τ, which
+        // grows with k and is taken at N).
         int N = g->n_clients;
         long long *count = calloc((size_t)N + 1, sizeof(long long)), unknown = 0;
         ok = count != NULL;
@@ -266,14 +308,17 @@ static double aggregate_epsilon_at(const void *ctx, long long rounds, double del
             else
                 unknown++;
         }
-        double two_c = 2 * g->clip;
         for (int k = 1; ok && k <= N; k++)
             if (count[k] > 0)
-                ok = rdp_accountant_add_sampled(acc, RDP_SAMPLING_FIXED, (double)k / N,
-                                                g->paper_std * sqrt((double)k) / two_c / phi, count[k], NULL) == FP_OK;
-        if (ok && unknown > 0)
-            ok = rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON_REPLACE, g->q, g->paper_std / two_c / phi, unknown,
-                                            NULL) == FP_OK;
+                ok = rdp_accountant_add_sampled(acc, RDP_SAMPLING_FIXED, (double)k / N, share_sum_multiplier(g, k),
+                                                count[k], NULL) == FP_OK;
+        if (ok && unknown > 0) {
+            double m = fmin(share_sum_gauss_multiplier(g, 1), share_sum_gauss_multiplier(g, N));
+            if (g->noise.safe)
+                m = dgauss_sum_multiplier(m, g->noise.table.sigma, N, (double)g->noise.d);
+            ok = !isnan(m) &&
+                 rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON_REPLACE, g->q, m, unknown, NULL) == FP_OK;
+        }
         free(count);
     }
     if (!ok || rdp_accountant_epsilon(acc, delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
@@ -282,18 +327,10 @@ static double aggregate_epsilon_at(const void *ctx, long long rounds, double del
     return eps;
 }
 
-// The upload observer's ε after `rounds` rounds with client noise: the Gaussian mechanism
-// on a vector within 2C of any other, std client_std(k_r), in every round (the client
-// may take part in all), composed exactly. A Bernoulli round of unknown k counts as N.
-static double upload_epsilon_at(const void *ctx, long long rounds, double delta) {
-    const ClipGaussian *g = ctx;
-    if (g->server_noise)
-        return INFINITY; // the server sees the clipped update itself
-    if (rounds <= 0)
-        return 0;
-    double *ratio = malloc(sizeof(double) * (size_t)rounds), eps = INFINITY;
-    if (!ratio)
-        return INFINITY;
+// The upload observer's multipliers with client noise: round r's share std client_std(k_r)
+// on a vector within 2C of any other (a Bernoulli round of unknown k counts as N), n of
+// them written into ratio (room for rounds).
+static int upload_ratios(const ClipGaussian *g, long long rounds, double *ratio) {
     int n = 0;
     for (int r = 0; r < rounds; r++) {
         int k = round_cohort(g, r);
@@ -304,12 +341,39 @@ static double upload_epsilon_at(const void *ctx, long long rounds, double delta)
             ratio[n++] = std / (2 * g->clip) / clip_noise_inflation(&g->noise, std, 2 * g->clip, 1);
         }
     }
+    return n;
+}
+
+// The upload observer's ε after `rounds` rounds with client noise (the client may take
+// part in all), no amplification. Each upload is one discrete Gaussian mechanism, RDP
+// α/(2s_r²) at every order (Canonne, Kamath, Steinke 2020 Thm 4): the curves add up and
+// convert over a continuum of orders (gaussian_rdp_epsilon), proven. The exact composition
+// of continuous Gaussians (Dong, Roth, Su 2022) is tighter but holds for the continuous
+// law only: the float sampler's figure (whose record has no guarantee).
+static double upload_epsilon_with(const void *ctx, long long rounds, double delta, int exact) {
+    const ClipGaussian *g = ctx;
+    if (g->server_noise)
+        return INFINITY; // the server sees the clipped update itself
+    if (rounds <= 0)
+        return 0;
+    double *ratio = malloc(sizeof(double) * (size_t)rounds), eps = INFINITY;
+    if (!ratio)
+        return INFINITY;
+    int n = upload_ratios(g, rounds, ratio);
+    FpStatus st = FP_OK;
     if (n == 0)
         eps = 0;
-    else if (gaussian_exact_epsilon(ratio, n, delta, &eps, NULL) != FP_OK)
-        eps = INFINITY;
+    else if (exact)
+        st = gaussian_exact_epsilon(ratio, n, delta, &eps, NULL);
+    else
+        st = gaussian_rdp_epsilon(ratio, n, delta, &eps, NULL, NULL);
     free(ratio);
-    return eps;
+    return st == FP_OK ? eps : INFINITY;
+}
+
+static double upload_epsilon_at(const void *ctx, long long rounds, double delta) {
+    const ClipGaussian *g = ctx;
+    return upload_epsilon_with(ctx, rounds, delta, !g->noise.safe);
 }
 
 static double aggregate_epsilon(const ClipGaussian *g, long long rounds, int *covered) {
@@ -375,10 +439,10 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
             int no = rdp_extended_orders(orders);
             FpError e2 = {0};
             double delta_acc = g->noise.safe ? g->delta * (1 - CLIP_NOISE_SLACK) : g->delta;
-            if (rdp_sigma_for_epsilon_sampled(aggregate_sampling(g), g->q, g->rounds, delta_acc, g->epsilon,
+            if (rdp_sigma_for_epsilon_sampled(calibration_sampling(g), g->q, g->rounds, delta_acc, g->epsilon,
                                               orders, no, &sigma, NULL, &e2) != FP_OK)
                 return fp_fail(err, FP_EPARAM, "%s: %s", jv_path(p, sizeof p, path, "epsilon"), e2.msg);
-            double z_eff = g->cohort > 0 ? 2 * sigma : sigma;
+            double z_eff = calibration_sampling(g) == RDP_SAMPLING_FIXED ? 2 * sigma : sigma;
             // The safe sampler's account divides z by φ(z) = 1 + a + b z (noise_phi): the
             // smallest z with z/φ(z) >= z_eff.
             FP_TRY(clip_noise_build(&g->noise, z_eff, err));
@@ -439,15 +503,18 @@ void clip_gaussian_privacy(const ClipGaussian *g, int rounds_done, PrivacyRecord
     *rec = (PrivacyRecord){.unit = "client", .delta = g->delta, .sigma = g->z, .epsilon_total_sound = sound,
                            .guarantee = GUARANTEE_PROVEN};
     // The notion by (paper, fixed cohort, server noise), each also with the safe sampler's
-    // sentence (the same accounts over the discrete Gaussian, ClipNoise).
+    // sentence (what makes the same accounts proven for the discrete Gaussian, ClipNoise).
 #define CLIP_SAFE_NOTE                                                                                       \
     "; the noise is the discrete Gaussian on a grid (Canonne, Kamath, Steinke 2020), each multiplier divided " \
-    "by the rounding's inflation (config rounding_inflation) and delta holding the table's distance to it"
+    "by the rounding's inflation (config rounding_inflation) and delta holding the table's distance to it; "   \
+    "Poisson sampling by the general bound of Zhu & Wang 2019 (Thm 5), a sum of k clients' shares by "        \
+    "Kairouz, Liu, Steinke 2021 (Thm 1)"
 #define CLIP_NOTION(text) {text, text CLIP_SAFE_NOTE}
     static const char *const notions[6][2] = {
-        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, add/remove one client: the clients' "
-                    "shares, sized for the round's cohort k, add up to N(0, z^2 C^2) (the server adds it when k = 0); "
-                    "RDP of the Poisson-subsampled Gaussian (rate q, multiplier z), Balle et al. 2020 conversion"),
+        CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, replace one client: per round, given "
+                    "its cohort size k (Bernoulli, independent of the data; the shares' grid shows it), the clients' "
+                    "shares, sized for k, add up to N(0, z^2 C^2) (the server adds it when k = 0); Wang, Balle, "
+                    "Kasiviswanathan 2019 Thm 9 at rate k/N, multiplier z/2; Balle et al. 2020 conversion"),
         CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, add/remove one client: RDP of the "
                     "Poisson-subsampled Gaussian (rate q, multiplier z; the server's noise also in rounds nobody "
                     "takes part), Balle et al. 2020 conversion"),
@@ -473,21 +540,22 @@ void clip_gaussian_privacy(const ClipGaussian *g, int rounds_done, PrivacyRecord
     int which = g->paper ? 4 + (g->cohort > 0) : 2 * (g->cohort > 0) + g->server_noise;
     rec->sound_notion = notions[which][g->noise.safe];
     rec->epsilon_total_upload = upload_epsilon(g, rounds_done, &covered_upload);
-    rec->upload_notion = g->server_noise
-        ? "none: the server sees each client's clipped update without noise (the noise is added to the sum)"
-        : "(eps, delta)-DP of one client's uploads against the server or an eavesdropper who knows it took part, any "
-          "change of its data: the Gaussian with its share's std on a vector within 2C of any other, in every "
-          "round, composed exactly (Dong, Roth, Su 2022); no amplification";
+    rec->upload_notion =
+        g->server_noise
+            ? "none: the server sees each client's clipped update without noise (the noise is added to the sum)"
+        : g->noise.safe
+            ? "(eps, delta)-DP of one client's uploads against the server or an eavesdropper who knows it took part, "
+              "any change of its data: the discrete Gaussian with its share's std on a vector within 2C of any other "
+              "(Canonne, Kamath, Steinke 2020 Thm 4, with the rounding's inflation), in every round, RDP composed "
+              "over a continuum of orders; no amplification"
+            : "(eps, delta)-DP of one client's uploads against the server or an eavesdropper who knows it took part, "
+              "any change of its data: the Gaussian with its share's std on a vector within 2C of any other, in "
+              "every round, composed exactly (Dong, Roth, Su 2022); no amplification";
     if (!g->noise.safe) {
         rec->guarantee = GUARANTEE_NONE;
         privacy_assume(rec, CLIP_NOISE_FLOAT_REASON);
-    } else {
-        if (!g->paper && g->cohort == 0)
-            privacy_assume(rec, CLIP_ASSUME_POISSON_DISCRETE);
-        if (!g->server_noise)
-            privacy_assume(rec, CLIP_ASSUME_SHARE_SUM);
-        if (!covered_sound || !covered_upload)
-            privacy_assume(rec, CLIP_NOISE_SLACK_ASSUMPTION);
+    } else if (!covered_sound || !covered_upload) {
+        privacy_assume(rec, CLIP_NOISE_SLACK_ASSUMPTION);
     }
     if (g->paper) {
         rec->epsilon_round_nominal = g->epsilon;
@@ -523,12 +591,20 @@ void clip_gaussian_describe(const ClipGaussian *g, cJSON *out) {
     cJSON_AddStringToObject(out, "sampling", g->cohort > 0 ? "fixed" : "bernoulli");
     cJSON_AddNumberToObject(out, "accountant_sample_rate", g->q);
     cJSON_AddNumberToObject(out, "aggregation_denominator", g->m);
-    cJSON_AddStringToObject(out, "accountant",
-                            g->paper || g->cohort > 0
-                                ? "RDP, fixed-size cohort without replacement (Wang, Balle, Kasiviswanathan 2019 Thm "
-                                  "9), replace one client, orders 1.1..63 and 64..1024, Balle et al. 2020"
-                                : "RDP subsampled Gaussian (Poisson, add/remove one client), orders 1.1..63 and "
-                                  "64..1024, Balle et al. 2020");
+    const char *acct;
+    if (!g->server_noise && g->cohort == 0)
+        acct = "RDP, per round its cohort k as a fixed-size cohort without replacement (Wang, Balle, Kasiviswanathan "
+               "2019 Thm 9, rate k/N), replace one client, orders 1.1..63 and 64..1024, Balle et al. 2020";
+    else if (g->paper || g->cohort > 0 || !g->server_noise)
+        acct = "RDP, fixed-size cohort without replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9), replace one "
+               "client, orders 1.1..63 and 64..1024, Balle et al. 2020";
+    else if (g->noise.safe)
+        acct = "RDP Poisson-subsampled discrete Gaussian (Zhu & Wang 2019 general bound, add/remove one client), "
+               "orders 1.1..63 and 64..1024, Balle et al. 2020";
+    else
+        acct = "RDP subsampled Gaussian (Poisson, add/remove one client), orders 1.1..63 and 64..1024, Balle et al. "
+               "2020";
+    cJSON_AddStringToObject(out, "accountant", acct);
     jnum_add(out, "epsilon_after_all_rounds", clip_gaussian_epsilon(g, g->rounds));
 }
 

@@ -145,40 +145,40 @@ void clip_aggregate_fixed(const float *const *uploads, const double *weights, in
 // adds the whole N(0, z²C²) itself in a round nobody takes part (the defenses set
 // release_empty_rounds). The released sum is then the central mechanism, accounted by
 // RDP on the extended order grid with the Balle et al. 2020 conversion:
-//   Bernoulli sampling: Poisson-subsampled Gaussian, rate q, multiplier z, add/remove one
-//       client (Mironov, Talwar, Zhang 2019);
+//   Bernoulli sampling, server noise: Poisson-subsampled Gaussian, rate q, multiplier z,
+//       add/remove one client (Mironov, Talwar, Zhang 2019; Zhu & Wang 2019 for the safe
+//       sampler's discrete Gaussian);
 //   fixed-size sampling (m of N without replacement): Wang, Balle, Kasiviswanathan 2019
 //       Thm 9, rate m/N, replace one client: the sum moves by up to 2C, multiplier z/2.
+// With client shares the shares' grid depends on k (each is on the grid of its std), so
+// the release shows k: the account is for replace-one neighbours, where a Bernoulli k's law
+// does not depend on the data and, given k, the cohort is a uniform k-subset: per round,
+// Thm 9 at rate k_r/N for the sum of the k_r shares (multiplier z/2), the realised counts
+// composed (a round of unknown k: the client sampled with probability q, joint convexity).
 // One client's upload alone (client noise; what the server sees without secure
 // aggregation) is the Gaussian mechanism with std zC/√k_r on a vector within 2C of any
-// other: the upload observer's ε composes those exactly over the rounds (Dong, Roth,
-// Su 2022), no amplification. With server noise the server sees the clipped update
-// itself: no bound for that observer.
+// other: the upload observer's RDP composes over the rounds (the float sampler: exactly,
+// Dong, Roth, Su 2022), no amplification. With server noise the server sees the clipped
+// update itself: no bound for that observer.
 //
 // The sampler (ClipNoise): the safe one's accounts divide every multiplier by the
-// rounding's inflation and run at δ(1 − CLIP_NOISE_SLACK). What they prove:
-//   server noise, fixed-size sampling: proven (the discrete Gaussian's RDP curve is the
-//       continuous one's, CKS 2020 Thm 4; Thm 9 of Wang et al. holds for any mechanism
-//       given that curve); the paper variant (Thm 9 per round, joint convexity) likewise;
-//   Bernoulli sampling (corrected): conditional, CLIP_ASSUME_POISSON_DISCRETE (the Poisson
-//       bound of Mironov et al. is derived for the continuous Gaussian's densities);
-//   client shares: conditional, CLIP_ASSUME_SHARE_SUM (a sum of discrete Gaussians is not
-//       a discrete Gaussian);
-//   the float sampler: none.
-#define CLIP_ASSUME_POISSON_DISCRETE                                                                         \
-    "Bernoulli sampling is accounted by the Poisson-subsampled Gaussian bound (Mironov, Talwar, Zhang "       \
-    "2019), derived for the continuous Gaussian: the discrete Gaussian drawn here has the same RDP "           \
-    "unsampled (Canonne, Kamath, Steinke 2020 Thm 4), its subsampled bound is assumed equal (fixed-size "     \
-    "sampling is proven)"
-#define CLIP_ASSUME_SHARE_SUM                                                                                \
-    "the clients' discrete Gaussian shares are accounted as the Gaussian of their total variance, and one "   \
-    "client's uploads by the continuous Gaussian's exact composition: a sum of discrete Gaussians is not a "  \
-    "discrete Gaussian (Kairouz, Liu, Steinke 2021 bound the gap; not accounted here)"
+// rounding's inflation and run at δ(1 − CLIP_NOISE_SLACK). Every account is proven for it:
+//   the discrete Gaussian's RDP curve is the continuous one's (CKS 2020 Thm 4), so Thm 9 of
+//       Wang et al. (any mechanism given that curve) holds for fixed-size cohorts;
+//   Bernoulli sampling with server noise: Zhu & Wang 2019's general bound for Poisson
+//       subsampling (rdp_poisson_discrete_gaussian), not the continuous-density formula of
+//       Mironov, Talwar, Zhang 2019;
+//   a sum of k clients' shares N_Z(0, S²) (not a discrete Gaussian): Kairouz, Liu, Steinke
+//       2021 Thm 1 (dgauss_sum_multiplier), a term e^{−π²S²} small beside 1/z²;
+//   one client's uploads: plain RDP composition of the discrete Gaussian.
+//   The float sampler: none.
 //
 // Variants
 //   corrected (default): "noise_multiplier" z, or a target "epsilon" (total over the
 //       run's rounds, at "delta") from which z is searched (rdp_sigma_for_epsilon_sampled:
-//       the ε reached after all rounds never exceeds the target).
+//       the ε reached after all rounds never exceeds the target; with client shares and
+//       Bernoulli sampling z is searched for cohorts of the expected size qN, and the
+//       record's figure, from the realised cohorts, can exceed it).
 //   paper: calibrated as the DP-FedASGP paper's baselines (its eq. 2): every client adds
 //       N(0, σ²) per coordinate with σ = (ΔS/ε)·√(2 ln(1.25/ζ)), ζ = e^{-ε}, i.e.
 //       σ = (ΔS/ε)·√(2(ln 1.25 + ε)), "epsilon" per round and ΔS = "sensitivity"

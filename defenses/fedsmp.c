@@ -189,9 +189,24 @@ static void smp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) 
               "the cohort, add up to N(0, z^2 C^2) on a public random-k support; RDP of the Gaussian (multiplier "
               "z/2) on a fixed-size cohort without replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9, rate m/N), "
               "Balle et al. 2020 conversion"
-            : "client-level (eps, delta)-DP of the released aggregates, add/remove one client: the shares, sized "
-              "for the round's cohort, add up to N(0, z^2 C^2) on a public random-k support; RDP of the "
-              "Poisson-subsampled Gaussian (rate q, multiplier z), Balle et al. 2020 conversion";
+            : "client-level (eps, delta)-DP of the released aggregates, replace one client: per round, given its "
+              "cohort size k (Bernoulli, independent of the data; the shares' grid shows it), the shares, sized for "
+              "k, add up to N(0, z^2 C^2) on a public random-k support; RDP of the Gaussian (multiplier z/2) on a "
+              "cohort of k without replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9, rate k/N), Balle et al. "
+              "2020 conversion";
+        if (s->g.noise.safe) // the safe sampler's proofs (defenses/clip.h)
+            rec->sound_notion = s->g.cohort > 0
+                ? "client-level (eps, delta)-DP of the released aggregates, replace one client: the shares, sized for "
+                  "the cohort, add up to N(0, z^2 C^2) on a public random-k support, each the discrete Gaussian on a "
+                  "grid (multiplier divided by the rounding's inflation), their sum by Kairouz, Liu, Steinke 2021 "
+                  "Thm 1; RDP (multiplier z/2) on a fixed-size cohort without replacement (Wang, Balle, "
+                  "Kasiviswanathan 2019 Thm 9, rate m/N), Balle et al. 2020 conversion"
+                : "client-level (eps, delta)-DP of the released aggregates, replace one client: per round, given its "
+                  "cohort size k (Bernoulli, independent of the data; the shares' grid shows it), the shares, sized "
+                  "for k, add up to N(0, z^2 C^2) on a public random-k support, each the discrete Gaussian on a grid "
+                  "(multiplier divided by the rounding's inflation), their sum by Kairouz, Liu, Steinke 2021 Thm 1; "
+                  "RDP (multiplier z/2) on a cohort of k without replacement (Wang, Balle, Kasiviswanathan 2019 Thm "
+                  "9, rate k/N), Balle et al. 2020 conversion";
     }
 }
 
