@@ -217,11 +217,15 @@ static RdpSampling server_sampling(const ClipGaussian *g) {
     return g->noise.safe ? RDP_SAMPLING_POISSON_DISCRETE : RDP_SAMPLING_POISSON;
 }
 
-// The sampling kind a target ε is calibrated under: the server-noise account, or with client
-// shares the account of one round of the expected cohort qN (fixed-size, replace one); with
-// Bernoulli sampling the record then gives the realised cohorts' figure (clip.h).
+// The sampling kind a target ε is calibrated under: the server-noise account; with client
+// shares and a fixed cohort Thm 9 at m/N; with client shares and Bernoulli sampling the
+// account of rounds whose cohort is not known, joint convexity at rate q (replace one),
+// which holds whatever the counts: the record then gives the realised cohorts' figure
+// (clip.h), below it for cohorts near qN, above for much larger ones.
 static RdpSampling calibration_sampling(const ClipGaussian *g) {
-    return g->server_noise ? server_sampling(g) : RDP_SAMPLING_FIXED;
+    if (g->server_noise)
+        return server_sampling(g);
+    return g->cohort > 0 ? RDP_SAMPLING_FIXED : RDP_SAMPLING_POISSON_REPLACE;
 }
 
 // The corrected variant's multiplier in the account: z for add/remove (server noise,
@@ -442,7 +446,7 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
             if (rdp_sigma_for_epsilon_sampled(calibration_sampling(g), g->q, g->rounds, delta_acc, g->epsilon,
                                               orders, no, &sigma, NULL, &e2) != FP_OK)
                 return fp_fail(err, FP_EPARAM, "%s: %s", jv_path(p, sizeof p, path, "epsilon"), e2.msg);
-            double z_eff = calibration_sampling(g) == RDP_SAMPLING_FIXED ? 2 * sigma : sigma;
+            double z_eff = rdp_sampling_replace_one(calibration_sampling(g)) ? 2 * sigma : sigma;
             // The safe sampler's account divides z by φ(z) = 1 + a + b z (noise_phi): the
             // smallest z with z/φ(z) >= z_eff.
             FP_TRY(clip_noise_build(&g->noise, z_eff, err));

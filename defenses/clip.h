@@ -177,8 +177,9 @@ void clip_aggregate_fixed(const float *const *uploads, const double *weights, in
 //   corrected (default): "noise_multiplier" z, or a target "epsilon" (total over the
 //       run's rounds, at "delta") from which z is searched (rdp_sigma_for_epsilon_sampled:
 //       the ε reached after all rounds never exceeds the target; with client shares and
-//       Bernoulli sampling z is searched for cohorts of the expected size qN, and the
-//       record's figure, from the realised cohorts, can exceed it).
+//       Bernoulli sampling z is searched for the account that holds whatever the counts,
+//       joint convexity at rate q, and the record's figure, from the realised cohorts,
+//       is below it for cohorts near qN and can exceed it for much larger ones).
 //   paper: calibrated as the DP-FedASGP paper's baselines (its eq. 2): every client adds
 //       N(0, σ²) per coordinate with σ = (ΔS/ε)·√(2 ln(1.25/ζ)), ζ = e^{-ε}, i.e.
 //       σ = (ΔS/ε)·√(2(ln 1.25 + ε)), "epsilon" per round and ΔS = "sensitivity"
