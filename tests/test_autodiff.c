@@ -166,9 +166,10 @@ START_TEST(wrong_backward_is_caught) {
 }
 END_TEST
 
-// The im2col convolution (both of its im2col paths, batches of one, several sample
-// groups) agrees with the direct loop: forward directly, and backward-data /
-// backward-filter through their adjoint identities against the direct forward:
+// The im2col convolution (both of its im2col paths, both backward-data paths, batches of
+// one, several sample groups) agrees with the direct loop: forward and backward-data
+// directly, and backward-data / backward-filter through their adjoint identities against
+// the direct forward:
 //   <dy, conv(x, w)> = <bwd_data(dy, w), x> = <bwd_filter(x, dy), w>.
 #include "core/cpu/cpu_kernels.h"
 static const ConvGeom conv_geoms[] = {
@@ -181,7 +182,37 @@ static const ConvGeom conv_geoms[] = {
     {.n = 1, .c_in = 1, .h_in = 7, .w_in = 7, .c_out = 1, .kh = 5, .kw = 5, .stride = 1, .pad = 0},
     // 600 samples of 64×16×16 with a 5×5 kernel exceed one im2col group (several groups)
     {.n = 600, .c_in = 64, .h_in = 16, .w_in = 16, .c_out = 2, .kh = 5, .kw = 5, .stride = 1, .pad = 2},
+    // backward-data by stride phases (>= 8 input channels): LeNet's second and third
+    // convolutions at batch 3, a non-square kernel, no padding, padding beyond the kernel,
+    // input rows and columns no output reads, a kernel smaller than the stride (phases
+    // without taps)
+    {.n = 3, .c_in = 12, .h_in = 14, .w_in = 14, .c_out = 12, .kh = 5, .kw = 5, .stride = 2, .pad = 2},
+    {.n = 3, .c_in = 12, .h_in = 7, .w_in = 7, .c_out = 12, .kh = 5, .kw = 5, .stride = 1, .pad = 2},
+    {.n = 2, .c_in = 8, .h_in = 8, .w_in = 9, .c_out = 3, .kh = 3, .kw = 3, .stride = 2, .pad = 0},
+    {.n = 1, .c_in = 8, .h_in = 10, .w_in = 7, .c_out = 2, .kh = 2, .kw = 3, .stride = 3, .pad = 1},
+    {.n = 2, .c_in = 8, .h_in = 7, .w_in = 9, .c_out = 3, .kh = 5, .kw = 3, .stride = 1, .pad = 2},
+    {.n = 1, .c_in = 9, .h_in = 6, .w_in = 5, .c_out = 2, .kh = 3, .kw = 3, .stride = 1, .pad = 0},
+    {.n = 2, .c_in = 8, .h_in = 5, .w_in = 4, .c_out = 2, .kh = 3, .kw = 2, .stride = 1, .pad = 3},
 };
+
+// dx of the direct loop, in double: the oracle for backward-data element by element.
+static void conv_backward_data_naive(const ConvGeom *g, const float *dy, const float *w, double *dx) {
+    memset(dx, 0, sizeof(double) * (size_t)g->n * g->c_in * g->h_in * g->w_in);
+    for (int n = 0; n < g->n; n++)
+        for (int co = 0; co < g->c_out; co++)
+            for (int oy = 0; oy < g->h_out; oy++)
+                for (int ox = 0; ox < g->w_out; ox++)
+                    for (int c = 0; c < g->c_in; c++)
+                        for (int ki = 0; ki < g->kh; ki++)
+                            for (int kj = 0; kj < g->kw; kj++) {
+                                int iy = oy * g->stride - g->pad + ki, ix = ox * g->stride - g->pad + kj;
+                                if (iy < 0 || iy >= g->h_in || ix < 0 || ix >= g->w_in)
+                                    continue;
+                                dx[((size_t)(n * g->c_in + c) * g->h_in + iy) * g->w_in + ix] +=
+                                    (double)dy[((size_t)(n * g->c_out + co) * g->h_out + oy) * g->w_out + ox] *
+                                    w[((size_t)(co * g->c_in + c) * g->kh + ki) * g->kw + kj];
+                            }
+}
 
 static double dotd(const float *a, const float *b, size_t n) {
     double s = 0;
@@ -211,6 +242,13 @@ START_TEST(conv_im2col_matches_naive) {
     double ref = dotd(dy, y2, ny), scale = sqrt(dotd(dy, dy, ny) * dotd(y2, y2, ny)) + 1;
     ck_assert_double_le(fabs(dotd(dx, x, nx) - ref), 1e-4 * scale);
     ck_assert_double_le(fabs(dotd(dw, w, nw) - ref), 1e-4 * scale);
+    if (nx <= 100000) { // every element of dx, against the direct loop (float rounding of a sum of <= 300 terms)
+        double *dx_ref = malloc(nx * sizeof(double));
+        conv_backward_data_naive(&g, dy, w, dx_ref);
+        for (size_t i = 0; i < nx; i++)
+            ck_assert_double_le(fabs(dx[i] - dx_ref[i]), 1e-4 * (1 + fabs(dx_ref[i])));
+        free(dx_ref);
+    }
     free(x); free(w); free(y1); free(y2); free(dy); free(dx); free(dw);
 }
 END_TEST
