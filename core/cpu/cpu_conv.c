@@ -1,8 +1,8 @@
 // CPU convolution and pooling. Convolution is im2col + one OpenBLAS GEMM per group of
 // samples (groups keep the column buffer near 8 MB); backward-data is either the adjoint
-// of that (GEMM, then col2im) or, where measured faster, one GEMM per stride phase over a
-// gather of dy (no col2im). The direct loop
-// cpu_conv2d_forward_naive is kept beside them as the oracle the tests compare with.
+// of that (GEMM, then col2im) or, where measured faster, one forward convolution of dy
+// with the stride phases' kernels stacked (the sub-pixel form, no col2im). The direct
+// loop cpu_conv2d_forward_naive is kept beside them as the oracle the tests compare with.
 //
 // Shapes: x (n, c_in, h_in, w_in), w (c_out, c_in, kh, kw), y (n, c_out, h_out, w_out).
 // cols (ckk, g·hw) with ckk = c_in·kh·kw, hw = h_out·w_out, g samples per group.
@@ -207,132 +207,101 @@ void cpu_conv2d_forward(const ConvGeom *g, const float *x, const float *w, float
     free(tmp);
 }
 
-// Backward data as stride² stride-1 correlations of dy (the "sub-pixel" split of the
-// transposed convolution). With s the stride, the input positions iy whose
-// iy + pad ≡ ry (mod s) receive only the kernel rows ki = ry + s·jy, from the output rows
-// oy = q − jy where iy + pad = s·q + ry; likewise for columns. So for each phase (ry, rx)
+// Backward data as one forward convolution of dy (the "sub-pixel" form of the transposed
+// convolution). With s the stride, the input rows iy with iy + pad = s·q + ry (phase ry in
+// [0, s)) receive only the kernel rows ki = ry + s·j, from the output rows oy = q − j;
+// likewise for columns. With T = ceil(kh / s) taps per phase and t = T − 1 − j,
 //   dx[b, ci, s·q − pad + ry, s·r − pad + rx]
-//     = Σ_{co, jy, jx} W[co, ci, ry + s·jy, rx + s·jx] · dy[b, co, q − jy, r − jx]
-// (dy zero outside its plane): one GEMM (c_in × K)·(K × positions), K = c_out·ny·nx, of
-// the phase's sub-kernel and a gather of dy whose rows are contiguous runs. Every dx
-// element belongs to exactly one phase and is written once, so there is no scatter-add
-// (col2im), whose short strided rows cost LeNet more than the GEMM itself. Summation
-// order: over (co, jy, jx) inside the GEMM, the same for any batch or group size.
-typedef struct ConvPhase {
-    int ry, rx, ny, nx; // kernel offsets and how many taps the phase has in each direction
-    int q0y, nqy, q0x, nqx; // its input positions: q in [q0, q0 + nq), iy = s·q − pad + ry
-} ConvPhase;
+//     = Σ_{co, ty, tx} W″[(ry, rx, ci), co, ty, tx] · dy[b, co, q − (T−1) + ty, r − (T−1) + tx],
+//   W″[(ry, rx, ci), co, ty, tx] = W[co, ci, ry + s·(T−1−ty), rx + s·(T−1−tx)] (0 past the kernel),
+// a stride-1 convolution of dy (zero-padded) into s²·c_in channels over the positions q
+// that any phase needs, whose output is then shuffled into dx: every dx element comes
+// from exactly one phase and is written once. It replaces col2im's scatter-add of short
+// strided rows (which cost LeNet more than the GEMM) by the forward path's im2col and one
+// GEMM of s²·c_in rows; the taps past the kernel (LeNet, 5×5 stride 2: 36 of 25) cost
+// multiply-adds with zeros. Summation: over (co, ty, tx) inside the GEMM.
+typedef struct SubpixelGeom {
+    ConvGeom conv;   // the convolution of dy: c_in = c_out, c_out = s²·c_in, T×T, stride 1
+    int q0y, q0x;    // the first q of its output grid (its output row o is q = q0 + o)
+} SubpixelGeom;
 
 static int floor_div(int a, int s) { return a >= 0 ? a / s : -((-a + s - 1) / s); }
 
-static ConvPhase conv_phase(const ConvGeom *g, int ry, int rx) {
-    int s = g->stride;
-    ConvPhase p = {.ry = ry, .rx = rx};
-    p.ny = ry < g->kh ? (g->kh - ry + s - 1) / s : 0;
-    p.nx = rx < g->kw ? (g->kw - rx + s - 1) / s : 0;
-    p.q0y = -floor_div(ry - g->pad, s); // ceil((pad − ry) / s): the first iy ≥ 0
-    p.q0x = -floor_div(rx - g->pad, s);
-    p.nqy = floor_div(g->h_in - 1 + g->pad - ry, s) + 1 - p.q0y;
-    p.nqx = floor_div(g->w_in - 1 + g->pad - rx, s) + 1 - p.q0x;
-    if (p.nqy < 0)
-        p.nqy = 0;
-    if (p.nqx < 0)
-        p.nqx = 0;
-    return p;
+// 0 when the sub-pixel form does not apply: its padding T − 1 − q0 would be negative
+// (pad ≥ s·T) or differ between rows and columns (ConvGeom has one padding).
+static int subpixel_geom(const ConvGeom *g, SubpixelGeom *sp) {
+    int s = g->stride, ty = (g->kh + s - 1) / s, tx = (g->kw + s - 1) / s;
+    // q over all phases: iy = s·q − pad + r in [0, h_in) for some r in [0, s); the first
+    // is ceil((pad − (s − 1)) / s), at r = s − 1, the last floor((h_in − 1 + pad) / s), at r = 0
+    int q0y = -floor_div(s - 1 - g->pad, s), q0x = q0y;
+    int q1y = floor_div(g->h_in - 1 + g->pad, s) + 1, q1x = floor_div(g->w_in - 1 + g->pad, s) + 1;
+    int py = ty - 1 - q0y, px = tx - 1 - q0x;
+    if (py < 0 || px < 0 || py != px || q1y <= q0y || q1x <= q0x)
+        return 0;
+    sp->conv = (ConvGeom){.n = g->n, .c_in = g->c_out, .h_in = g->h_out, .w_in = g->w_out, .c_out = s * s * g->c_in,
+                          .kh = ty, .kw = tx, .stride = 1, .pad = py, .h_out = q1y - q0y, .w_out = q1x - q0x};
+    sp->q0y = q0y;
+    sp->q0x = q0x;
+    return 1;
 }
 
-// dy[n0 + sb, co, oy, ox], zero outside the plane.
-static float dy_at(const ConvGeom *g, const float *dy, int n0, int sb, int co, int oy, int ox) {
-    if (oy < 0 || oy >= g->h_out || ox < 0 || ox >= g->w_out)
-        return 0.0f;
-    return dy[(((size_t)(n0 + sb) * g->c_out + co) * g->h_out + oy) * g->w_out + ox];
-}
-
-// cols[(co, jy, jx), sb·nq + qy·nqx + qx] = dy[n0 + sb, co, q0y + qy − jy, q0x + qx − jx].
-// As in im2col_shifted, most rows are shifted copies of an earlier one (the phase is a
-// stride-1 correlation): row (jy, jx) at qx is row (jy, jx − 1) at qx − 1, and row (jy, 0)
-// at qy is row (jy − 1, 0) at qy − 1; one long copy, then the first column (or first row)
-// of each sample's block fetched afresh. Only row (co, 0, 0) is gathered element by element:
-// rows of a few elements cost more in loop overhead than in data moved.
-static void phase_gather(const ConvGeom *g, const ConvPhase *p, const float *dy, int n0, int gs, float *cols) {
-    int nq = p->nqy * p->nqx;
-    size_t ld = (size_t)gs * nq;
-    for (int co = 0; co < g->c_out; co++)
-        for (int jy = 0; jy < p->ny; jy++)
-            for (int jx = 0; jx < p->nx; jx++) {
-                float *r = cols + (size_t)((co * p->ny + jy) * p->nx + jx) * ld;
-                if (jx > 0) { // from (jy, jx − 1), one column to the right
-                    memcpy(r + 1, r - ld, sizeof(float) * (ld - 1));
-                    for (int sb = 0; sb < gs; sb++)
-                        for (int qy = 0; qy < p->nqy; qy++)
-                            r[(size_t)sb * nq + (size_t)qy * p->nqx] =
-                                dy_at(g, dy, n0, sb, co, p->q0y + qy - jy, p->q0x - jx);
-                } else if (jy > 0) { // from (jy − 1, 0), one row down
-                    float *up = r - (size_t)p->nx * ld;
-                    memcpy(r + p->nqx, up, sizeof(float) * (ld - (size_t)p->nqx));
-                    for (int sb = 0; sb < gs; sb++)
-                        for (int qx = 0; qx < p->nqx; qx++)
-                            r[(size_t)sb * nq + qx] = dy_at(g, dy, n0, sb, co, p->q0y - jy, p->q0x + qx);
-                } else
-                    for (int sb = 0; sb < gs; sb++)
-                        for (int qy = 0; qy < p->nqy; qy++)
-                            for (int qx = 0; qx < p->nqx; qx++)
-                                r[(size_t)sb * nq + (size_t)qy * p->nqx + qx] =
-                                    dy_at(g, dy, n0, sb, co, p->q0y + qy, p->q0x + qx);
-            }
-}
-
-static void backward_data_phases(const ConvGeom *g, const float *dy, const float *w, float *dx) {
-    int s = g->stride, n_phase = s * s;
-    size_t per_sample = 1, out_per_sample = 1, k_max = 1;
-    for (int ph = 0; ph < n_phase; ph++) {
-        ConvPhase p = conv_phase(g, ph / s, ph % s);
-        size_t k = (size_t)g->c_out * p.ny * p.nx, nq = (size_t)p.nqy * p.nqx;
-        per_sample = k * nq + g->c_in * nq > per_sample ? k * nq + g->c_in * nq : per_sample;
-        out_per_sample = nq > out_per_sample ? nq : out_per_sample;
-        k_max = k > k_max ? k : k_max;
-    }
-    size_t budget = (size_t)2 << 20; // floats, as group_size
-    int gs = (int)(budget / per_sample);
+static void backward_data_subpixel(const ConvGeom *g, const SubpixelGeom *sp, const float *dy, const float *w,
+                                   float *dx) {
+    const ConvGeom *c = &sp->conv;
+    int s = g->stride, ty = c->kh, tx = c->kw, hw = c->h_out * c->w_out;
+    size_t nw = (size_t)c->c_out * c->c_in * ty * tx;
+    // samples in groups, so that the sub-pixel output stays near 8 MB like im2col's columns
+    size_t per_sample = (size_t)c->c_out * hw;
+    int gs = (int)(((size_t)2 << 20) / per_sample);
     gs = gs < 1 ? 1 : gs > g->n ? g->n : gs;
-    float *wp = malloc(sizeof(float) * ((size_t)g->c_in * k_max + per_sample * gs));
-    float *cols = wp + (size_t)g->c_in * k_max;
-    memset(dx, 0, sizeof(float) * (size_t)g->n * g->c_in * g->h_in * g->w_in); // phases without taps
-    for (int ph = 0; ph < n_phase; ph++) {
-        ConvPhase p = conv_phase(g, ph / s, ph % s);
-        int k = g->c_out * p.ny * p.nx, nq = p.nqy * p.nqx;
-        if (k == 0 || nq == 0)
-            continue;
-        for (int ci = 0; ci < g->c_in; ci++) // the phase's sub-kernel, (c_in, (co, jy, jx))
-            for (int co = 0; co < g->c_out; co++)
-                for (int jy = 0; jy < p.ny; jy++)
-                    for (int jx = 0; jx < p.nx; jx++)
-                        wp[(size_t)ci * k + (co * p.ny + jy) * p.nx + jx] =
-                            w[((size_t)(co * g->c_in + ci) * g->kh + p.ry + s * jy) * g->kw + p.rx + s * jx];
-        for (int n0 = 0; n0 < g->n; n0 += gs) {
-            int cur = g->n - n0 < gs ? g->n - n0 : gs;
-            float *out = cols + (size_t)k * cur * nq;
-            phase_gather(g, &p, dy, n0, cur, cols);
-            cpu_gemm_rm(0, 0, g->c_in, cur * nq, k, 1.0f, wp, cols, 0.0f, out);
+    float *w2 = calloc(nw, sizeof(float)), *out = malloc(sizeof(float) * per_sample * gs);
+    for (int ry = 0; ry < s; ry++)
+        for (int rx = 0; rx < s; rx++)
             for (int ci = 0; ci < g->c_in; ci++)
-                for (int sb = 0; sb < cur; sb++) {
-                    const float *o = out + ((size_t)ci * cur + sb) * nq;
-                    float *plane = dx + ((size_t)(n0 + sb) * g->c_in + ci) * g->h_in * g->w_in;
-                    for (int qy = 0; qy < p.nqy; qy++) {
-                        float *xr = plane + (size_t)(s * (p.q0y + qy) - g->pad + p.ry) * g->w_in +
-                                    s * p.q0x - g->pad + p.rx;
-                        const float *orow = o + (size_t)qy * p.nqx;
-                        for (int qx = 0; qx < p.nqx; qx++)
-                            xr[(size_t)qx * s] = orow[qx];
+                for (int co = 0; co < g->c_out; co++)
+                    for (int a = 0; a < ty; a++)
+                        for (int b = 0; b < tx; b++) {
+                            int ki = ry + s * (ty - 1 - a), kj = rx + s * (tx - 1 - b);
+                            w2[((((size_t)(ry * s + rx) * g->c_in + ci) * g->c_out + co) * ty + a) * tx + b] =
+                                ki < g->kh && kj < g->kw
+                                    ? w[((size_t)(co * g->c_in + ci) * g->kh + ki) * g->kw + kj]
+                                    : 0.0f;
+                        }
+    for (int n0 = 0; n0 < g->n; n0 += gs) {
+        ConvGeom cg = *c;
+        cg.n = g->n - n0 < gs ? g->n - n0 : gs;
+        cpu_conv2d_forward(&cg, dy + (size_t)n0 * g->c_out * g->h_out * g->w_out, w2, out);
+        for (int n = 0; n < cg.n; n++)
+            for (int ry = 0; ry < s; ry++)
+                for (int rx = 0; rx < s; rx++)
+                    for (int ci = 0; ci < g->c_in; ci++) {
+                        const float *o = out + ((size_t)n * c->c_out + (size_t)(ry * s + rx) * g->c_in + ci) * hw;
+                        float *plane = dx + ((size_t)(n0 + n) * g->c_in + ci) * g->h_in * g->w_in;
+                        // this phase's q: iy = s·q − pad + ry in [0, h_in)
+                        int oy0 = -floor_div(ry - g->pad, s) - sp->q0y, ox0 = -floor_div(rx - g->pad, s) - sp->q0x;
+                        oy0 = oy0 < 0 ? 0 : oy0;
+                        ox0 = ox0 < 0 ? 0 : ox0;
+                        for (int oy = oy0; oy < c->h_out; oy++) {
+                            int iy = s * (sp->q0y + oy) - g->pad + ry;
+                            if (iy >= g->h_in)
+                                break;
+                            const float *orow = o + (size_t)oy * c->w_out;
+                            float *xr = plane + (size_t)iy * g->w_in;
+                            for (int ox = ox0; ox < c->w_out; ox++) {
+                                int ix = s * (sp->q0x + ox) - g->pad + rx;
+                                if (ix >= g->w_in)
+                                    break;
+                                xr[ix] = orow[ox];
+                            }
+                        }
                     }
-                }
-        }
     }
-    free(wp);
+    free(w2);
+    free(out);
 }
 
 // Backward data as the adjoint of im2col: cols = Wᵀ·dy in one GEMM per group, then
-// col2im scatters them into dx.
+// col2im scatters them into dx (adds in the same order whatever the group size).
 static void backward_data_col2im(const ConvGeom *g, const float *dy, const float *w, float *dx) {
     int gs = group_size(g), hw = g->h_out * g->w_out, ckk = g->c_in * g->kh * g->kw;
     float *cols = malloc(sizeof(float) * (size_t)ckk * gs * hw);
@@ -352,14 +321,23 @@ static void backward_data_col2im(const ConvGeom *g, const float *dy, const float
     free(tmp);
 }
 
-// The phase GEMMs have only c_in rows. With a dozen input channels (LeNet's second and
-// third convolutions) they beat col2im's scatter of short rows: at batch 8 on one core,
-// about 110 against 135 µs (5×5, stride 2, 14×14 input) and 90 against 130 µs (stride 1,
-// 7×7). With one or a few input channels the GEMM degenerates to a GEMV (5 GMAC/s for
-// one channel, against 30-40 for col2im's GEMM), so col2im stays there.
+// Which form: the sub-pixel one when it has at least 8 GEMM rows per phase (c_in ≥ 8)
+// and at most 1.5× col2im's multiply-adds (its taps past the kernel and, at small
+// padding, the border where dy is zero cost extra). Measured on one core, batch 8,
+// µs per call (col2im, sub-pixel): LeNet's 5×5 convolutions of 12 channels, stride 2 on
+// 14×14 (1.44× the multiply-adds): 111, 88; stride 1 on 7×7 (1×): 110, 80; with one
+// input channel (stride 2 on 28×28) the GEMM has 4 rows: 35, 65.
+static int subpixel_pays(const ConvGeom *g, const SubpixelGeom *sp) {
+    const ConvGeom *c = &sp->conv;
+    double sub = (double)c->c_out * c->c_in * c->kh * c->kw * c->h_out * c->w_out;
+    double direct = (double)g->c_in * g->c_out * g->kh * g->kw * g->h_out * g->w_out;
+    return g->c_in >= 8 && sub <= 1.5 * direct;
+}
+
 void cpu_conv2d_backward_data(const ConvGeom *g, const float *dy, const float *w, float *dx) {
-    if (g->c_in >= 8)
-        backward_data_phases(g, dy, w, dx);
+    SubpixelGeom sp;
+    if (subpixel_geom(g, &sp) && subpixel_pays(g, &sp))
+        backward_data_subpixel(g, &sp, dy, w, dx);
     else
         backward_data_col2im(g, dy, w, dx);
 }
