@@ -12,6 +12,8 @@
 #   MODELS="lenet cnn-mnist" BATCHES="1 4 8" LOCAL="1 5" IMAGES="0 1 2 3 4 5 6 7"
 #   STEPS=2000 RESTARTS=1 TV=1e-4 TORCH=1 (0: fedpriv only) TORCH_IMAGES (default IMAGES)
 #   TORCH_STEPS (default STEPS)
+#   BASELINE=path/to/another/fedpriv: also time that build on the same jobs, in the same
+#   run (its ms per evaluation and ratio to PyTorch in a last column), to compare builds
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/bench
@@ -30,9 +32,10 @@ if [ "$TORCH" = 1 ]; then
   /usr/bin/python3 -c "import torch, skimage, scipy" 2>/dev/null || \
     bash tools/install-deps.sh --missing python3-torch python3-numpy python3-skimage python3-scipy
 fi
+BASELINE="${BASELINE:-}"
 comma() { echo "$*" | tr ' ' ','; }
-printf '%-10s %2s %2s | %-44s | %-44s | %s\n' model B E "fedpriv: recovered SSIM PSNR labels ms/eval" \
-  "pytorch: recovered SSIM PSNR labels ms/eval" "ratio"
+printf '%-10s %2s %2s | %-44s | %-44s | %s%s\n' model B E "fedpriv: recovered SSIM PSNR labels ms/eval" \
+  "pytorch: recovered SSIM PSNR labels ms/eval" "ratio" "${BASELINE:+ | baseline: ms/eval ratio}"
 for m in $MODELS; do
   "$build/ig_weights" "$m" default 1 "$build/ig/$m.bin" >/dev/null
   for E in $LOCAL; do
@@ -49,6 +52,7 @@ for m in $MODELS; do
             "steps": $STEPS, "restarts": $RESTARTS, "tv": $TV, "snapshot_every": 0$local_key},
  "defense": {"name": "none"}}
 EOF
+      rm -rf "$build/ig/$tag" "$build/ig/$tag-baseline" # a finished run directory would be resumed, not timed
       OPENBLAS_NUM_THREADS=1 ./fedpriv attack inverting-gradients --config "$build/ig/$tag.json" \
         --out "$build/ig/$tag" --threads 1 2>/dev/null
       f=$(/usr/bin/python3 -c "
@@ -64,7 +68,18 @@ import json; r = json.load(open('$build/ig/$tag-torch.json'))
 print(f\"{r['recovered_fraction']:5.3f} {r['ssim_mean']:6.3f} {r['psnr_mean']:6.2f} {r['label_multiset_accuracy']:5.3f} {r['cpu_ms_per_evaluation']:7.3f}\")")
         ratio=$(echo "$f $t" | awk '{printf "%.2fx", $10 / $5}')
       fi
-      printf '%-10s %2s %2s | %-44s | %-44s | %s\n' "$m" "$B" "$E" "$f" "$t" "$ratio"
+      base=""
+      if [ -n "$BASELINE" ]; then
+        OPENBLAS_NUM_THREADS=1 "$BASELINE" attack inverting-gradients --config "$build/ig/$tag.json" \
+          --out "$build/ig/$tag-baseline" --threads 1 2>/dev/null
+        base=$(/usr/bin/python3 -c "
+import json; r = json.load(open('$build/ig/$tag-baseline/result.json'))
+print(f\"{r['cpu_ms_per_evaluation']:7.3f}\")")
+        bratio="-"
+        [ "$TORCH" = 1 ] && bratio=$(echo "$base $t" | awk '{printf "%.2fx", $6 / $1}')
+        base=" | $base $bratio"
+      fi
+      printf '%-10s %2s %2s | %-44s | %-44s | %s%s\n' "$m" "$B" "$E" "$f" "$t" "$ratio" "$base"
     done
   done
 done
