@@ -4,6 +4,7 @@
 // point again and again. Prints one JSON line: microseconds per evaluation (thread CPU
 // time, median of runs) and a checksum of the loss and gradient bits, so that two builds
 // can be compared for speed and for bit-identical results without the CLI's start-up.
+// Build: bash bench/link.sh bench/ig_closure.c build/bench/ig_closure
 // Usage: ig_closure MODEL BATCH [local steps [evaluations per run [runs]]]
 #include <stdint.h>
 #include <stdio.h>
