@@ -54,6 +54,7 @@
 
 #include "core/jsonv.h"
 #include "defenses/clip.h"
+#include "defenses/dlaplace.h"
 #include "fl/defense.h"
 #include "models/predict.h"
 
@@ -73,12 +74,76 @@ typedef struct DpFedAsgp {
     double *loss;          // paper: per client id, L_i of its last upload (NaN when unknown)
     int *n_samples;        // per client id: n_i
     size_t *selected;      // per client id: coordinates noised in its last upload
+    // corrected: the noise ("sampler"; docs/defenses-federated.md, the Laplace noise)
+    int safe;              // 1: the discrete Laplace on grids (defenses/dlaplace.h); 0: float
+    double svt_grid;       // g_s: the grid of the queries |g'_j|, the threshold and ν, ρ
+    long long svt_shift;   // s: integer steps that cover a neighbour's move of a query (ΔS/g_s + 2 err)
+    long long threshold_steps; // T on the grid (public, rounded to nearest)
+    double value_grid;     // g_v: the grid of the values' noise
+    double eps_sound;      // per upload: what the safe sampler's law and grids prove
+    double eps_sound_query, eps_sound_threshold, eps_sound_values;
+    DLap query_law, threshold_law, value_law;
 } DpFedAsgp;
+
+// The SVT grid: ΔS/g_s = K - ½ steps (K = DP_ASGP_SVT_STEPS, halved while the query
+// noise's scale would exceed the table), so the shift s = ⌈ΔS/g_s + 2 err⌉ = K costs
+// 1/(2K) more than ΔS/g_s (within the test share of ε).
+#define DP_ASGP_SVT_STEPS 1024
+// The values' grid: scale b_v/g_v >= 4096 steps; the rounding costs nothing (randomized),
+// E − 1 exceeds 1/scale by about 1/(2·scale).
+#define DP_ASGP_VALUE_SCALE 4096.0
+
+static void asgp_free_laws(DpFedAsgp *s) {
+    dlap_free(&s->query_law);
+    dlap_free(&s->threshold_law);
+    dlap_free(&s->value_law);
+}
+
+// Grids and laws of the safe sampler, and the ε they prove per upload (Lyu et al. 2017,
+// Alg. 1's proof on the grid: docs/defenses-federated.md).
+static FpStatus asgp_build_safe(DpFedAsgp *s, const char *path, FpError *err) {
+    if (s->table->n_params >= DLAP_INDEX_MAX / 2)
+        return fp_fail(err, FP_EUNSUPPORTED, "%s: the safe sampler indexes at most 2^30 parameters, got %zu", path,
+                       s->table->n_params);
+    long k = DP_ASGP_SVT_STEPS;
+    for (;; k /= 2) {
+        double g = s->sensitivity / (k - 0.5);
+        if (s->query_scale / g * M_LN2 <= (double)DLAP_Q_MAX && s->threshold_scale / g >= 1)
+            break;
+        if (k <= 16)
+            return fp_fail(err, FP_EPARAM, "%s.epsilon: the safe sampler's grid cannot hold the SVT's query noise (scale "
+                                           "%g against sensitivity %g); use \"sampler\": \"float\"",
+                           path, s->query_scale, s->sensitivity);
+    }
+    s->svt_grid = s->sensitivity / (k - 0.5);
+    FP_TRY(dlap_init(&s->query_law, s->query_scale / s->svt_grid, err));
+    FpStatus st = dlap_init(&s->threshold_law, s->threshold_scale / s->svt_grid, err);
+    if (st == FP_OK)
+        st = dlap_init(&s->value_law, DP_ASGP_VALUE_SCALE, err);
+    if (st != FP_OK) {
+        asgp_free_laws(s);
+        return st;
+    }
+    // Queries |g'_j| lie in [0, C]; a neighbour moves each by at most ΔS, its effective
+    // position by at most ΔS/g_s + 2 err.
+    double reach = s->sensitivity / s->svt_grid * (1 + 0x1p-50) + 2 * dlap_position_error(s->svt_grid, s->clip);
+    s->svt_shift = (long long)ceil(reach);
+    s->threshold_steps = llround(s->threshold / s->svt_grid);
+    s->value_grid = s->noise_scale / s->value_law.scale;
+    // ρ shifted by s: ratio E_ρ^s; each of at most c passes: a tail moved by at most 2s,
+    // ratio e^{(E_ν − 1)·2s}; values: L1 sensitivity √c·ΔS over at most c coordinates.
+    s->eps_sound_threshold = (double)s->svt_shift * s->threshold_law.log_ratio * (1 + 0x1p-50);
+    s->eps_sound_query = 2.0 * (double)s->cap * (double)s->svt_shift * s->query_law.lipschitz * (1 + 0x1p-50);
+    s->eps_sound_values = dlap_epsilon_l1(&s->value_law, s->value_grid, sqrt((double)s->cap) * s->sensitivity,
+                                          (double)s->cap, s->clip);
+    s->eps_sound = (s->eps_sound_threshold + s->eps_sound_query + s->eps_sound_values) * (1 + 0x1p-50);
+    return FP_OK;
+}
 
 static FpStatus asgp_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                             FpError *err) {
     static const char *const keys[] = {"name", "variant", "epsilon", "clip", "sensitivity", "svt_q", "test_share",
-                                       "significance", "max_selected_fraction", "threshold", NULL};
+                                       "significance", "max_selected_fraction", "threshold", "sampler", NULL};
     static const char *const variants[] = {"corrected", "paper", NULL};
     static const char *const tests[] = {"signed", "abs", NULL};
     char p[256];
@@ -97,9 +162,10 @@ static FpStatus asgp_create(const cJSON *params, const char *path, const Defense
     s.abs_test = sig == 1;
     if (s.paper) {
         if (cJSON_GetObjectItemCaseSensitive(params, "max_selected_fraction") ||
-            cJSON_GetObjectItemCaseSensitive(params, "threshold"))
-            return fp_fail(err, FP_EPARAM, "%s: max_selected_fraction and threshold belong to the corrected variant "
-                                           "(the paper's threshold is eq. 14's quantile)", path);
+            cJSON_GetObjectItemCaseSensitive(params, "threshold") || cJSON_GetObjectItemCaseSensitive(params, "sampler"))
+            return fp_fail(err, FP_EPARAM, "%s: max_selected_fraction, threshold and sampler belong to the corrected "
+                                           "variant (the paper's threshold is eq. 14's quantile; its noise is drawn in "
+                                           "floating point)", path);
         FP_TRY(jv_number(params, path, "svt_q", JV_OPTIONAL, 1.0, 0, 1, INFINITY, 0, &s.svt_q, err));
     } else {
         if (cJSON_GetObjectItemCaseSensitive(params, "svt_q"))
@@ -115,6 +181,7 @@ static FpStatus asgp_create(const cJSON *params, const char *path, const Defense
         if (s.cap < 1)
             s.cap = 1;
         s.svt_q = 2.0 * (double)s.cap; // Lyu's non-monotone split: ε1 : ε2 = (2c)^{2/3} : 1
+        FP_TRY(dlap_parse_sampler(params, path, &s.safe, err));
     }
     double r = pow(s.svt_q, 2.0 / 3.0), test = s.test_share * s.epsilon;
     s.eps1 = test * r / (1 + r);
@@ -129,9 +196,13 @@ static FpStatus asgp_create(const cJSON *params, const char *path, const Defense
         s.threshold_scale = s.sensitivity / s.eps2;
         s.noise_scale = sqrt((double)s.cap) * s.sensitivity / s.eps3;
     }
+    if (s.safe && s.d > 0)
+        FP_TRY(asgp_build_safe(&s, path, err));
     DpFedAsgp *out = fp_calloc(1, sizeof *out, err);
-    if (!out)
+    if (!out) {
+        asgp_free_laws(&s);
         return FP_ENOMEM;
+    }
     *out = s;
     size_t nc = setup->n_clients > 0 ? (size_t)setup->n_clients : 1;
     out->loss = malloc(sizeof(double) * nc);
@@ -141,6 +212,7 @@ static FpStatus asgp_create(const cJSON *params, const char *path, const Defense
         free(out->loss);
         free(out->n_samples);
         free(out->selected);
+        asgp_free_laws(out);
         free(out);
         return fp_fail(err, FP_ENOMEM, "out of memory for dp-fedasgp's per-client state (%zu clients)", nc);
     }
@@ -157,6 +229,7 @@ static void asgp_destroy(void *state) {
     free(s->loss);
     free(s->n_samples);
     free(s->selected);
+    asgp_free_laws(s);
     free(s);
 }
 
@@ -224,9 +297,27 @@ static FpStatus perturb_corrected(const DpFedAsgp *s, float *upload, const uint3
     for (size_t j = 0; j < d; j++)
         order[j] = (uint32_t)j;
     rng_shuffle_u32(&aux, order, (uint32_t)d);
-    double rho = s->threshold_scale * rng_next_laplace(&aux);
     memset(keep, 0, d);
     size_t n = 0;
+    if (s->safe) {
+        // On the grid g_s: ⌊|g'_j|⌉ + ν_j >= T + ρ in integers (ν_j: element np + i of the
+        // round's stream, ρ: element 2·np; the values: element i).
+        long long bar = s->threshold_steps + dlap_draw(&s->threshold_law, &round->rng, 2 * (uint64_t)np, NULL);
+        for (size_t k = 0; k < d && n < s->cap; k++) {
+            uint32_t j = order[k], i = idx[j];
+            if (dlap_noisy_int(&s->query_law, s->svt_grid, fabsf(upload[i]), &round->rng, (uint64_t)np + i) >= bar) {
+                keep[j] = 1;
+                n++;
+            }
+        }
+        for (size_t j = 0; j < d; j++) {
+            uint32_t i = idx[j];
+            upload[i] = keep[j] ? dlap_value(&s->value_law, s->value_grid, upload[i], &round->rng, i) : 0.0f;
+        }
+        *selected = n;
+        return FP_OK;
+    }
+    double rho = s->threshold_scale * rng_next_laplace(&aux);
     for (size_t k = 0; k < d && n < s->cap; k++) {
         uint32_t j = order[k], i = idx[j];
         // ν_j: the RNG_DEFENSE stream past the parameter indices (N_j uses index i).
@@ -371,14 +462,19 @@ static void asgp_privacy(const void *state, int rounds_done, PrivacyRecord *rec)
         privacy_assume(rec, "the significance test is an uncapped SVT with its query noise drawn once per upload");
         privacy_assume(rec, "coordinates below the threshold are sent exactly, without noise");
         privacy_assume(rec, "the aggregation weight uses L_i, the client's loss on its own data, sent without noise");
+    } else if (!s->safe) {
+        rec->epsilon_total_sound = INFINITY;
+        rec->guarantee = GUARANTEE_NONE;
+        rec->sound_notion = "no guarantee: the Laplace noise is drawn in floating point";
+        privacy_assume(rec, DLAP_FLOAT_REASON);
     } else {
-        rec->epsilon_total_sound = s->epsilon * rounds_done;
+        rec->epsilon_total_sound = s->eps_sound * rounds_done;
         rec->guarantee = GUARANTEE_PROVEN;
-        privacy_assume(rec, PRIVACY_ASSUME_EXACT_NOISE);
-        rec->sound_notion = "pure eps-DP per client upload (capped SVT, Lyu et al. 2017 Alg. 1, public threshold; "
-                            "Laplace on at most c coordinates, zeros elsewhere) for clipped updates within dS in L2 "
-                            "(dS = 2C: any change of the client's records that keeps its count n_i, the only other "
-                            "thing it sends); sequential composition over rounds (a client in every round)";
+        rec->sound_notion = "pure eps-DP per client upload (capped SVT, Lyu et al. 2017 Alg. 1, public threshold, on a "
+                            "grid with discrete Laplace noise; Laplace on at most c coordinates, zeros elsewhere) for "
+                            "clipped updates within dS in L2 (dS = 2C: any change of the client's records that keeps "
+                            "its count n_i, the only other thing it sends), the grids' rounding and the realised "
+                            "noise laws included; sequential composition over rounds (a client in every round)";
     }
 }
 
@@ -404,6 +500,17 @@ static void asgp_describe(const void *state, cJSON *out) {
     if (!s->paper) {
         cJSON_AddNumberToObject(out, "threshold", s->threshold);
         cJSON_AddNumberToObject(out, "max_selected", (double)s->cap);
+        cJSON_AddStringToObject(out, "sampler", s->safe ? "safe" : "float");
+        if (s->safe) {
+            cJSON_AddNumberToObject(out, "epsilon_sound_per_upload", s->eps_sound);
+            cJSON_AddNumberToObject(out, "epsilon_sound_query", s->eps_sound_query);
+            cJSON_AddNumberToObject(out, "epsilon_sound_threshold", s->eps_sound_threshold);
+            cJSON_AddNumberToObject(out, "epsilon_sound_values", s->eps_sound_values);
+            cJSON_AddNumberToObject(out, "svt_shift_steps", (double)s->svt_shift);
+            dlap_describe(&s->query_law, s->svt_grid, "query_noise_law", out);
+            dlap_describe(&s->threshold_law, s->svt_grid, "threshold_noise_law", out);
+            dlap_describe(&s->value_law, s->value_grid, "value_noise_law", out);
+        }
     }
     cJSON_AddStringToObject(out, "aggregation",
                             s->paper ? "gamma_i = (n_i/n + L_i/L)/2, L_i = local model's mean loss on its data (sent "

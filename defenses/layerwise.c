@@ -44,10 +44,15 @@
 #include <string.h>
 
 #include "core/jsonv.h"
+#include "defenses/clip.h"
+#include "defenses/dlaplace.h"
 #include "fl/defense.h"
 #include "defenses/shapley.h"
 #include "models/model.h"
 #include "models/predict.h"
+
+// The safe sampler's scale in grid steps: E − 1 exceeds 1/scale by about 1/(2·scale).
+#define LW_NOISE_SCALE 4096.0
 
 typedef enum { CLIP_MEAN_NORM = 0, CLIP_MEAN_ABS = 1, CLIP_FIXED = 2 } ClipKind;
 typedef enum { LIN_ONE = 0, LIN_MEAN = 1 } LinearImportance;
@@ -82,6 +87,8 @@ typedef struct LwState {
         sum_scale[LAYERWISE_MAX_UNITS];
     double round_nominal_max;
     // server (Shapley merge)
+    int safe;                // "sampler": the discrete Laplace on a grid (1) or the float one (0)
+    DLap law;                // safe: the noise law, scale LW_NOISE_SCALE grid steps; grid g = b/scale
     ShapServer *server;
     ShapVectorKind shap_kind;
     int n_perm;
@@ -273,8 +280,8 @@ static FpStatus lw_create_common(const cJSON *params, const char *path, const De
     static const char *const lw_keys[] = {"name", "variant", "epsilon_total", "lambda", "c", "alpha", "cap", "reserve", "armijo",
                                           "threshold", "importance_fraction", "importance_max", "linear_importance",
                                           "clip", "clip_scale", "aggregation", "feature_groups", "shap_samples",
-                                          "eval_samples", "shap_vector", "shap_permutations", NULL};
-    static const char *const flat_keys[] = {"name", "variant", "epsilon_total", "clip", "clip_scale", NULL};
+                                          "eval_samples", "shap_vector", "shap_permutations", "sampler", NULL};
+    static const char *const flat_keys[] = {"name", "variant", "epsilon_total", "clip", "clip_scale", "sampler", NULL};
     static const char *const variants[] = {"corrected", "paper", NULL};
     static const char *const lin_names[] = {"one", "mean", NULL};
     static const char *const agg_names[] = {"shapley", "fedavg", NULL};
@@ -294,6 +301,12 @@ static FpStatus lw_create_common(const cJSON *params, const char *path, const De
         st = jv_number(params, path, "epsilon_total", JV_OPTIONAL, 25.0, 0, 1, 1e6, 0, &s->eps_total, err);
     if (st == FP_OK)
         st = parse_clip(params, path, s, err);
+    if (st == FP_OK)
+        st = dlap_parse_sampler(params, path, &s->safe, err);
+    if (st == FP_OK && s->safe && (s->table->n_params + 1) * 8 >= DLAP_INDEX_MAX)
+        st = fp_fail(err, FP_EUNSUPPORTED, "%s: the safe sampler indexes the draws of at most 2^28 parameters", path);
+    if (st == FP_OK && s->safe)
+        st = dlap_init(&s->law, LW_NOISE_SCALE, err);
     if (st == FP_OK)
         st = jv_number(params, path, "clip_scale", JV_OPTIONAL, 1.0, 0, 1, 1e9, 0, &s->clip_scale, err);
     if (st == FP_OK && !flat) {
@@ -388,6 +401,7 @@ static void lw_destroy(void *state) {
     free(s->spent_sound);
     free(s->global_seen);
     free(s->last);
+    dlap_free(&s->law);
     shap_server_free(s->server);
     free(s);
 }
@@ -559,7 +573,9 @@ static FpStatus lw_perturb(void *state, float *upload, const DefenseRound *rd, F
             cr->norm[u] = nrm;
             cr->s[u] = s_u[u];
             cr->clip[u] = clip[u];
-            unit_scale(s, &s->units[u], clipped, clip[u] > 0 && nrm > clip[u] ? clip[u] / nrm : clip[u] > 0 ? 1 : 0);
+            // clip_scale keeps a margin of 1e-6: the float rounding of the scaled elements
+            // cannot carry the stored norm past C, so the sensitivity holds for the upload.
+            unit_scale(s, &s->units[u], clipped, clip[u] > 0 ? clip_scale(nrm, clip[u]) : 0);
         }
     }
     // 3. Draws with Armijo escalation (Eqs. 9–13).
@@ -577,15 +593,34 @@ static FpStatus lw_perturb(void *state, float *upload, const DefenseRound *rd, F
             double b = layerwise_laplace_scale(s->variant, clip[u], s->flat ? 1.0 : lr, eps_u[u]);
             cr->scale[u] = b;
             cr->eps_unit[u] = eps_u[u];
-            cost += layerwise_true_epsilon(s->variant, eps_u[u], un->count, s->flat ? 1.0 : lr);
-            for (int q = 0; q < un->n_layers; q++) {
-                const ParamLayer *pl = &s->table->layers[un->layers[q]];
-                for (size_t i = 0; i < pl->count; i++) {
-                    size_t e = pl->offset + i;
-                    upload[e] = (float)(upload[e] + b * rng_laplace_at(&rd->rng, (uint64_t)a * np + e));
+            double unit_cost = layerwise_true_epsilon(s->variant, eps_u[u], un->count, s->flat ? 1.0 : lr);
+            if (s->safe && b > 0) {
+                // The discrete Laplace on the grid g = b/scale: its pure ε for the unit's L1
+                // sensitivity (2C with the L1 clip, 2C√d with the L2 clip; coordinates within C).
+                if ((uint64_t)(a + 1) * np >= DLAP_INDEX_MAX) {
+                    st = fp_fail(err, FP_EUNSUPPORTED, "layerwise: too many Armijo draws for the safe sampler's index");
+                    break;
+                }
+                double g = b / s->law.scale;
+                double l1 = s->variant == LW_PAPER ? 2 * clip[u] * sqrt((double)un->count) : 2 * clip[u];
+                unit_cost = dlap_epsilon_l1(&s->law, g, l1, (double)un->count, clip[u]);
+                for (int q = 0; q < un->n_layers; q++) {
+                    const ParamLayer *pl = &s->table->layers[un->layers[q]];
+                    dlap_add(&s->law, g, upload + pl->offset, pl->count, &rd->rng, (uint64_t)a * np + pl->offset);
+                }
+            } else {
+                for (int q = 0; q < un->n_layers; q++) {
+                    const ParamLayer *pl = &s->table->layers[un->layers[q]];
+                    for (size_t i = 0; i < pl->count; i++) {
+                        size_t e = pl->offset + i;
+                        upload[e] = (float)(upload[e] + b * rng_laplace_at(&rd->rng, (uint64_t)a * np + e));
+                    }
                 }
             }
+            cost += unit_cost;
         }
+        if (st != FP_OK)
+            break;
         cr->draws = a + 1;
         cr->eps_final = eps;
         spent_round += eps;
@@ -758,7 +793,11 @@ static void lw_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
     if (!s->flat && s->armijo)
         privacy_assume(rec, "the Armijo test (Eq. 10), evaluated on the client's data, reveals nothing beyond the "
                             "noisy upload (it decides how many draws are made and which are fused)");
-    privacy_assume(rec, PRIVACY_ASSUME_EXACT_NOISE);
+    if (!s->safe) {
+        rec->epsilon_total_sound = INFINITY;
+        rec->guarantee = GUARANTEE_NONE;
+        privacy_assume(rec, DLAP_FLOAT_REASON);
+    }
 }
 
 static void lw_describe(const void *state, cJSON *out) {
@@ -767,6 +806,14 @@ static void lw_describe(const void *state, cJSON *out) {
     cJSON_AddStringToObject(out, "variant", s->variant == LW_PAPER ? "paper" : "corrected");
     cJSON_AddNumberToObject(out, "epsilon_total", s->eps_total);
     cJSON_AddStringToObject(out, "clip", clip_names[s->clip]);
+    cJSON_AddStringToObject(out, "sampler", s->safe ? "safe" : "float");
+    if (s->safe) {
+        cJSON *law = cJSON_AddObjectToObject(out, "noise_law");
+        cJSON_AddNumberToObject(law, "scale_steps", s->law.scale);
+        cJSON_AddNumberToObject(law, "steps_per_halving", (double)s->law.q);
+        cJSON_AddNumberToObject(law, "ratio_bound", s->law.ratio);
+        cJSON_AddStringToObject(law, "grid", "b / scale_steps for each unit's Laplace scale b");
+    }
     if (s->clip == CLIP_FIXED)
         cJSON_AddNumberToObject(out, "clip_value", s->clip_value);
     cJSON_AddNumberToObject(out, "clip_scale", s->clip_scale);

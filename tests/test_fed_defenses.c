@@ -438,9 +438,28 @@ START_TEST(asgp_corrected_capped_and_sound) {
     ck_assert_msg(fabs(z) < 6, "corrected Laplace variance off by %.1f standard errors", z);
     PrivacyRecord rec;
     ops->privacy(st, 5, &rec);
-    ck_assert_double_eq_tol(rec.epsilon_total_sound, 20, 1e-12);
+    // The safe sampler's proof: its grids and realised laws cost a little more than the
+    // nominal 4 per upload (the SVT's shift ⌈ΔS/g⌉ and E − 1 > ln E), all of it stated.
+    double per = describe_number(ops, st, "epsilon_sound_per_upload");
+    ck_assert_double_eq_tol(rec.epsilon_total_sound, 5 * per, 1e-9);
+    ck_assert(per > 4 && per < 4 * 1.001);
+    ck_assert_double_eq_tol(per,
+                            describe_number(ops, st, "epsilon_sound_query") +
+                                describe_number(ops, st, "epsilon_sound_threshold") +
+                                describe_number(ops, st, "epsilon_sound_values"),
+                            1e-9);
+    ck_assert_int_eq(rec.guarantee, GUARANTEE_PROVEN);
+    ck_assert_ptr_null(rec.assumptions[0]);
     ck_assert_double_eq(rec.delta, 0);
     free(x);
+    ops->destroy(st);
+    // The float sampler: no guarantee.
+    st = make_defense("{\"name\":\"dp-fedasgp\",\"epsilon\":4,\"max_selected_fraction\":0.02,\"sampler\":\"float\"}",
+                      &su, &ops);
+    ops->privacy(st, 5, &rec);
+    privacy_record_settle(&rec);
+    ck_assert_int_eq(rec.guarantee, GUARANTEE_NONE);
+    ck_assert(isinf(rec.epsilon_total_sound));
     ops->destroy(st);
 }
 END_TEST
