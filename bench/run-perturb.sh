@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Perturbation throughput of the local-DP mechanisms on a 10^7-element upload (one
 # thread), the safe and the float samplers side by side, and the federated defenses' Gaussian
-# noise (bench/perturb_bench.c, linked
+# and Laplace noise (bench/perturb_bench.c, linked
 # against the library make builds). Usage: bash bench/run-perturb.sh [ELEMENTS [RUNS]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
