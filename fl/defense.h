@@ -133,10 +133,12 @@ typedef enum {
 
 #define PRIVACY_MAX_ASSUMPTIONS 6
 
-// The assumption every bound over continuous noise makes until its sampler is proven
+// The assumption of a bound over continuous noise drawn by a sampler not proven
 // floating-point safe: Mironov 2012 shows that floating-point Laplace outputs have
-// input-dependent supports, which voids any ε; the Gaussian samplers are not yet shown
-// to be free of it. A defense that draws such noise lists this sentence.
+// input-dependent supports, which voids any ε. A defense that draws such noise and
+// states the ideal mechanism's bound lists this sentence (dp-sgd's Gaussian today; the
+// federated Gaussian and Laplace defenses have safe samplers, and their float ones say
+// none).
 #define PRIVACY_ASSUME_EXACT_NOISE                                                                         \
     "the noise is an exact draw from its continuous law: the floating-point sampler that adds it is not " \
     "yet proven safe (Mironov 2012)"
