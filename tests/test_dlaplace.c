@@ -234,6 +234,78 @@ START_TEST(dlap_support_is_input_independent_and_float_is_not) {
 }
 END_TEST
 
+// ---- the SVT on the grid, exactly ---------------------------------------------------------
+//
+// Lyu et al. 2017 Alg. 1 (cap c = 1) on two queries with discrete Laplace threshold and query
+// noise, the queries rounded at random: the law of its three outputs (⊤; ⊥ ⊤; ⊥ ⊥) computed
+// exactly for neighbouring positions (each moved by at most s steps), against the bound the
+// dp-fedasgp record uses, s·ln E_ρ + 2·c·s·(E_ν − 1). Control: positions 4s apart (a
+// sensitivity understated) exceed it.
+
+// P(ν >= k) for |k| <= R (tail[k + R]); the law's mass beyond ±R is below 2^-80 here.
+static long double *tails(const DLap *nu, long R) {
+    long double *h = calloc((size_t)(2 * R + 2), sizeof(long double));
+    for (long k = R; k >= -R; k--)
+        h[k + R] = h[k + R + 1] + dlap_pmf(nu, k);
+    return h;
+}
+
+static long double tail_at(const long double *h, long R, long long k) {
+    return k > R ? 0 : k < -R ? 1 : h[k + R];
+}
+
+// P(query at effective position v passes the bar b) with randomized rounding.
+static long double pass(const long double *h, long R, double v, long long bar) {
+    double fl = floor(v), f = v - fl;
+    return (1 - f) * tail_at(h, R, bar - (long long)fl) + f * tail_at(h, R, bar - (long long)fl - 1);
+}
+
+static void svt_law(const DLap *rho, const DLap *nu, const long double *h, long R, const double v[2],
+                    long double out[3]) {
+    out[0] = out[1] = out[2] = 0;
+    for (long long z = -R; z <= R; z++) {
+        long double pz = dlap_pmf(rho, z), p0 = pass(h, R, v[0], z), p1 = pass(h, R, v[1], z);
+        out[0] += pz * p0;
+        out[1] += pz * (1 - p0) * p1;
+        out[2] += pz * (1 - p0) * (1 - p1);
+    }
+}
+
+START_TEST(svt_on_the_grid_within_its_bound) {
+    DLap rho = make_law(3), nu = make_law(6);
+    const long R = 1200;
+    long double *h = tails(&nu, R);
+    const long long s = 2;
+    const double bound = (double)s * rho.log_ratio + 2.0 * 1 * (double)s * nu.lipschitz;
+    static const double pairs[][2][2] = {
+        {{0.25, 1.75}, {2.25, -0.25}}, {{0.5, 0.5}, {2.5, 2.5}}, {{3.0, -1.0}, {1.0, 1.0}},
+        {{0.125, 4.0}, {-1.875, 2.0}}, {{10.0, -10.0}, {8.0, -8.0}},
+    };
+    double worst = 0, moved = 0;
+    for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+        long double a[3], b[3], c[3];
+        svt_law(&rho, &nu, h, R, pairs[k][0], a);
+        svt_law(&rho, &nu, h, R, pairs[k][1], b);
+        ck_assert(fabsl(a[0] + a[1] + a[2] - 1) < 1e-12L);
+        // Control: the same neighbours moved 4 times as far (a sensitivity understated 4x).
+        const double far[2] = {pairs[k][0][0] + 4 * (pairs[k][1][0] - pairs[k][0][0]),
+                               pairs[k][0][1] + 4 * (pairs[k][1][1] - pairs[k][0][1])};
+        svt_law(&rho, &nu, h, R, far, c);
+        for (int o = 0; o < 3; o++) {
+            double r = fabs((double)logl(a[o] / b[o]));
+            ck_assert_msg(r <= bound, "pair %zu, output %d: log ratio %g above the bound %g", k, o, r, bound);
+            worst = fmax(worst, r);
+            moved = fmax(moved, fabs((double)logl(a[o] / c[o])));
+        }
+    }
+    ck_assert_msg(worst > 0.4 * bound, "the bound %g is far above every ratio (%g)", bound, worst);
+    ck_assert_msg(moved > bound, "control: neighbours 4s apart stay within the bound (%g <= %g)", moved, bound);
+    free(h);
+    dlap_free(&rho);
+    dlap_free(&nu);
+}
+END_TEST
+
 START_TEST(dlap_bad_scales) {
     DLap t;
     FpError e = {0};
@@ -252,6 +324,7 @@ Suite *suite_dlaplace(void) {
     tcase_add_test(t, dlap_element_indexed);
     tcase_add_test(t, dlap_rounding_is_unbiased);
     tcase_add_test(t, dlap_support_is_input_independent_and_float_is_not);
+    tcase_add_test(t, svt_on_the_grid_within_its_bound);
     tcase_add_test(t, dlap_bad_scales);
     suite_add_tcase(s, t);
     return s;
