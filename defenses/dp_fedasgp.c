@@ -128,8 +128,17 @@ static FpStatus asgp_build_safe(DpFedAsgp *s, const char *path, FpError *err) {
     // position by at most ΔS/g_s + 2 err.
     double reach = s->sensitivity / s->svt_grid * (1 + 0x1p-50) + 2 * dlap_position_error(s->svt_grid, s->clip);
     s->svt_shift = (long long)ceil(reach);
+    if (!(s->threshold / s->svt_grid < 0x1p50)) {
+        asgp_free_laws(s);
+        return fp_fail(err, FP_EPARAM, "%s.threshold: %g is beyond the safe sampler's grid", path, s->threshold);
+    }
     s->threshold_steps = llround(s->threshold / s->svt_grid);
     s->value_grid = s->noise_scale / s->value_law.scale;
+    if (!(s->clip / s->value_grid < 0x1p50)) {
+        asgp_free_laws(s);
+        return fp_fail(err, FP_EPARAM, "%s.epsilon: %g puts the values' grid below 2^-50 of the clip; use "
+                                       "\"sampler\": \"float\"", path, s->epsilon);
+    }
     // ρ shifted by s: ratio E_ρ^s; each of at most c passes: a tail moved by at most 2s,
     // ratio e^{(E_ν − 1)·2s}; values: L1 sensitivity √c·ΔS over at most c coordinates.
     s->eps_sound_threshold = (double)s->svt_shift * s->threshold_law.log_ratio * (1 + 0x1p-50);

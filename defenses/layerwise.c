@@ -602,6 +602,12 @@ static FpStatus lw_perturb(void *state, float *upload, const DefenseRound *rd, F
                     break;
                 }
                 double g = b / s->law.scale;
+                if (!(clip[u] / g < 0x1p50)) {
+                    st = fp_fail(err, FP_EPARAM, "layerwise: the Laplace scale %g is below 2^-50 of the clip %g: "
+                                                 "beyond the safe sampler's grid (use \"sampler\": \"float\")", b,
+                                 clip[u]);
+                    break;
+                }
                 double l1 = s->variant == LW_PAPER ? 2 * clip[u] * sqrt((double)un->count) : 2 * clip[u];
                 unit_cost = dlap_epsilon_l1(&s->law, g, l1, (double)un->count, clip[u]);
                 for (int q = 0; q < un->n_layers; q++) {
