@@ -64,15 +64,22 @@ void clip_noise_free(ClipNoise *n) {
         dgauss_wide_free(&n->table);
 }
 
-void clip_noise_add(const ClipNoise *n, float *x, const ParamTable *t, const RngStream *rng, double std) {
+void clip_noise_add_at(const ClipNoise *n, float *x, size_t count, const RngStream *rng, uint64_t first, double std) {
     if (std <= 0)
         return;
+    if (n->safe) {
+        dgauss_wide_add(&n->table, std / n->table.sigma, x, count, rng, first);
+        return;
+    }
+    for (size_t k = 0; k < count; k++)
+        x[k] = clip_noise_one(n, x[k], first + k, rng, std);
+}
+
+void clip_noise_add(const ClipNoise *n, float *x, const ParamTable *t, const RngStream *rng, double std) {
     for (int l = 0; l < t->n_layers; l++) {
         const ParamLayer *L = &t->layers[l];
-        if (!L->trainable)
-            continue;
-        for (size_t i = L->offset; i < L->offset + L->count; i++)
-            x[i] = clip_noise_one(n, x[i], i, rng, std);
+        if (L->trainable)
+            clip_noise_add_at(n, x + L->offset, L->count, rng, L->offset, std);
     }
 }
 

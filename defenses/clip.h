@@ -74,6 +74,10 @@ static inline float clip_noise_one(const ClipNoise *n, float x, uint64_t i, cons
     rng_block(rng, i, w);
     return dgauss_wide_value(&n->table, std / n->table.sigma, x, w);
 }
+// x[k] for k < count noised with std as element first + k (rng's block first + k): the one
+// loop every noised vector goes through (the safe sampler 16 elements at a time,
+// dgauss_wide_add, bit for bit clip_noise_one). Nothing when std <= 0.
+void clip_noise_add_at(const ClipNoise *n, float *x, size_t count, const RngStream *rng, uint64_t first, double std);
 // Every trainable element of x noised with std (nothing when std <= 0).
 void clip_noise_add(const ClipNoise *n, float *x, const ParamTable *t, const RngStream *rng, double std);
 // The factor φ >= 1 by which the safe sampler's rounding divides the noise multiplier

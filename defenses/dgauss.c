@@ -222,6 +222,93 @@ void dgauss_wide_free(DGaussWide *g) {
     g->guide = NULL;
 }
 
+// T_i <= (uh, ul) where the top 63 bits tie (about 2^-63 of the comparisons): out of line,
+// so the common path never touches the low words.
+__attribute__((noinline, cold)) static long wide_tie_le(const DGaussWide *g, long i, uint32_t ul) {
+    return g->lo[i] <= ul;
+}
+
+static inline long wide_le_fast(const DGaussWide *g, long i, uint64_t uh, uint32_t ul) {
+    uint64_t h = g->hi[i];
+    long le = h < uh;
+    if (__builtin_expect(h == uh, 0))
+        le = wide_tie_le(g, i, ul);
+    return le;
+}
+
+// dgauss_wide_draw for 16 elements (word j of element l: w[j][l]) into jv, in three passes
+// so that the 16 elements' table reads overlap.
+static void wide_draw16(const DGaussWide *g, const uint32_t w0[16], const uint32_t w1[16], const uint32_t w3[16],
+                        double jv[16]) {
+    uint64_t uh[16];
+    long pos[16], cnt[16];
+    for (int l = 0; l < 16; l++)
+        uh[l] = ((uint64_t)(w0[l] & 0x7fffffffu) << 32) | w1[l];
+    for (int l = 0; l < 16; l++) {
+        uint64_t b = uh[l] >> (63 - DGAUSS_WIDE_GUIDE_BITS);
+        pos[l] = g->guide[b];
+        cnt[l] = (long)g->guide[b + 1] - pos[l];
+    }
+    for (int l = 0; l < 16; l++) {
+        long p = pos[l], c = cnt[l];
+        if (__builtin_expect(c <= DGAUSS_WIDE_SHORT, 1)) {
+            // The thresholds p+1..p+c are sorted: J's position is p plus how many are <= u.
+            // Indices past p+c are clamped to it (read, then masked off).
+            long le = 0;
+            for (long k = 1; k <= DGAUSS_WIDE_SHORT; k++)
+                le += (c >= k) & wide_le_fast(g, p + (c < k ? c : k), uh[l], w3[l]);
+            p += le;
+        } else {
+            while (c > 0) {   // the binary search of dgauss_wide_draw
+                long half = c / 2;
+                if (wide_le_fast(g, p + half + 1, uh[l], w3[l])) {
+                    p += half + 1;
+                    c -= half + 1;
+                } else {
+                    c = half;
+                }
+            }
+        }
+        jv[l] = (double)(p - g->ymax);
+    }
+}
+
+void dgauss_wide_add(const DGaussWide *g, double grid, float *x, size_t n, const RngStream *s, uint64_t first) {
+    size_t i = 0;
+    uint32_t w[4];
+    for (; i < n && ((first + i) & 15u); i++) {
+        rng_block(s, first + i, w);
+        x[i] = dgauss_wide_value(g, grid, x[i], w);
+    }
+    if (!s->secure) {   // secure streams (core/rng_secure.h) draw through rng_block only
+        Philox16 ph = {0};
+        uint64_t hi = UINT64_MAX;
+        for (; i + 16 <= n; i += 16) {
+            uint64_t b0 = first + i;
+            if ((b0 >> 32) != hi) {
+                hi = b0 >> 32;
+                philox16_prepare(&ph, s->key[0], s->key[1], s->purpose, s->round, s->client, hi);
+            }
+            PhiloxU32x16 wv[4];
+            uint32_t w0[16], w1[16], w3[16];
+            double jv[16];
+            philox16_blocks(&ph, (uint32_t)b0, wv);
+            __builtin_memcpy(w0, &wv[0], sizeof w0);
+            __builtin_memcpy(w1, &wv[1], sizeof w1);
+            __builtin_memcpy(w3, &wv[3], sizeof w3);
+            wide_draw16(g, w0, w1, w3, jv);
+            // dgauss_wide_value's arithmetic, element by element (vectorised).
+            float *xi = x + i;
+            for (int l = 0; l < 16; l++)
+                xi[l] = (float)(grid * (dgauss_grid_round(xi[l], grid) + jv[l]));
+        }
+    }
+    for (; i < n; i++) {
+        rng_block(s, first + i, w);
+        x[i] = dgauss_wide_value(g, grid, x[i], w);
+    }
+}
+
 long double dgauss_wide_pmf(const DGaussWide *g, long j) {
     if (j < -g->ymax || j > g->ymax)
         return 0;

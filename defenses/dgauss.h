@@ -140,6 +140,14 @@ static inline long dgauss_wide_draw_ref(const DGaussWide *g, const uint32_t w[4]
     return pos - g->ymax;
 }
 
+// x[i] <- dgauss_wide_value(g, grid, x[i], block first + i of s) for i < n: the same
+// floats, bit for bit, 16 elements at a time (one vectorised Philox call for 16 blocks, the
+// guide's buckets read for all 16 before their searches, the common searches of up to
+// DGAUSS_WIDE_SHORT thresholds without branches on the data, the 32 low bits read only
+// when the top 63 tie). Element-indexed: any split of [0, n) gives the same result.
+void dgauss_wide_add(const DGaussWide *g, double grid, float *x, size_t n, const RngStream *s, uint64_t first);
+#define DGAUSS_WIDE_SHORT 2
+
 // P(J = j) of the table's law.
 long double dgauss_wide_pmf(const DGaussWide *g, long j);
 

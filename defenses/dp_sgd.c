@@ -25,11 +25,26 @@
 // (for an observer of the aggregates alone who does not learn the cohort, the client's
 // sampling would amplify further; that is not claimed). Uniform draws are 53-bit, so a
 // record's inclusion probability exceeds q_k by less than 2^-53: the account uses
-// q_k + 2^-52. The Gaussian draws are Box–Muller in double, not a floating-point-safe
-// sampler, so the bound is conditional on exact noise, as for the other Gaussian defenses.
+// q_k + 2^-52.
+//
+// The noise (ClipNoise, "sampler"): by default the federated defenses' discrete Gaussian on a
+// grid (defenses/clip.h): each step's sum of clipped per-example gradients is rounded once,
+// as a whole, to the grid g = σC/T (T the table's σ in grid steps), so neighbouring sums
+// stay within C/g + √d steps (d trainable elements) and the account runs at the multiplier
+// σ/φ, φ = 1 + 1e-12 + σ√d/T (defenses/dpsgd_step.h), with δ holding the table's distance
+// to N_Z(0, T²) over the run's d·T_k·rounds draws (clip_noise_epsilon). What that proves:
+// the discrete Gaussian's RDP curve is the continuous one's (CKS 2020 Thm 4), but the
+// Poisson-subsampled bound (RDP of Mironov, Talwar, Zhang 2019; the PLD accountant's
+// privacy loss) is derived for the continuous Gaussian's densities, so the record is
+// conditional on CLIP_ASSUME_POISSON_DISCRETE, the sentence gaussian-dpfedavg states for
+// Bernoulli sampling (one place to change when a proven bound for the subsampled discrete
+// Gaussian arrives), with the PLD accountant also on DPSGD_ASSUME_PLD_DISCRETE, and on
+// DPSGD_ASSUME_FLOAT_SUM (the float summation of the clipped gradients). "sampler":
+// "float" (Box–Muller in double) gives guarantee none.
 //
 // Params: {"name": "dp-sgd", "clip" (1), "noise_multiplier" | "epsilon" (total over the
-// planned rounds), "delta" (1e-5), "accountant" ("pld" | "rdp")}.
+// planned rounds), "delta" (1e-5), "accountant" ("pld" | "rdp"), "sampler" ("safe" |
+// "float")}.
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,10 +53,20 @@
 #include "defenses/accountant.h"
 #include "defenses/accountant_pld.h"
 #include "defenses/registry.h"
+#include "defenses/clip.h"
 #include "defenses/dpsgd_step.h"
 
 // The excess of a 53-bit uniform's inclusion probability over q (banner).
 #define DPSGD_RATE_SLACK (1.0 / 4503599627370496.0)
+
+// The assumptions of the safe sampler's record besides CLIP_ASSUME_POISSON_DISCRETE (banner).
+#define DPSGD_ASSUME_PLD_DISCRETE                                                                            \
+    "the PLD accountant composes the privacy loss of the Poisson-subsampled continuous Gaussian; the "          \
+    "subsampled discrete Gaussian's loss is assumed no worse (the RDP accountant needs only the assumption "  \
+    "above)"
+#define DPSGD_ASSUME_FLOAT_SUM                                                                               \
+    "the clipped per-example gradients are summed in float32 (one matrix product per layer): the sums of "     \
+    "neighbouring batches are taken to differ by at most the clip C, the summation's rounding not bounded"
 
 typedef struct DpSgd {
     double clip, sigma, delta;
@@ -57,7 +82,11 @@ typedef struct DpSgd {
     int uniform;             // 1 when every client has the same (q_k, T_k)
     int rounds;
     double lr;
+    ClipNoise noise;         // the sampler ("sampler")
+    double phi;              // the safe sampler's rounding inflation of σ (1 for the float one)
+    size_t d;                // trainable elements: draws per step
     double *eps_cache;       // eps_cache[r] = ε after r rounds (NAN until computed); r in 0..rounds
+    int *covered_cache;      // whether the table's slack fitted in δ for eps_cache[r]
 } DpSgd;
 
 static long long client_steps(const DpSgd *s, int n) {
@@ -71,8 +100,8 @@ static long long client_steps(const DpSgd *s, int n) {
 
 static double client_rate(const DpSgd *s, int n) { return n <= s->batch_size ? 1.0 : (double)s->batch_size / n; }
 
-// ε after `rounds` rounds at δ (0 for none, INFINITY without noise).
-static FpStatus account(const DpSgd *s, double sigma, long long rounds, double *eps, FpError *err) {
+// ε after `rounds` rounds at δ (0 for none, INFINITY without noise), the multiplier σ/φ.
+static FpStatus account(const DpSgd *s, double sigma, long long rounds, double delta, double *eps, FpError *err) {
     long long steps = s->steps_round * rounds;
     if (steps <= 0) {
         *eps = 0;
@@ -83,18 +112,29 @@ static FpStatus account(const DpSgd *s, double sigma, long long rounds, double *
         return FP_OK;
     }
     if (s->use_rdp)
-        return rdp_epsilon(s->q_acct, sigma, steps, s->delta, eps, NULL, err);
-    return pld_epsilon(s->q_acct, sigma, steps, s->delta, eps, err);
+        return rdp_epsilon(s->q_acct, sigma / s->phi, steps, delta, eps, NULL, err);
+    return pld_epsilon(s->q_acct, sigma / s->phi, steps, delta, eps, err);
+}
+
+// account() as a ClipEpsilonAt (an accountant that cannot state a bound states none).
+static double epsilon_at(const void *ctx, long long rounds, double delta) {
+    const DpSgd *s = ctx;
+    double eps;
+    FpError e = {0};
+    return account(s, s->sigma, rounds, delta, &eps, &e) == FP_OK ? eps : INFINITY;
 }
 
 static FpStatus dpsgd_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                              FpError *err) {
-    static const char *const keys[] = {"name", "clip", "noise_multiplier", "epsilon", "delta", "accountant", NULL};
+    static const char *const keys[] = {"name",  "clip",       "noise_multiplier", "epsilon",
+                                       "delta", "accountant", "sampler",          NULL};
     static const char *const accountants[] = {"pld", "rdp", NULL};
     char p[256];
     FP_TRY(jv_keys(params, path, keys, err));
     if (!setup->client_samples || setup->n_clients < 1)
         return fp_fail(err, FP_EPARAM, "%s: dp-sgd needs the federation's clients and their sample counts", path);
+    if (!setup->params)
+        return fp_fail(err, FP_EPARAM, "%s: dp-sgd needs the model's parameter table", path);
     if (setup->model)
         FP_TRY(dpsgd_check_model(setup->model, err));
     DpSgd *s = fp_calloc(1, sizeof *s, err);
@@ -110,7 +150,9 @@ static FpStatus dpsgd_create(const cJSON *params, const char *path, const Defens
     s->epsilon_target = -1;
     s->client_n = malloc(sizeof(int) * (size_t)s->n_clients);
     s->eps_cache = malloc(sizeof(double) * ((size_t)s->rounds + 1));
-    if (!s->client_n || !s->eps_cache) {
+    s->covered_cache = malloc(sizeof(int) * ((size_t)s->rounds + 1));
+    s->phi = 1;
+    if (!s->client_n || !s->eps_cache || !s->covered_cache) {
         st = fp_fail(err, FP_ENOMEM, "out of memory for dp-sgd");
         goto fail;
     }
@@ -119,8 +161,10 @@ static FpStatus dpsgd_create(const cJSON *params, const char *path, const Defens
     int acc;
     if ((st = jv_number(params, path, "clip", JV_OPTIONAL, 1.0, 0, 1, INFINITY, 1, &s->clip, err)) != FP_OK ||
         (st = jv_number(params, path, "delta", JV_OPTIONAL, 1e-5, 0, 1, 1, 1, &s->delta, err)) != FP_OK ||
-        (st = jv_choice(params, path, "accountant", accountants, 0, &acc, err)) != FP_OK)
+        (st = jv_choice(params, path, "accountant", accountants, 0, &acc, err)) != FP_OK ||
+        (st = clip_noise_parse(params, path, setup->params, &s->noise, err)) != FP_OK)
         goto fail;
+    s->d = s->noise.d;
     s->use_rdp = acc == 1;
     // The largest rate and the most steps over the configured clients.
     double q = 0;
@@ -152,24 +196,46 @@ static FpStatus dpsgd_create(const cJSON *params, const char *path, const Defens
         if ((st = jv_number(params, path, "epsilon", JV_REQUIRED, 0, 0, 1, INFINITY, 1, &s->epsilon_target,
                             err)) != FP_OK)
             goto fail;
+        // The multiplier the account needs (at δ less the safe table's share), then the σ
+        // whose rounding inflation φ(σ) = 1 + a + bσ leaves σ/φ(σ) at least that.
         long long steps = s->steps_round * (long long)s->rounds;
+        double delta_acc = s->noise.safe ? s->delta * (1 - CLIP_NOISE_SLACK) : s->delta, sigma_acc = 0;
         FpError e2 = {0};
         FpStatus cs = steps <= 0 ? fp_fail(&e2, FP_EPARAM, "the federation takes no local steps")
                       : s->use_rdp
-                          ? rdp_sigma_for_epsilon(s->q_acct, steps, s->delta, s->epsilon_target, NULL, 0, &s->sigma,
+                          ? rdp_sigma_for_epsilon(s->q_acct, steps, delta_acc, s->epsilon_target, NULL, 0, &sigma_acc,
                                                   NULL, &e2)
-                          : pld_sigma_for_epsilon(s->q_acct, steps, s->delta, s->epsilon_target, 0, &s->sigma, NULL,
+                          : pld_sigma_for_epsilon(s->q_acct, steps, delta_acc, s->epsilon_target, 0, &sigma_acc, NULL,
                                                   &e2);
         if (cs != FP_OK) {
             st = fp_fail(err, FP_EPARAM, "%s: %s", jv_path(p, sizeof p, path, "epsilon"), e2.msg);
             goto fail;
         }
+        s->sigma = sigma_acc;
+        if (s->noise.safe) {
+            if ((st = clip_noise_build(&s->noise, sigma_acc, err)) != FP_OK)
+                goto fail;
+            double a = 1e-12, b = sqrt((double)s->d) / s->noise.table.sigma;
+            if (b * sigma_acc >= 1) {
+                st = fp_fail(err, FP_EPARAM, "%s: the grid of the safe sampler cannot reach epsilon %g with %zu "
+                             "trainable elements", jv_path(p, sizeof p, path, "epsilon"), s->epsilon_target, s->d);
+                goto fail;
+            }
+            s->sigma = sigma_acc * (1 + a) / (1 - b * sigma_acc) * (1 + 1e-12);
+        }
+    }
+    if (s->sigma > 0) {
+        if ((st = clip_noise_build(&s->noise, s->sigma, err)) != FP_OK)
+            goto fail;
+        s->phi = clip_noise_inflation(&s->noise, s->sigma * s->clip, s->clip, 1);
     }
     *state = s;
     return FP_OK;
 fail:
+    clip_noise_free(&s->noise);
     free(s->client_n);
     free(s->eps_cache);
+    free(s->covered_cache);
     free(s);
     return st;
 }
@@ -178,8 +244,10 @@ static void dpsgd_destroy(void *state) {
     DpSgd *s = state;
     if (!s)
         return;
+    clip_noise_free(&s->noise);
     free(s->client_n);
     free(s->eps_cache);
+    free(s->covered_cache);
     free(s);
 }
 
@@ -210,7 +278,7 @@ static FpStatus dpsgd_local_gradient(void *state, const DefenseLocalStep *step, 
     for (int i = 0; i < r->n_local; i++)
         if (q >= 1.0 || rng_uniform_at(&r->aux_rng, base + (uint64_t)i) < q)
             batch[n++] = r->local_idx[i];
-    DpSgdStepConfig cfg = {.clip = s->clip, .noise_multiplier = s->sigma, .denominator = q * nk};
+    DpSgdStepConfig cfg = {.clip = s->clip, .noise_multiplier = s->sigma, .denominator = q * nk, .sampler = &s->noise};
     FpStatus st = dpsgd_step(step->model, step->tape, r->local_data, batch, n, &cfg, &r->rng,
                              (uint64_t)(step->step + 1) << 32, grad, NULL, err);
     free(batch);
@@ -235,60 +303,80 @@ static void dpsgd_upload_params(const void *state, const DefenseRound *round, Up
     out->noise_scale = s->lr * sqrt((double)client_steps(s, nk)) * per_step;
 }
 
-static double cached_epsilon(const DpSgd *s, int rounds) {
+// ε after `rounds` rounds (the safe sampler's table slack inside δ, clip_noise_epsilon),
+// and in *covered whether that slack fitted.
+static double cached_epsilon(const DpSgd *s, int rounds, int *covered) {
     if (rounds < 0)
         rounds = 0;
-    if (rounds <= s->rounds && !isnan(s->eps_cache[rounds]))
+    if (rounds <= s->rounds && !isnan(s->eps_cache[rounds])) {
+        *covered = s->covered_cache[rounds];
         return s->eps_cache[rounds];
-    double eps;
-    FpError e = {0};
-    if (account(s, s->sigma, rounds, &eps, &e) != FP_OK)
-        eps = INFINITY; // an accountant that cannot state a bound states none
-    if (rounds <= s->rounds)
+    }
+    double draws = (double)s->d * (double)s->steps_round * rounds;
+    double eps = clip_noise_epsilon(&s->noise, s->delta, draws, epsilon_at, s, rounds, covered);
+    if (rounds <= s->rounds) {
         s->eps_cache[rounds] = eps;
+        s->covered_cache[rounds] = *covered;
+    }
     return eps;
 }
 
 static void dpsgd_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
     const DpSgd *s = state;
-    double eps = cached_epsilon(s, rounds_done);
+    int covered, covered_round;
+    double eps = cached_epsilon(s, rounds_done, &covered);
     *rec = (PrivacyRecord){.unit = "record", .delta = s->delta, .sigma = s->sigma, .epsilon_total_sound = eps,
-                           .epsilon_round_nominal = cached_epsilon(s, 1), .epsilon_total_nominal = eps,
+                           .epsilon_round_nominal = cached_epsilon(s, 1, &covered_round), .epsilon_total_nominal = eps,
                            .nominal_notion = "the same account (dp-sgd claims what it can prove)"};
-    if (s->use_rdp)
-        rec->sound_notion =
-            s->uniform ? "record-level (eps, delta)-DP w.r.t. one client's data, add/remove one record, for an "
-                         "observer of all of the client's uploads: RDP of the Poisson-subsampled Gaussian (rate "
-                         "q = B/n_k, multiplier sigma) composed over T local steps x rounds, Balle et al. 2020 "
-                         "conversion; every round counted (no amplification by client sampling is claimed)"
-                       : "record-level (eps, delta)-DP w.r.t. one client's data, add/remove one record, for an "
-                         "observer of all of the client's uploads: RDP of the Poisson-subsampled Gaussian at the "
-                         "largest client rate B/n_k and the most local steps T over the clients (covering every "
-                         "client), composed over T x rounds, Balle et al. 2020 conversion; every round counted (no "
-                         "amplification by client sampling is claimed)";
-    else
-        rec->sound_notion =
-            s->uniform ? "record-level (eps, delta)-DP w.r.t. one client's data, add/remove one record, for an "
-                         "observer of all of the client's uploads: PLD of the Poisson-subsampled Gaussian (rate "
-                         "q = B/n_k, multiplier sigma) composed over T local steps x rounds, discretisation, "
-                         "truncation and round-off errors in delta; every round counted (no amplification by client "
-                         "sampling is claimed)"
-                       : "record-level (eps, delta)-DP w.r.t. one client's data, add/remove one record, for an "
-                         "observer of all of the client's uploads: PLD of the Poisson-subsampled Gaussian at the "
-                         "largest client rate B/n_k and the most local steps T over the clients (covering every "
-                         "client), composed over T x rounds, errors in delta; every round counted (no amplification "
-                         "by client sampling is claimed)";
+    // By (accountant, clients uniform, safe sampler).
+#define DPSGD_OBSERVER                                                                                       \
+    "record-level (eps, delta)-DP w.r.t. one client's data, add/remove one record, for an observer of all of " \
+    "the client's uploads: "
+#define DPSGD_ROUNDS "; every round counted (no amplification by client sampling is claimed)"
+#define DPSGD_SAFE                                                                                           \
+    "; the noise is the discrete Gaussian on a grid (Canonne, Kamath, Steinke 2020) on each step's clipped sum, " \
+    "rounded once: sigma divided by the rounding's inflation (config rounding_inflation), delta holding the "   \
+    "table's distance to it"
+#define DPSGD_NOTION(text) {text DPSGD_ROUNDS, text DPSGD_SAFE DPSGD_ROUNDS}
+    static const char *const notions[2][2][2] = {
+        {DPSGD_NOTION(DPSGD_OBSERVER "PLD of the Poisson-subsampled Gaussian at the largest client rate B/n_k and the "
+                                     "most local steps T over the clients (covering every client), composed over T x "
+                                     "rounds, errors in delta"),
+         DPSGD_NOTION(DPSGD_OBSERVER "PLD of the Poisson-subsampled Gaussian (rate q = B/n_k, multiplier sigma) "
+                                     "composed over T local steps x rounds, discretisation, truncation and round-off "
+                                     "errors in delta")},
+        {DPSGD_NOTION(DPSGD_OBSERVER "RDP of the Poisson-subsampled Gaussian at the largest client rate B/n_k and the "
+                                     "most local steps T over the clients (covering every client), composed over T x "
+                                     "rounds, Balle et al. 2020 conversion"),
+         DPSGD_NOTION(DPSGD_OBSERVER "RDP of the Poisson-subsampled Gaussian (rate q = B/n_k, multiplier sigma) "
+                                     "composed over T local steps x rounds, Balle et al. 2020 conversion")},
+    };
+#undef DPSGD_NOTION
+#undef DPSGD_SAFE
+#undef DPSGD_ROUNDS
+#undef DPSGD_OBSERVER
+    rec->sound_notion = notions[s->use_rdp][s->uniform][s->noise.safe];
     if (s->sigma <= 0 || !isfinite(eps)) {
         rec->guarantee = GUARANTEE_NONE;
         privacy_assume(rec, s->sigma <= 0 ? "noise multiplier 0: the clipped gradients are released without noise"
                                           : "the accountant could not bound this composition");
         return;
     }
-    rec->guarantee = GUARANTEE_PROVEN;
     rec->epsilon_total_upload = eps;
     rec->upload_notion = "the same bound: it already assumes the observer sees every upload of the client and knows "
                          "when it took part";
-    privacy_assume(rec, PRIVACY_ASSUME_EXACT_NOISE);
+    if (!s->noise.safe) {
+        rec->guarantee = GUARANTEE_NONE;
+        privacy_assume(rec, CLIP_NOISE_FLOAT_REASON);
+        return;
+    }
+    rec->guarantee = GUARANTEE_CONDITIONAL;
+    privacy_assume(rec, CLIP_ASSUME_POISSON_DISCRETE);
+    if (!s->use_rdp)
+        privacy_assume(rec, DPSGD_ASSUME_PLD_DISCRETE);
+    privacy_assume(rec, DPSGD_ASSUME_FLOAT_SUM);
+    if (!covered)
+        privacy_assume(rec, CLIP_NOISE_SLACK_ASSUMPTION);
 }
 
 static void dpsgd_describe(const void *state, cJSON *out) {
@@ -306,7 +394,11 @@ static void dpsgd_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "accountant_sample_rate", s->q_acct);
     cJSON_AddNumberToObject(out, "local_steps_per_round", (double)s->steps_round);
     cJSON_AddBoolToObject(out, "clients_uniform", s->uniform);
-    double e = cached_epsilon(s, s->rounds);
+    clip_noise_describe(&s->noise, out);
+    if (s->noise.safe)   // the account's multiplier is noise_multiplier divided by this (banner)
+        cJSON_AddNumberToObject(out, "rounding_inflation", s->phi);
+    int covered;
+    double e = cached_epsilon(s, s->rounds, &covered);
     if (isfinite(e))
         cJSON_AddNumberToObject(out, "epsilon_after_all_rounds", e);
     else

@@ -1,5 +1,5 @@
 // The private step of DP-SGD (see dpsgd_step.h): per-example gradients from one backward
-// pass, per-record clipping, Gaussian noise on the clipped sum.
+// pass, per-record clipping, Gaussian noise (ClipNoise) on the clipped sum.
 #include "defenses/dpsgd_step.h"
 
 #include <math.h>
@@ -104,6 +104,9 @@ FpStatus dpsgd_step(Model *m, Tape *t, const Dataset *d, const uint32_t *idx, in
         return fp_fail(err, FP_EPARAM, "DP-SGD: denominator must be > 0, got %g", cfg->denominator);
     if (n < 0)
         return fp_fail(err, FP_EPARAM, "DP-SGD: batch of %d records", n);
+    if (cfg->noise_multiplier > 0.0 && (!cfg->sampler || (cfg->sampler->safe && !cfg->sampler->table.hi)))
+        return fp_fail(err, FP_EPARAM, "DP-SGD: noise multiplier %g without a built Gaussian sampler",
+                       cfg->noise_multiplier);
     if (noise_first > (UINT64_C(1) << 48) - (uint64_t)tb->n_params)
         return fp_fail(err, FP_EPARAM, "DP-SGD: noise indices from %llu are beyond the stream's 2^48",
                        (unsigned long long)noise_first);
@@ -112,38 +115,32 @@ FpStatus dpsgd_step(Model *m, Tape *t, const Dataset *d, const uint32_t *idx, in
     be->fill(grad, tb->n_params, 0.0f);
     if (n > 0)
         FP_TRY(clipped_sum(m, t, d, idx, n, cfg->clip, grad, &st, err));
-    // g = S / denominator + (float)(σ C z / denominator) on trainable elements. On the CPU
-    // the draws go straight into g; elsewhere into a host buffer, uploaded and added.
-    float inv = (float)(1.0 / cfg->denominator);
-    double std = cfg->noise_multiplier * cfg->clip / cfg->denominator;
-    float *host = NULL, *dev = NULL;
+    // The noise on the clipped sum S (the sampler rounds S as a whole on the safe path), then
+    // g = that / denominator. On the CPU the sum is noised in place; elsewhere it travels to
+    // the host and back.
+    double std = cfg->noise_multiplier * cfg->clip;
+    float *host = NULL;
     if (std != 0.0 && be->device != DEVICE_CPU) {
-        host = calloc(tb->n_params, sizeof(float));
-        dev = tape_alloc(t, sizeof(float) * tb->n_params);
-        if (!host || !dev) {
-            free(host);
+        host = malloc(sizeof(float) * tb->n_params);
+        if (!host)
             return fp_fail(err, FP_ENOMEM, "out of memory for DP-SGD noise");
-        }
+        be->download(host, grad, sizeof(float) * tb->n_params);
     }
-    for (int k = 0; k < tb->n_layers; k++) {
+    float *sum = host ? host : grad;
+    for (int k = 0; k < tb->n_layers && std != 0.0; k++) {
         const ParamLayer *l = &tb->layers[k];
-        if (!l->trainable)
-            continue;
-        be->affine(l->count, grad + l->offset, inv, 0.0f, grad + l->offset);
-        if (std == 0.0)
-            continue;
-        for (size_t i = l->offset; i < l->offset + l->count; i++) {
-            float z = (float)(std * rng_normal_at(noise, noise_first + i));
-            if (host)
-                host[i] = z;
-            else
-                grad[i] += z;
-        }
+        if (l->trainable)
+            clip_noise_add_at(cfg->sampler, sum + l->offset, l->count, noise, noise_first + l->offset, std);
     }
     if (host) {
-        be->upload(dev, host, sizeof(float) * tb->n_params);
-        be->axpy(tb->n_params, 1.0f, dev, grad);
+        be->upload(grad, host, sizeof(float) * tb->n_params);
         free(host);
+    }
+    float inv = (float)(1.0 / cfg->denominator);
+    for (int k = 0; k < tb->n_layers; k++) {
+        const ParamLayer *l = &tb->layers[k];
+        if (l->trainable)
+            be->affine(l->count, grad + l->offset, inv, 0.0f, grad + l->offset);
     }
     if (stats)
         *stats = st;

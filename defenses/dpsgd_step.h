@@ -10,20 +10,32 @@
 // statistics mix its examples. ℓ_i is the loss of record i alone (what batch_loss gives for
 // a batch of one). Per-example gradients are exact and come from one forward and one
 // backward pass (core/per_example.h), not a pass per record.
-// z_k = rng_normal_at(noise, noise_first + k) for element k: element-indexed, so the noise
-// is the same on every backend and for any split of the work; the caller keeps the steps
-// of one stream apart with noise_first (e.g. ((uint64_t)(step + 1) << 32), as the defense
-// contract asks). The sum's sensitivity to adding or removing one record is C, so with
-// Poisson sampling at rate q and denominator = q·n (the expected batch size, never the
-// realised one, which would leak it) each call is one step of the Poisson-subsampled
-// Gaussian mechanism with noise multiplier σ (defenses/accountant.h, accountant_pld.h).
-// A batch may be empty (Poisson sampling): g is then the noise alone.
+// The noise is the federated defenses' Gaussian sampler (ClipNoise, defenses/clip.h), drawn
+// on the clipped sum S before the division: element k of S becomes, with std = σC,
+//   safe (default): g·(round(S_k/g) + J_k), J_k ~ N_Z(0, T²) the discrete Gaussian of the
+//       sampler's table (T grid steps, g = σC/T the grid), from Philox block noise_first + k;
+//   float: S_k + σC·rng_normal_at(noise, noise_first + k) (no guarantee, Mironov 2012);
+// then g_k = that / denominator (post-processing). Element-indexed, so the noise is the
+// same on every backend and for any split of the work; the caller keeps the steps of one
+// stream apart with noise_first (e.g. ((uint64_t)(step + 1) << 32), as the defense
+// contract asks).
+//
+// Sensitivity. Adding or removing one record moves S by at most C (its clipped gradient).
+// The safe sampler rounds S once per step, as a whole (not each record's gradient), to the
+// nearest grid point: two sums within C stay within C/g + √d grid steps after rounding (d
+// the trainable elements; each coordinate moves by less than one step on each side), so
+// each step is the discrete Gaussian mechanism with L2 sensitivity C/g + √d steps: the
+// continuous account's multiplier σ divided by φ = clip_noise_inflation(sampler, σC, C, 1)
+// = 1 + 1e-12 + σ√d/T. With Poisson sampling at rate q and denominator = q·n (the expected
+// batch size, never the realised one, which would leak it) each call is one step of the
+// Poisson-subsampled (discrete) Gaussian mechanism (defenses/dp_sgd.c states what is
+// proven of its account). A batch may be empty (Poisson sampling): g is then the noise
+// alone.
 //
 // Floating point: norms are computed in float and summed in double; a record is scaled by
 // C / (‖g_i‖ (1 + 2^-20)) when that is below 1, which covers the norm's rounding. The
-// Gaussian draws are Box–Muller in double rounded to float, not a floating-point-safe
-// sampler (Mironov 2012), so a guarantee stated for this step is conditional on exact
-// arithmetic.
+// clipped gradients are then summed in float (one GEMM per layer): that summation's
+// rounding is not bounded here (dp_sgd.c lists it as an assumption).
 #ifndef FEDPRIV_DEFENSES_DPSGD_STEP_H
 #define FEDPRIV_DEFENSES_DPSGD_STEP_H
 
@@ -31,12 +43,15 @@
 
 #include "core/rng.h"
 #include "datasets/dataset.h"
+#include "defenses/clip.h"
 #include "models/model.h"
 
 typedef struct DpSgdStepConfig {
     double clip;             // C > 0: the per-record L2 bound
     double noise_multiplier; // σ >= 0: the sum gets N(0, (σC)²) per element
     double denominator;      // > 0: the noisy sum is divided by this (q·n under Poisson sampling)
+    const ClipNoise *sampler; // the Gaussian sampler (clip_noise_parse, clip_noise_build for σ);
+                              // required when σ > 0
 } DpSgdStepConfig;
 
 typedef struct DpSgdStats {
@@ -53,8 +68,8 @@ FpStatus dpsgd_check_model(const Model *m, FpError *err);
 // grad (device memory of m's backend, n_params floats) = the private gradient above for
 // records idx[0..n) of d (n >= 0), recorded on t (reset first; its values are freed by the
 // next reset). stats may be NULL. FP_EUNSUPPORTED for a model with batch norm or a parameter
-// used in a way with no per-example rule; FP_EPARAM for a bad config or noise indices beyond
-// the stream's 2^48.
+// used in a way with no per-example rule; FP_EPARAM for a bad config (σ > 0 without a
+// sampler, or a safe sampler without its table) or noise indices beyond the stream's 2^48.
 FpStatus dpsgd_step(Model *m, Tape *t, const Dataset *d, const uint32_t *idx, int n, const DpSgdStepConfig *cfg,
                     const RngStream *noise, uint64_t noise_first, float *grad, DpSgdStats *stats, FpError *err);
 

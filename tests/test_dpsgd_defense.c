@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "defenses/clip.h"
 #include "defenses/registry.h"
 #include "defenses/dpsgd_step.h"
 #include "fl/fed.h"
@@ -211,7 +212,7 @@ END_TEST
 
 // 4 clients of 20 records (batch 5: q = 0.25, T = 2 epochs x 4 = 8 steps a round), half
 // of them sampled each round (every round still counts for the record's account).
-static void write_config(const char *dir, const char *defense_json, char *cfg_path, size_t n) {
+static void write_config_threads(const char *dir, const char *defense_json, int threads, char *cfg_path, size_t n) {
     char csv[512];
     snprintf(csv, sizeof csv, "%s/toy.csv", dir);
     FILE *f = fopen(csv, "w");
@@ -227,16 +228,20 @@ static void write_config(const char *dir, const char *defense_json, char *cfg_pa
             "{\"seed\": 3, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},\n"
             " \"federation\": {\"clients\": 4, \"sample_rate\": 0.5, \"rounds\": %d, \"local_epochs\": 2,\n"
             "                \"samples_per_client\": 20, \"batch_size\": 5, \"lr\": 0.2},\n"
-            " \"defense\": %s, \"threads\": 2}\n",
-            csv, E2E_ROUNDS, defense_json);
+            " \"defense\": %s, \"threads\": %d}\n",
+            csv, E2E_ROUNDS, defense_json, threads);
     fclose(f);
 }
 
-static cJSON *train(const char *dir, const char *defense_json, int want_rc) {
+static void write_config(const char *dir, const char *defense_json, char *cfg_path, size_t n) {
+    write_config_threads(dir, defense_json, 2, cfg_path, n);
+}
+
+static cJSON *train_threads(const char *dir, const char *defense_json, int threads, int want_rc) {
     char cfg[600], out_path[600];
     static char out[1 << 18], errb[1 << 14];
     snprintf(out_path, sizeof out_path, "%s/result.json", dir);
-    write_config(dir, defense_json, cfg, sizeof cfg);
+    write_config_threads(dir, defense_json, threads, cfg, sizeof cfg);
     const char *args[] = {"train", "--config", cfg, "--out", out_path, NULL};
     int rc = cli_run(args, out, errb, sizeof errb);
     if (rc < 0)
@@ -251,6 +256,10 @@ static cJSON *train(const char *dir, const char *defense_json, int want_rc) {
     cJSON *res = cJSON_Parse(out);
     ck_assert_ptr_nonnull(res);
     return res;
+}
+
+static cJSON *train(const char *dir, const char *defense_json, int want_rc) {
+    return train_threads(dir, defense_json, 2, want_rc);
 }
 
 // ε of `fedpriv accountant --method M --q Q --sigma S --steps N --delta D --json`.
@@ -292,10 +301,26 @@ static double num(const cJSON *o, const char *k) {
     return v->valuedouble;
 }
 
-// Each round's conditional ε is the accountant's for q = 0.25, T = 8 steps x rounds.
+// Whether the round's record lists the assumption `a`.
+static int assumes(const cJSON *p, const char *a) {
+    const cJSON *as = cJSON_GetObjectItem(p, "assumptions"), *e;
+    cJSON_ArrayForEach(e, as)
+        if (cJSON_IsString(e) && strcmp(e->valuestring, a) == 0)
+            return 1;
+    return 0;
+}
+
+// Each round's conditional ε is the accountant's for q = 0.25, T = 8 steps x rounds at the
+// multiplier σ/φ (φ the safe sampler's rounding inflation, config rounding_inflation) and
+// δ(1 − 2^-10) (the rest holds the table's distance to the discrete Gaussian); the record
+// is conditional on the Poisson-subsampled discrete Gaussian (the sentence gaussian-dpfedavg
+// states for Bernoulli sampling), not on a float sampler.
 static void check_account(const cJSON *res, const char *method, double sigma) {
     const cJSON *def = cJSON_GetObjectItem(cJSON_GetObjectItem(res, "config"), "defense");
     ck_assert_ptr_nonnull(def);
+    ck_assert_str_eq(cJSON_GetObjectItem(def, "sampler")->valuestring, "safe");
+    double phi = num(def, "rounding_inflation");
+    ck_assert(phi > 1 && phi < 1.1);
     ck_assert_double_eq_tol(num(def, "accountant_sample_rate"), 0.25, 1e-15);
     ck_assert_double_eq(num(def, "local_steps_per_round"), 8);
     ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(res, "rounds")), E2E_ROUNDS);
@@ -306,9 +331,12 @@ static void check_account(const cJSON *res, const char *method, double sigma) {
         const cJSON *sound = cJSON_GetObjectItem(p, "sound");
         ck_assert_str_eq(cJSON_GetObjectItem(sound, "epsilon_total")->valuestring, "inf");
         double got = num(sound, "epsilon_total_conditional");
-        double want = accountant_epsilon(method, 0.25, sigma, 8L * (r + 1), 1e-5);
+        double want = accountant_epsilon(method, 0.25, sigma / phi, 8L * (r + 1), 1e-5 * (1 - 0x1p-10));
         ck_assert_msg(fabs(got - want) <= 1e-9 * want, "%s round %d: epsilon %.12g, accountant %.12g", method,
                       r + 1, got, want);
+        ck_assert(assumes(p, CLIP_ASSUME_POISSON_DISCRETE));
+        ck_assert(!assumes(p, CLIP_NOISE_FLOAT_REASON));
+        ck_assert(!assumes(p, PRIVACY_ASSUME_EXACT_NOISE));
     }
 }
 
@@ -323,8 +351,9 @@ START_TEST(federation_end_to_end) {
         return;
     }
     check_account(a, "pld", 1.1);
-    // Fixed seed: the same run gives the same model, so the same losses and accuracies.
-    cJSON *b = train(dir, pld, 0);
+    // Fixed seed: the same run gives the same model, so the same losses and accuracies,
+    // with 1 thread as with 2.
+    cJSON *b = train_threads(dir, pld, 1, 0);
     for (int r = 0; r < E2E_ROUNDS; r++) {
         const cJSON *ra = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "rounds"), r);
         const cJSON *rb = cJSON_GetArrayItem(cJSON_GetObjectItem(b, "rounds"), r);
@@ -342,9 +371,18 @@ START_TEST(federation_end_to_end) {
         ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "sound"), "epsilon_total")->valuestring, "inf");
         ck_assert_ptr_null(cJSON_GetObjectItem(cJSON_GetObjectItem(p, "sound"), "epsilon_total_conditional"));
     }
+    // Control: the float sampler gives guarantee none, with its reason.
+    cJSON *f = train(dir, "{\"name\":\"dp-sgd\",\"clip\":1,\"noise_multiplier\":1.1,\"sampler\":\"float\"}", 0);
+    for (int r = 0; r < E2E_ROUNDS; r++) {
+        const cJSON *p = round_privacy(f, r);
+        ck_assert_str_eq(cJSON_GetObjectItem(p, "guarantee")->valuestring, "none");
+        ck_assert(assumes(p, CLIP_NOISE_FLOAT_REASON));
+        ck_assert(!assumes(p, CLIP_ASSUME_POISSON_DISCRETE));
+    }
     cJSON_Delete(a);
     cJSON_Delete(b);
     cJSON_Delete(z);
+    cJSON_Delete(f);
     remove_dir(dir);
 }
 END_TEST
@@ -382,6 +420,7 @@ START_TEST(bad_parameters_exit_2) {
         {"{\"name\":\"dp-sgd\",\"noise_multiplier\":1,\"accountant\":\"moments\"}", "defense.accountant"},
         {"{\"name\":\"dp-sgd\",\"noise_multiplier\":1,\"epsilon\":1}", "defense"},
         {"{\"name\":\"dp-sgd\",\"noise_multiplier\":1,\"bogus\":1}", "defense.bogus"},
+        {"{\"name\":\"dp-sgd\",\"noise_multiplier\":1,\"sampler\":\"exact\"}", "defense.sampler"},
     };
     char cfg[600], out[8192], errb[8192];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
