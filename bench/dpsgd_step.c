@@ -5,7 +5,10 @@
 //                mean cross-entropy, gradient, SGD update: exactly a client's local step);
 //   dp-sgd:      defenses/dpsgd_step.h's private step on the same batches (per-example
 //                gradients from one backward pass, clipping at C = 1, noise σ = 1 on the sum,
-//                divided by the batch size) followed by the same SGD update;
+//                divided by the batch size) followed by the same SGD update, with the
+//                defense's default sampler (the discrete Gaussian on a grid, ClipNoise);
+//   dp-sgd float: the same with the float sampler (Box–Muller; what the step drew before
+//                the safe sampler, "sampler": "float");
 //   dp-sgd σ=0:  the same without drawing noise, to show what the noise costs.
 // Each of `repeats` rounds times every variant once, in turn, after the model is reset to
 // its seeded initialisation; the medians are printed as one JSON line: CPU milliseconds
@@ -48,8 +51,8 @@ static int fail(const char *what, const FpError *err) {
 // CPU seconds of `steps` private steps (σ as given) with SGD updates on consecutive
 // batches of order[].
 static double time_private(Model *m, Tape *t, const Dataset *d, const uint32_t *order, int batch, int steps,
-                           double sigma, float *grad, float *vbuf, FpError *err) {
-    DpSgdStepConfig cfg = {.clip = 1.0, .noise_multiplier = sigma, .denominator = batch};
+                           double sigma, const ClipNoise *sampler, float *grad, float *vbuf, FpError *err) {
+    DpSgdStepConfig cfg = {.clip = 1.0, .noise_multiplier = sigma, .denominator = batch, .sampler = sampler};
     RngStream rs = rng_stream(7, RNG_DEFENSE, 0, 0);
     double t0 = cpu_now();
     for (int k = 0; k < steps; k++) {
@@ -109,7 +112,14 @@ int main(int argc, char **argv) {
     RngStream shuf = rng_stream(3, RNG_SHUFFLE, 0, 0);
     rng_shuffle_u32(&shuf, order, (uint32_t)n);
     LocalTrainConfig lc = {.epochs = 1, .steps = steps, .batch_size = batch, .lr = 0.05};
-    double plain[64], priv[64], priv0[64];
+    ClipNoise safe, flt;
+    cJSON *sj = cJSON_Parse("{}"), *fj = cJSON_Parse("{\"sampler\": \"float\"}");
+    if (clip_noise_parse(sj, "defense", &m->table, &safe, &err) != FP_OK || clip_noise_build(&safe, 1.0, &err) != FP_OK ||
+        clip_noise_parse(fj, "defense", &m->table, &flt, &err) != FP_OK)
+        return fail("sampler", &err);
+    cJSON_Delete(sj);
+    cJSON_Delete(fj);
+    double plain[64], priv[64], privf[64], priv0[64];
     for (int r = 0; r < repeats; r++) {
         model_set_params(m, init);
         RngStream sh = rng_stream(3, RNG_SHUFFLE, 0, 0);
@@ -118,19 +128,22 @@ int main(int argc, char **argv) {
             return fail("local_train", &err);
         plain[r] = cpu_now() - t0;
         model_set_params(m, init);
-        priv[r] = time_private(m, tp, d, order, batch, steps, 1.0, grad, vbuf, &err);
+        priv[r] = time_private(m, tp, d, order, batch, steps, 1.0, &safe, grad, vbuf, &err);
         model_set_params(m, init);
-        priv0[r] = time_private(m, tp, d, order, batch, steps, 0.0, grad, vbuf, &err);
-        if (priv[r] < 0 || priv0[r] < 0)
+        privf[r] = time_private(m, tp, d, order, batch, steps, 1.0, &flt, grad, vbuf, &err);
+        model_set_params(m, init);
+        priv0[r] = time_private(m, tp, d, order, batch, steps, 0.0, NULL, grad, vbuf, &err);
+        if (priv[r] < 0 || privf[r] < 0 || priv0[r] < 0)
             return fail("dpsgd_step", &err);
     }
     double p = median(plain, repeats) / steps * 1e3, q = median(priv, repeats) / steps * 1e3,
-           q0 = median(priv0, repeats) / steps * 1e3;
+           qf = median(privf, repeats) / steps * 1e3, q0 = median(priv0, repeats) / steps * 1e3;
     printf("{\"device\": \"%s\", \"clock\": \"%s\", \"model\": \"%s\", \"params\": %zu, \"batch\": %d, \"steps\": %d, \"repeats\": %d, "
-           "\"ms_per_step\": %.4f, \"dpsgd_ms_per_step\": %.4f, \"dpsgd_no_noise_ms_per_step\": %.4f, "
-           "\"ratio\": %.3f}\n",
-           be->name, be->device == DEVICE_CPU ? "process cpu" : "wall", name, np, batch, steps, repeats, p, q, q0,
-           q / p);
+           "\"ms_per_step\": %.4f, \"dpsgd_ms_per_step\": %.4f, \"dpsgd_float_ms_per_step\": %.4f, "
+           "\"dpsgd_no_noise_ms_per_step\": %.4f, \"ratio\": %.3f, \"sampler\": \"safe, T = %g\"}\n",
+           be->name, be->device == DEVICE_CPU ? "process cpu" : "wall", name, np, batch, steps, repeats, p, q, qf, q0,
+           q / p, safe.table.sigma);
+    clip_noise_free(&safe);
     tape_free(t);
     tape_free(tp);
     model_free(m);

@@ -131,6 +131,30 @@ void dgauss_add(const DGauss *g, double grid, float *x, size_t n, const RngStrea
 
 // ---- the wide table ------------------------------------------------------------------
 
+// The thresholds i in [1, 2ymax] at or below (hi, lo) = (start, 0), counting on from `at`
+// (a count at or below it).
+static long wide_count_le(const DGaussWide *g, long at, uint64_t start) {
+    while (at < 2 * g->ymax && dgauss_wide_le(g, at + 1, start, 0))
+        at++;
+    return at;
+}
+
+// The entry of the cell of hi prefix start >> shift whose thresholds are pos+1..next
+// (DGAUSS_WIDE_CELL): the keys are bits shift-1..shift-10 of hi; bit 63 alone when the
+// cell holds more than 4 (or pos does not fit in 20 bits).
+static uint64_t wide_cell(const DGaussWide *g, uint64_t start, int shift, long pos, long next) {
+    if (next - pos > 4 || pos >= (1L << 20))
+        return (uint64_t)1 << 63;
+    uint64_t e = (uint64_t)pos << 43 | (uint64_t)(next - pos) << 40;
+    for (long k = 0; k < 4; k++) {
+        uint64_t key = 1023;
+        if (pos + 1 + k <= next && g->hi[pos + 1 + k] >> shift == start >> shift)
+            key = (g->hi[pos + 1 + k] >> (shift - 10)) & 1023u;
+        e |= key << (10 * k);
+    }
+    return e;
+}
+
 FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err) {
     memset(g, 0, sizeof *g);
     if (!(sigma_min >= 1 && sigma_min <= DGAUSS_WIDE_SIGMA_MAX))
@@ -205,6 +229,32 @@ FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err) {
         g->guide[b] = (uint32_t)(i - 1);
     }
     g->guide[buckets] = (uint32_t)(2 * ymax); // bucket 2^16 - 1 may search up to the last threshold
+    // The cells of dgauss_wide_add (DGAUSS_WIDE_CELL).
+    g->bucket = malloc(buckets * sizeof *g->bucket);
+    size_t n_sub = 0;
+    for (size_t b = 0; b < buckets && g->bucket; b++)
+        n_sub += 16 * (wide_cell(g, (uint64_t)b << 47, 47, g->guide[b], g->guide[b + 1]) >> 63);
+    g->sub = malloc((n_sub > 0 ? n_sub : 1) * sizeof *g->sub);
+    if (!g->bucket || !g->sub) {
+        dgauss_wide_free(g);
+        return fp_fail(err, FP_ENOMEM, "out of memory for a discrete Gaussian guide table");
+    }
+    n_sub = 0;
+    for (size_t b = 0; b < buckets; b++) {
+        uint64_t cell = wide_cell(g, (uint64_t)b << 47, 47, g->guide[b], g->guide[b + 1]);
+        if (cell >> 63) {
+            cell = (uint64_t)1 << 63 | n_sub;
+            long at = g->guide[b];
+            for (uint64_t c = 0; c < 16; c++) {
+                uint64_t start = (uint64_t)b << 47 | c << 43;
+                long next = c == 15 ? (long)g->guide[b + 1] : wide_count_le(g, at, start + ((uint64_t)1 << 43));
+                uint64_t se = wide_cell(g, start, 43, at, next);
+                g->sub[n_sub++] = se >> 63 ? (uint64_t)3 << 62 : se;
+                at = next;
+            }
+        }
+        g->bucket[b] = cell;
+    }
     g->variance = (double)var;
     // Every count is 2^95 P_j (1 + θ), |θ| <= expl's error (4 ulp, 2^-61) + the normaliser's
     // (compensated, 2^-62) + two roundings (2^-63): Σ|Q_j - P_j| over j != 0 is below 2^-60,
@@ -217,59 +267,73 @@ void dgauss_wide_free(DGaussWide *g) {
     free(g->hi);
     free(g->lo);
     free(g->guide);
+    free(g->bucket);
+    free(g->sub);
+    g->bucket = NULL;
+    g->sub = NULL;
     g->hi = NULL;
     g->lo = NULL;
     g->guide = NULL;
 }
 
-// T_i <= (uh, ul) where the top 63 bits tie (about 2^-63 of the comparisons): out of line,
-// so the common path never touches the low words.
-__attribute__((noinline, cold)) static long wide_tie_le(const DGaussWide *g, long i, uint32_t ul) {
-    return g->lo[i] <= ul;
-}
-
-static inline long wide_le_fast(const DGaussWide *g, long i, uint64_t uh, uint32_t ul) {
-    uint64_t h = g->hi[i];
-    long le = h < uh;
-    if (__builtin_expect(h == uh, 0))
-        le = wide_tie_le(g, i, ul);
-    return le;
-}
-
-// dgauss_wide_draw for 16 elements (word j of element l: w[j][l]) into jv, in three passes
-// so that the 16 elements' table reads overlap.
-static void wide_draw16(const DGaussWide *g, const uint32_t w0[16], const uint32_t w1[16], const uint32_t w3[16],
-                        double jv[16]) {
-    uint64_t uh[16];
-    long pos[16], cnt[16];
-    for (int l = 0; l < 16; l++)
-        uh[l] = ((uint64_t)(w0[l] & 0x7fffffffu) << 32) | w1[l];
-    for (int l = 0; l < 16; l++) {
-        uint64_t b = uh[l] >> (63 - DGAUSS_WIDE_GUIDE_BITS);
-        pos[l] = g->guide[b];
-        cnt[l] = (long)g->guide[b + 1] - pos[l];
+// The position (count of thresholds at or below u) a cell entry with bit 63 clear gives for
+// u's 10 key bits uk, and in *tie whether the key of one of the cell's thresholds equals uk
+// (then the keys cannot order them).
+// Every threshold T in the cell shares u's prefix, so a key below uk means T < u and a key
+// above means T > u; key 1023 (no threshold, or one at the next cell's start, above every
+// u of the cell) is never below uk.
+static inline long wide_cell_pos(uint64_t e, uint32_t uk, uint32_t *tie) {
+    long pos = (long)((e >> 43) & 0xfffffu);
+    uint32_t cnt = (uint32_t)(e >> 40) & 7u;
+    for (uint32_t k = 0; k < 4; k++) {
+        uint32_t key = (uint32_t)(e >> (10 * k)) & 1023u;
+        pos += uk > key;
+        *tie |= (k < cnt) & (uk == key);
     }
-    for (int l = 0; l < 16; l++) {
-        long p = pos[l], c = cnt[l];
-        if (__builtin_expect(c <= DGAUSS_WIDE_SHORT, 1)) {
-            // The thresholds p+1..p+c are sorted: J's position is p plus how many are <= u.
-            // Indices past p+c are clamped to it (read, then masked off).
-            long le = 0;
-            for (long k = 1; k <= DGAUSS_WIDE_SHORT; k++)
-                le += (c >= k) & wide_le_fast(g, p + (c < k ? c : k), uh[l], w3[l]);
-            p += le;
-        } else {
-            while (c > 0) {   // the binary search of dgauss_wide_draw
-                long half = c / 2;
-                if (wide_le_fast(g, p + half + 1, uh[l], w3[l])) {
-                    p += half + 1;
-                    c -= half + 1;
-                } else {
-                    c = half;
-                }
-            }
-        }
-        jv[l] = (double)(p - g->ymax);
+    return pos;
+}
+
+// dgauss_wide_draw for DGAUSS_WIDE_CHUNK elements (words w0, w1, w3 of each) into jv, in passes
+// whose reads do not wait on each other: (1) every element's bucket (DGAUSS_WIDE_CELL),
+// without branches on the data, which decides those whose bucket holds at most 4
+// thresholds and no key ties; (2) the sub-cells of the others; (3) what those leave
+// undecided, by dgauss_wide_draw.
+void dgauss_wide_draw_chunk(const DGaussWide *g, const uint32_t *w0, const uint32_t *w1, const uint32_t *w3,
+                            double *jv) {
+    uint8_t slow[DGAUSS_WIDE_CHUNK], full[DGAUSS_WIDE_CHUNK];
+    uint64_t cell[DGAUSS_WIDE_CHUNK];
+    int n_slow = 0, n_full = 0;
+    for (int l = 0; l < DGAUSS_WIDE_CHUNK; l++)   // the reads alone, so that they overlap
+        cell[l] = g->bucket[(w0[l] & 0x7fffffffu) >> 15];
+    for (int l = 0; l < DGAUSS_WIDE_CHUNK; l++) {
+        uint64_t uh = ((uint64_t)(w0[l] & 0x7fffffffu) << 32) | w1[l];
+        uint64_t e = cell[l];
+        uint32_t tie = (uint32_t)(e >> 63);
+        long pos = wide_cell_pos(e, (uint32_t)(uh >> 37) & 1023u, &tie);
+        jv[l] = (double)(pos - g->ymax);
+        slow[n_slow] = (uint8_t)l;
+        n_slow += (int)tie;
+    }
+    for (int k = 0; k < n_slow; k++) {
+        int l = slow[k];
+        uint64_t uh = ((uint64_t)(w0[l] & 0x7fffffffu) << 32) | w1[l];
+        uint64_t e = g->bucket[uh >> 47];
+        // A tie in the bucket (bit 63 clear), or no sub-cell: the search.
+        cell[k] = e >> 62 == 2 ? g->sub[(uint32_t)e + ((uh >> 43) & 15u)] : (uint64_t)3 << 62;
+    }
+    for (int k = 0; k < n_slow; k++) {
+        int l = slow[k];
+        uint64_t uh = ((uint64_t)(w0[l] & 0x7fffffffu) << 32) | w1[l];
+        uint32_t tie = (uint32_t)(cell[k] >> 63);
+        long pos = wide_cell_pos(cell[k], (uint32_t)(uh >> 33) & 1023u, &tie);
+        jv[l] = (double)(pos - g->ymax);
+        full[n_full] = (uint8_t)l;
+        n_full += (int)tie;
+    }
+    for (int k = 0; k < n_full; k++) {
+        int l = full[k];
+        const uint32_t w[4] = {w0[l], w1[l], 0, w3[l]};
+        jv[l] = (double)dgauss_wide_draw(g, w);
     }
 }
 
@@ -283,23 +347,25 @@ void dgauss_wide_add(const DGaussWide *g, double grid, float *x, size_t n, const
     if (!s->secure) {   // secure streams (core/rng_secure.h) draw through rng_block only
         Philox16 ph = {0};
         uint64_t hi = UINT64_MAX;
-        for (; i + 16 <= n; i += 16) {
-            uint64_t b0 = first + i;
-            if ((b0 >> 32) != hi) {
-                hi = b0 >> 32;
-                philox16_prepare(&ph, s->key[0], s->key[1], s->purpose, s->round, s->client, hi);
+        uint32_t w0[DGAUSS_WIDE_CHUNK], w1[DGAUSS_WIDE_CHUNK], w3[DGAUSS_WIDE_CHUNK];
+        double jv[DGAUSS_WIDE_CHUNK];
+        for (; i + DGAUSS_WIDE_CHUNK <= n; i += DGAUSS_WIDE_CHUNK) {
+            for (int c = 0; c < DGAUSS_WIDE_CHUNK; c += 16) {
+                uint64_t b0 = first + i + (size_t)c;
+                if ((b0 >> 32) != hi) {
+                    hi = b0 >> 32;
+                    philox16_prepare(&ph, s->key[0], s->key[1], s->purpose, s->round, s->client, hi);
+                }
+                PhiloxU32x16 wv[4];
+                philox16_blocks(&ph, (uint32_t)b0, wv);
+                __builtin_memcpy(w0 + c, &wv[0], sizeof wv[0]);
+                __builtin_memcpy(w1 + c, &wv[1], sizeof wv[1]);
+                __builtin_memcpy(w3 + c, &wv[3], sizeof wv[3]);
             }
-            PhiloxU32x16 wv[4];
-            uint32_t w0[16], w1[16], w3[16];
-            double jv[16];
-            philox16_blocks(&ph, (uint32_t)b0, wv);
-            __builtin_memcpy(w0, &wv[0], sizeof w0);
-            __builtin_memcpy(w1, &wv[1], sizeof w1);
-            __builtin_memcpy(w3, &wv[3], sizeof w3);
-            wide_draw16(g, w0, w1, w3, jv);
-            // dgauss_wide_value's arithmetic, element by element (vectorised).
+            dgauss_wide_draw_chunk(g, w0, w1, w3, jv);
+            // dgauss_wide_value's arithmetic, element by element.
             float *xi = x + i;
-            for (int l = 0; l < 16; l++)
+            for (int l = 0; l < DGAUSS_WIDE_CHUNK; l++)
                 xi[l] = (float)(grid * (dgauss_grid_round(xi[l], grid) + jv[l]));
         }
     }

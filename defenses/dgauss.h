@@ -91,9 +91,21 @@ typedef struct DGaussWide {
     uint64_t *hi;           // cdf thresholds (95 bits): hi·2^32 + lo; 2^95 past the end
     uint32_t *lo;
     uint32_t *guide;        // guide[b]: the thresholds i >= 1 at or below b·2^79 (b < 2^16 + 1)
+    uint64_t *bucket;       // bucket[b] (b < 2^16) and sub[], the cells of dgauss_wide_add:
+    uint64_t *sub;          // see DGAUSS_WIDE_CELL
 } DGaussWide;
 
 #define DGAUSS_WIDE_GUIDE_BITS 16
+
+// DGAUSS_WIDE_CELL: a cell covers the u whose hi has one prefix (bucket b: bits 62..47; a
+// sub-cell of a bucket: bits 62..43). Its 64-bit entry is either
+//   bit 63 clear: bits 62..43 the thresholds i >= 1 at or below the cell's start, bits
+//       42..40 how many the cell holds (at most 4), and four 10-bit keys (bits 10k+9..10k)
+//       of them: the 10 bits of hi after the prefix (1023 for a missing one, or one at the
+//       next cell's start);
+//   bit 63 set, bit 62 clear (buckets only): the cell holds more; bits 31..0 index sub[] at
+//       its 16 sub-cells (bits 46..43 of hi);
+//   bits 63 and 62 set: dgauss_wide_draw searches.
 
 #define DGAUSS_WIDE_SIGMA_MAX 16384.0
 
@@ -141,12 +153,19 @@ static inline long dgauss_wide_draw_ref(const DGaussWide *g, const uint32_t w[4]
 }
 
 // x[i] <- dgauss_wide_value(g, grid, x[i], block first + i of s) for i < n: the same
-// floats, bit for bit, 16 elements at a time (one vectorised Philox call for 16 blocks, the
-// guide's buckets read for all 16 before their searches, the common searches of up to
-// DGAUSS_WIDE_SHORT thresholds without branches on the data, the 32 low bits read only
-// when the top 63 tie). Element-indexed: any split of [0, n) gives the same result.
+// floats, bit for bit, 16 elements at a time: one vectorised Philox call for 16 blocks,
+// then for each element one 8-byte read of its bucket (`bucket`, 512 KiB), which decides J
+// without a branch when the bucket holds at most 4 thresholds and u's bits 46..37 differ
+// from each one's (about 95% of draws at the defenses' σ); most others are decided by one
+// sub-cell (`sub`), the rest by dgauss_wide_draw's search. Element-indexed: any split of
+// [0, n) gives the same result.
 void dgauss_wide_add(const DGaussWide *g, double grid, float *x, size_t n, const RngStream *s, uint64_t first);
-#define DGAUSS_WIDE_SHORT 2
+
+// dgauss_wide_draw for DGAUSS_WIDE_CHUNK elements at once, what dgauss_wide_add runs: j[l] =
+// dgauss_wide_draw on the words (w0[l], w1[l], -, w3[l]), as a double.
+#define DGAUSS_WIDE_CHUNK 128
+void dgauss_wide_draw_chunk(const DGaussWide *g, const uint32_t *w0, const uint32_t *w1, const uint32_t *w3,
+                            double *j);
 
 // P(J = j) of the table's law.
 long double dgauss_wide_pmf(const DGaussWide *g, long j);

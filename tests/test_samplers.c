@@ -356,6 +356,33 @@ START_TEST(dgauss_add_noise) {
 }
 END_TEST
 
+// Words queued for dgauss_wide_draw_chunk, checked against the plain search when full.
+typedef struct {
+    uint32_t w0[DGAUSS_WIDE_CHUNK], w1[DGAUSS_WIDE_CHUNK], w3[DGAUSS_WIDE_CHUNK];
+    int n, differ;
+} ChunkCheck;
+
+static void chunk_flush(const DGaussWide *g, ChunkCheck *c) {
+    double j[DGAUSS_WIDE_CHUNK];
+    for (int l = c->n; l < DGAUSS_WIDE_CHUNK; l++)
+        c->w0[l] = c->w1[l] = c->w3[l] = 0;
+    dgauss_wide_draw_chunk(g, c->w0, c->w1, c->w3, j);
+    for (int l = 0; l < c->n; l++) {
+        uint32_t w[4] = {c->w0[l], c->w1[l], 0, c->w3[l]};
+        c->differ += j[l] != (double)dgauss_wide_draw_ref(g, w);
+    }
+    c->n = 0;
+}
+
+// Queues the 95-bit u (its top bit ignored, as the draw ignores word 0's bit 31).
+static void chunk_add(const DGaussWide *g, ChunkCheck *c, unsigned __int128 u) {
+    c->w0[c->n] = (uint32_t)(u >> 64);
+    c->w1[c->n] = (uint32_t)(u >> 32);
+    c->w3[c->n] = (uint32_t)u;
+    if (++c->n == DGAUSS_WIDE_CHUNK)
+        chunk_flush(g, c);
+}
+
 // The wide table (federated noise): 2σ² a power of two and σ >= the request, 95-bit
 // thresholds ending at 2^95, symmetric; its law within 2^-59 of N_Z(0, σ²) in total
 // variation against the ideal law summed here in long double (from the tails inward),
@@ -404,6 +431,30 @@ START_TEST(dgauss_wide_table) {
                 uint32_t w[4] = {(uint32_t)(u >> 64), (uint32_t)(u >> 32), 0, (uint32_t)u};
                 differ += dgauss_wide_draw(&g, w) != dgauss_wide_draw_ref(&g, w);
             }
+        // The chunked draw (dgauss_wide_add's: cells of up to 4 thresholds decided by 10-bit
+        // keys, DGAUSS_WIDE_CELL) equals the plain search: on random words, on every
+        // threshold and the words next to it (sampled for the large tables), and at every
+        // bucket's and sub-cell's start and the words next to them.
+        ChunkCheck cc = {.n = 0};
+        for (uint64_t k = 0; k < 100000; k++) {
+            uint32_t w[4];
+            rng_block(&rs, k + 500000, w);
+            chunk_add(&g, &cc, (unsigned __int128)w[0] << 64 | (unsigned __int128)w[1] << 32 | w[3]);
+        }
+        for (long t = 1; t <= 2 * g.ymax; t += step) {
+            unsigned __int128 u = (unsigned __int128)g.hi[t] << 32 | g.lo[t];
+            chunk_add(&g, &cc, u - 1);
+            chunk_add(&g, &cc, u);
+            chunk_add(&g, &cc, u + 1);
+        }
+        for (uint64_t b = 0; b < 16 << DGAUSS_WIDE_GUIDE_BITS; b++) {
+            unsigned __int128 u = (unsigned __int128)b << 75;
+            chunk_add(&g, &cc, u);
+            chunk_add(&g, &cc, u + 1);
+            chunk_add(&g, &cc, u - 1);
+        }
+        chunk_flush(&g, &cc);
+        ck_assert_msg(cc.differ == 0, "sigma %g: %d words where the chunked draw differs", g.sigma, cc.differ);
         uint32_t ends[2][4] = {{0, 0, 0, 0}, {0x7fffffffu, ~0u, 0, ~0u}};
         for (int e = 0; e < 2; e++)
             differ += dgauss_wide_draw(&g, ends[e]) != dgauss_wide_draw_ref(&g, ends[e]);
