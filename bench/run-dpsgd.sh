@@ -4,8 +4,10 @@
 # and in PyTorch with per-example gradients from microbatches of one (bench/dpsgd_torch.py),
 # on Fashion-MNIST training records. One thread on both sides, process CPU time (holds on a
 # busy machine), medians of REPEATS rounds. The load average is printed before and after.
-# Prints, per model and batch size: ms per ordinary step, ms per DP-SGD step, their ratio,
-# the ratio without the noise draws, PyTorch's DP-SGD step and fedpriv's speed-up over it.
+# Prints, per model and batch size: ms per ordinary step, ms per DP-SGD step (the safe
+# sampler, dp-sgd's default), their ratio, the same with the float sampler (the step's noise
+# before the safe sampler), the ratio without the noise draws, PyTorch's DP-SGD step and
+# fedpriv's speed-up over it.
 # Usage: bash bench/run-dpsgd.sh [repeats]      (bench/run.sh runs it too)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,11 +33,13 @@ import json, sys
 b = sys.argv[1]
 fp = [json.loads(l) for l in open(f"{b}/dpsgd-fedpriv.jsonl")]
 tp = [json.loads(l) for l in open(f"{b}/dpsgd-torch.jsonl")]
-print(f"{'model':10s} {'B':>5s} | {'step ms':>8s} {'DP ms':>8s} {'DP/step':>7s} {'no-noise':>8s} | "
-      f"{'torch DP ms':>11s} {'vs torch':>8s}")
+print(f"{'model':10s} {'B':>5s} | {'step ms':>8s} {'DP ms':>8s} {'DP/step':>7s} | {'float ms':>8s} "
+      f"{'float/step':>10s} | {'no-noise':>8s} | {'torch DP ms':>11s} {'vs torch':>8s}")
 for f, t in zip(fp, tp):
     print(f"{f['model']:10s} {f['batch']:5d} | {f['ms_per_step']:8.3f} {f['dpsgd_ms_per_step']:8.3f} "
-          f"{f['ratio']:7.2f} {f['dpsgd_no_noise_ms_per_step'] / f['ms_per_step']:8.2f} | "
+          f"{f['ratio']:7.2f} | {f['dpsgd_float_ms_per_step']:8.3f} "
+          f"{f['dpsgd_float_ms_per_step'] / f['ms_per_step']:10.2f} | "
+          f"{f['dpsgd_no_noise_ms_per_step'] / f['ms_per_step']:8.2f} | "
           f"{t['dpsgd_ms_per_step']:11.2f} {t['dpsgd_ms_per_step'] / f['dpsgd_ms_per_step']:7.1f}x")
 print(f"(PyTorch {tp[0]['torch']}, its ordinary step: " +
       ", ".join(f"{t['model']} B={t['batch']} {t['ms_per_step']:.2f} ms" for t in tp) + ")")
