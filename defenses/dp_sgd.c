@@ -52,9 +52,9 @@
 #include "core/jsonv.h"
 #include "defenses/accountant.h"
 #include "defenses/accountant_pld.h"
-#include "defenses/registry.h"
 #include "defenses/clip.h"
 #include "defenses/dpsgd_step.h"
+#include "defenses/registry.h"
 
 // The excess of a 53-bit uniform's inclusion probability over q (banner).
 #define DPSGD_RATE_SLACK (1.0 / 4503599627370496.0)
