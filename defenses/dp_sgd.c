@@ -33,14 +33,13 @@
 // stay within C/g + √d steps (d trainable elements) and the account runs at the multiplier
 // σ/φ, φ = 1 + 1e-12 + σ√d/T (defenses/dpsgd_step.h), with δ holding the table's distance
 // to N_Z(0, T²) over the run's d·T_k·rounds draws (clip_noise_epsilon). What that proves:
-// the discrete Gaussian's RDP curve is the continuous one's (CKS 2020 Thm 4), but the
-// Poisson-subsampled bound (RDP of Mironov, Talwar, Zhang 2019; the PLD accountant's
-// privacy loss) is derived for the continuous Gaussian's densities, so the record is
-// conditional on CLIP_ASSUME_POISSON_DISCRETE, the sentence gaussian-dpfedavg states for
-// Bernoulli sampling (one place to change when a proven bound for the subsampled discrete
-// Gaussian arrives), with the PLD accountant also on DPSGD_ASSUME_PLD_DISCRETE, and on
-// DPSGD_ASSUME_FLOAT_SUM (the float summation of the clipped gradients). "sampler":
-// "float" (Box–Muller in double) gives guarantee none.
+// the discrete Gaussian's RDP curve is the continuous one's (CKS 2020 Thm 4), and the RDP
+// accountant composes Zhu & Wang 2019's general bound for its Poisson subsampling
+// (RDP_SAMPLING_POISSON_DISCRETE, proven, where Mironov, Talwar, Zhang 2019's formula is
+// derived for the continuous densities); the PLD accountant composes the continuous
+// Gaussian's privacy loss, so with it the record also assumes DPSGD_ASSUME_PLD_DISCRETE.
+// Either way the record is conditional on DPSGD_ASSUME_FLOAT_SUM (the float summation of
+// the clipped gradients). "sampler": "float" (Box–Muller in double) gives guarantee none.
 //
 // Params: {"name": "dp-sgd", "clip" (1), "noise_multiplier" | "epsilon" (total over the
 // planned rounds), "delta" (1e-5), "accountant" ("pld" | "rdp"), "sampler" ("safe" |
@@ -58,15 +57,6 @@
 
 // The excess of a 53-bit uniform's inclusion probability over q (banner).
 #define DPSGD_RATE_SLACK (1.0 / 4503599627370496.0)
-
-// The assumptions of the safe sampler's record besides CLIP_ASSUME_POISSON_DISCRETE (banner).
-#define DPSGD_ASSUME_PLD_DISCRETE                                                                            \
-    "the PLD accountant composes the privacy loss of the Poisson-subsampled continuous Gaussian; the "          \
-    "subsampled discrete Gaussian's loss is assumed no worse (the RDP accountant needs only the assumption "  \
-    "above)"
-#define DPSGD_ASSUME_FLOAT_SUM                                                                               \
-    "the clipped per-example gradients are summed in float32 (one matrix product per layer): the sums of "     \
-    "neighbouring batches are taken to differ by at most the clip C, the summation's rounding not bounded"
 
 typedef struct DpSgd {
     double clip, sigma, delta;
@@ -111,9 +101,17 @@ static FpStatus account(const DpSgd *s, double sigma, long long rounds, double d
         *eps = INFINITY;
         return FP_OK;
     }
-    if (s->use_rdp)
-        return rdp_epsilon(s->q_acct, sigma / s->phi, steps, delta, eps, NULL, err);
-    return pld_epsilon(s->q_acct, sigma / s->phi, steps, delta, eps, err);
+    if (!s->use_rdp)
+        return pld_epsilon(s->q_acct, sigma / s->phi, steps, delta, eps, err);
+    if (!s->noise.safe)
+        return rdp_epsilon(s->q_acct, sigma, steps, delta, eps, NULL, err);
+    RdpAccountant *acc = NULL;
+    FP_TRY(rdp_accountant_create(NULL, 0, &acc, err));
+    FpStatus st = rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON_DISCRETE, s->q_acct, sigma / s->phi, steps, err);
+    if (st == FP_OK)
+        st = rdp_accountant_epsilon(acc, delta, RDP_CONVERSION_BALLE2020, eps, NULL, err);
+    rdp_accountant_free(acc);
+    return st;
 }
 
 // account() as a ClipEpsilonAt (an accountant that cannot state a bound states none).
@@ -203,8 +201,10 @@ static FpStatus dpsgd_create(const cJSON *params, const char *path, const Defens
         FpError e2 = {0};
         FpStatus cs = steps <= 0 ? fp_fail(&e2, FP_EPARAM, "the federation takes no local steps")
                       : s->use_rdp
-                          ? rdp_sigma_for_epsilon(s->q_acct, steps, delta_acc, s->epsilon_target, NULL, 0, &sigma_acc,
-                                                  NULL, &e2)
+                          ? rdp_sigma_for_epsilon_sampled(s->noise.safe ? RDP_SAMPLING_POISSON_DISCRETE
+                                                                        : RDP_SAMPLING_POISSON,
+                                                          s->q_acct, steps, delta_acc, s->epsilon_target, NULL, 0,
+                                                          &sigma_acc, NULL, &e2)
                           : pld_sigma_for_epsilon(s->q_acct, steps, delta_acc, s->epsilon_target, 0, &sigma_acc, NULL,
                                                   &e2);
         if (cs != FP_OK) {
@@ -345,11 +345,13 @@ static void dpsgd_privacy(const void *state, int rounds_done, PrivacyRecord *rec
          DPSGD_NOTION(DPSGD_OBSERVER "PLD of the Poisson-subsampled Gaussian (rate q = B/n_k, multiplier sigma) "
                                      "composed over T local steps x rounds, discretisation, truncation and round-off "
                                      "errors in delta")},
-        {DPSGD_NOTION(DPSGD_OBSERVER "RDP of the Poisson-subsampled Gaussian at the largest client rate B/n_k and the "
-                                     "most local steps T over the clients (covering every client), composed over T x "
-                                     "rounds, Balle et al. 2020 conversion"),
-         DPSGD_NOTION(DPSGD_OBSERVER "RDP of the Poisson-subsampled Gaussian (rate q = B/n_k, multiplier sigma) "
-                                     "composed over T local steps x rounds, Balle et al. 2020 conversion")},
+        {DPSGD_NOTION(DPSGD_OBSERVER "RDP of the Poisson-subsampled Gaussian (with the discrete Gaussian: Zhu & Wang "
+                                     "2019's general bound) at the largest client rate B/n_k and the most local steps "
+                                     "T over the clients (covering every client), composed over T x rounds, Balle et "
+                                     "al. 2020 conversion"),
+         DPSGD_NOTION(DPSGD_OBSERVER "RDP of the Poisson-subsampled Gaussian (with the discrete Gaussian: Zhu & Wang "
+                                     "2019's general bound; rate q = B/n_k, multiplier sigma) composed over T local "
+                                     "steps x rounds, Balle et al. 2020 conversion")},
     };
 #undef DPSGD_NOTION
 #undef DPSGD_SAFE
@@ -371,7 +373,6 @@ static void dpsgd_privacy(const void *state, int rounds_done, PrivacyRecord *rec
         return;
     }
     rec->guarantee = GUARANTEE_CONDITIONAL;
-    privacy_assume(rec, CLIP_ASSUME_POISSON_DISCRETE);
     if (!s->use_rdp)
         privacy_assume(rec, DPSGD_ASSUME_PLD_DISCRETE);
     privacy_assume(rec, DPSGD_ASSUME_FLOAT_SUM);
@@ -388,8 +389,11 @@ static void dpsgd_describe(const void *state, cJSON *out) {
         cJSON_AddNumberToObject(out, "epsilon_target", s->epsilon_target);
     cJSON_AddStringToObject(out, "accountant", s->use_rdp ? "rdp" : "pld");
     cJSON_AddStringToObject(out, "accountant_notion",
-                            s->use_rdp ? "RDP, Poisson-subsampled Gaussian (add/remove one record), Balle et al. 2020"
-                                       : "PLD, Poisson-subsampled Gaussian (add/remove one record), errors in delta");
+                            !s->use_rdp ? "PLD, Poisson-subsampled Gaussian (add/remove one record), errors in delta"
+                            : s->noise.safe
+                                ? "RDP, Poisson-subsampled discrete Gaussian (add/remove one record; Zhu & Wang 2019 "
+                                  "general bound), Balle et al. 2020"
+                                : "RDP, Poisson-subsampled Gaussian (add/remove one record), Balle et al. 2020");
     cJSON_AddStringToObject(out, "sampling", "poisson (per record, per local step)");
     cJSON_AddNumberToObject(out, "accountant_sample_rate", s->q_acct);
     cJSON_AddNumberToObject(out, "local_steps_per_round", (double)s->steps_round);

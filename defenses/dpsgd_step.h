@@ -35,9 +35,19 @@
 // Floating point: norms are computed in float and summed in double; a record is scaled by
 // C / (‖g_i‖ (1 + 2^-20)) when that is below 1, which covers the norm's rounding. The
 // clipped gradients are then summed in float (one GEMM per layer): that summation's
-// rounding is not bounded here (dp_sgd.c lists it as an assumption).
+// rounding is not bounded here (DPSGD_ASSUME_FLOAT_SUM below).
 #ifndef FEDPRIV_DEFENSES_DPSGD_STEP_H
 #define FEDPRIV_DEFENSES_DPSGD_STEP_H
+
+// The assumptions of a dp-sgd record with the safe sampler (defenses/dp_sgd.c): the float
+// summation above, and, with the PLD accountant, its continuous privacy loss.
+#define DPSGD_ASSUME_FLOAT_SUM                                                                               \
+    "the clipped per-example gradients are summed in float32 (one matrix product per layer): the sums of "     \
+    "neighbouring batches are taken to differ by at most the clip C, the summation's rounding not bounded"
+#define DPSGD_ASSUME_PLD_DISCRETE                                                                            \
+    "the PLD accountant composes the privacy loss of the Poisson-subsampled continuous Gaussian; the "          \
+    "subsampled discrete Gaussian drawn here is assumed no worse (the RDP accountant, \"accountant\": "       \
+    "\"rdp\", bounds it by Zhu & Wang 2019's general bound instead)"
 
 #include <stdint.h>
 
