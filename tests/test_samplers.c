@@ -434,7 +434,8 @@ START_TEST(dgauss_wide_table) {
         // The chunked draw (dgauss_wide_add's: cells of up to 4 thresholds decided by 10-bit
         // keys, DGAUSS_WIDE_CELL) equals the plain search: on random words, on every
         // threshold and the words next to it (sampled for the large tables), and at every
-        // bucket's and sub-cell's start and the words next to them.
+        // bucket's start, every sub-cell's start of the buckets that have them, and the
+        // words next to them.
         ChunkCheck cc = {.n = 0};
         for (uint64_t k = 0; k < 100000; k++) {
             uint32_t w[4];
@@ -447,12 +448,13 @@ START_TEST(dgauss_wide_table) {
             chunk_add(&g, &cc, u);
             chunk_add(&g, &cc, u + 1);
         }
-        for (uint64_t b = 0; b < 16 << DGAUSS_WIDE_GUIDE_BITS; b++) {
-            unsigned __int128 u = (unsigned __int128)b << 75;
-            chunk_add(&g, &cc, u);
-            chunk_add(&g, &cc, u + 1);
-            chunk_add(&g, &cc, u - 1);
-        }
+        for (uint64_t b = 0; b < (uint64_t)1 << DGAUSS_WIDE_GUIDE_BITS; b++)
+            for (uint64_t sc = 0; sc < (g.bucket[b] >> 62 == 2 ? 16u : 1u); sc++) {
+                unsigned __int128 u = (unsigned __int128)(b << 4 | sc) << 75;
+                chunk_add(&g, &cc, u);
+                chunk_add(&g, &cc, u + 1);
+                chunk_add(&g, &cc, u - 1);
+            }
         chunk_flush(&g, &cc);
         ck_assert_msg(cc.differ == 0, "sigma %g: %d words where the chunked draw differs", g.sigma, cc.differ);
         uint32_t ends[2][4] = {{0, 0, 0, 0}, {0x7fffffffu, ~0u, 0, ~0u}};
