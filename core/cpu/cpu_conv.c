@@ -277,18 +277,18 @@ static void backward_data_subpixel(const ConvGeom *g, const SubpixelGeom *sp, co
     int gs = (int)(((size_t)2 << 20) / per_sample);
     gs = gs < 1 ? 1 : gs > g->n ? g->n : gs;
     float *w2 = calloc(nw, sizeof(float)), *out = malloc(sizeof(float) * per_sample * gs);
+    // W″ from W: each phase's taps (ki = ry + s·(ty−1−a) < kh, likewise kj), the rest
+    // stays zero (calloc); walking the kernel taps of the phase skips the index tests.
     for (int ry = 0; ry < s; ry++)
         for (int rx = 0; rx < s; rx++)
             for (int ci = 0; ci < g->c_in; ci++)
-                for (int co = 0; co < g->c_out; co++)
-                    for (int a = 0; a < ty; a++)
-                        for (int b = 0; b < tx; b++) {
-                            int ki = ry + s * (ty - 1 - a), kj = rx + s * (tx - 1 - b);
-                            w2[((((size_t)(ry * s + rx) * g->c_in + ci) * g->c_out + co) * ty + a) * tx + b] =
-                                ki < g->kh && kj < g->kw
-                                    ? w[((size_t)(co * g->c_in + ci) * g->kh + ki) * g->kw + kj]
-                                    : 0.0f;
-                        }
+                for (int co = 0; co < g->c_out; co++) {
+                    float *dst = w2 + (((size_t)(ry * s + rx) * g->c_in + ci) * g->c_out + co) * ty * tx;
+                    const float *src = w + (size_t)(co * g->c_in + ci) * g->kh * g->kw;
+                    for (int ki = ry, a = ty - 1; ki < g->kh; ki += s, a--)
+                        for (int kj = rx, b = tx - 1; kj < g->kw; kj += s, b--)
+                            dst[a * tx + b] = src[ki * g->kw + kj];
+                }
     for (int n0 = 0; n0 < g->n; n0 += gs) {
         ConvGeom cg = *c;
         cg.n = g->n - n0 < gs ? g->n - n0 : gs;
@@ -303,18 +303,17 @@ static void backward_data_subpixel(const ConvGeom *g, const SubpixelGeom *sp, co
                         int oy0 = -floor_div(ry - g->pad, s) - sp->q0y, ox0 = -floor_div(rx - g->pad, s) - sp->q0x;
                         oy0 = oy0 < 0 ? 0 : oy0;
                         ox0 = ox0 < 0 ? 0 : ox0;
-                        for (int oy = oy0; oy < c->h_out; oy++) {
-                            int iy = s * (sp->q0y + oy) - g->pad + ry;
-                            if (iy >= g->h_in)
-                                break;
-                            const float *orow = o + (size_t)oy * c->w_out;
-                            float *xr = plane + (size_t)iy * g->w_in;
-                            for (int ox = ox0; ox < c->w_out; ox++) {
-                                int ix = s * (sp->q0x + ox) - g->pad + rx;
-                                if (ix >= g->w_in)
-                                    break;
-                                xr[ix] = orow[ox];
-                            }
+                        // rows iy = iy0 + s·k and columns ix = ix0 + s·k that lie inside dx
+                        int iy0 = s * (sp->q0y + oy0) - g->pad + ry, ix0 = s * (sp->q0x + ox0) - g->pad + rx;
+                        int ny = iy0 < g->h_in ? (g->h_in - 1 - iy0) / s + 1 : 0;
+                        int nx = ix0 < g->w_in ? (g->w_in - 1 - ix0) / s + 1 : 0;
+                        ny = ny < c->h_out - oy0 ? ny : c->h_out - oy0;
+                        nx = nx < c->w_out - ox0 ? nx : c->w_out - ox0;
+                        for (int k = 0; k < ny; k++) {
+                            const float *restrict orow = o + (size_t)(oy0 + k) * c->w_out + ox0;
+                            float *restrict xr = plane + (size_t)(iy0 + s * k) * g->w_in + ix0;
+                            for (int j = 0; j < nx; j++)
+                                xr[s * j] = orow[j];
                         }
                     }
     }
