@@ -51,6 +51,7 @@ struct Var {
         struct { int outer, inner, dim, off, len; } slice; // slice: dim is the source's; pad: the result's
     } attr;
     int32_t *argmax;        // max pooling: saved positions (tape memory)
+    float *cols;            // conv2d, its weight gradient: the columns of in[0] (tape memory) or NULL
     Var *grad;              // scratch of ad_grad
     int id;                 // position on the tape (creation order = a topological order)
 };

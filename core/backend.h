@@ -71,9 +71,19 @@ typedef struct Backend {
     // -- neural-net kernels ----------------------------------------------------
     void (*softmax)(int rows, int cols, const float *x, float *y);     // per row
     void (*log_softmax)(int rows, int cols, const float *x, float *y); // per row, stable
-    void (*conv2d_forward)(const ConvGeom *g, const float *x, const float *w, float *y);
+    // forward and backward_filter read x through its columns (im2col) where the backend
+    // builds them. cols: NULL, or conv2d_columns_size(g) floats that the caller keeps for
+    // the later calls that read the same x with the same geometry (the tape: forward,
+    // weight gradient and its double-backward); cols_filled 0 builds them there, 1 reads
+    // them. Either way the result is bit-identical to cols NULL.
+    void (*conv2d_forward)(const ConvGeom *g, const float *x, const float *w, float *y, float *cols,
+                           int cols_filled);
     void (*conv2d_backward_data)(const ConvGeom *g, const float *dy, const float *w, float *dx);
-    void (*conv2d_backward_filter)(const ConvGeom *g, const float *x, const float *dy, float *dw);
+    void (*conv2d_backward_filter)(const ConvGeom *g, const float *x, const float *dy, float *dw, float *cols,
+                                   int cols_filled);
+    // Optional (NULL: the backend keeps no columns): floats of the columns of x for g, 0
+    // where it keeps none for this geometry (too large to hold).
+    size_t (*conv2d_columns_size)(const ConvGeom *g);
     void (*maxpool_forward)(const PoolGeom *g, const float *x, float *y, int32_t *argmax);
     void (*maxpool_scatter)(const PoolGeom *g, const float *dy, const int32_t *argmax, float *dx); // dx = 0 then +=
     void (*maxpool_gather)(const PoolGeom *g, const float *x, const int32_t *argmax, float *y);

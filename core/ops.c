@@ -135,13 +135,30 @@ Var *ad_softmax(Tape *t, Var *x) { return rowwise(t, OP_SOFTMAX, x); }
 Var *ad_log_softmax(Tape *t, Var *x) { return rowwise(t, OP_LOG_SOFTMAX, x); }
 
 // -- convolution family ------------------------------------------------------------------
-static Var *conv_fwd(Tape *t, Var *x, Var *w, const ConvGeom *g) {
+// The input x of a convolution is read through its columns (im2col) three times per
+// double-backward: by the forward, by the weight gradient bwd_filter(x, dy) and by that
+// gradient's own derivative conv(x, ddw). Where the backend builds columns, the first of
+// these nodes keeps them in tape memory (freed with the tape, rewound with it) and hands
+// them to the next: `cols` is the columns of x that an earlier node built, or NULL. Kept
+// only while recording and where a later node can read them (the node's gradient flows
+// to its second input), and only for geometries the backend holds in one group.
+static float *conv_columns(Tape *t, const ConvGeom *g, const Var *v, const Var *second, float *cols, int *filled) {
+    *filled = cols != NULL;
+    if (cols || !BE(t)->conv2d_columns_size || !tape_grad_enabled(t) || !v->requires_grad || !second->requires_grad)
+        return cols;
+    size_t n = BE(t)->conv2d_columns_size(g);
+    return n ? tape_alloc(t, n * sizeof(float)) : NULL; // NULL: out of memory (the tape's status says so)
+}
+
+static Var *conv_fwd(Tape *t, Var *x, Var *w, const ConvGeom *g, float *cols) {
     int shape[4] = {g->n, g->c_out, g->h_out, g->w_out};
     Var *v = tape_new_var(t, OP_CONV2D, x, w, 4, shape);
     if (!v)
         return NULL;
     v->attr.conv = *g;
-    BE(t)->conv2d_forward(g, x->t.data, w->t.data, v->t.data);
+    int filled;
+    v->cols = conv_columns(t, g, v, w, cols, &filled);
+    BE(t)->conv2d_forward(g, x->t.data, w->t.data, v->t.data, v->cols, filled);
     return v;
 }
 
@@ -155,13 +172,15 @@ static Var *conv_bwd_data(Tape *t, Var *dy, Var *w, const ConvGeom *g) {
     return v;
 }
 
-static Var *conv_bwd_filter(Tape *t, Var *x, Var *dy, const ConvGeom *g) {
+static Var *conv_bwd_filter(Tape *t, Var *x, Var *dy, const ConvGeom *g, float *cols) {
     int shape[4] = {g->c_out, g->c_in, g->kh, g->kw};
     Var *v = tape_new_var(t, OP_CONV2D_BWD_FILTER, x, dy, 4, shape);
     if (!v)
         return NULL;
     v->attr.conv = *g;
-    BE(t)->conv2d_backward_filter(g, x->t.data, dy->t.data, v->t.data);
+    int filled;
+    v->cols = conv_columns(t, g, v, dy, cols, &filled);
+    BE(t)->conv2d_backward_filter(g, x->t.data, dy->t.data, v->t.data, v->cols, filled);
     return v;
 }
 
@@ -174,7 +193,7 @@ Var *ad_conv2d(Tape *t, Var *x, Var *w, int stride, int pad) {
     g.w_out = (g.w_in + 2 * pad - g.kw) / stride + 1;
     if (g.h_out < 1 || g.w_out < 1)
         return NULL;
-    return conv_fwd(t, x, w, &g);
+    return conv_fwd(t, x, w, &g, NULL);
 }
 
 // -- pooling family --------------------------------------------------------------------
@@ -440,15 +459,15 @@ void op_backward(Tape *t, Var *v, Var *g, Var **g0, Var **g1) {
     }
     case OP_CONV2D: // y = conv(x, w)
         if (needs(v, 0)) *g0 = conv_bwd_data(t, g, v->in[1], &v->attr.conv);
-        if (needs(v, 1)) *g1 = conv_bwd_filter(t, x, g, &v->attr.conv);
+        if (needs(v, 1)) *g1 = conv_bwd_filter(t, x, g, &v->attr.conv, v->cols);
         break;
     case OP_CONV2D_BWD_DATA: // dx = bwd_data(dy, w): linear in each
-        if (needs(v, 0)) *g0 = conv_fwd(t, g, v->in[1], &v->attr.conv);
-        if (needs(v, 1)) *g1 = conv_bwd_filter(t, g, x, &v->attr.conv);
+        if (needs(v, 0)) *g0 = conv_fwd(t, g, v->in[1], &v->attr.conv, NULL);
+        if (needs(v, 1)) *g1 = conv_bwd_filter(t, g, x, &v->attr.conv, NULL);
         break;
     case OP_CONV2D_BWD_FILTER: // dw = bwd_filter(x, dy)
         if (needs(v, 0)) *g0 = conv_bwd_data(t, v->in[1], g, &v->attr.conv);
-        if (needs(v, 1)) *g1 = conv_fwd(t, x, g, &v->attr.conv);
+        if (needs(v, 1)) *g1 = conv_fwd(t, x, g, &v->attr.conv, v->cols);
         break;
     case OP_MAXPOOL: *g0 = maxpool_scatter(t, g, v->argmax, &v->attr.pool); break;
     case OP_MAXPOOL_SCATTER: *g0 = maxpool_gather(t, g, v->argmax, &v->attr.pool); break;

@@ -184,7 +184,8 @@ static FpStatus accumulate_rows(PerExample *pe, const Use *u, int i0, int cnt, f
             return FP_ENOMEM;
         for (int i = 0; i < cnt; i++) {
             float *dst = tmp ? tmp : g + (size_t)i * numel; // single use: G is zero, write (=)
-            be->conv2d_backward_filter(&g1, x->t.data + (size_t)(i0 + i) * xs, dy->t.data + (size_t)(i0 + i) * ys, dst);
+            be->conv2d_backward_filter(&g1, x->t.data + (size_t)(i0 + i) * xs, dy->t.data + (size_t)(i0 + i) * ys, dst,
+                                       NULL, 0);
             if (tmp)
                 be->axpy(numel, 1.0f, tmp, g + (size_t)i * numel);
         }
@@ -304,7 +305,7 @@ FpStatus per_example_weighted_sum(PerExample *pe, const float *w, float *const *
         if (!tmp)
             return FP_ENOMEM;
         if (us->kind == USE_CONV)
-            be->conv2d_backward_filter(&us->node->attr.conv, x->t.data, dyc, tmp);
+            be->conv2d_backward_filter(&us->node->attr.conv, x->t.data, dyc, tmp, NULL, 0);
         else
             be->sum_broadcast(dy->t.numel, dyc, us->node->attr.bin.inner, numel, tmp);
         be->axpy(numel, 1.0f, tmp, out[us->param]);

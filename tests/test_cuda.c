@@ -332,9 +332,9 @@ START_TEST(cuda_conv_matches_cpu) {
     fill_uniform(x, nx, -1, 1, 70 + _i);
     fill_uniform(w, nw, -1, 1, 80 + _i);
     fill_uniform(dy, ny, -1, 1, 90 + _i);
-    c->conv2d_forward(&geo, x, w, y);
+    c->conv2d_forward(&geo, x, w, y, NULL, 0);
     c->conv2d_backward_data(&geo, dy, w, dx);
-    c->conv2d_backward_filter(&geo, x, dy, dw);
+    c->conv2d_backward_filter(&geo, x, dy, dw, NULL, 0);
     // Twice: operands aligned, then every operand one float off 16-byte alignment (a view
     // into a flat parameter buffer), which the backend must stage.
     for (int off = 0; off < 2; off++) {
@@ -343,9 +343,9 @@ START_TEST(cuda_conv_matches_cpu) {
         g->upload(gx + off, x, nx * sizeof(float));
         g->upload(gw + off, w, nw * sizeof(float));
         g->upload(gdy + off, dy, ny * sizeof(float));
-        g->conv2d_forward(&geo, gx + off, gw + off, gy + off);
+        g->conv2d_forward(&geo, gx + off, gw + off, gy + off, NULL, 0);
         g->conv2d_backward_data(&geo, gdy + off, gw + off, gdx + off);
-        g->conv2d_backward_filter(&geo, gx + off, gdy + off, gdw + off);
+        g->conv2d_backward_filter(&geo, gx + off, gdy + off, gdw + off, NULL, 0);
         float *hy = from_dev(g, gy + off, ny), *hdx = from_dev(g, gdx + off, nx), *hdw = from_dev(g, gdw + off, nw);
         char what[3][96];
         const char *dir[3] = {"fwd", "bwd_data", "bwd_filter"};

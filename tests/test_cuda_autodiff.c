@@ -266,9 +266,9 @@ START_TEST(cuda_deterministic) {
     float *run[2][4];
     double sums[2];
     for (int r = 0; r < 2; r++) {
-        g->conv2d_forward(&geo, gx, gw, gy);
+        g->conv2d_forward(&geo, gx, gw, gy, NULL, 0);
         g->conv2d_backward_data(&geo, gdy, gw, gdx);
-        g->conv2d_backward_filter(&geo, gx, gdy, gdw);
+        g->conv2d_backward_filter(&geo, gx, gdy, gdw, NULL, 0);
         g->sum_broadcast(ny, gdy, 16 * 16, 64, gs);
         run[r][0] = from_dev(g, gy, ny);
         run[r][1] = from_dev(g, gdx, nx);

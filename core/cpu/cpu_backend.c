@@ -255,6 +255,7 @@ static const Backend cpu_backend = {
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_backward_data = cpu_conv2d_backward_data,
     .conv2d_backward_filter = cpu_conv2d_backward_filter,
+    .conv2d_columns_size = cpu_conv2d_columns_size,
     .maxpool_forward = cpu_maxpool_forward,
     .maxpool_scatter = cpu_maxpool_scatter,
     .maxpool_gather = cpu_maxpool_gather,

@@ -191,15 +191,37 @@ static void to_channel_major(const float *src, int c_out, int gs, int hw, float 
 // same memory, so the GEMM reads and writes the tensor itself and the copy is skipped.
 static int same_layout(const ConvGeom *g, int cur) { return cur == 1 || g->c_out == 1; }
 
-void cpu_conv2d_forward(const ConvGeom *g, const float *x, const float *w, float *y) {
+// The columns a caller may keep: only where the whole batch is one group (at most the
+// group budget, 8 MB), so that the kept columns are exactly those the group loop builds.
+size_t cpu_conv2d_columns_size(const ConvGeom *g) {
+    if (group_size(g) < g->n)
+        return 0;
+    return (size_t)g->c_in * g->kh * g->kw * g->n * g->h_out * g->w_out + padded_size(g);
+}
+
+// The columns of group [n0, n0 + cur): the caller's (built there when not filled; they
+// hold the whole batch, one group) or built in scratch (ckk·gs·hw floats + the plane).
+static const float *group_columns(const ConvGeom *g, const float *x, int n0, int cur, float *kept, int filled,
+                                  float *scratch, int gs) {
+    size_t ncols = (size_t)g->c_in * g->kh * g->kw * gs * g->h_out * g->w_out;
+    if (kept) {
+        if (!filled)
+            im2col(g, x, n0, cur, kept, kept + ncols);
+        return kept;
+    }
+    im2col(g, x, n0, cur, scratch, scratch + ncols);
+    return scratch;
+}
+
+void cpu_conv2d_forward(const ConvGeom *g, const float *x, const float *w, float *y, float *kept, int filled) {
     int gs = group_size(g), hw = g->h_out * g->w_out, ckk = g->c_in * g->kh * g->kw;
-    float *cols = malloc(sizeof(float) * ((size_t)ckk * gs * hw + padded_size(g)));
+    float *cols = kept ? NULL : malloc(sizeof(float) * ((size_t)ckk * gs * hw + padded_size(g)));
     float *tmp = same_layout(g, gs) ? NULL : malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
     for (int n0 = 0; n0 < g->n; n0 += gs) {
         int cur = g->n - n0 < gs ? g->n - n0 : gs;
         float *yg = y + (size_t)n0 * g->c_out * hw;
-        im2col(g, x, n0, cur, cols, cols + (size_t)ckk * gs * hw);
-        cpu_gemm_rm(0, 0, g->c_out, cur * hw, ckk, 1.0f, w, cols, 0.0f, same_layout(g, cur) ? yg : tmp);
+        const float *cg = group_columns(g, x, n0, cur, kept, filled, cols, gs);
+        cpu_gemm_rm(0, 0, g->c_out, cur * hw, ckk, 1.0f, w, cg, 0.0f, same_layout(g, cur) ? yg : tmp);
         if (!same_layout(g, cur))
             to_sample_major(tmp, g->c_out, cur, hw, yg);
     }
@@ -255,22 +277,22 @@ static void backward_data_subpixel(const ConvGeom *g, const SubpixelGeom *sp, co
     int gs = (int)(((size_t)2 << 20) / per_sample);
     gs = gs < 1 ? 1 : gs > g->n ? g->n : gs;
     float *w2 = calloc(nw, sizeof(float)), *out = malloc(sizeof(float) * per_sample * gs);
+    // W″ from W: each phase's taps (ki = ry + s·(ty−1−a) < kh, likewise kj), the rest
+    // stays zero (calloc); walking the kernel taps of the phase skips the index tests.
     for (int ry = 0; ry < s; ry++)
         for (int rx = 0; rx < s; rx++)
             for (int ci = 0; ci < g->c_in; ci++)
-                for (int co = 0; co < g->c_out; co++)
-                    for (int a = 0; a < ty; a++)
-                        for (int b = 0; b < tx; b++) {
-                            int ki = ry + s * (ty - 1 - a), kj = rx + s * (tx - 1 - b);
-                            w2[((((size_t)(ry * s + rx) * g->c_in + ci) * g->c_out + co) * ty + a) * tx + b] =
-                                ki < g->kh && kj < g->kw
-                                    ? w[((size_t)(co * g->c_in + ci) * g->kh + ki) * g->kw + kj]
-                                    : 0.0f;
-                        }
+                for (int co = 0; co < g->c_out; co++) {
+                    float *dst = w2 + (((size_t)(ry * s + rx) * g->c_in + ci) * g->c_out + co) * ty * tx;
+                    const float *src = w + (size_t)(co * g->c_in + ci) * g->kh * g->kw;
+                    for (int ki = ry, a = ty - 1; ki < g->kh; ki += s, a--)
+                        for (int kj = rx, b = tx - 1; kj < g->kw; kj += s, b--)
+                            dst[a * tx + b] = src[ki * g->kw + kj];
+                }
     for (int n0 = 0; n0 < g->n; n0 += gs) {
         ConvGeom cg = *c;
         cg.n = g->n - n0 < gs ? g->n - n0 : gs;
-        cpu_conv2d_forward(&cg, dy + (size_t)n0 * g->c_out * g->h_out * g->w_out, w2, out);
+        cpu_conv2d_forward(&cg, dy + (size_t)n0 * g->c_out * g->h_out * g->w_out, w2, out, NULL, 0);
         for (int n = 0; n < cg.n; n++)
             for (int ry = 0; ry < s; ry++)
                 for (int rx = 0; rx < s; rx++)
@@ -281,18 +303,17 @@ static void backward_data_subpixel(const ConvGeom *g, const SubpixelGeom *sp, co
                         int oy0 = -floor_div(ry - g->pad, s) - sp->q0y, ox0 = -floor_div(rx - g->pad, s) - sp->q0x;
                         oy0 = oy0 < 0 ? 0 : oy0;
                         ox0 = ox0 < 0 ? 0 : ox0;
-                        for (int oy = oy0; oy < c->h_out; oy++) {
-                            int iy = s * (sp->q0y + oy) - g->pad + ry;
-                            if (iy >= g->h_in)
-                                break;
-                            const float *orow = o + (size_t)oy * c->w_out;
-                            float *xr = plane + (size_t)iy * g->w_in;
-                            for (int ox = ox0; ox < c->w_out; ox++) {
-                                int ix = s * (sp->q0x + ox) - g->pad + rx;
-                                if (ix >= g->w_in)
-                                    break;
-                                xr[ix] = orow[ox];
-                            }
+                        // rows iy = iy0 + s·k and columns ix = ix0 + s·k that lie inside dx
+                        int iy0 = s * (sp->q0y + oy0) - g->pad + ry, ix0 = s * (sp->q0x + ox0) - g->pad + rx;
+                        int ny = iy0 < g->h_in ? (g->h_in - 1 - iy0) / s + 1 : 0;
+                        int nx = ix0 < g->w_in ? (g->w_in - 1 - ix0) / s + 1 : 0;
+                        ny = ny < c->h_out - oy0 ? ny : c->h_out - oy0;
+                        nx = nx < c->w_out - ox0 ? nx : c->w_out - ox0;
+                        for (int k = 0; k < ny; k++) {
+                            const float *restrict orow = o + (size_t)(oy0 + k) * c->w_out + ox0;
+                            float *restrict xr = plane + (size_t)(iy0 + s * k) * g->w_in + ix0;
+                            for (int j = 0; j < nx; j++)
+                                xr[s * j] = orow[j];
                         }
                     }
     }
@@ -342,19 +363,20 @@ void cpu_conv2d_backward_data(const ConvGeom *g, const float *dy, const float *w
         backward_data_col2im(g, dy, w, dx);
 }
 
-void cpu_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *dy, float *dw) {
+void cpu_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *dy, float *dw, float *kept,
+                                int filled) {
     int gs = group_size(g), hw = g->h_out * g->w_out, ckk = g->c_in * g->kh * g->kw;
-    float *cols = malloc(sizeof(float) * ((size_t)ckk * gs * hw + padded_size(g)));
+    float *cols = kept ? NULL : malloc(sizeof(float) * ((size_t)ckk * gs * hw + padded_size(g)));
     float *tmp = same_layout(g, gs) ? NULL : malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
     for (int n0 = 0; n0 < g->n; n0 += gs) {
         int cur = g->n - n0 < gs ? g->n - n0 : gs;
         const float *dyg = dy + (size_t)n0 * g->c_out * hw;
-        im2col(g, x, n0, cur, cols, cols + (size_t)ckk * gs * hw);
+        const float *cg = group_columns(g, x, n0, cur, kept, filled, cols, gs);
         if (!same_layout(g, cur)) {
             to_channel_major(dyg, g->c_out, cur, hw, tmp);
             dyg = tmp;
         }
-        cpu_gemm_rm(0, 1, g->c_out, ckk, cur * hw, 1.0f, dyg, cols, n0 == 0 ? 0.0f : 1.0f, dw);
+        cpu_gemm_rm(0, 1, g->c_out, ckk, cur * hw, 1.0f, dyg, cg, n0 == 0 ? 0.0f : 1.0f, dw);
     }
     free(cols);
     free(tmp);

@@ -290,7 +290,10 @@ static size_t x_count(const ConvGeom *g) { return (size_t)g->n * g->c_in * g->h_
 static size_t w_count(const ConvGeom *g) { return (size_t)g->c_out * g->c_in * g->kh * g->kw; }
 static size_t y_count(const ConvGeom *g) { return (size_t)g->n * g->c_out * g->h_out * g->w_out; }
 
-void cuda_conv2d_forward(const ConvGeom *g, const float *x, const float *w, float *y) {
+// cuDNN builds no columns that could be kept (conv2d_columns_size is NULL): cols is unused.
+void cuda_conv2d_forward(const ConvGeom *g, const float *x, const float *w, float *y, float *cols, int cols_filled) {
+    (void)cols;
+    (void)cols_filled;
     conv_call(g, DIR_FWD, x, x_count(g), w, w_count(g), y, y_count(g));
 }
 
@@ -298,7 +301,10 @@ void cuda_conv2d_backward_data(const ConvGeom *g, const float *dy, const float *
     conv_call(g, DIR_BWD_DATA, w, w_count(g), dy, y_count(g), dx, x_count(g));
 }
 
-void cuda_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *dy, float *dw) {
+void cuda_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *dy, float *dw, float *cols,
+                                 int cols_filled) {
+    (void)cols;
+    (void)cols_filled;
     conv_call(g, DIR_BWD_FILTER, x, x_count(g), dy, y_count(g), dw, w_count(g));
 }
 

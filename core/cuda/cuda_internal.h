@@ -150,9 +150,10 @@ void cuda_avgpool_backward(const PoolGeom *g, const float *dy, float *dx);
 // -- cuBLAS (cuda_gemm.c) and cuDNN (cuda_conv.c) -------------------------------------
 void cuda_gemm(int trans_a, int trans_b, int m, int n, int k, float alpha, const float *a, const float *b,
                float beta, float *c);
-void cuda_conv2d_forward(const ConvGeom *g, const float *x, const float *w, float *y);
+void cuda_conv2d_forward(const ConvGeom *g, const float *x, const float *w, float *y, float *cols, int cols_filled);
 void cuda_conv2d_backward_data(const ConvGeom *g, const float *dy, const float *w, float *dx);
-void cuda_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *dy, float *dw);
+void cuda_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *dy, float *dw, float *cols,
+                                 int cols_filled);
 CudaConvCache *cuda_conv_cache_create(void);
 
 #ifdef __cplusplus
