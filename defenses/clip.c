@@ -96,14 +96,26 @@ void clip_noise_describe(const ClipNoise *n, cJSON *out) {
         cJSON_AddNumberToObject(out, "noise_grid_steps", n->table.sigma);
 }
 
+static const double clip_noise_shares[] = {CLIP_NOISE_SLACK, 0x1p-6, 0x1p-3, 0x1p-1};
+#define CLIP_NOISE_SHARES ((int)(sizeof clip_noise_shares / sizeof clip_noise_shares[0]))
+
+double clip_noise_delta_share(const ClipNoise *n, double eps, double draws, double delta) {
+    if (!n->safe)
+        return 0;
+    for (int i = 0; i < CLIP_NOISE_SHARES; i++)
+        if ((1 + exp(eps)) * draws * DGAUSS_WIDE_TV <= delta * clip_noise_shares[i])
+            return clip_noise_shares[i];
+    return CLIP_NOISE_SLACK;
+}
+
 double clip_noise_epsilon(const ClipNoise *n, double delta, double draws, ClipEpsilonAt at, const void *ctx,
                           long long rounds, int *covered) {
     *covered = 1;
     if (!n->safe)
         return at(ctx, rounds, delta);
-    static const double shares[] = {CLIP_NOISE_SLACK, 0x1p-6, 0x1p-3, 0x1p-1};
+    const double *shares = clip_noise_shares;
     double first = INFINITY;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < CLIP_NOISE_SHARES; i++) {
         double e = at(ctx, rounds, delta * (1 - shares[i]));
         if (i == 0)
             first = e;
@@ -449,7 +461,8 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
             double orders[RDP_EXTENDED_ORDER_COUNT], sigma;
             int no = rdp_extended_orders(orders);
             FpError e2 = {0};
-            double delta_acc = g->noise.safe ? g->delta * (1 - CLIP_NOISE_SLACK) : g->delta;
+            double delta_acc =
+                g->delta * (1 - clip_noise_delta_share(&g->noise, g->epsilon, noise_draws(g, g->rounds), g->delta));
             if (rdp_sigma_for_epsilon_sampled(calibration_sampling(g), g->q, g->rounds, delta_acc, g->epsilon,
                                               orders, no, &sigma, NULL, &e2) != FP_OK)
                 return fp_fail(err, FP_EPARAM, "%s: %s", jv_path(p, sizeof p, path, "epsilon"), e2.msg);

@@ -100,8 +100,14 @@ typedef double (*ClipEpsilonAt)(const void *ctx, long long rounds, double delta)
 // conditional on CLIP_NOISE_SLACK_ASSUMPTION. The float sampler: the account at δ.
 double clip_noise_epsilon(const ClipNoise *n, double delta, double draws, ClipEpsilonAt at, const void *ctx,
                           long long rounds, int *covered);
-// The first share, which calibrations aim at.
+// The first share.
 #define CLIP_NOISE_SLACK 0x1p-10
+// The share of δ that clip_noise_epsilon gives the safe table's slack in an account that
+// reaches eps over `draws` draws: the first share whose slack fits (CLIP_NOISE_SLACK when
+// none does; 0 for the float sampler). A calibration to a target ε solves its multiplier at
+// δ(1 − this share at the target): the record then meets the target, because at every
+// smaller share either the ε is above the target or the slack already fitted there.
+double clip_noise_delta_share(const ClipNoise *n, double eps, double draws, double delta);
 // The assumption of a record whose figure the slack does not cover.
 #define CLIP_NOISE_SLACK_ASSUMPTION                                                                          \
     "the discrete Gaussian table's distance to the ideal law (2^-59 per draw) is taken as negligible: over " \

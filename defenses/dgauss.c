@@ -259,7 +259,7 @@ FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err) {
     // Every count is 2^95 P_j (1 + θ), |θ| <= expl's error (4 ulp, 2^-61) + the normaliser's
     // (compensated, 2^-62) + two roundings (2^-63): Σ|Q_j - P_j| over j != 0 is below 2^-60,
     // Q_0 absorbs the same plus the tails (< 2^-90): TV < 2^-60; 2^-59 is stated.
-    g->tv = 0x1p-59;
+    g->tv = DGAUSS_WIDE_TV;
     return FP_OK;
 }
 

@@ -81,6 +81,9 @@ void dgauss_add(const DGauss *g, double grid, float *x, size_t n, const RngStrea
 // most); the normaliser is summed with compensation. `tv` bounds the total variation
 // distance between the table's law and N_Z(0, σ²) per draw (about 2^-59): over n draws
 // an (ε, δ) guarantee of the ideal mechanism holds with δ + (1 + e^ε)·n·tv (a coupling).
+// The per-draw total variation bound every wide table states (dgauss_wide_init derives it).
+#define DGAUSS_WIDE_TV 0x1p-59
+
 typedef struct DGaussWide {
     double sigma;           // σ in grid steps, 2σ² = 2^log2_two_var
     int log2_two_var;

@@ -194,10 +194,12 @@ static FpStatus dpsgd_create(const cJSON *params, const char *path, const Defens
         if ((st = jv_number(params, path, "epsilon", JV_REQUIRED, 0, 0, 1, INFINITY, 1, &s->epsilon_target,
                             err)) != FP_OK)
             goto fail;
-        // The multiplier the account needs (at δ less the safe table's share), then the σ
-        // whose rounding inflation φ(σ) = 1 + a + bσ leaves σ/φ(σ) at least that.
+        // The multiplier the account needs (at δ less the share the safe table's slack takes
+        // at the target over the run's d·steps draws, as the record will count it), then the
+        // σ whose rounding inflation φ(σ) = 1 + a + bσ leaves σ/φ(σ) at least that.
         long long steps = s->steps_round * (long long)s->rounds;
-        double delta_acc = s->noise.safe ? s->delta * (1 - CLIP_NOISE_SLACK) : s->delta, sigma_acc = 0;
+        double draws = (double)s->d * (double)steps, sigma_acc = 0;
+        double delta_acc = s->delta * (1 - clip_noise_delta_share(&s->noise, s->epsilon_target, draws, s->delta));
         FpError e2 = {0};
         FpStatus cs = steps <= 0 ? fp_fail(&e2, FP_EPARAM, "the federation takes no local steps")
                       : s->use_rdp

@@ -415,6 +415,14 @@ START_TEST(federation_rdp_and_target_epsilon) {
     double last = num(cJSON_GetObjectItem(round_privacy(t, E2E_ROUNDS - 1), "sound"), "epsilon_total_conditional");
     ck_assert_msg(last <= 4.0 && last > 3.9, "target 4 reached %.6g", last);
     cJSON_Delete(t);
+    // A target so large that the safe table's slack, (1 + e^eps)·draws·2^-59, no longer fits
+    // in the first share of delta: the calibration must solve at the share the record will
+    // use (before: sigma solved at delta(1 - 2^-10), the record at delta(1 - 2^-3), above
+    // the target).
+    t = train(dir, "{\"name\":\"dp-sgd\",\"epsilon\":20,\"delta\":1e-5}", 0);
+    last = num(cJSON_GetObjectItem(round_privacy(t, E2E_ROUNDS - 1), "sound"), "epsilon_total_conditional");
+    ck_assert_msg(last <= 20.0 && last > 19.9, "target 20 reached %.6g", last);
+    cJSON_Delete(t);
     remove_dir(dir);
 }
 END_TEST
