@@ -183,7 +183,7 @@ print-build:
 	@echo $(BUILD)
 
 summary:
-	@echo "fedpriv build: CPU backend ✓ (OpenBLAS)   CUDA backend $(if $(filter 1,$(HAVE_CUDA)),✓ ($(NVCC)),✗ (no nvcc))   MPI $(if $(filter 1,$(HAVE_MPI)),✓ ($(MPICC)),✗ (no mpicc))   sanitizers $(if $(filter 1,$(SANITIZE)),✓,off)"
+	@echo "fedpriv build: CPU backend ✓ (OpenBLAS)   CUDA backend $(if $(filter 1,$(HAVE_CUDA)),✓ ($(NVCC)),✗ ($(if $(filter 0,$(CUDA)),CUDA=0,no nvcc)))   MPI $(if $(filter 1,$(HAVE_MPI)),✓ ($(MPICC)),✗ ($(if $(filter 0,$(MPI)),MPI=0,no mpicc)))   sanitizers $(if $(filter 1,$(SANITIZE)),✓,off)"
 
 test: deps-check
 	@$(MAKE) --no-print-directory run-tests
