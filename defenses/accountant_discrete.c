@@ -38,25 +38,9 @@
 #include <math.h>
 
 #include "defenses/accountant.h"
+#include "defenses/accountant_logspace.h"
 
 #define DISCRETE_ROUND_UP (1.0 + 0x1p-40)
-
-static double lgam(double x) {
-    int sign;
-    return lgamma_r(x, &sign);
-}
-
-// Adds e^x to the running sum m + ln(sum).
-static void lse_push(double *m, double *sum, double x) {
-    if (x == -INFINITY)
-        return;
-    if (x > *m) {
-        *sum = *sum * exp(*m - x) + 1.0;
-        *m = x;
-    } else {
-        *sum += exp(x - *m);
-    }
-}
 
 // Upper bound on ln of Zhu & Wang's sum at integer α >= 2 for the curve ε(ℓ) = ℓ/(2σ²).
 static double zw_log_moment(double q, double sigma, long long alpha) {

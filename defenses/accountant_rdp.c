@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "defenses/accountant.h"
+#include "defenses/accountant_logspace.h"
 
 #define RDP_FRAC_MAX_TERMS 100000
 #define RDP_SEARCH_REL_TOL 1e-7
@@ -64,11 +65,6 @@ double accountant_log_erfc(double x) {
         sum += term;
     }
     return -x * x - log(x) - 0.5 * log(M_PI) + log(sum);
-}
-
-static double lgam(double x) {
-    int sign;
-    return lgamma_r(x, &sign);  // the reentrant form: lgamma() writes the global signgam
 }
 
 // ---- ln A_α ------------------------------------------------------------------------

@@ -12,26 +12,7 @@
 #include <math.h>
 
 #include "defenses/accountant.h"
-
-static double lgam(double x) {
-    int sign;
-    return lgamma_r(x, &sign);
-}
-
-// ln C(n, k) for 0 <= k <= n.
-static double log_binom(double n, double k) { return lgam(n + 1.0) - lgam(k + 1.0) - lgam(n - k + 1.0); }
-
-// Adds e^x to the running sum m + ln(sum).
-static void lse_push(double *m, double *sum, double x) {
-    if (x == -INFINITY)
-        return;
-    if (x > *m) {
-        *sum = *sum * exp(*m - x) + 1.0;
-        *m = x;
-    } else {
-        *sum += exp(x - *m);
-    }
-}
+#include "defenses/accountant_logspace.h"
 
 // ln of Thm 9's sum at integer α >= 2: an upper bound on (α−1)·ε'(α).
 static double wbk_log_moment(double q, double sigma, long long alpha) {
