@@ -10,12 +10,17 @@
 #      vs PyTorch with create_graph=True,
 #   5. one DP-SGD step (cnn-mnist and mlp, batch 256) on the GPU, fedpriv vs PyTorch with
 #      per-example gradients from microbatches of one,
-# and prints the ratios. Outputs go to $OUT (or build/gpu).
+#   6. Inverting Gradients (LeNet-sigmoid and cnn-mnist; batch 1, 4, 8; 1 and 5 local
+#      steps simulated) on the GPU, fedpriv vs its PyTorch port (bench/ig_bench.py) on the
+#      same images and initial weights,
+# and prints the ratios. Outputs go to $OUT (or build/gpu): summary.txt, log.txt and
+# results.tar.gz with every result JSON (few files, since few come back from a lent machine).
 set -u
 cd "$(dirname "$0")/.."
-out="${OUT:-build/gpu}"   # what comes back: summary.txt, log.txt and the result JSONs
+out="${OUT:-build/gpu}"   # what comes back: summary.txt, log.txt and results.tar.gz
 work=/tmp/fedpriv-gpu
-mkdir -p "$out" "$work"
+res="$work/results"
+mkdir -p "$out" "$work" "$res"
 exec > >(tee -a "$out/log.txt") 2>&1
 log() { echo "== $*" | tee -a "$out/summary.txt"; }
 py=python3
@@ -30,17 +35,21 @@ if [ -x .gpu/fedpriv ]; then
     [ -n "$f" ] && extra="$extra:$(dirname "$f")"
   done
   export LD_LIBRARY_PATH="$extra:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-  fm=.gpu/fashion-mnist
+  fm="$PWD/.gpu/fashion-mnist"
+  ig_weights=.gpu   # ig-lenet.bin and ig-cnn-mnist.bin, written by bench/ig_weights
 else
   make -j"$(nproc)" CUDA=1 MPI=0 fedpriv build/release/fedpriv-tests || exit 1
   bin=build/release/fedpriv tests=build/release/fedpriv-tests
   fm=/usr/share/datasets/fashion-mnist
+  ig_weights="$work"
+  bash bench/link.sh bench/ig_weights.c "$work/ig_weights" || exit 1
+  for m in lenet cnn-mnist; do "$work/ig_weights" $m default 1 "$work/ig-$m.bin" >/dev/null; done
 fi
 nvidia-smi -L 2>&1 | tee -a "$out/summary.txt"
 ldd "$bin" | grep -E "not found" && { echo "missing libraries"; exit 1; }
 
 log "CPU-vs-CUDA tests"
-FEDPRIV_BIN=$PWD/$bin FEDPRIV_REQUIRE_CUDA=1 FEDPRIV_FASHION_MNIST_DIR=$PWD/$fm FP_TEST_SUITE=cuda \
+FEDPRIV_BIN=$PWD/$bin FEDPRIV_REQUIRE_CUDA=1 FEDPRIV_FASHION_MNIST_DIR=$fm FP_TEST_SUITE=cuda \
   timeout 240 "$tests" > "$work/cuda-tests.txt" 2>&1
 grep -E "^cuda|SKIP|Checks|:F:|:E:|error" "$work/cuda-tests.txt" | cut -c1-300 | tail -60
 
@@ -53,46 +62,69 @@ for model in mlp cnn-cifar; do
  "defense": {"name": "none"}, "device": "cuda"}
 JSON
   log "federated rounds, $model, fedpriv on the GPU"
-  timeout 120 "$bin" train --config /tmp/fed-$model.json --out "$out/fedpriv-$model.json" 2>&1 | tail -2
+  timeout 120 "$bin" train --config /tmp/fed-$model.json --out "$res/fedpriv-$model.json" 2>&1 | tail -2
   log "federated rounds, $model, PyTorch on the GPU"
   timeout 120 $py bench/fed_torch.py --model $model --data cifar /tmp/rcifar --device cuda --rounds 2 \
-    > "$out/torch-$model.json" 2>/dev/null; cat "$out/torch-$model.json"
+    > "$res/torch-$model.json" 2>/dev/null; cat "$res/torch-$model.json"
 done
 
 log "DLG on the GPU: fedpriv"
 cat > /tmp/dlg.json <<JSON
-{"seed": 1, "dataset": {"name": "fashion-mnist", "path": "$PWD/$fm", "split": "test"},
+{"seed": 1, "dataset": {"name": "fashion-mnist", "path": "$fm", "split": "test"},
  "model": {"name": "lenet", "init": "uniform"},
  "attack": {"name": "dlg", "images": [0], "batch_size": 1, "steps": 300, "restarts": 1},
  "defense": {"name": "none"}, "device": "cuda"}
 JSON
 timeout 120 "$bin" attack dlg --config /tmp/dlg.json --out "$work/dlg-fedpriv" 2>&1 | tail -2
-cp "$work/dlg-fedpriv/result.json" "$out/dlg-fedpriv.json" 2>/dev/null
+cp "$work/dlg-fedpriv/result.json" "$res/dlg-fedpriv.json" 2>/dev/null
 log "DLG on the GPU: PyTorch"
-FASHION_MNIST_DIR="$PWD/$fm" timeout 120 $py bench/dlg_bench.py --device cuda --image 0 \
-  --steps 300 > "$out/dlg-torch.json" 2>/dev/null; cat "$out/dlg-torch.json"
+FASHION_MNIST_DIR="$fm" timeout 120 $py bench/dlg_bench.py --device cuda --image 0 \
+  --steps 300 > "$res/dlg-torch.json" 2>/dev/null; cat "$res/dlg-torch.json"
 
 log "DP-SGD step on the GPU (cnn-mnist and mlp, B=256): fedpriv, then PyTorch with microbatches of one"
 dpsgd_bin=.gpu/dpsgd_step
 [ -x "$dpsgd_bin" ] || { dpsgd_bin=build/bench/dpsgd_step; mkdir -p build/bench; bash bench/link.sh bench/dpsgd_step.c "$dpsgd_bin"; }
 for model in cnn-mnist mlp; do
-  FASHION_MNIST_DIR="$PWD/$fm" timeout 60 "$dpsgd_bin" $model 256 20 3 cuda > "$out/dpsgd-fedpriv-$model.json"
-  FASHION_MNIST_DIR="$PWD/$fm" timeout 120 $py bench/dpsgd_torch.py $model 256 3 3 cuda > "$out/dpsgd-torch-$model.json" 2>/dev/null
-  cat "$out/dpsgd-fedpriv-$model.json" "$out/dpsgd-torch-$model.json"
+  FASHION_MNIST_DIR="$fm" timeout 60 "$dpsgd_bin" $model 256 20 3 cuda > "$res/dpsgd-fedpriv-$model.json"
+  FASHION_MNIST_DIR="$fm" timeout 120 $py bench/dpsgd_torch.py $model 256 3 3 cuda > "$res/dpsgd-torch-$model.json" 2>/dev/null
+  cat "$res/dpsgd-fedpriv-$model.json" "$res/dpsgd-torch-$model.json"
 done
 
 log "dp-sgd federation on the GPU and the CPU (Fashion-MNIST mlp, 10 clients, sigma 1, C 1, 1 round)"
 for dev in cuda cpu; do
   cat > /tmp/dpsgd-fed-$dev.json <<JSON
-{"seed": 1, "dataset": {"name": "fashion-mnist", "path": "$PWD/$fm"}, "model": {"name": "mlp"},
+{"seed": 1, "dataset": {"name": "fashion-mnist", "path": "$fm"}, "model": {"name": "mlp"},
  "federation": {"clients": 10, "rounds": 1, "local_epochs": 1, "batch_size": 64, "lr": 0.05},
  "defense": {"name": "dp-sgd", "clip": 1, "noise_multiplier": 1.0}, "device": "$dev", "threads": 16}
 JSON
-  timeout 200 "$bin" train --config /tmp/dpsgd-fed-$dev.json --out "$out/dpsgd-fed-$dev.json" 2>&1 | tail -1
+  timeout 200 "$bin" train --config /tmp/dpsgd-fed-$dev.json --out "$res/dpsgd-fed-$dev.json" 2>&1 | tail -1
+done
+
+log "Inverting Gradients on the GPU (B 1/4/8, 1 and 5 local steps, 300 steps, images 0..B-1): fedpriv, then PyTorch"
+for m in lenet cnn-mnist; do
+  for setting in "1 1" "4 1" "8 1" "1 5" "4 5" "8 5"; do
+    set -- $setting; B=$1 E=$2 tag="ig-$m-b$B-e$E"
+    images=$(seq -s, 0 $((B - 1)))
+    local_key=""; [ "$E" -gt 1 ] && local_key=', "local": "federation"'
+    cat > "$work/$tag.json" <<JSON
+{"seed": 1, "dataset": {"name": "fashion-mnist", "path": "$fm", "split": "test"},
+ "model": {"name": "$m", "init": "default"},
+ "federation": {"clients": 16, "local_steps": $E, "batch_size": 64, "lr": 0.01},
+ "attack": {"name": "inverting-gradients", "images": [$images], "batch_size": $B, "steps": 300,
+            "restarts": 1, "tv": 1e-4, "snapshot_every": 0$local_key},
+ "defense": {"name": "none"}, "device": "cuda"}
+JSON
+    rm -rf "$work/$tag"
+    timeout 120 "$bin" attack inverting-gradients --config "$work/$tag.json" --out "$work/$tag" >/dev/null 2>&1
+    cp "$work/$tag/result.json" "$res/$tag-fedpriv.json" 2>/dev/null
+    FASHION_MNIST_DIR="$fm" timeout 120 $py bench/ig_bench.py --model $m --weights "$ig_weights/ig-$m.bin" \
+      --images "$images" --batch $B --local-steps $E --fed-lr 0.01 --steps 300 --device cuda \
+      > "$res/$tag-torch.json" 2>/dev/null
+  done
 done
 
 log "ratios (same GPU)"
-$py - "$out" <<'PY' | tee -a "$out/summary.txt"
+$py - "$res" <<'PY' | tee -a "$out/summary.txt"
 import json, os, sys
 o = sys.argv[1]
 def load(p):
@@ -123,5 +155,15 @@ for m in ("cnn-mnist", "mlp"):
               f"pytorch microbatches {t['dpsgd_ms_per_step']:.2f} ms, ratio {t['dpsgd_ms_per_step'] / f['dpsgd_ms_per_step']:.1f}x")
     else:
         print(f"DP-SGD step {m}: missing result")
+for m in ("lenet", "cnn-mnist"):
+    for b, e in ((1, 1), (4, 1), (8, 1), (1, 5), (4, 5), (8, 5)):
+        f, t = load(f"ig-{m}-b{b}-e{e}-fedpriv.json"), load(f"ig-{m}-b{b}-e{e}-torch.json")
+        if f and t:
+            print(f"IG {m:9s} B={b} E={e}: fedpriv {f['ms_per_evaluation']:7.3f} ms/closure (SSIM {f['ssim_mean']:.3f}), "
+                  f"pytorch {t['ms_per_evaluation']:7.3f} ms/closure (SSIM {t['ssim_mean']:.3f}), "
+                  f"ratio {t['ms_per_evaluation'] / f['ms_per_evaluation']:.2f}x")
+        else:
+            print(f"IG {m} B={b} E={e}: missing result")
 PY
+tar -C "$work" -czf "$out/results.tar.gz" results
 exit 0

@@ -16,7 +16,10 @@ reconstructions matched to originals by the Hungarian algorithm on SSIM
 
   /usr/bin/python3 bench/ig_bench.py --model lenet --weights W.bin --images 0,1,2,3
       [--batch 4] [--local-steps 1] [--fed-lr 0.01] [--steps 2000] [--restarts 1]
-      [--tv 1e-4] [--lr 0.1] [--seed 1] [--threads 1]
+      [--tv 1e-4] [--lr 0.1] [--seed 1] [--threads 1] [--device cpu|cuda]
+
+On a GPU (--device cuda) x' is still drawn on the host from the same generator, then
+moved; the timing is wall time with the device synchronised.
 """
 import argparse
 import gzip
@@ -97,7 +100,7 @@ def invert(model, params, target, labels, shape, a, gen):
     tnorm = torch.sqrt(sum((t * t).sum() for t in target))
     best, best_loss, evals = None, float("inf"), 0
     for _ in range(a.restarts):
-        x = torch.randn(shape, generator=gen).requires_grad_(True)
+        x = torch.randn(shape, generator=gen).to(a.device).requires_grad_(True)
         opt = torch.optim.Adam([x], lr=a.lr)
         sched = torch.optim.lr_scheduler.MultiStepLR(
             opt, milestones=[a.steps // 2.667, a.steps // 1.6, a.steps // 1.142], gamma=0.1)
@@ -138,6 +141,7 @@ def main():
     ap.add_argument("--lr", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--device", default="cpu")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     root = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
@@ -145,7 +149,7 @@ def main():
     params, off = [], 0
     for s in SHAPES[a.model]:
         n = int(np.prod(s))
-        params.append(flat[off:off + n].reshape(s).clone().requires_grad_(True))
+        params.append(flat[off:off + n].reshape(s).clone().to(a.device).requires_grad_(True))
         off += n
     assert off == flat.numel(), f"{a.weights}: {flat.numel()} floats, the model has {off}"
     indices = [int(i) for i in a.images.split(",")]
@@ -154,8 +158,9 @@ def main():
     ssims, psnrs, label_ok, in_multiset, evals, wall, cpu = [], [], 0, 0, 0, 0.0, 0.0
     for b in range(0, len(indices), a.batch):
         x, y = load(root, indices[b:b + a.batch])
+        x, y = x.to(a.device), y.to(a.device)
         target = [t.detach() for t in local_estimate(a.model, params, x, y, a.local_steps, a.fed_lr, False)]
-        labels = torch.tensor(labels_from_gradient(target[6], a.batch), dtype=torch.long)
+        labels = torch.tensor(labels_from_gradient(target[6], a.batch), dtype=torch.long, device=a.device)
         rest = [int(v) for v in labels]
         for v in y.tolist():
             if v in rest:
@@ -163,11 +168,13 @@ def main():
                 in_multiset += 1
         t0, c0 = time.perf_counter(), time.process_time()
         rec, loss, n = invert(a.model, params, target, labels, x.shape, a, gen)
+        if a.device != "cpu":
+            torch.cuda.synchronize()
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
         evals += n
-        orig = x.numpy()[:, 0]
-        recn = rec.clamp(0, 1).numpy()[:, 0]
+        orig = x.cpu().numpy()[:, 0]
+        recn = rec.clamp(0, 1).cpu().numpy()[:, 0]
         B = a.batch
         sim = np.array([[structural_similarity(orig[i], recn[j], gaussian_weights=True, sigma=1.5,
                                                use_sample_covariance=False, data_range=1.0)
@@ -186,7 +193,7 @@ def main():
         "psnr_mean": float(np.mean(psnrs)), "label_accuracy": label_ok / n, "label_multiset_accuracy": in_multiset / n,
         "closure_evaluations": evals,
         "seconds": wall, "ms_per_evaluation": 1e3 * wall / evals, "cpu_ms_per_evaluation": 1e3 * cpu / evals,
-        "torch": torch.__version__}))
+        "device": a.device, "torch": torch.__version__}))
 
 
 if __name__ == "__main__":

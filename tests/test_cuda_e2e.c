@@ -1,6 +1,7 @@
 // CPU-vs-CUDA above the kernels, end to end: a short federated run (models, local SGD,
 // aggregation and evaluation on each backend from the same seed) and a DLG run through
-// the CLI with --device cpu and --device cuda, and the same federated run under dp-sgd
+// the CLI with --device cpu and --device cuda (and Inverting Gradients through a simulated
+// two-step local procedure), and the same federated run under dp-sgd
 // (record-level DP-SGD in every client). Without a GPU every test prints SKIP.
 //
 // Tolerances: float rounding differs between backends (cuBLAS/cuDNN summation order),
@@ -136,19 +137,21 @@ START_TEST(cuda_dpsgd_run_matches_cpu) {
 }
 END_TEST
 
-static cJSON *run_dlg(const char *bin, const char *dir, const char *fm, const char *device) {
+// Runs `fedpriv attack NAME` on DEVICE with the given model, federation and attack
+// objects on 100 Fashion-MNIST test images, and returns its result.json.
+static cJSON *run_attack(const char *bin, const char *dir, const char *fm, const char *name, const char *body,
+                         const char *device) {
     char cfg[1200], cmd[4096], out[1100];
-    snprintf(cfg, sizeof cfg, "%s/dlg-%s.json", dir, device);
+    snprintf(cfg, sizeof cfg, "%s/%s-%s.json", dir, name, device);
     FILE *f = fopen(cfg, "w");
+    ck_assert_ptr_nonnull(f);
     fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\", \"split\": \"test\","
-               " \"train_samples\": 100, \"test_samples\": 100},"
-               " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"},"
-               " \"attack\": {\"name\": \"dlg\", \"images\": [0], \"batch_size\": 1, \"steps\": 40},"
+               " \"train_samples\": 100, \"test_samples\": 100}, %s,"
                " \"defense\": {\"name\": \"none\"}, \"device\": \"%s\"}",
-            fm, device);
+            fm, body, device);
     fclose(f);
-    snprintf(out, sizeof out, "%s/out-%s", dir, device);
-    snprintf(cmd, sizeof cmd, "%s attack dlg --config %s --out %s >/dev/null 2>&1", bin, cfg, out);
+    snprintf(out, sizeof out, "%s/out-%s-%s", dir, name, device);
+    snprintf(cmd, sizeof cmd, "%s attack %s --config %s --out %s >/dev/null 2>&1", bin, name, cfg, out);
     int st = system(cmd);
     ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s failed", cmd);
     snprintf(cfg, sizeof cfg, "%s/result.json", out);
@@ -157,27 +160,46 @@ static cJSON *run_dlg(const char *bin, const char *dir, const char *fm, const ch
     return r;
 }
 
+// The CLI binary and Fashion-MNIST, or NULL (after printing SKIP) when either is missing.
+static const char *attack_prerequisites(const char *test, const char **fm) {
+    const char *bin = getenv("FEDPRIV_BIN");
+    *fm = getenv("FEDPRIV_FASHION_MNIST_DIR");
+    if (!*fm)
+        *fm = DATASET_FASHION_MNIST_DIR;
+    char probe[1024];
+    snprintf(probe, sizeof probe, "%s/t10k-images-idx3-ubyte.gz", *fm);
+    if (!bin || access(probe, R_OK) != 0) {
+        printf("SKIP: %s (FEDPRIV_BIN unset or no Fashion-MNIST at %s)\n", test, *fm);
+        return NULL;
+    }
+    return bin;
+}
+
+static double first_loss(const cJSON *image) {
+    return cJSON_GetArrayItem(cJSON_GetObjectItem(image, "loss_curve"), 0)->valuedouble;
+}
+
+static void remove_tree(const char *dir) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
 START_TEST(cuda_dlg_run_matches_cpu) {
     GPU_OR_SKIP(g, "cuda_dlg_run_matches_cpu");
-    const char *bin = getenv("FEDPRIV_BIN");
-    const char *fm = getenv("FEDPRIV_FASHION_MNIST_DIR");
-    if (!fm)
-        fm = DATASET_FASHION_MNIST_DIR;
-    char probe[1024];
-    snprintf(probe, sizeof probe, "%s/t10k-images-idx3-ubyte.gz", fm);
-    if (!bin || access(probe, R_OK) != 0) {
-        printf("SKIP: cuda_dlg_run_matches_cpu (FEDPRIV_BIN unset or no Fashion-MNIST at %s)\n", fm);
+    const char *fm, *bin = attack_prerequisites("cuda_dlg_run_matches_cpu", &fm);
+    if (!bin)
         return;
-    }
     char dir[] = "/tmp/fedpriv-cuda-dlg-XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
-    cJSON *c = run_dlg(bin, dir, fm, "cpu"), *q = run_dlg(bin, dir, fm, "cuda");
+    const char *body = "\"model\": {\"name\": \"lenet\", \"init\": \"uniform\"},"
+                       " \"attack\": {\"name\": \"dlg\", \"images\": [0], \"batch_size\": 1, \"steps\": 40}";
+    cJSON *c = run_attack(bin, dir, fm, "dlg", body, "cpu"), *q = run_attack(bin, dir, fm, "dlg", body, "cuda");
     cJSON *ic = cJSON_GetArrayItem(cJSON_GetObjectItem(c, "images"), 0);
     cJSON *iq = cJSON_GetArrayItem(cJSON_GetObjectItem(q, "images"), 0);
     ck_assert_ptr_nonnull(ic);
     ck_assert_ptr_nonnull(iq);
-    double l0c = cJSON_GetArrayItem(cJSON_GetObjectItem(ic, "loss_curve"), 0)->valuedouble;
-    double l0q = cJSON_GetArrayItem(cJSON_GetObjectItem(iq, "loss_curve"), 0)->valuedouble;
+    double l0c = first_loss(ic), l0q = first_loss(iq);
     double sc = cJSON_GetObjectItem(ic, "ssim")->valuedouble, sq = cJSON_GetObjectItem(iq, "ssim")->valuedouble;
     printf("cuda DLG: first matching loss cpu %.8g cuda %.8g; SSIM after 40 steps cpu %.4f cuda %.4f\n", l0c, l0q, sc,
            sq);
@@ -185,9 +207,43 @@ START_TEST(cuda_dlg_run_matches_cpu) {
     ck_assert_double_le(fabs(sc - sq), 0.05);
     cJSON_Delete(c);
     cJSON_Delete(q);
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
+    remove_tree(dir);
+}
+END_TEST
+
+// Inverting Gradients on both backends, a batch of 2 whose victim ran 2 local steps, so
+// the closure differentiates through the simulated local procedure (second order through
+// convolutions and sigmoids). x' is drawn on the host from the same stream, so the first
+// objective (1 - cos + TV, no step taken yet) must agree to 1e-4 relative; after 30 steps
+// of Adam on the gradient's sign the mean SSIM to 0.05, as DLG's.
+START_TEST(cuda_ig_run_matches_cpu) {
+    GPU_OR_SKIP(g, "cuda_ig_run_matches_cpu");
+    const char *fm, *bin = attack_prerequisites("cuda_ig_run_matches_cpu", &fm);
+    if (!bin)
+        return;
+    char dir[] = "/tmp/fedpriv-cuda-ig-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    const char *body = "\"model\": {\"name\": \"lenet\", \"init\": \"default\"},"
+                       " \"federation\": {\"clients\": 4, \"local_steps\": 2, \"batch_size\": 64, \"lr\": 0.01},"
+                       " \"attack\": {\"name\": \"inverting-gradients\", \"images\": [0, 1], \"batch_size\": 2,"
+                       " \"steps\": 30, \"local\": \"federation\"}";
+    cJSON *c = run_attack(bin, dir, fm, "inverting-gradients", body, "cpu");
+    cJSON *q = run_attack(bin, dir, fm, "inverting-gradients", body, "cuda");
+    cJSON *ic = cJSON_GetArrayItem(cJSON_GetObjectItem(c, "images"), 0);
+    cJSON *iq = cJSON_GetArrayItem(cJSON_GetObjectItem(q, "images"), 0);
+    ck_assert_ptr_nonnull(ic);
+    ck_assert_ptr_nonnull(iq);
+    ck_assert_str_eq(cJSON_GetObjectItem(q, "backend")->valuestring, "cuda");
+    double l0c = first_loss(ic), l0q = first_loss(iq);
+    double sc = cJSON_GetObjectItem(c, "ssim_mean")->valuedouble, sq = cJSON_GetObjectItem(q, "ssim_mean")->valuedouble;
+    printf("cuda IG (B 2, 2 local steps): first objective cpu %.8g cuda %.8g; mean SSIM after 30 steps cpu %.4f "
+           "cuda %.4f\n",
+           l0c, l0q, sc, sq);
+    ck_assert_double_le(fabs(l0c - l0q), 1e-4 * fabs(l0c));
+    ck_assert_double_le(fabs(sc - sq), 0.05);
+    cJSON_Delete(c);
+    cJSON_Delete(q);
+    remove_tree(dir);
 }
 END_TEST
 
@@ -198,6 +254,7 @@ Suite *suite_cuda_e2e(void) {
     tcase_add_test(tc, cuda_federated_run_matches_cpu);
     tcase_add_test(tc, cuda_dpsgd_run_matches_cpu);
     tcase_add_test(tc, cuda_dlg_run_matches_cpu);
+    tcase_add_test(tc, cuda_ig_run_matches_cpu);
     suite_add_tcase(s, tc);
     return s;
 }
