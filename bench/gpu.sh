@@ -51,7 +51,8 @@ ldd "$bin" | grep -E "not found" && { echo "missing libraries"; exit 1; }
 log "CPU-vs-CUDA tests"
 FEDPRIV_BIN=$PWD/$bin FEDPRIV_REQUIRE_CUDA=1 FEDPRIV_FASHION_MNIST_DIR=$fm FP_TEST_SUITE=cuda \
   timeout 240 "$tests" > "$work/cuda-tests.txt" 2>&1
-grep -E "^cuda|SKIP|Checks|:F:|:E:|error" "$work/cuda-tests.txt" | cut -c1-300 | tail -60
+cp "$work/cuda-tests.txt" "$res/"   # every line, in results.tar.gz
+grep -E "^cuda|^x\(|SKIP|Checks|:F:|:E:|error" "$work/cuda-tests.txt" | grep -v "pool" | cut -c1-300 | tail -70
 
 log "random CIFAR-shaped data"
 $py tools/make-random-cifar.py /tmp/rcifar 20000 2000 1
@@ -100,7 +101,8 @@ JSON
   timeout 200 "$bin" train --config /tmp/dpsgd-fed-$dev.json --out "$res/dpsgd-fed-$dev.json" 2>&1 | tail -1
 done
 
-log "Inverting Gradients on the GPU (B 1/4/8, 1 and 5 local steps, 300 steps, images 0..B-1): fedpriv, then PyTorch"
+ig_steps="${IG_STEPS:-300}"
+log "Inverting Gradients on the GPU (B 1/4/8, 1 and 5 local steps, $ig_steps steps, images 0..B-1): fedpriv, then PyTorch"
 for m in lenet cnn-mnist; do
   for setting in "1 1" "4 1" "8 1" "1 5" "4 5" "8 5"; do
     set -- $setting; B=$1 E=$2 tag="ig-$m-b$B-e$E"
@@ -110,7 +112,7 @@ for m in lenet cnn-mnist; do
 {"seed": 1, "dataset": {"name": "fashion-mnist", "path": "$fm", "split": "test"},
  "model": {"name": "$m", "init": "default"},
  "federation": {"clients": 16, "local_steps": $E, "batch_size": 64, "lr": 0.01},
- "attack": {"name": "inverting-gradients", "images": [$images], "batch_size": $B, "steps": 300,
+ "attack": {"name": "inverting-gradients", "images": [$images], "batch_size": $B, "steps": $ig_steps,
             "restarts": 1, "tv": 1e-4, "snapshot_every": 0$local_key},
  "defense": {"name": "none"}, "device": "cuda"}
 JSON
@@ -118,7 +120,7 @@ JSON
     timeout 120 "$bin" attack inverting-gradients --config "$work/$tag.json" --out "$work/$tag" >/dev/null 2>&1
     cp "$work/$tag/result.json" "$res/$tag-fedpriv.json" 2>/dev/null
     FASHION_MNIST_DIR="$fm" timeout 120 $py bench/ig_bench.py --model $m --weights "$ig_weights/ig-$m.bin" \
-      --images "$images" --batch $B --local-steps $E --fed-lr 0.01 --steps 300 --device cuda \
+      --images "$images" --batch $B --local-steps $E --fed-lr 0.01 --steps $ig_steps --device cuda \
       > "$res/$tag-torch.json" 2>/dev/null
   done
 done

@@ -24,5 +24,6 @@ cp "$fm"/t10k-images-idx3-ubyte.gz "$fm"/t10k-labels-idx1-ubyte.gz .gpu/fashion-
 # The DLG benchmark reads only test images; the train split is the test files again.
 cp "$fm"/t10k-images-idx3-ubyte.gz .gpu/fashion-mnist/train-images-idx3-ubyte.gz
 cp "$fm"/t10k-labels-idx1-ubyte.gz .gpu/fashion-mnist/train-labels-idx1-ubyte.gz
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >> .git/info/exclude
+ex=$(git rev-parse --git-path info/exclude); mkdir -p "$(dirname "$ex")"
+grep -qx '/.gpu/' "$ex" 2>/dev/null || echo '/.gpu/' >> "$ex"
 du -sh .gpu
