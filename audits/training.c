@@ -1,6 +1,9 @@
-// Audits of whole training runs with canary clients (audits/training.h): the one-run
-// audit (Steinke, Nasr, Jagielski 2023) and the multi-run white-box audit (Nasr et al.
-// 2023), both on the configured federation through fl's one upload path.
+// Audits of whole training runs with canaries (audits/training.h): the one-run audit
+// (Steinke, Nasr, Jagielski 2023) and the multi-run white-box audit (Nasr et al. 2023),
+// both on the configured federation through fl's one upload path. The canaries are
+// clients that upload a crafted update (client-level defenses) or, for a defense whose
+// local procedure is record-level (DefenseOps.record_canaries: dp-sgd), records whose
+// clipped gradient is a Dirac, sampled inside the clients like their own records.
 #include "audits/training.h"
 
 #include <math.h>
@@ -146,6 +149,8 @@ typedef struct AuditCtx {
     Model *model;          // the audit's own copy, re-initialised per run
     int replace;           // out = −c·e_j (1) or the zero update (0)
     double norm;           // c (0 until resolved from the defense)
+    int records;           // 1: canary records inside the clients; 0: canary clients
+    int record_unit;       // the defense's privacy unit is the record
     PrivacyRecord rec;     // the defense's account after the last run's planned rounds
     cJSON *defense;        // its resolved parameters (first run)
     int has_upload_notion; // the account states a separate upload-observer bound
@@ -157,17 +162,55 @@ static double clip_of(const cJSON *defense) {
     return cJSON_IsNumber(c) && c->valuedouble > 0 && isfinite(c->valuedouble) ? c->valuedouble : 1.0;
 }
 
-// One training run of the configured federation from `seed`, canaries uploading their
-// crafted updates; fills each canary's scores for the configured observer.
+// Client k's canary records: the coordinates of the canaries that are in (a->records).
+static FpStatus record_canaries(const AuditCtx *a, const Canary *cn, int n_canaries, int K, DefenseCanaries **out,
+                                uint32_t **coords_out, FpError *err) {
+    DefenseCanaries *dc = calloc((size_t)K, sizeof *dc);
+    uint32_t *coords = malloc(sizeof(uint32_t) * (size_t)(n_canaries > 0 ? n_canaries : 1));
+    if (!dc || !coords) {
+        free(dc);
+        free(coords);
+        return fp_fail(err, FP_ENOMEM, "out of memory for %d canary records", n_canaries);
+    }
+    for (int c = 0; c < n_canaries; c++)
+        dc[cn[c].client].n += cn[c].in;
+    int at = 0;
+    for (int k = 0; k < K; k++) {
+        dc[k].coords = coords + at;
+        dc[k].value = (float)a->norm;
+        at += dc[k].n;
+        dc[k].n = 0;
+    }
+    for (int c = 0; c < n_canaries; c++)
+        if (cn[c].in)
+            ((uint32_t *)dc[cn[c].client].coords)[dc[cn[c].client].n++] = cn[c].coord;
+    *out = dc;
+    *coords_out = coords;
+    return FP_OK;
+}
+
+// One training run of the configured federation from `seed`, canary clients uploading
+// their crafted updates or canary records inside the clients; fills each canary's scores
+// for the configured observer.
 static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int n_canaries, FpError *err) {
     Experiment *ex = a->ex;
+    int K = ex->fed.clients;
+    if (a->norm <= 0 && a->records)
+        a->norm = clip_of(ex->defense_json);
+    DefenseCanaries *dc = NULL;
+    uint32_t *dc_coords = NULL;
+    if (a->records)
+        FP_TRY(record_canaries(a, cn, n_canaries, K, &dc, &dc_coords, err));
     model_init(a->model, seed);
     FedSetup s = {.cfg = ex->fed, .seed = seed, .threads = ex->threads, .backend = ex->backend, .global = a->model,
                   .train = ex->train, .test = ex->test, .defense = ex->defense, .defense_json = ex->defense_json,
-                  .quiet = 1};
+                  .quiet = 1, .canaries = dc};
     Federation *f = fed_create(&s, err);
-    if (!f)
+    if (!f) {
+        free(dc);
+        free(dc_coords);
         return err ? err->code : FP_ENOMEM;
+    }
     if (!a->defense) {
         a->defense = fed_defense_json(f);
         if (a->norm <= 0)
@@ -176,7 +219,9 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
     size_t np = a->model->table.n_params;
     UploadKind kind = fed_upload_kind(f);
     double dir = kind == UPLOAD_GRADIENT ? -1 : 1; // how +e_j in the upload moves the weights
-    int K = ex->fed.clients;
+    // A canary record's gradient +c·e_j moves the weights the other way (descent): its
+    // scores are the weights' movement against e_j.
+    double sign = a->records ? -dir : dir, wdir = a->records ? -1 : dir;
     int *which = malloc(sizeof(int) * (size_t)K);
     float *w0 = malloc(sizeof(float) * np), *prev = malloc(sizeof(float) * np), *cur = malloc(sizeof(float) * np);
     float *update = calloc(np, sizeof(float)), *sent = malloc(sizeof(float) * np);
@@ -188,7 +233,8 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
     for (int k = 0; k < K; k++)
         which[k] = -1;
     for (int c = 0; c < n_canaries; c++) {
-        which[cn[c].client] = c;
+        if (!a->records)
+            which[cn[c].client] = c;
         cn[c].score[SCORE_SIGNED] = cn[c].score[SCORE_MAGNITUDE] = 0;
     }
     model_get_params(a->model, w0);
@@ -200,6 +246,19 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
         if ((st = fed_round_begin(f, &n, err)) != FP_OK)
             break;
         fed_round_participants(f, &clients);
+        if (a->records) { // every client trains; the uploads observer reads its canaries' coordinates
+            st = fed_round_run(f, NULL, 0, err);
+            for (int slot = 0; slot < n && st == FP_OK && a->cfg->observer == AUDIT_OBSERVER_UPLOADS; slot++) {
+                const float *up = fed_round_upload(f, slot, NULL);
+                for (int c = 0; c < n_canaries; c++)
+                    if (cn[c].client == clients[slot]) {
+                        uint32_t j = cn[c].coord;
+                        double u = (double)up[j] - (kind == UPLOAD_WEIGHTS ? prev[j] : 0);
+                        cn[c].score[SCORE_SIGNED] += sign * u;
+                        cn[c].score[SCORE_MAGNITUDE] += fabs(u);
+                    }
+            }
+        }
         if (kind == UPLOAD_WEIGHTS) // the Dirac on top of the round's global weights
             memcpy(update, prev, sizeof(float) * np);
         for (int slot = 0; slot < n && st == FP_OK; slot++) {
@@ -225,7 +284,7 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
         if (a->cfg->observer == AUDIT_OBSERVER_AGGREGATES)
             for (int c = 0; c < n_canaries; c++) {
                 double dw = (double)cur[cn[c].coord] - prev[cn[c].coord];
-                cn[c].score[SCORE_SIGNED] += dir * dw;
+                cn[c].score[SCORE_SIGNED] += wdir * dw;
                 cn[c].score[SCORE_MAGNITUDE] += fabs(dw);
             }
         memcpy(prev, cur, sizeof(float) * np);
@@ -233,7 +292,7 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
     if (st == FP_OK && a->cfg->observer == AUDIT_OBSERVER_FINAL_MODEL)
         for (int c = 0; c < n_canaries; c++) {
             double dw = (double)prev[cn[c].coord] - w0[cn[c].coord];
-            cn[c].score[SCORE_SIGNED] = dir * dw;
+            cn[c].score[SCORE_SIGNED] = wdir * dw;
             cn[c].score[SCORE_MAGNITUDE] = fabs(dw);
         }
     if (st == FP_OK) {
@@ -245,8 +304,11 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
         a->rec.unit = a->rec.nominal_notion = a->rec.sound_notion = a->rec.upload_notion = NULL;
         memset(a->rec.assumptions, 0, sizeof a->rec.assumptions);
         a->has_upload_notion = last->privacy.upload_notion != NULL;
+        a->record_unit = last->privacy.unit && strcmp(last->privacy.unit, "record") == 0;
     }
 done:
+    free(dc);
+    free(dc_coords);
     free(which);
     free(w0);
     free(prev);
@@ -324,7 +386,7 @@ static FpStatus one_run(AuditCtx *a, cJSON *res, FpError *err) {
     const TrainingAuditConfig *cfg = a->cfg;
     Experiment *ex = a->ex;
     int m = cfg->canaries, K = ex->fed.clients;
-    if (m > K)
+    if (m > K && !a->records)
         return fp_fail(err, FP_EPARAM, "attack.canaries: %d canary clients, but the federation has %d clients "
                        "(federation.clients)", m, K);
     Canary *cn = calloc((size_t)m, sizeof(Canary));
@@ -338,8 +400,10 @@ static FpStatus one_run(AuditCtx *a, cJSON *res, FpError *err) {
     }
     FpStatus st = pick_coords(&a->model->table, ex->seed, m, coords, err);
     RngStream bits = rng_stream(ex->seed, RNG_AUDIT, STREAM_BITS, 0);
+    // Canary clients are the last m ids; canary records are dealt to the clients in turn.
     for (int c = 0; c < m; c++)
-        cn[c] = (Canary){.client = K - m + c, .coord = coords[c], .in = (int)(rng_next_u32(&bits) & 1u)};
+        cn[c] = (Canary){.client = a->records ? c % K : K - m + c, .coord = coords[c],
+                         .in = (int)(rng_next_u32(&bits) & 1u)};
     if (st == FP_OK)
         st = train_with_canaries(a, ex->seed, cn, m, err);
     if (st == FP_OK) {
@@ -491,19 +555,33 @@ static double now_seconds(void) {
 FpStatus training_audit_run(Experiment *ex, const TrainingAuditConfig *cfg, int quiet, cJSON *res, FpError *err) {
     double t0 = now_seconds();
     AuditCtx a = {.ex = ex, .cfg = cfg, .norm = cfg->canary_norm};
-    a.replace = cfg->neighbours == AUDIT_NEIGHBOURS_REPLACE ||
-                (cfg->neighbours == AUDIT_NEIGHBOURS_DEFAULT && ex->fed.sampling == SAMPLING_FIXED);
+    // A record-level local procedure gets canary records, added or removed (dp-sgd's
+    // add/remove notion); any other defense gets canary clients.
+    a.records = ex->defense && ex->defense->record_canaries;
+    if (a.records && cfg->neighbours == AUDIT_NEIGHBOURS_REPLACE)
+        return fp_fail(err, FP_EPARAM, "attack.neighbours: %s is audited with canary records, which are added or "
+                       "removed (its add/remove notion); \"replace\" is for canary clients", ex->defense->name);
+    a.replace = !a.records && (cfg->neighbours == AUDIT_NEIGHBOURS_REPLACE ||
+                               (cfg->neighbours == AUDIT_NEIGHBOURS_DEFAULT && ex->fed.sampling == SAMPLING_FIXED));
     a.model = model_clone(ex->model, ex->backend, err);
     if (!a.model)
         return err ? err->code : FP_ENOMEM;
     cJSON_AddStringToObject(res, "method", method_names[cfg->method]);
     cJSON_AddStringToObject(res, "observer", observer_names[cfg->observer]);
+    cJSON_AddStringToObject(res, "canary", a.records ? "record" : "client");
     cJSON_AddStringToObject(res, "neighbours", a.replace ? "replace" : "remove");
     cJSON_AddNumberToObject(res, "confidence", cfg->confidence);
     FpStatus st = cfg->method == TRAINING_AUDIT_ONE_RUN ? one_run(&a, res, err) : multi_run(&a, res, quiet, err);
     if (st == FP_OK) {
         const char *source;
         double claim = claimed_epsilon(&a.rec, a.has_upload_notion, cfg->observer, &source);
+        if (!a.records && a.record_unit) {
+            // A canary client tests client-level privacy, which a record-level claim does
+            // not state: nothing to compare with (NbAFL, AVP).
+            claim = INFINITY;
+            source = "none for canary clients: the defense's guarantee is record-level, and its local procedure "
+                     "samples no canary records";
+        }
         if (!isnan(cfg->epsilon_claimed)) {
             claim = cfg->epsilon_claimed;
             source = "config: epsilon_claimed";

@@ -12,7 +12,7 @@ const Backend *backend_cuda(FpError *err) {
 #ifdef FEDPRIV_HAVE_CUDA
     return cuda_backend_get(err);
 #else
-    fp_fail(err, FP_EUNSUPPORTED, "this fedpriv was built without the CUDA backend (nvcc was not found at build time)");
+    fp_fail(err, FP_EUNSUPPORTED, "this fedpriv was built without the CUDA backend (CUDA=0, or no nvcc at build time)");
     return NULL;
 #endif
 }

@@ -280,10 +280,24 @@ static FpStatus dpsgd_local_gradient(void *state, const DefenseLocalStep *step, 
     for (int i = 0; i < r->n_local; i++)
         if (q >= 1.0 || rng_uniform_at(&r->aux_rng, base + (uint64_t)i) < q)
             batch[n++] = r->local_idx[i];
-    DpSgdStepConfig cfg = {.clip = s->clip, .noise_multiplier = s->sigma, .denominator = q * nk, .sampler = &s->noise};
+    // An audit's canary records (fl/defense.h DefenseCanaries) join the batch with the same
+    // probability, from draws of their own (indices 2^31 + c, beyond any record's).
+    const DefenseCanaries *cn = r->canaries;
+    uint32_t *diracs = cn && cn->n > 0 ? malloc(sizeof(uint32_t) * (size_t)cn->n) : NULL;
+    int n_diracs = 0;
+    if (cn && cn->n > 0 && !diracs) {
+        free(batch);
+        return fp_fail(err, FP_ENOMEM, "out of memory for a dp-sgd batch");
+    }
+    for (int c = 0; cn && c < cn->n; c++)
+        if (q >= 1.0 || rng_uniform_at(&r->aux_rng, base + (UINT64_C(1) << 31) + (uint64_t)c) < q)
+            diracs[n_diracs++] = cn->coords[c];
+    DpSgdStepConfig cfg = {.clip = s->clip, .noise_multiplier = s->sigma, .denominator = q * nk, .sampler = &s->noise,
+                           .n_diracs = n_diracs, .dirac_coords = diracs, .dirac_value = cn ? cn->value : 0.0f};
     FpStatus st = dpsgd_step(step->model, step->tape, r->local_data, batch, n, &cfg, &r->rng,
                              (uint64_t)(step->step + 1) << 32, grad, NULL, err);
     free(batch);
+    free(diracs);
     return st;
 }
 
@@ -420,6 +434,7 @@ const DefenseOps defense_dp_sgd = {
     .destroy = dpsgd_destroy,
     .upload_kind = dpsgd_upload_kind,
     .local_gradient = dpsgd_local_gradient,
+    .record_canaries = 1,
     .client_perturb = dpsgd_perturb,
     .upload_params = dpsgd_upload_params,
     .end_round = NULL,

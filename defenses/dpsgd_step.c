@@ -110,11 +110,26 @@ FpStatus dpsgd_step(Model *m, Tape *t, const Dataset *d, const uint32_t *idx, in
     if (noise_first > (UINT64_C(1) << 48) - (uint64_t)tb->n_params)
         return fp_fail(err, FP_EPARAM, "DP-SGD: noise indices from %llu are beyond the stream's 2^48",
                        (unsigned long long)noise_first);
+    if (cfg->n_diracs < 0 || (cfg->n_diracs > 0 && (!cfg->dirac_coords || !(fabs(cfg->dirac_value) <= cfg->clip))))
+        return fp_fail(err, FP_EPARAM, "DP-SGD: %d canary records of gradient value %g (at most the clip %g)",
+                       cfg->n_diracs, (double)cfg->dirac_value, cfg->clip);
+    for (int i = 0; i < cfg->n_diracs; i++)
+        if (cfg->dirac_coords[i] >= tb->n_params)
+            return fp_fail(err, FP_EPARAM, "DP-SGD: canary coordinate %u beyond the model's %zu parameters",
+                           cfg->dirac_coords[i], tb->n_params);
     FP_TRY(dpsgd_check_model(m, err));
-    DpSgdStats st = {.batch = n};
+    DpSgdStats st = {.batch = n + cfg->n_diracs};
     be->fill(grad, tb->n_params, 0.0f);
     if (n > 0)
         FP_TRY(clipped_sum(m, t, d, idx, n, cfg->clip, grad, &st, err));
+    // The canary records' clipped gradients, one Dirac each (in batch order, after the
+    // data's: the sum is the same set of records).
+    for (int i = 0; i < cfg->n_diracs; i++) {
+        float *at = grad + cfg->dirac_coords[i], v;
+        be->download(&v, at, sizeof v);
+        v += cfg->dirac_value;
+        be->upload(at, &v, sizeof v);
+    }
     // The noise on the clipped sum S (the sampler rounds S as a whole on the safe path), then
     // g = that / denominator. On the CPU the sum is noised in place; elsewhere it travels to
     // the host and back.

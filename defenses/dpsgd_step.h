@@ -62,6 +62,12 @@ typedef struct DpSgdStepConfig {
     double denominator;      // > 0: the noisy sum is divided by this (q·n under Poisson sampling)
     const ClipNoise *sampler; // the Gaussian sampler (clip_noise_parse, clip_noise_build for σ);
                               // required when σ > 0
+    // Audit canary records in the batch (fl/defense.h DefenseCanaries): each is a record
+    // whose clipped gradient is dirac_value·e_j, so it adds dirac_value at its coordinate
+    // dirac_coords[i] (trainable) of the clipped sum before the noise; |dirac_value| <= clip.
+    int n_diracs;
+    const uint32_t *dirac_coords;
+    float dirac_value;
 } DpSgdStepConfig;
 
 typedef struct DpSgdStats {

@@ -70,6 +70,19 @@ typedef struct DefenseSetup {
     int n_server;
 } DefenseSetup;
 
+// Audit canary records of one client (audits/training.c, the record-level audit): n
+// records that are not in the client's data but that a record-level local procedure
+// samples exactly as it samples the client's own, each standing for a record whose
+// clipped gradient is value·e_coords[i] at every step that includes it (the Dirac gradient
+// canaries of white-box DP-SGD audits: Nasr et al. 2023, Steinke, Nasr, Jagielski 2023).
+// DP-SGD's guarantee covers any per-record gradient within the clip, so such a record is
+// one the guarantee must hold for.
+typedef struct DefenseCanaries {
+    int n;
+    const uint32_t *coords;   // trainable flat indices, one per canary
+    float value;              // the gradient's entry there: its norm, at most the clip
+} DefenseCanaries;
+
 // What a defense knows when it perturbs one client's upload in one round.
 typedef struct DefenseRound {
     int round;               // 0-based
@@ -85,6 +98,8 @@ typedef struct DefenseRound {
     int n_local;
     int participants;        // k: the round's cohort after sampling and self-sampling (0 in participates(); known to
                              // every client before it uploads, as a server announces its cohort)
+    const DefenseCanaries *canaries; // the client's audit canary records (NULL: none); read only by a
+                                     // defense with record_canaries
 } DefenseRound;
 
 // One step of a client's local procedure, for a defense that replaces the step's
@@ -210,6 +225,9 @@ typedef struct DefenseOps {
     // minibatch-mean gradient by backpropagation. Noise drawn here must not reuse the
     // upload's element indices: draw from step->round->rng at ((uint64_t)(step + 1) << 32) + i.
     FpStatus (*local_gradient)(void *state, const DefenseLocalStep *step, float *grad, FpError *err);
+    // 1: local_gradient samples DefenseRound.canaries as records of the client (what a
+    // record-level audit needs); 0: canary records are refused.
+    int record_canaries;
     // Client side: perturb the upload in place (n = params->n_params).
     FpStatus (*client_perturb)(void *state, float *upload, const DefenseRound *round, FpError *err);
     // Optional: what client_perturb just applied to this client's upload (same round

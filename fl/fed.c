@@ -219,6 +219,11 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
                 comm_size(setup->comm));
         goto fail;
     }
+    if (setup->canaries && !f->s.defense->record_canaries) {
+        fp_fail(err, FP_EUNSUPPORTED, "defense %s does not sample audit canary records (only a record-level local "
+                "procedure such as dp-sgd does)", f->s.defense->name);
+        goto fail;
+    }
     if (comm_rank(setup->comm) != 0)
         f->s.quiet = 1; // rank 0 speaks for the federation
     if (make_partition(f, err) != FP_OK || make_defense(f, err) != FP_OK)

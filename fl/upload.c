@@ -89,6 +89,7 @@ DefenseRound fed_client_round(const Federation *f, int round, int client) {
     dr.local_idx = idx;
     dr.n_local = n;
     dr.participants = f->n_round;
+    dr.canaries = f->s.canaries ? &f->s.canaries[client] : NULL;
     return dr;
 }
 

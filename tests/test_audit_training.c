@@ -244,11 +244,11 @@ END_TEST
 // capped SVT selects the canary's coordinate rarely (few selections, heavy query
 // noise), so its power is shown by the published variant's control instead (same
 // observer and statistic). The observer is the one each claim is stated for.
-static void no_false_alarm(const char *defense, const char *audit_json, int expect_evidence) {
+static void no_false_alarm_in(const char *fed, const char *defense, const char *audit_json, int expect_evidence) {
     int passes = 0;
     double best = 0;
     for (uint64_t seed = 1; seed <= 5; seed++) {
-        cJSON *r = audit(FED_ONE_RUN, defense, audit_json, seed);
+        cJSON *r = audit(fed, defense, audit_json, seed);
         double e = num(r, "epsilon_lower_bound"), c = num(r, "epsilon_claimed");
         ck_assert_msg(isfinite(c) && c > 0, "%s: no claim (%g)", defense, c);
         passes += e <= c;
@@ -258,6 +258,10 @@ static void no_false_alarm(const char *defense, const char *audit_json, int expe
     ck_assert_msg(passes == 5, "%s: %d of 5 audits pass", defense, passes);
     if (expect_evidence)
         ck_assert_msg(best > 0, "%s: no audit found any evidence (eps_hat 0 throughout)", defense);
+}
+
+static void no_false_alarm(const char *defense, const char *audit_json, int expect_evidence) {
+    no_false_alarm_in(FED_ONE_RUN, defense, audit_json, expect_evidence);
 }
 
 START_TEST(corrected_dpfedavg_no_false_alarm) {
@@ -278,6 +282,68 @@ END_TEST
 
 START_TEST(corrected_dp_fedasgp_no_false_alarm) {
     no_false_alarm("{\"name\":\"dp-fedasgp\",\"epsilon\":4}", ONE_RUN(", \"observer\": \"uploads\""), 0);
+}
+END_TEST
+
+// ---- record level: canary records inside dp-sgd's clients -----------------------------------
+
+// 10 clients that train, all of them in the one round, one local step over the whole
+// local set (q = 1): each of 1000 canary records (100 per client, half of them in) is in
+// its client's step or absent, and the server sees each client's upload.
+#define FED_RECORDS "{\"clients\": 10, \"rounds\": 1, \"local_steps\": 1, \"batch_size\": 64, \"lr\": 0.05}"
+#define RECORDS(extra) "{\"name\": \"audit-training\", \"canaries\": 1000, \"observer\": \"uploads\"" extra "}"
+
+// dp-sgd is audited with canary records (its privacy unit), not canary clients; at its
+// ε = 4 the audit passes, and with a quarter of the multiplier while declaring that ε it
+// is caught.
+START_TEST(under_noised_dpsgd_is_caught) {
+    cJSON *r = audit(FED_RECORDS, "{\"name\":\"dp-sgd\",\"epsilon\":4}", RECORDS(""), 1);
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "canary")->valuestring, "record");
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "neighbours")->valuestring, "remove");
+    double sigma = num(cJSON_GetObjectItem(r, "defense_resolved"), "noise_multiplier");
+    ck_assert_msg(sigma > 0.5 && sigma < 2, "sigma = %g", sigma);
+    ck_assert_double_le(num(r, "epsilon_lower_bound"), num(r, "epsilon_claimed"));
+    cJSON_Delete(r);
+    char def[128];
+    snprintf(def, sizeof def, "{\"name\":\"dp-sgd\",\"noise_multiplier\":%.17g}", sigma / 4);
+    r = audit(FED_RECORDS, def, RECORDS(", \"epsilon_claimed\": 4"), 1);
+    double e = num(r, "epsilon_lower_bound");
+    ck_assert_msg(e > 4, "under-noised DP-SGD not caught: eps_hat %g <= claimed 4", e);
+    ck_assert(!cJSON_IsTrue(cJSON_GetObjectItem(r, "pass")));
+    cJSON_Delete(r);
+}
+END_TEST
+
+START_TEST(corrected_dpsgd_no_false_alarm) {
+    no_false_alarm_in(FED_RECORDS, "{\"name\":\"dp-sgd\",\"epsilon\":4}", RECORDS(""), 1);
+}
+END_TEST
+
+// A canary client's crafted upload tests client-level privacy: against a defense whose
+// guarantee is record-level and whose local procedure samples no canary records (AVP
+// here) the audit states no claim rather than compare with the record-level ε; and a
+// record canary is added or removed, never replaced.
+START_TEST(record_level_claims_need_canary_records) {
+    cJSON *r = audit(FED_ONE_RUN, "{\"name\":\"avp\",\"epsilon\":4}", ONE_RUN(", \"observer\": \"uploads\""), 1);
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "canary")->valuestring, "client");
+    ck_assert(isinf(num(r, "epsilon_claimed")));
+    ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(r, "claim_source")->valuestring, "record-level"));
+    cJSON_Delete(r);
+
+    Experiment ex;
+    memset(&ex, 0, sizeof ex);
+    cJSON *fj = cJSON_Parse(FED_RECORDS), *aj = cJSON_Parse(RECORDS(", \"neighbours\": \"replace\""));
+    FpError err = {0};
+    ck_assert_int_eq(fed_config_parse(fj, "federation", &ex.fed, &err), FP_OK);
+    ex.defense = defense_find("dp-sgd");
+    TrainingAuditConfig cfg;
+    ck_assert_int_eq(training_audit_parse(aj, "attack", &cfg, &err), FP_OK);
+    cJSON *res = cJSON_CreateObject();
+    ck_assert_int_eq(training_audit_run(&ex, &cfg, 1, res, &err), FP_EPARAM);
+    ck_assert_ptr_nonnull(strstr(err.msg, "attack.neighbours"));
+    cJSON_Delete(res);
+    cJSON_Delete(fj);
+    cJSON_Delete(aj);
 }
 END_TEST
 
@@ -438,6 +504,9 @@ Suite *suite_audit_training(void) {
     tcase_add_test(t, corrected_dpfedavg_client_noise_no_false_alarm);
     tcase_add_test(t, corrected_fedsmp_no_false_alarm);
     tcase_add_test(t, corrected_dp_fedasgp_no_false_alarm);
+    tcase_add_test(t, under_noised_dpsgd_is_caught);
+    tcase_add_test(t, corrected_dpsgd_no_false_alarm);
+    tcase_add_test(t, record_level_claims_need_canary_records);
     suite_add_tcase(s, t);
     TCase *m = tcase_create("audit_training_multi_run");
     tcase_set_timeout(m, 300);

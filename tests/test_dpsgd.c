@@ -420,6 +420,47 @@ START_TEST(bad_configs_are_eparam) {
 }
 END_TEST
 
+// An audit's canary records (DpSgdStepConfig.n_diracs): each adds its value at its
+// coordinate to the clipped sum before the noise, and nowhere else; a value beyond the
+// clip or a coordinate beyond the model is refused.
+START_TEST(canary_records_add_their_dirac) {
+    Dataset *d = make_data(10, 1, 6, 6, 5, 0, 3);
+    Model *m = make_model("{\"name\":\"logreg\"}", d, backend_cpu());
+    size_t np = m->table.n_params;
+    float *g0 = malloc(sizeof(float) * np), *g1 = malloc(sizeof(float) * np);
+    Tape *t = tape_create(m->be);
+    RngStream rs = rng_stream(1, RNG_DEFENSE, 0, 0);
+    FpError err = {0};
+    static const uint32_t coords[] = {7, 100, 7}; // two canaries may share a coordinate
+    DpSgdStepConfig plain = {.clip = 0.5, .noise_multiplier = 0.0, .denominator = 4.0};
+    DpSgdStepConfig canaries = plain;
+    canaries.n_diracs = 3;
+    canaries.dirac_coords = coords;
+    canaries.dirac_value = 0.5f;
+    DpSgdStats st;
+    ck_assert_int_eq(dpsgd_step(m, t, d, IDX, 6, &plain, &rs, 0, g0, NULL, &err), FP_OK);
+    ck_assert_msg(dpsgd_step(m, t, d, IDX, 6, &canaries, &rs, 0, g1, &st, &err) == FP_OK, "%s", err.msg);
+    ck_assert_int_eq(st.batch, 9);
+    for (size_t j = 0; j < np; j++) {
+        double want = j == 7 ? 2 * 0.5 / 4.0 : j == 100 ? 0.5 / 4.0 : 0.0;
+        ck_assert_msg(fabs(((double)g1[j] - g0[j]) - want) <= 1e-6, "element %zu: %g, want %g", j,
+                      (double)g1[j] - g0[j], want);
+    }
+    canaries.dirac_value = 0.75f; // beyond the clip
+    ck_assert_int_eq(dpsgd_step(m, t, d, IDX, 6, &canaries, &rs, 0, g1, NULL, &err), FP_EPARAM);
+    static const uint32_t outside[] = {4000000};
+    canaries.dirac_value = 0.5f;
+    canaries.n_diracs = 1;
+    canaries.dirac_coords = outside;
+    ck_assert_int_eq(dpsgd_step(m, t, d, IDX, 6, &canaries, &rs, 0, g1, NULL, &err), FP_EPARAM);
+    tape_free(t);
+    free(g0);
+    free(g1);
+    model_free(m);
+    dataset_free(d);
+}
+END_TEST
+
 // CPU vs CUDA: the same private step (noise included) through the same vtable ops.
 START_TEST(cuda_private_step_matches_cpu) {
     GPU_OR_SKIP(gpu, "cuda_private_step_matches_cpu");
@@ -477,6 +518,7 @@ Suite *suite_dpsgd(void) {
     tcase_add_test(t, noise_is_element_indexed_gaussian);
     tcase_add_test(t, safe_noise_is_the_discrete_gaussian);
     tcase_add_test(t, bad_configs_are_eparam);
+    tcase_add_test(t, canary_records_add_their_dirac);
     tcase_add_test(t, cuda_private_step_matches_cpu);
     suite_add_tcase(s, t);
     return s;

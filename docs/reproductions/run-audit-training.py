@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Figures of docs/auditing.md: training-run audits (fedpriv audit-training) of every
-client-level defense, corrected and as published, and of an under-noised DP-FedAvg, at
-two epsilons, with the one-run and the multi-run audit; then 20 repeated one-run audits
-of each corrected defense (false alarms at 95% confidence).
+"""Figures of docs/auditing.md: training-run audits (fedpriv audit-training) of the
+client-level defenses, corrected and as published, of an under-noised DP-FedAvg, of
+dp-sgd with canary records (and an under-noised dp-sgd), and of AVP and NbAFL (whose
+record-level claims canary clients cannot test), at two epsilons, with the one-run and
+the multi-run audit; then 20 repeated one-run audits of each corrected defense with a
+claim (false alarms at 95% confidence).
 
 usage: docs/reproductions/run-audit-training.py [--fedpriv build/release-cpu/fedpriv]
            [--out DIR] [--repeats 20] [--runs 200] [--skip-repeats]
@@ -19,7 +21,17 @@ ap.add_argument("--skip-repeats", action="store_true")
 args = ap.parse_args()
 os.makedirs(args.out, exist_ok=True)
 
-def config(defense, attack, seed, one_run):
+def config(defense, attack, seed, one_run, records=False):
+    if records:
+        # Canary records (dp-sgd): 10 clients of 20 records, one local step over the whole
+        # local set (q = 1); the canaries are dealt to the clients (200 each in one run; in
+        # the multi-run audit one record in the last client).
+        return {"seed": seed,
+                "dataset": {"name": "fashion-mnist", "train_samples": 200, "test_samples": 100},
+                "model": {"name": "logreg"},
+                "federation": {"clients": 10, "sample_rate": 1.0, "rounds": 1, "local_steps": 1, "batch_size": 64,
+                               "lr": 0.05},
+                "defense": defense, "attack": dict({"name": "audit-training"}, **attack)}
     # One run: 2000 canary clients beside 10 that train; multi-run: 10 clients, the last the canary.
     clients = 2010 if one_run else 10
     return {"seed": seed,
@@ -28,11 +40,11 @@ def config(defense, attack, seed, one_run):
             "federation": {"clients": clients, "sample_rate": 1.0, "rounds": 1, "batch_size": 2, "lr": 0.05},
             "defense": defense, "attack": dict({"name": "audit-training"}, **attack)}
 
-def audit(tag, defense, attack, seed=1, one_run=True):
+def audit(tag, defense, attack, seed=1, one_run=True, records=False):
     d = os.path.join(args.out, tag)
     os.makedirs(d, exist_ok=True)
     cfg = os.path.join(d, "config.json")
-    json.dump(config(defense, attack, seed, one_run), open(cfg, "w"), indent=1)
+    json.dump(config(defense, attack, seed, one_run, records), open(cfg, "w"), indent=1)
     t0 = time.time()
     p = subprocess.run([args.fedpriv, "audit-training", "--config", cfg, "--out", d], capture_output=True, text=True)
     wall = time.time() - t0
@@ -42,38 +54,47 @@ def audit(tag, defense, attack, seed=1, one_run=True):
     r["_wall"] = wall
     return r
 
-# (label, defense for epsilon e, observer, extra audit keys, control?)
-def suite(e, z_of):
+# (label, defense for epsilon e, observer, extra audit keys[, canary records]); the
+# corrected defenses with a claim first (the repeats take the first five).
+def suite(e, z_of, s_of):
     return [
         ("gaussian-dpfedavg (server noise)", {"name": "gaussian-dpfedavg", "epsilon": e}, "final-model", {}),
         ("gaussian-dpfedavg (client noise)", {"name": "gaussian-dpfedavg", "epsilon": e, "noise": "client"},
          "final-model", {}),
         ("fedsmp corrected (rand-k 0.5)", {"name": "fedsmp", "epsilon": e, "topk_fraction": 0.5}, "aggregates", {}),
         ("dp-fedasgp corrected", {"name": "dp-fedasgp", "epsilon": e}, "uploads", {}),
+        ("dp-sgd (canary records)", {"name": "dp-sgd", "epsilon": e}, "uploads", {}, True),
         ("control: gaussian-dpfedavg, noise x 0.25, declares eps",
          {"name": "gaussian-dpfedavg", "noise_multiplier": z_of[e] / 4}, "final-model", {"epsilon_claimed": e}),
         ("control: fedsmp paper (top-k 0.1)", {"name": "fedsmp", "variant": "paper", "epsilon": e}, "uploads",
          {"neighbours": "remove"}),
         ("control: dp-fedasgp paper", {"name": "dp-fedasgp", "variant": "paper", "epsilon": e}, "uploads", {}),
+        ("control: dp-sgd, noise x 0.25, declares eps", {"name": "dp-sgd", "noise_multiplier": s_of[e] / 4},
+         "uploads", {"epsilon_claimed": e}, True),
+        ("avp corrected (canary clients)", {"name": "avp", "epsilon": e}, "uploads", {}),
+        ("nbafl corrected (canary clients)", {"name": "nbafl", "epsilon": e}, "uploads", {}),
     ]
 
 EPS = [1, 4]
-z_of = {}
-for e in EPS:  # the multiplier the corrected DP-FedAvg finds for eps (one round, full cohort)
+z_of, s_of = {}, {}
+for e in EPS:  # the multipliers the corrected DP-FedAvg and dp-sgd find for eps (one round, full cohort)
     r = audit(f"z-{e}", {"name": "gaussian-dpfedavg", "epsilon": e}, {"canaries": 20}, one_run=True)
     z_of[e] = r["defense_resolved"]["noise_multiplier"]
+    r = audit(f"s-{e}", {"name": "dp-sgd", "epsilon": e}, {"canaries": 20}, one_run=True, records=True)
+    s_of[e] = r["defense_resolved"]["noise_multiplier"]
 
 def fmt(x):
-    return "inf" if x is None else f"{x:.3f}"
+    return "inf" if x is None or isinstance(x, str) else f"{x:.3f}"
 
 print("| defense | eps | observer | claimed (source) | one-run eps_hat | guesses (correct) | s | multi-run eps_hat | test | s |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 for e in EPS:
-    for i, (label, d, obs, extra) in enumerate(suite(e, z_of)):
+    for i, (label, d, obs, extra, *rec) in enumerate(suite(e, z_of, s_of)):
+        records = bool(rec and rec[0])
         a1 = dict({"canaries": 2000, "observer": obs}, **extra)
-        r1 = audit(f"one-{e}-{i}", d, a1)
+        r1 = audit(f"one-{e}-{i}", d, a1, records=records)
         am = dict({"method": "multi-run", "runs": args.runs, "observer": obs}, **extra)
-        rm = audit(f"multi-{e}-{i}", d, am, one_run=False)
+        rm = audit(f"multi-{e}-{i}", d, am, one_run=False, records=records)
         t = rm["test"]
         print(f"| {label} | {e} | {obs} | {fmt(r1['epsilon_claimed'])} ({r1['claim_source']}) | "
               f"**{r1['epsilon_lower_bound']:.3f}** | {r1['guesses']} ({r1['correct']}) | {r1['seconds']:.1f} | "
@@ -84,10 +105,11 @@ if not args.skip_repeats:
     print()
     print(f"| corrected defense (eps 4) | observer | audits | passes | max eps_hat | mean eps_hat | claimed |")
     print("|---|---|---|---|---|---|---|")
-    for i, (label, d, obs, extra) in enumerate(suite(4, z_of)[:4]):
+    for i, (label, d, obs, extra, *rec) in enumerate(suite(4, z_of, s_of)[:5]):
         vals, passes, claim = [], 0, None
         for seed in range(1, args.repeats + 1):
-            r = audit(f"rep-{i}-{seed}", d, dict({"canaries": 2000, "observer": obs}, **extra), seed=seed)
+            r = audit(f"rep-{i}-{seed}", d, dict({"canaries": 2000, "observer": obs}, **extra), seed=seed,
+                      records=bool(rec and rec[0]))
             vals.append(r["epsilon_lower_bound"])
             passes += bool(r["pass"])
             claim = r["epsilon_claimed"]
