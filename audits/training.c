@@ -16,6 +16,7 @@
 #include "audits/mechanism.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
+#include "core/rng_secure.h"
 #include "defenses/clip.h"
 
 // RNG_AUDIT streams of the run seed (first counter word; the mechanism audit uses small
@@ -469,6 +470,84 @@ static void count_fires(const Canary *runs, int lo, int hi, const Test *t, long 
     }
 }
 
+// ---- multi-run: finished runs kept on disk --------------------------------------------------
+//
+// DIR/multi-run.txt: a first line naming what the runs depend on (a 64-bit FNV-1a of the
+// seed, backend, data, model size, federation, defense and the audit's observer,
+// neighbours, canary norm and kind), then one line per finished run, in order:
+// "run r: <signed score> <magnitude score>" (%.17g, so a resumed run is bit-identical).
+// A rerun with the same first line skips the runs listed (a last line cut short by a kill
+// is ignored); any other first line starts the file over. The last run is always trained
+// again: it leaves the defense's account and resolved parameters for the result.
+
+static uint64_t fnv1a(uint64_t h, const char *s) {
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * UINT64_C(0x100000001b3);
+    return h;
+}
+
+static void runs_fingerprint(const AuditCtx *a, char *out, size_t n) {
+    const Experiment *ex = a->ex;
+    cJSON *fed = fed_config_to_json(&ex->fed);
+    char *fj = fed ? cJSON_PrintUnformatted(fed) : NULL, *dj = ex->defense_json ? cJSON_PrintUnformatted(ex->defense_json) : NULL;
+    char head[512];
+    snprintf(head, sizeof head, "%llu %s %s %d %zu %s %d %d %.17g %d", (unsigned long long)ex->seed,
+             ex->backend ? ex->backend->name : "cpu", ex->dataset_name, ex->train ? ex->train->n : 0,
+             a->model->table.n_params, ex->defense ? ex->defense->name : "none", a->cfg->observer, a->replace,
+             a->cfg->canary_norm, a->records);
+    uint64_t h = fnv1a(fnv1a(fnv1a(UINT64_C(0xcbf29ce484222325), head), fj ? fj : ""), dj ? dj : "");
+    snprintf(out, n, "fedpriv multi-run audit %016llx", (unsigned long long)h);
+    cJSON_free(fj);
+    cJSON_free(dj);
+    cJSON_Delete(fed);
+}
+
+// Reads the finished runs into runs[0..) (scores only); returns how many, 0 when the file
+// is missing or names other runs. *f is left open for appending (rewritten when nothing
+// could be reused); NULL when the directory cannot be written (no resume then).
+static int runs_resume(const char *dir, const char *fingerprint, Canary *runs, int R, FILE **f, int quiet) {
+    char path[4096], line[256];
+    snprintf(path, sizeof path, "%s/multi-run.txt", dir);
+    int done = 0;
+    FILE *in = fopen(path, "r");
+    if (in) {
+        if (fgets(line, sizeof line, in) && strncmp(line, fingerprint, strlen(fingerprint)) == 0 &&
+            line[strlen(fingerprint)] == '\n') {
+            int r;
+            double sg, mg;
+            char end;
+            while (done < R && fgets(line, sizeof line, in) && strchr(line, '\n') &&
+                   sscanf(line, "run %d: %lg %lg%c", &r, &sg, &mg, &end) == 4 && end == '\n' && r == done) {
+                runs[done].score[SCORE_SIGNED] = sg;
+                runs[done].score[SCORE_MAGNITUDE] = mg;
+                done++;
+            }
+        } else if (!quiet) {
+            fprintf(stderr, "audit-training: %s holds the runs of another audit; starting over\n", path);
+        }
+        fclose(in);
+    }
+    if (done > 0) {
+        // Keep what was read (a cut-short line dropped): write it back whole.
+        *f = fopen(path, "w");
+        if (*f) {
+            fprintf(*f, "%s\n", fingerprint);
+            for (int r = 0; r < done; r++)
+                fprintf(*f, "run %d: %.17g %.17g\n", r, runs[r].score[SCORE_SIGNED], runs[r].score[SCORE_MAGNITUDE]);
+            fflush(*f);
+        }
+        if (!quiet)
+            fprintf(stderr, "audit-training: resuming after %d finished runs (%s)\n", done, path);
+        return done;
+    }
+    *f = fopen(path, "w");
+    if (*f) {
+        fprintf(*f, "%s\n", fingerprint);
+        fflush(*f);
+    }
+    return 0;
+}
+
 static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
     const TrainingAuditConfig *cfg = a->cfg;
     Experiment *ex = a->ex;
@@ -478,14 +557,39 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
         return fp_fail(err, FP_ENOMEM, "out of memory for %d runs", R);
     uint32_t coord = 0;
     FpStatus st = pick_coords(&a->model->table, ex->seed, 1, &coord, err);
+    FILE *kept = NULL;
+    int resumed = 0;
+    if (st == FP_OK && cfg->state_dir) {
+        char fp[64];
+        runs_fingerprint(a, fp, sizeof fp);
+        resumed = runs_resume(cfg->state_dir, fp, runs, R - 1, &kept, quiet);
+    }
     RngStream seeds = rng_stream(ex->seed, RNG_AUDIT, STREAM_RUNS, 0);
     for (int r = 0; r < R && st == FP_OK; r++) {
         uint64_t hi = rng_next_u32(&seeds), lo = rng_next_u32(&seeds);
+        Canary kept_scores = runs[r];
         runs[r] = (Canary){.client = ex->fed.clients - 1, .coord = coord, .in = r % 2 == 0};
-        st = train_with_canaries(a, (hi << 32) | lo, &runs[r], 1, err);
+        if (r < resumed) {
+            runs[r].score[SCORE_SIGNED] = kept_scores.score[SCORE_SIGNED];
+            runs[r].score[SCORE_MAGNITUDE] = kept_scores.score[SCORE_MAGNITUDE];
+            continue;
+        }
+        // A run's seed is a draw with the secure-RNG flag (bit 63) taken from the audit's
+        // own seed: a draw that set it made that run's noise fresh OS randomness, so the
+        // audit could not be rerun bit for bit.
+        uint64_t run_seed = (((hi << 32) | lo) & ~RNG_SEED_SECURE) | (ex->seed & RNG_SEED_SECURE);
+        st = train_with_canaries(a, run_seed, &runs[r], 1, err);
+        if (st == FP_OK && kept && r < R - 1) {
+            fprintf(kept, "run %d: %.17g %.17g\n", r, runs[r].score[SCORE_SIGNED], runs[r].score[SCORE_MAGNITUDE]);
+            fflush(kept);
+        }
         if (!quiet && (R < 10 || (r + 1) % (R / 10) == 0))
             fprintf(stderr, "audit-training: run %d/%d\n", r + 1, R);
     }
+    if (kept)
+        fclose(kept);
+    if (st == FP_OK)
+        cJSON_AddNumberToObject(res, "runs_resumed", resumed);
     if (st == FP_OK) {
         double delta = audit_delta(a), alpha = 1 - cfg->confidence;
         int pick = R / 2;
@@ -618,6 +722,7 @@ static FpStatus audit_validate(const AttackEnv *env, FpError *err) {
 static FpStatus audit_attack_run(const AttackEnv *env, cJSON *result, FpError *err) {
     TrainingAuditConfig c;
     FP_TRY(training_audit_parse(env->attack_json, env->path, &c, err));
+    c.state_dir = env->out_dir;
     return training_audit_run(env->ex, &c, env->quiet, result, err);
 }
 

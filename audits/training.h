@@ -83,6 +83,8 @@ typedef struct TrainingAuditConfig {
     double confidence;            // "confidence" (0.95)
     double delta;                 // "delta"; < 0: the defense's δ
     double epsilon_claimed;       // "epsilon_claimed"; NAN: the defense's account (see above)
+    const char *state_dir;        // not JSON, set by the caller: a directory where the multi-run audit keeps
+                                  // its finished runs (multi-run.txt) and resumes from them; NULL: none
 } TrainingAuditConfig;
 
 // Parses the audit's keys of an attack object ("name" is allowed and ignored); unknown

@@ -82,7 +82,8 @@ static Dataset *blobs(int n, int classes, uint64_t seed) {
 
 // Runs the audit of `audit` (an attack object) on a federation `fed` (JSON) of an MLP
 // 36-64-3 (2563 parameters) over blobs under `defense`; returns the result (caller frees).
-static cJSON *audit(const char *fed, const char *defense, const char *audit_json, uint64_t seed) {
+static cJSON *audit_in(const char *fed, const char *defense, const char *audit_json, uint64_t seed,
+                       const char *state_dir) {
     Experiment ex;
     memset(&ex, 0, sizeof ex);
     cJSON *fj = cJSON_Parse(fed), *dj = cJSON_Parse(defense), *aj = cJSON_Parse(audit_json);
@@ -104,6 +105,7 @@ static cJSON *audit(const char *fed, const char *defense, const char *audit_json
     ex.defense_json = dj;
     TrainingAuditConfig cfg;
     ck_assert_msg(training_audit_parse(aj, "attack", &cfg, &err) == FP_OK, "%s", err.msg);
+    cfg.state_dir = state_dir;
     cJSON *res = cJSON_CreateObject();
     ck_assert_msg(training_audit_run(&ex, &cfg, 1, res, &err) == FP_OK, "%s", err.msg);
     model_free(ex.model);
@@ -114,6 +116,10 @@ static cJSON *audit(const char *fed, const char *defense, const char *audit_json
     cJSON_Delete(aj);
     cJSON_Delete(mj);
     return res;
+}
+
+static cJSON *audit(const char *fed, const char *defense, const char *audit_json, uint64_t seed) {
+    return audit_in(fed, defense, audit_json, seed, NULL);
 }
 
 static double num(const cJSON *o, const char *key) {
@@ -371,6 +377,54 @@ END_TEST
 
 // ---- CLI ----------------------------------------------------------------------------------------
 
+// The multi-run audit is a pure function of its seed (every run's seed drawn from it, the
+// secure-RNG flag never drawn), and one killed midway resumes from the runs it kept:
+// a file cut after three runs, the fourth line half written, gives three runs resumed
+// and the same test, bit for bit, as the run never interrupted.
+START_TEST(multi_run_is_reproducible_and_resumes) {
+    const char *fed = "{\"clients\": 4, \"rounds\": 1, \"batch_size\": 4}";
+    const char *def = "{\"name\":\"gaussian-dpfedavg\",\"epsilon\":4}";
+    const char *aud = "{\"name\": \"audit-training\", \"method\": \"multi-run\", \"runs\": 16}";
+    char dir[] = "/tmp/fedpriv-audit-resume-XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    cJSON *a = audit_in(fed, def, aud, 7, dir), *b = audit(fed, def, aud, 7);
+    char *ta = cJSON_PrintUnformatted(cJSON_GetObjectItem(a, "test")), *tb = cJSON_PrintUnformatted(cJSON_GetObjectItem(b, "test"));
+    ck_assert_str_eq(ta, tb);
+    ck_assert_int_eq((int)num(a, "runs_resumed"), 0);
+    // Keep the first line and three runs, then half of the fourth.
+    char path[256], line[256], kept[4096] = "";
+    snprintf(path, sizeof path, "%s/multi-run.txt", dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 5 && fgets(line, sizeof line, f); i++) {
+        if (i == 4)
+            line[strlen(line) / 2] = '\0';
+        strcat(kept, line);
+    }
+    fclose(f);
+    f = fopen(path, "w");
+    fputs(kept, f);
+    fclose(f);
+    cJSON *c = audit_in(fed, def, aud, 7, dir);
+    char *tc = cJSON_PrintUnformatted(cJSON_GetObjectItem(c, "test"));
+    ck_assert_int_eq((int)num(c, "runs_resumed"), 3);
+    ck_assert_str_eq(ta, tc);
+    ck_assert_double_eq(num(a, "epsilon_lower_bound"), num(c, "epsilon_lower_bound"));
+    // Another audit (another seed) does not reuse these runs.
+    cJSON *d = audit_in(fed, def, aud, 8, dir);
+    ck_assert_int_eq((int)num(d, "runs_resumed"), 0);
+    free(ta);
+    free(tb);
+    free(tc);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    cJSON_Delete(c);
+    cJSON_Delete(d);
+    snprintf(line, sizeof line, "rm -rf %s", dir);
+    ck_assert_int_eq(system(line), 0);
+}
+END_TEST
+
 static char *write_config(const char *dir, const char *attack) {
     static char path[512];
     snprintf(path, sizeof path, "%s/c.json", dir);
@@ -386,6 +440,43 @@ static char *write_config(const char *dir, const char *attack) {
     fclose(f);
     return path;
 }
+
+// Two processes, the same multi-run audit: the same finished runs, byte for byte (a run
+// whose seed drew the secure-RNG flag would take fresh OS randomness in each process).
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s missing", path);
+    static char buf[2][65536];
+    static int which;
+    char *b = buf[which++ % 2];
+    size_t n = fread(b, 1, sizeof buf[0] - 1, f);
+    b[n] = '\0';
+    fclose(f);
+    return b;
+}
+
+START_TEST(cli_multi_run_is_reproducible) {
+    if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN"))
+        return;
+    char dir[] = "/tmp/fp_audit_multi_XXXXXX";
+    ck_assert_ptr_nonnull(mkdtemp(dir));
+    const char *cfg = write_config(dir, "{\"name\": \"audit-training\", \"method\": \"multi-run\", \"runs\": 16}");
+    char out[8192], err[8192], outdir[2][600], file[2][700];
+    for (int i = 0; i < 2; i++) {
+        snprintf(outdir[i], sizeof outdir[i], "%s/out%d", dir, i);
+        const char *args[] = {"audit-training", "--config", cfg, "--out", outdir[i], NULL};
+        int rc = cli_run(args, out, err, sizeof out);
+        ck_assert_msg(rc == 0, "rc %d: %s", rc, err);
+        snprintf(file[i], sizeof file[i], "%s/multi-run.txt", outdir[i]);
+    }
+    const char *a = slurp(file[0]), *b = slurp(file[1]);
+    ck_assert_ptr_nonnull(strstr(a, "run 14: "));
+    ck_assert_str_eq(a, b);
+    char cmd[700];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
 
 START_TEST(cli_audit_training) {
     if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN"))
@@ -511,10 +602,12 @@ Suite *suite_audit_training(void) {
     TCase *m = tcase_create("audit_training_multi_run");
     tcase_set_timeout(m, 300);
     tcase_add_test(m, multi_run_catches_fedsmp_paper);
+    tcase_add_test(m, multi_run_is_reproducible_and_resumes);
     suite_add_tcase(s, m);
     TCase *c = tcase_create("audit_training_cli");
     tcase_set_timeout(c, 300);
     tcase_add_test(c, cli_audit_training);
+    tcase_add_test(c, cli_multi_run_is_reproducible);
     tcase_add_test(c, matrix_check_asserts_the_claim);
     suite_add_tcase(s, c);
     return s;
