@@ -461,7 +461,7 @@ START_TEST(cli_multi_run_is_reproducible) {
     char dir[] = "/tmp/fp_audit_multi_XXXXXX";
     ck_assert_ptr_nonnull(mkdtemp(dir));
     const char *cfg = write_config(dir, "{\"name\": \"audit-training\", \"method\": \"multi-run\", \"runs\": 16}");
-    char out[8192], err[8192], outdir[2][600], file[2][700];
+    char out[8192], err[8192], outdir[2][600], file[2][1300];
     for (int i = 0; i < 2; i++) {
         snprintf(outdir[i], sizeof outdir[i], "%s/out%d", dir, i);
         const char *args[] = {"audit-training", "--config", cfg, "--out", outdir[i], NULL};
