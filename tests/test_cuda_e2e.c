@@ -41,16 +41,40 @@ static Dataset *blobs(int n, int classes, uint64_t seed) {
     return d;
 }
 
-static float *federate_with(const Backend *be, const char *model_json, const char *defense_json, double *acc) {
-    Dataset *train = blobs(480, 4, 31), *test = blobs(120, 4, 32);
+// A model for the blobs' 1×16×16 inputs and 4 classes on be, initialised from seed 5.
+static Model *blob_model(const Backend *be, const char *model_json) {
     cJSON *mj = cJSON_Parse(model_json);
-    cJSON *fj = cJSON_Parse("{\"clients\":4,\"sample_rate\":0.5,\"rounds\":3,\"local_epochs\":3,\"batch_size\":16,\"lr\":0.05,"
-                            "\"momentum\":0.9}");
     DataShape in = {1, 16, 16, 4, 0};
     FpError err = {0};
     Model *m = model_create(mj, "model", &in, be, &err);
     ck_assert_msg(m != NULL, "%s", err.msg);
     model_init(m, 5);
+    cJSON_Delete(mj);
+    return m;
+}
+
+// ‖x − ref‖ / ‖ref‖ in double.
+static double norm_relative(const float *ref, const float *x, size_t n) {
+    double d2 = 0, r2 = 0;
+    for (size_t i = 0; i < n; i++) {
+        d2 += ((double)x[i] - ref[i]) * ((double)x[i] - ref[i]);
+        r2 += (double)ref[i] * ref[i];
+    }
+    return r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
+}
+
+// The DP-SGD tests' batch: records 3, 10, 17, ... of the blobs.
+static void record_batch(uint32_t *idx, int n) {
+    for (int i = 0; i < n; i++)
+        idx[i] = (uint32_t)(7 * i + 3);
+}
+
+static float *federate_with(const Backend *be, const char *model_json, const char *defense_json, double *acc) {
+    Dataset *train = blobs(480, 4, 31), *test = blobs(120, 4, 32);
+    cJSON *fj = cJSON_Parse("{\"clients\":4,\"sample_rate\":0.5,\"rounds\":3,\"local_epochs\":3,\"batch_size\":16,\"lr\":0.05,"
+                            "\"momentum\":0.9}");
+    FpError err = {0};
+    Model *m = blob_model(be, model_json);
     cJSON *dj = defense_json ? cJSON_Parse(defense_json) : NULL;
     FedSetup s = {.seed = 5, .threads = 1, .backend = be, .global = m, .train = train, .test = test, .quiet = 1,
                   .defense = dj ? defense_find(cJSON_GetObjectItem(dj, "name")->valuestring) : NULL,
@@ -66,7 +90,6 @@ static float *federate_with(const Backend *be, const char *model_json, const cha
     model_free(m);
     dataset_free(train);
     dataset_free(test);
-    cJSON_Delete(mj);
     cJSON_Delete(fj);
     cJSON_Delete(dj);
     return p;
@@ -83,18 +106,11 @@ START_TEST(cuda_federated_run_matches_cpu) {
     for (int k = 0; k < 2; k++) {
         double acc_cpu, acc_gpu;
         float *c = federate(backend_cpu(), models[k], &acc_cpu), *q = federate(g, models[k], &acc_gpu);
-        cJSON *mj = cJSON_Parse(models[k]);
-        DataShape in = {1, 16, 16, 4, 0};
-        Model *m = model_create(mj, "model", &in, backend_cpu(), NULL);
+        Model *m = blob_model(backend_cpu(), models[k]);
         size_t n = m->table.n_params;
         if (counts[k])
             ck_assert_uint_eq(n, counts[k]);
-        double d2 = 0, r2 = 0;
-        for (size_t i = 0; i < n; i++) {
-            d2 += ((double)q[i] - c[i]) * ((double)q[i] - c[i]);
-            r2 += (double)c[i] * c[i];
-        }
-        double rel = sqrt(d2 / r2);
+        double rel = norm_relative(c, q, n);
         printf("cuda federated %s: parameters norm-relative difference %.3g (allowed 1e-3), accuracy cpu %.4f cuda %.4f\n",
                models[k], rel, acc_cpu, acc_gpu);
         ck_assert_double_le(rel, 1e-3);
@@ -103,7 +119,6 @@ START_TEST(cuda_federated_run_matches_cpu) {
         free(c);
         free(q);
         model_free(m);
-        cJSON_Delete(mj);
     }
 }
 END_TEST
@@ -122,16 +137,8 @@ START_TEST(cuda_dpsgd_run_matches_cpu) {
     for (int k = 0; k < 2; k++) {
         double acc_cpu, acc_gpu;
         float *c = federate_with(backend_cpu(), models[k], dp, &acc_cpu), *q = federate_with(g, models[k], dp, &acc_gpu);
-        cJSON *mj = cJSON_Parse(models[k]);
-        DataShape in = {1, 16, 16, 4, 0};
-        Model *m = model_create(mj, "model", &in, backend_cpu(), NULL);
-        size_t n = m->table.n_params;
-        double d2 = 0, r2 = 0;
-        for (size_t i = 0; i < n; i++) {
-            d2 += ((double)q[i] - c[i]) * ((double)q[i] - c[i]);
-            r2 += (double)c[i] * c[i];
-        }
-        double rel = sqrt(d2 / r2);
+        Model *m = blob_model(backend_cpu(), models[k]);
+        double rel = norm_relative(c, q, m->table.n_params);
         printf("cuda dp-sgd (float sampler) %s: parameters norm-relative difference %.3g (allowed 1e-3), accuracy cpu "
                "%.4f cuda %.4f\n",
                models[k], rel, acc_cpu, acc_gpu);
@@ -141,7 +148,6 @@ START_TEST(cuda_dpsgd_run_matches_cpu) {
         free(c);
         free(q);
         model_free(m);
-        cJSON_Delete(mj);
     }
 }
 END_TEST
@@ -160,19 +166,15 @@ END_TEST
 // more (two steps would be a real difference between the backends).
 static float *dpsgd_one_step(const Backend *be, const char *model_json, double sigma, double *grid, size_t *np) {
     Dataset *train = blobs(480, 4, 31);
-    cJSON *mj = cJSON_Parse(model_json), *sj = cJSON_Parse("{}");
-    DataShape in = {1, 16, 16, 4, 0};
+    cJSON *sj = cJSON_Parse("{}");
     FpError err = {0};
-    Model *m = model_create(mj, "model", &in, be, &err);
-    ck_assert_msg(m != NULL, "%s", err.msg);
-    model_init(m, 5);
+    Model *m = blob_model(be, model_json);
     ClipNoise noise;
     ck_assert_int_eq(clip_noise_parse(sj, "defense", &m->table, &noise, &err), FP_OK);
     ck_assert_int_eq(clip_noise_build(&noise, 0.5, &err), FP_OK);
     const int n = 32;
     uint32_t idx[32];
-    for (int i = 0; i < n; i++)
-        idx[i] = (uint32_t)(7 * i + 3);
+    record_batch(idx, n);
     DpSgdStepConfig cfg = {.clip = 1, .noise_multiplier = sigma, .denominator = n, .sampler = &noise};
     RngStream rs = rng_stream(9, RNG_DEFENSE, 1, 0);
     Tape *t = tape_create(be);
@@ -189,7 +191,6 @@ static float *dpsgd_one_step(const Backend *be, const char *model_json, double s
     clip_noise_free(&noise);
     model_free(m);
     dataset_free(train);
-    cJSON_Delete(mj);
     cJSON_Delete(sj);
     return host;
 }
@@ -200,15 +201,10 @@ static float *dpsgd_one_step(const Backend *be, const char *model_json, double s
 // Printed per tensor: the worst record, so a difference points at its layer.
 static float *per_example(const Backend *be, const char *model_json, int n, size_t *np, ParamTable *table) {
     Dataset *train = blobs(480, 4, 31);
-    cJSON *mj = cJSON_Parse(model_json);
-    DataShape in = {1, 16, 16, 4, 0};
     FpError err = {0};
-    Model *m = model_create(mj, "model", &in, be, &err);
-    ck_assert_msg(m != NULL, "%s", err.msg);
-    model_init(m, 5);
+    Model *m = blob_model(be, model_json);
     uint32_t idx[64];
-    for (int i = 0; i < n; i++)
-        idx[i] = (uint32_t)(7 * i + 3);
+    record_batch(idx, n);
     *np = m->table.n_params;
     float *out = malloc(sizeof(float) * *np * (size_t)n);
     Tape *t = tape_create(be);
@@ -221,7 +217,6 @@ static float *per_example(const Backend *be, const char *model_json, int n, size
     tape_free(t);
     model_free(m);
     dataset_free(train);
-    cJSON_Delete(mj);
     return out;
 }
 
@@ -239,13 +234,8 @@ START_TEST(cuda_per_example_grads_match_cpu) {
             double worst = 0;
             int worst_i = 0;
             for (int i = 0; i < n; i++) {
-                double d2 = 0, r2 = 0;
-                for (size_t j = L->offset; j < L->offset + L->count; j++) {
-                    double a = c[(size_t)i * np + j], b = q[(size_t)i * np + j];
-                    d2 += (a - b) * (a - b);
-                    r2 += a * a;
-                }
-                double rel = r2 > 0 ? sqrt(d2 / r2) : sqrt(d2);
+                size_t at = (size_t)i * np + L->offset;
+                double rel = norm_relative(c + at, q + at, L->count);
                 if (rel > worst)
                     worst = rel, worst_i = i;
             }
@@ -273,13 +263,10 @@ START_TEST(cuda_dpsgd_step_matches_cpu) {
         float *fq = dpsgd_one_step(g, models[k], 0, &grid, &np);
         float *sc = dpsgd_one_step(backend_cpu(), models[k], 0.5, &grid, &np);
         float *sq = dpsgd_one_step(g, models[k], 0.5, &grid, &np);
-        double d2 = 0, r2 = 0, mu = 0, worst = 0;
+        double rel = norm_relative(fc, fq, np), mu = 0, worst = 0;
         long steps = 0;
         for (size_t i = 0; i < np; i++) {
-            double df = (double)fq[i] - fc[i];
-            d2 += df * df;
-            r2 += (double)fc[i] * fc[i];
-            mu += fabs(df) / grid;
+            mu += fabs((double)fq[i] - fc[i]) / grid;
             double ds = fabs((double)sq[i] - sc[i]) / grid;
             if (ds > worst)
                 worst = ds;
@@ -297,14 +284,14 @@ START_TEST(cuda_dpsgd_step_matches_cpu) {
         printf("cuda dp-sgd step %s: clipped sums differ %.3g norm-relative (allowed 1e-4); safe sampler: %ld "
                "of %zu coordinates one grid step apart (g = %.3g; expected %.3g, allowed < %ld), largest difference "
                "%.3g steps (allowed < 1.5)\n",
-               models[k], sqrt(d2 / r2), steps, np, grid, mu, kmax, worst);
+               models[k], rel, steps, np, grid, mu, kmax, worst);
 #ifdef FEDPRIV_HAVE_CUDA
         char plans[4096];
         cuda_conv_describe_plans(plans, sizeof plans);
         printf("cuda convolution algorithms so far:\n%s", plans);
 #endif
         fflush(stdout);
-        ck_assert_double_le(sqrt(d2 / r2), 1e-4);
+        ck_assert_double_le(rel, 1e-4);
         ck_assert_int_lt(steps, kmax);
         ck_assert_double_lt(worst, 1.5);
         free(fc);
