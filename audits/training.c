@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "attacks/attack.h"
 #include "audits/mechanism.h"
@@ -502,46 +503,41 @@ static void runs_fingerprint(const AuditCtx *a, char *out, size_t n) {
     cJSON_Delete(fed);
 }
 
-// Reads the finished runs into runs[0..) (scores only); returns how many, 0 when the file
-// is missing or names other runs. *f is left open for appending (rewritten when nothing
-// could be reused); NULL when the directory cannot be written (no resume then).
+// Reads the finished runs' scores into runs[0..done) and returns done (0 when the file is
+// missing or names other runs); *f is the file open for appending after them, with
+// anything past the last whole line cut off (NULL when the directory cannot be written:
+// no resume then).
 static int runs_resume(const char *dir, const char *fingerprint, Canary *runs, int R, FILE **f, int quiet) {
     char path[4096], line[256];
     snprintf(path, sizeof path, "%s/multi-run.txt", dir);
     int done = 0;
+    long keep = 0; // bytes of the file that stay
     FILE *in = fopen(path, "r");
     if (in) {
-        if (fgets(line, sizeof line, in) && strncmp(line, fingerprint, strlen(fingerprint)) == 0 &&
-            line[strlen(fingerprint)] == '\n') {
+        size_t fl = strlen(fingerprint);
+        if (fgets(line, sizeof line, in) && strncmp(line, fingerprint, fl) == 0 && line[fl] == '\n') {
+            keep = ftell(in);
             int r;
             double sg, mg;
             char end;
-            while (done < R && fgets(line, sizeof line, in) && strchr(line, '\n') &&
+            while (done < R && fgets(line, sizeof line, in) &&
                    sscanf(line, "run %d: %lg %lg%c", &r, &sg, &mg, &end) == 4 && end == '\n' && r == done) {
                 runs[done].score[SCORE_SIGNED] = sg;
                 runs[done].score[SCORE_MAGNITUDE] = mg;
                 done++;
+                keep = ftell(in);
             }
         } else if (!quiet) {
             fprintf(stderr, "audit-training: %s holds the runs of another audit; starting over\n", path);
         }
         fclose(in);
     }
-    if (done > 0) {
-        // Keep what was read (a cut-short line dropped): write it back whole.
-        *f = fopen(path, "w");
-        if (*f) {
-            fprintf(*f, "%s\n", fingerprint);
-            for (int r = 0; r < done; r++)
-                fprintf(*f, "run %d: %.17g %.17g\n", r, runs[r].score[SCORE_SIGNED], runs[r].score[SCORE_MAGNITUDE]);
-            fflush(*f);
-        }
-        if (!quiet)
+    if (keep > 0 && truncate(path, keep) == 0 && (*f = fopen(path, "a"))) {
+        if (done > 0 && !quiet)
             fprintf(stderr, "audit-training: resuming after %d finished runs (%s)\n", done, path);
         return done;
     }
-    *f = fopen(path, "w");
-    if (*f) {
+    if ((*f = fopen(path, "w"))) {
         fprintf(*f, "%s\n", fingerprint);
         fflush(*f);
     }
@@ -557,6 +553,8 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
         return fp_fail(err, FP_ENOMEM, "out of memory for %d runs", R);
     uint32_t coord = 0;
     FpStatus st = pick_coords(&a->model->table, ex->seed, 1, &coord, err);
+    for (int r = 0; r < R; r++)
+        runs[r] = (Canary){.client = ex->fed.clients - 1, .coord = coord, .in = r % 2 == 0};
     FILE *kept = NULL;
     int resumed = 0;
     if (st == FP_OK && cfg->state_dir) {
@@ -567,13 +565,8 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
     RngStream seeds = rng_stream(ex->seed, RNG_AUDIT, STREAM_RUNS, 0);
     for (int r = 0; r < R && st == FP_OK; r++) {
         uint64_t hi = rng_next_u32(&seeds), lo = rng_next_u32(&seeds);
-        Canary kept_scores = runs[r];
-        runs[r] = (Canary){.client = ex->fed.clients - 1, .coord = coord, .in = r % 2 == 0};
-        if (r < resumed) {
-            runs[r].score[SCORE_SIGNED] = kept_scores.score[SCORE_SIGNED];
-            runs[r].score[SCORE_MAGNITUDE] = kept_scores.score[SCORE_MAGNITUDE];
+        if (r < resumed)
             continue;
-        }
         // A run's seed is a draw with the secure-RNG flag (bit 63) taken from the audit's
         // own seed: a draw that set it made that run's noise fresh OS randomness, so the
         // audit could not be rerun bit for bit.
