@@ -156,6 +156,7 @@ typedef struct AuditCtx {
     PrivacyRecord rec;     // the defense's account after the last run's planned rounds
     cJSON *defense;        // its resolved parameters (first run)
     int has_upload_notion; // the account states a separate upload-observer bound
+    int has_coordinate_notion; // ... and one for uploads that differ in one coordinate
     cJSON *privacy;        // privacy_record_json of rec
 } AuditCtx;
 
@@ -304,8 +305,10 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
         a->rec = last->privacy;
         // The record's strings live in the defense's state: keep only the numbers.
         a->rec.unit = a->rec.nominal_notion = a->rec.sound_notion = a->rec.upload_notion = NULL;
+        a->rec.coordinate_notion = NULL;
         memset(a->rec.assumptions, 0, sizeof a->rec.assumptions);
         a->has_upload_notion = last->privacy.upload_notion != NULL;
+        a->has_coordinate_notion = last->privacy.coordinate_notion != NULL;
         a->record_unit = last->privacy.unit && strcmp(last->privacy.unit, "record") == 0;
     }
 done:
@@ -620,8 +623,19 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
 // ---- the claim --------------------------------------------------------------------------------
 
 // The ε the defense claims for the observer (see audits/training.h), and where it comes from.
-static double claimed_epsilon(const PrivacyRecord *p, int has_upload_notion, AuditObserver o, const char **source) {
-    if (o == AUDIT_OBSERVER_UPLOADS && has_upload_notion) {
+static double claimed_epsilon(const AuditCtx *a, AuditObserver o, const char **source) {
+    const PrivacyRecord *p = &a->rec;
+    if (a->has_coordinate_notion && !a->records) {
+        // A canary client's "in" and "out" uploads differ in its Dirac's coordinate alone:
+        // a coordinate-wise mechanism's per-scalar account is the claim they test, for
+        // every observer (the rest is post-processing).
+        *source = isfinite(p->epsilon_total_coordinate) ? "one coordinate, proven"
+                  : isfinite(p->epsilon_total_coordinate_conditional) ? "one coordinate, conditional"
+                                                                        : "one coordinate: none";
+        return isfinite(p->epsilon_total_coordinate) ? p->epsilon_total_coordinate
+                                                     : p->epsilon_total_coordinate_conditional;
+    }
+    if (o == AUDIT_OBSERVER_UPLOADS && a->has_upload_notion) {
         *source = isfinite(p->epsilon_total_upload) ? "upload observer, proven"
                   : isfinite(p->epsilon_total_upload_conditional) ? "upload observer, conditional"
                                                                     : "upload observer: none";
@@ -671,13 +685,20 @@ FpStatus training_audit_run(Experiment *ex, const TrainingAuditConfig *cfg, int 
     FpStatus st = cfg->method == TRAINING_AUDIT_ONE_RUN ? one_run(&a, res, err) : multi_run(&a, res, quiet, err);
     if (st == FP_OK) {
         const char *source;
-        double claim = claimed_epsilon(&a.rec, a.has_upload_notion, cfg->observer, &source);
-        if (!a.records && a.record_unit) {
+        char covered_source[256];
+        double claim = claimed_epsilon(&a, cfg->observer, &source);
+        if (!a.records && a.record_unit && !a.rec.record_bound_covers_client) {
             // A canary client tests client-level privacy, which a record-level claim does
-            // not state: nothing to compare with (NbAFL, AVP).
+            // not state unless its sensitivity covers any change of the client's upload
+            // (AVP's and NbAFL's Δs = 2C do; NbAFL's 2C/min|D_k| does not).
             claim = INFINITY;
-            source = "none for canary clients: the defense's guarantee is record-level, and its local procedure "
-                     "samples no canary records";
+            source = "none for canary clients: the defense's guarantee is record-level with a sensitivity below the "
+                     "clip ball's, and its local procedure samples no canary records";
+        } else if (!a.records && a.record_unit) {
+            snprintf(covered_source, sizeof covered_source,
+                     "%s; record-level with a sensitivity of the whole clip ball, which covers any change of a "
+                     "client's upload", source);
+            source = covered_source;
         }
         if (!isnan(cfg->epsilon_claimed)) {
             claim = cfg->epsilon_claimed;

@@ -35,6 +35,8 @@ int cli_reject_repeated_options(const char *cmd, int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_attack(int argc, char **argv);
+// `fedpriv attack` under another command's name (audit-training), which its messages carry.
+int cmd_attack_as(const char *cmd, int argc, char **argv);
 int cmd_accountant(int argc, char **argv);
 int cmd_forecast(int argc, char **argv);
 int cmd_audit(int argc, char **argv);

@@ -55,18 +55,22 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
 }
 
 // An error: rank 0 says it; another rank only its own (not one every rank met alike).
-static int attack_error(const Comm *comm, const FpError *err, int own) {
+static int attack_error(const char *cmd, const Comm *comm, const FpError *err, int own) {
     if (comm_rank(comm) == 0)
-        return cli_report_error("attack", err);
+        return cli_report_error(cmd, err);
     if (own)
-        fp_print_line(stderr, "fedpriv attack (rank %d of %d): %s", comm_rank(comm), comm_size(comm), err->msg);
+        fp_print_line(stderr, "fedpriv %s (rank %d of %d): %s", cmd, comm_rank(comm), comm_size(comm), err->msg);
     return cli_error_status(err);
 }
 
-static int attack_run(Comm *comm, const AttackOps *ops, const char *name, const char *config, const char *out,
+static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const char *name, const char *config, const char *out,
                       const char *device, int threads);
 
 int cmd_attack(int argc, char **argv) {
+    return cmd_attack_as("attack", argc, argv);
+}
+
+int cmd_attack_as(const char *cmd, int argc, char **argv) {
     if (cli_wants_help(argc, argv) || argc < 2) {
         usage(argc < 2 ? stderr : stdout);
         return argc < 2 ? CLI_EXIT_BADINPUT : CLI_EXIT_OK;
@@ -82,40 +86,40 @@ int cmd_attack(int argc, char **argv) {
         else if (strcmp(a, "--device") == 0 && v)
             device = argv[++i];
         else if (strcmp(a, "--threads") == 0) {
-            if (!cli_parse_int_range("attack", a, v, 1, FED_MAX_THREADS, &threads))
+            if (!cli_parse_int_range(cmd, a, v, 1, FED_MAX_THREADS, &threads))
                 return CLI_EXIT_BADINPUT;
             i++;
         }
         else {
-            fp_print_line(stderr, "fedpriv attack: unknown or incomplete option \"%s\" (fedpriv attack --help)", a);
+            fp_print_line(stderr, "fedpriv %s: unknown or incomplete option \"%s\" (fedpriv %s --help)", cmd, a, cmd);
             return CLI_EXIT_BADINPUT;
         }
     }
     const AttackOps *ops = attack_find(name);
     if (!ops) {
-        fp_print_line(stderr, "fedpriv attack: unknown attack \"%s\" (fedpriv list shows the attacks)", name);
+        fp_print_line(stderr, "fedpriv %s: unknown attack \"%s\" (fedpriv list shows the attacks)", cmd, name);
         return CLI_EXIT_BADINPUT;
     }
     if (!config || !out) {
-        fp_print_line(stderr, "fedpriv attack: --config FILE.json and --out DIR are required");
+        fp_print_line(stderr, "fedpriv %s: --config FILE.json and --out DIR are required", cmd);
         return CLI_EXIT_BADINPUT;
     }
     FpError err = {0};
     Comm *comm = NULL;
     if (comm_create(&comm, &err) != FP_OK)
-        return cli_report_error("attack", &err);
+        return cli_report_error(cmd, &err);
     int rc;
     if (comm_rank(comm) == 0)
-        rc = attack_run(comm, ops, name, config, out, device, (int)threads);
+        rc = attack_run(cmd, comm, ops, name, config, out, device, (int)threads);
     else { // artifacts of the other ranks go to a scratch folder, removed after
         const char *tmp = getenv("TMPDIR");
         char scratch[4096];
         snprintf(scratch, sizeof scratch, "%s/fedpriv-attack-XXXXXX", tmp && *tmp ? tmp : "/tmp");
         if (!mkdtemp(scratch)) {
             fp_fail(&err, FP_EIO, "%s: cannot create a scratch folder: %s", scratch, strerror(errno));
-            rc = attack_error(comm, &err, 1);
+            rc = attack_error(cmd, comm, &err, 1);
         } else {
-            rc = attack_run(comm, ops, name, config, scratch, device, (int)threads);
+            rc = attack_run(cmd, comm, ops, name, config, scratch, device, (int)threads);
             nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         }
     }
@@ -123,13 +127,13 @@ int cmd_attack(int argc, char **argv) {
     return rc;
 }
 
-static int attack_run(Comm *comm, const AttackOps *ops, const char *name, const char *config, const char *out,
+static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const char *name, const char *config, const char *out,
                       const char *device, int threads) {
     FpError err = {0};
     cJSON *root = NULL;
     int lead = comm_rank(comm) == 0;
     if (fp_check_writable_dir(out, &err) != FP_OK || jv_load_file(config, &root, &err) != FP_OK)
-        return attack_error(comm, &err, 0);
+        return attack_error(cmd, comm, &err, 0);
     cJSON *attack_json = cJSON_GetObjectItemCaseSensitive(root, "attack");
     cJSON *owned = NULL;
     if (!attack_json) {
@@ -137,14 +141,14 @@ static int attack_run(Comm *comm, const AttackOps *ops, const char *name, const 
         attack_json = owned;
     } else if (!cJSON_IsObject(attack_json)) {
         if (lead)
-            fp_print_line(stderr, "fedpriv attack: %s: attack: must be an object", config);
+            fp_print_line(stderr, "fedpriv %s: %s: attack: must be an object", cmd, config);
         cJSON_Delete(root);
         return CLI_EXIT_BADINPUT;
     }
     const cJSON *n = cJSON_GetObjectItemCaseSensitive(attack_json, "name");
     if (n && (!cJSON_IsString(n) || strcmp(n->valuestring, name) != 0)) {
         if (lead)
-            fp_print_line(stderr, "fedpriv attack: %s: attack.name: \"%s\" does not match the command's attack \"%s\"", config,
+            fp_print_line(stderr, "fedpriv %s: %s: attack.name: \"%s\" does not match the command's attack \"%s\"", cmd, config,
                 cJSON_IsString(n) ? n->valuestring : "?", name);
         cJSON_Delete(owned);
         cJSON_Delete(root);
@@ -158,7 +162,7 @@ static int attack_run(Comm *comm, const AttackOps *ops, const char *name, const 
         fp_error_prefix(&err, config);
         cJSON_Delete(owned);
         cJSON_Delete(root);
-        return attack_error(comm, &err, 0);
+        return attack_error(cmd, comm, &err, 0);
     }
     ex.comm = comm;
     env.ex = &ex;
@@ -167,7 +171,7 @@ static int attack_run(Comm *comm, const AttackOps *ops, const char *name, const 
     env.reference_dir = refdir;
     if (ops->validate(&env, &err) != FP_OK || !make_dir(out, &err)) {
         fp_error_prefix(&err, config);
-        rc = attack_error(comm, &err, 0);
+        rc = attack_error(cmd, comm, &err, 0);
         goto done;
     }
     struct timespec t0, t1, c0, c1;
@@ -184,14 +188,14 @@ static int attack_run(Comm *comm, const AttackOps *ops, const char *name, const 
         // A diverged run is a result, never a finding: the status and the reason, and
         // whatever the attack recorded of its setting (observations), no metrics.
         if (lead)
-            fp_print_line(stderr, "fedpriv attack: diverged: %s", err.msg);
+            fp_print_line(stderr, "fedpriv %s: diverged: %s", cmd, err.msg);
         cJSON_AddStringToObject(res, "status", "diverged");
         cJSON_AddStringToObject(res, "message", err.msg);
         if (ops->headline)
             cJSON_DeleteItemFromObjectCaseSensitive(res, ops->headline);
         rc = CLI_EXIT_FAIL;
     } else if (st != FP_OK) {
-        rc = attack_error(comm, &err, !strstr(err.msg, FED_RANK_FAILED_NOTE));
+        rc = attack_error(cmd, comm, &err, !strstr(err.msg, FED_RANK_FAILED_NOTE));
         cJSON_Delete(res);
         goto done;
     } else
@@ -202,7 +206,7 @@ static int attack_run(Comm *comm, const AttackOps *ops, const char *name, const 
     char path[4096];
     snprintf(path, sizeof path, "%s/result.json", out);
     if (lead && jv_write_file_atomic(path, res, &err) != FP_OK)
-        rc = cli_report_error("attack", &err);
+        rc = cli_report_error(cmd, &err);
     cJSON_Delete(res);
 done:
     experiment_free(&ex);

@@ -37,7 +37,7 @@ int cmd_audit_training(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         args[i + 1] = argv[i];
     args[argc + 1] = NULL;
-    int rc = cmd_attack(argc + 1, args);
+    int rc = cmd_attack_as("audit-training", argc + 1, args);
     free(args);
     return rc;
 }

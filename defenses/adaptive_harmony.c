@@ -109,6 +109,9 @@ static void harmony_privacy(const void *state, int rounds_done, PrivacyRecord *r
                                            "keeps the exact ratio within e^epsilon",
                            .sigma = -1};
     mech_defense_guarantee(d, d->n_units * eps * rounds, rec);
+    mech_defense_coordinate(rec, eps * rounds,
+                            "two uploads of one client that differ in one coordinate: the mechanism of that "
+                            "coordinate's layer alone (layers draw independently), epsilon per round");
 }
 
 static void harmony_describe(const void *state, cJSON *out) {

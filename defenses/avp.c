@@ -340,6 +340,8 @@ static void avp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) 
                          "safe sampler's divided by its rounding inflation), composed by RDP (safe; the float "
                          "sampler's exactly, Dong, Roth, Su 2022); no amplification",
     };
+    // Δs >= 2C bounds any change of the clipped weights, not only a record's.
+    rec->record_bound_covers_client = s->sens >= 2 * s->clip;
     if (s->sens_assumption[0])
         privacy_assume(rec, s->sens_assumption);
     if (!s->noise.safe) {

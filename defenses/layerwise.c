@@ -519,19 +519,34 @@ static FpStatus lw_perturb(void *state, float *upload, const DefenseRound *rd, F
         memset(upload, 0, np * sizeof(float));
         return FP_OK;
     }
-    if (!rd->model || !rd->local_data || rd->n_local < 1)
-        return fp_fail(err, FP_EPARAM, "layerwise: the client's model and data are needed");
+    // The importance (layerwise), a measured clip and the Armijo test read the client's
+    // trained model and data; flat DP-FL with a fixed clip reads neither, so it also
+    // perturbs an upload no local procedure made (a training audit's crafted one).
+    int reads_data = !s->flat || s->clip != CLIP_FIXED;
+    if (reads_data && (!rd->model || !rd->local_data || rd->n_local < 1))
+        return fp_fail(err, FP_EPARAM, "%s: this client has no trained model and data, which %s reads%s",
+                       s->flat ? "flat-laplace" : "layerwise",
+                       s->flat ? "its measured clip (\"clip\": \"mean-norm\" or \"mean-abs\")"
+                               : "its layer importance (Eqs. 14-15)",
+                       s->flat ? "; a fixed \"clip\": C does not" : "");
     const Dataset *d = rd->local_data;
-    const Model *lm = rd->model;
-    size_t ss = dataset_sample_size(d);
-    int B = s->setup.batch_size > 256 ? s->setup.batch_size : 256;
-    Tape *t = tape_create(lm->be);
-    Model *m = model_clone(lm, lm->be, err);
-    float *scratch = malloc(sizeof(float) * ((size_t)B * (ss > (size_t)d->target_dim ? ss : (size_t)d->target_dim) + B));
+    Tape *t = NULL;
+    Model *m = NULL;
+    float *scratch = NULL;
+    uint32_t *order = NULL;
+    if (reads_data) {
+        const Model *lm = rd->model;
+        size_t ss = dataset_sample_size(d);
+        int B = s->setup.batch_size > 256 ? s->setup.batch_size : 256;
+        t = tape_create(lm->be);
+        m = model_clone(lm, lm->be, err);
+        scratch = malloc(sizeof(float) * ((size_t)B * (ss > (size_t)d->target_dim ? ss : (size_t)d->target_dim) + B));
+        order = malloc(sizeof(uint32_t) * rd->n_local);
+    }
     float *clipped = malloc(sizeof(float) * np), *first = malloc(sizeof(float) * np), *w = malloc(sizeof(float) * np);
-    uint32_t *order = malloc(sizeof(uint32_t) * rd->n_local);
-    FpStatus st = t && m && scratch && clipped && first && w && order ? FP_OK
-                                                                       : fp_fail(err, FP_ENOMEM, "layerwise: out of memory");
+    FpStatus st = clipped && first && w && (!reads_data || (t && m && scratch && order))
+                      ? FP_OK
+                      : fp_fail(err, FP_ENOMEM, "layerwise: out of memory");
     // 1. Importance (Eqs. 14–15) of the trained local model on M local samples (A4).
     double s_sig = 1, s_u[LAYERWISE_MAX_UNITS];
     if (st == FP_OK && !s->flat) {
@@ -540,7 +555,7 @@ static FpStatus lw_perturb(void *state, float *upload, const DefenseRound *rd, F
         memcpy(order, rd->local_idx, sizeof(uint32_t) * rd->n_local);
         RngStream aux = rd->aux_rng;
         rng_shuffle_u32(&aux, order, (uint32_t)rd->n_local);
-        st = layerwise_lstm_importance(lm, d, order, M, s->threshold, &s_sig, err);
+        st = layerwise_lstm_importance(rd->model, d, order, M, s->threshold, &s_sig, err);
     }
     double sig_sum = 0;
     int sig_n = 0;
@@ -557,7 +572,8 @@ static FpStatus lw_perturb(void *state, float *upload, const DefenseRound *rd, F
     // 2. Clip statistics at w_t (Eq. 19), then per-unit clipping of the upload (Eq. 17).
     double clip[LAYERWISE_MAX_UNITS];
     if (st == FP_OK) {
-        model_set_params(m, rd->global);
+        if (m)
+            model_set_params(m, rd->global);
         if (s->clip == CLIP_FIXED)
             for (int u = 0; u < U; u++)
                 clip[u] = s->clip_value;

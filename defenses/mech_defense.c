@@ -204,6 +204,15 @@ void mech_defense_privacy(const void *state, int rounds_done, PrivacyRecord *rec
         rec->sigma = m->sigma;
     }
     mech_defense_guarantee(d, total, rec);
+    mech_defense_coordinate(rec, mech_upload_epsilon(m, 1, rounds, m->spec.delta),
+                            "two uploads of one client that differ in one coordinate: that scalar's mechanism alone "
+                            "(every scalar draws independently), over the rounds");
+}
+
+void mech_defense_coordinate(PrivacyRecord *rec, double epsilon_total, const char *notion) {
+    // Only where the whole upload has a bound: a record without one states none narrower.
+    rec->coordinate_notion = notion;
+    rec->epsilon_total_coordinate = isfinite(rec->epsilon_total_sound) ? epsilon_total : INFINITY;
 }
 
 void mech_defense_describe(const void *state, cJSON *out) {

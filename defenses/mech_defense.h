@@ -55,6 +55,10 @@ void mech_defense_privacy(const void *state, int rounds_done, PrivacyRecord *rec
 // scalars' assumption when the upload carries any (so defense_privacy() settles it as
 // conditional), or guarantee none with the float sampler's reason.
 void mech_defense_guarantee(const MechDefense *d, double proven_total, PrivacyRecord *rec);
+// States the bound for two uploads of one client that differ in one coordinate (after
+// mech_defense_guarantee; ∞ when the whole upload has none): what a training audit's
+// one-coordinate canary tests.
+void mech_defense_coordinate(PrivacyRecord *rec, double epsilon_total, const char *notion);
 void mech_defense_describe(const void *state, cJSON *out);
 // UploadParams: the mechanism's name, ε per scalar, its range's half-width as the clip
 // ("range"), and as the noise scale the Laplace b or Gaussian σ, or for the other

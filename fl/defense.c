@@ -41,15 +41,24 @@ void privacy_record_settle(PrivacyRecord *rec) {
     if (isnan(rec->epsilon_total_sound))
         rec->guarantee = GUARANTEE_NONE;
     rec->epsilon_total_conditional = rec->epsilon_total_upload_conditional = NAN;
+    rec->epsilon_total_coordinate_conditional = NAN;
+    if (!rec->coordinate_notion)
+        rec->epsilon_total_coordinate = NAN;
     if (rec->guarantee == GUARANTEE_CONDITIONAL) {
         rec->epsilon_total_conditional = rec->epsilon_total_sound;
         rec->epsilon_total_upload_conditional = rec->epsilon_total_upload;
+        rec->epsilon_total_coordinate_conditional = rec->epsilon_total_coordinate;
     }
     if (rec->guarantee != GUARANTEE_PROVEN) {
         rec->epsilon_total_sound = INFINITY;
         rec->epsilon_total_upload = INFINITY;
-    } else if (isnan(rec->epsilon_total_upload)) {
-        rec->epsilon_total_upload = INFINITY;
+        if (rec->coordinate_notion)
+            rec->epsilon_total_coordinate = INFINITY;
+    } else {
+        if (isnan(rec->epsilon_total_upload))
+            rec->epsilon_total_upload = INFINITY;
+        if (rec->coordinate_notion && isnan(rec->epsilon_total_coordinate))
+            rec->epsilon_total_coordinate = INFINITY;
     }
 }
 

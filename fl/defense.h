@@ -191,6 +191,16 @@ typedef struct PrivacyRecord {
     double epsilon_total_upload;   // the upload observer's (ε, δ) (read when upload_notion is set)
     double epsilon_total_upload_conditional; // its bound under `assumptions` (set by the settling)
     const char *upload_notion;     // NULL: the defense states no separate upload-observer bound
+    // Two narrower neighbour relations a training audit can test (audits/training.h), each
+    // implied by the unit's and stated only where the defense proves it:
+    double epsilon_total_coordinate;   // two uploads of one client that differ in one
+                                   // coordinate (read when coordinate_notion is set): a
+                                   // coordinate-wise mechanism's per-scalar account
+    double epsilon_total_coordinate_conditional; // its bound under `assumptions` (the settling)
+    const char *coordinate_notion; // NULL: not stated
+    int record_bound_covers_client; // a record-level bound whose sensitivity is the whole
+                                   // clip ball, so it holds for any change of one client's
+                                   // upload (AVP's and NbAFL's Δs = 2C)
 } PrivacyRecord;
 
 // "proven", "conditional", "none".

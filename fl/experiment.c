@@ -201,6 +201,15 @@ cJSON *privacy_record_json(const PrivacyRecord *p) {
             jnum_add(up, "epsilon_total_conditional", p->epsilon_total_upload_conditional);
         cJSON_AddStringToObject(up, "notion", p->upload_notion);
     }
+    if (p->coordinate_notion) {
+        cJSON *co = cJSON_AddObjectToObject(snd, "coordinate");
+        jnum_add(co, "epsilon_total", p->epsilon_total_coordinate);
+        if (p->guarantee == GUARANTEE_CONDITIONAL)
+            jnum_add(co, "epsilon_total_conditional", p->epsilon_total_coordinate_conditional);
+        cJSON_AddStringToObject(co, "notion", p->coordinate_notion);
+    }
+    if (p->unit && strcmp(p->unit, "record") == 0)
+        cJSON_AddBoolToObject(snd, "covers_client", p->record_bound_covers_client);
     cJSON_AddStringToObject(j, "guarantee", guarantee_name(p->guarantee));
     cJSON *as = cJSON_AddArrayToObject(j, "assumptions");
     for (int i = 0; i < PRIVACY_MAX_ASSUMPTIONS && p->assumptions[i]; i++)

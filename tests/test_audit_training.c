@@ -326,15 +326,27 @@ START_TEST(corrected_dpsgd_no_false_alarm) {
 END_TEST
 
 // A canary client's crafted upload tests client-level privacy: against a defense whose
-// guarantee is record-level and whose local procedure samples no canary records (AVP
-// here) the audit states no claim rather than compare with the record-level ε; and a
-// record canary is added or removed, never replaced.
+// guarantee is record-level with a sensitivity below the clip ball's (NbAFL's
+// 2C/min|D_k|, an assumption) and whose local procedure samples no canary records the
+// audit states no claim rather than compare with the record-level ε; AVP's default
+// ds = 2C covers any change of a client's upload, so its upload-observer ε is the claim
+// (and holds, with evidence, over five seeds); a record canary is added or removed,
+// never replaced.
 START_TEST(record_level_claims_need_canary_records) {
-    cJSON *r = audit(FED_ONE_RUN, "{\"name\":\"avp\",\"epsilon\":4}", ONE_RUN(", \"observer\": \"uploads\""), 1);
+    cJSON *r = audit(FED_ONE_RUN, "{\"name\":\"nbafl\",\"epsilon\":4,\"sensitivity\":\"2C/min|D_k|\"}",
+                     ONE_RUN(", \"observer\": \"uploads\""), 1);
     ck_assert_str_eq(cJSON_GetObjectItem(r, "canary")->valuestring, "client");
     ck_assert(isinf(num(r, "epsilon_claimed")));
     ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(r, "claim_source")->valuestring, "record-level"));
     cJSON_Delete(r);
+
+    r = audit(FED_ONE_RUN, "{\"name\":\"avp\",\"epsilon\":4}", ONE_RUN(", \"observer\": \"uploads\""), 1);
+    const cJSON *upload = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "privacy"), "sound"), "upload");
+    ck_assert_double_eq_tol(num(r, "epsilon_claimed"), num(upload, "epsilon_total"), 1e-12);
+    ck_assert_double_le(num(r, "epsilon_claimed"), 4);
+    ck_assert_ptr_nonnull(strstr(cJSON_GetObjectItem(r, "claim_source")->valuestring, "covers any change"));
+    cJSON_Delete(r);
+    no_false_alarm("{\"name\":\"avp\",\"epsilon\":4}", ONE_RUN(", \"observer\": \"uploads\""), 1);
 
     Experiment ex;
     memset(&ex, 0, sizeof ex);
@@ -350,6 +362,89 @@ START_TEST(record_level_claims_need_canary_records) {
     cJSON_Delete(res);
     cJSON_Delete(fj);
     cJSON_Delete(aj);
+}
+END_TEST
+
+// ---- one coordinate: the local-DP defenses and flat DP-FL --------------------------------------
+
+// A canary client's "in" and "out" uploads differ in its Dirac's coordinate alone, so a
+// coordinate-wise mechanism is audited against its per-scalar account (ε per round), not
+// the whole upload's d·ε, which no one-coordinate canary could approach: the local
+// Laplace at ε = 4 per scalar claims 4 here and 4·2563 for the upload.
+START_TEST(ldp_is_audited_per_coordinate) {
+    cJSON *r = audit(FED_ONE_RUN, "{\"name\":\"laplace\",\"epsilon\":4,\"clip\":1}",
+                     ONE_RUN(", \"observer\": \"uploads\""), 1);
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "claim_source")->valuestring, "one coordinate, proven");
+    ck_assert_double_eq_tol(num(r, "epsilon_claimed"), 4, 1e-12);
+    ck_assert_double_eq_tol(num(r, "epsilon_sound"), 4.0 * 2563, 1e-9);
+    const cJSON *coord =
+        cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(r, "privacy"), "sound"), "coordinate");
+    ck_assert_double_eq_tol(num(coord, "epsilon_total"), 4, 1e-12);
+    cJSON_Delete(r);
+}
+END_TEST
+
+// The per-coordinate test has power: the local Laplace drawn for ε = 8 per scalar but
+// declared as 2 is caught; SPM as published outputs 0 for a 0 (the "out" canary's
+// coordinate under remove neighbours), against its nominal ε = 4 per scalar.
+START_TEST(ldp_controls_are_caught) {
+    cJSON *r = audit(FED_ONE_RUN, "{\"name\":\"laplace\",\"epsilon\":8,\"clip\":1}",
+                     ONE_RUN(", \"observer\": \"uploads\", \"epsilon_claimed\": 2"), 1);
+    double e = num(r, "epsilon_lower_bound");
+    ck_assert_msg(e > 2, "under-noised Laplace not caught: eps_hat %g <= claimed 2", e);
+    cJSON_Delete(r);
+    r = audit(FED_ONE_RUN, "{\"name\":\"spm\",\"variant\":\"paper\",\"epsilon\":4}",
+              ONE_RUN(", \"observer\": \"uploads\", \"neighbours\": \"remove\""), 1);
+    e = num(r, "epsilon_lower_bound");
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "claim_source")->valuestring, "nominal (the paper's claim; no sound bound)");
+    ck_assert_msg(e > 4, "SPM paper not caught: eps_hat %g <= claimed 4", e);
+    cJSON_Delete(r);
+}
+END_TEST
+
+START_TEST(corrected_ldp_no_false_alarm) {
+    no_false_alarm("{\"name\":\"laplace\",\"epsilon\":4,\"clip\":1}", ONE_RUN(", \"observer\": \"uploads\""), 1);
+    no_false_alarm("{\"name\":\"gaussian\",\"epsilon\":4,\"clip\":1}", ONE_RUN(", \"observer\": \"uploads\""), 1);
+    no_false_alarm("{\"name\":\"pm\",\"epsilon\":4,\"clip\":1}", ONE_RUN(", \"observer\": \"uploads\""), 1);
+}
+END_TEST
+
+// Flat DP-FL with a fixed clip perturbs a crafted upload (its claim: ε_total over the
+// rounds, Laplace on the L1-clipped update) and keeps it with evidence; with its clip
+// measured on the client's data it refuses one, naming the key that would allow it.
+START_TEST(flat_laplace_fixed_clip_is_audited) {
+    no_false_alarm("{\"name\":\"flat-laplace\",\"epsilon_total\":4,\"clip\":1}",
+                   ONE_RUN(", \"observer\": \"uploads\""), 1);
+    Experiment ex;
+    memset(&ex, 0, sizeof ex);
+    cJSON *fj = cJSON_Parse(FED_ONE_RUN), *dj = cJSON_Parse("{\"name\":\"flat-laplace\",\"epsilon_total\":4}");
+    cJSON *aj = cJSON_Parse(ONE_RUN(", \"observer\": \"uploads\""));
+    cJSON *mj = cJSON_Parse("{\"name\":\"mlp\",\"hidden\":[64]}");
+    FpError err = {0};
+    ck_assert_int_eq(fed_config_parse(fj, "federation", &ex.fed, &err), FP_OK);
+    ex.seed = 1;
+    ex.backend = backend_cpu();
+    ex.threads = 1;
+    ex.train = blobs(2 * ex.fed.clients + 20, 3, 51);
+    ex.test = blobs(30, 3, 52);
+    ex.shape = (DataShape){1, 6, 6, 3, 0};
+    ex.model = model_create(mj, "model", &ex.shape, backend_cpu(), &err);
+    ck_assert_ptr_nonnull(ex.model);
+    ex.defense = defense_find("flat-laplace");
+    ex.defense_json = dj;
+    TrainingAuditConfig cfg;
+    ck_assert_int_eq(training_audit_parse(aj, "attack", &cfg, &err), FP_OK);
+    cJSON *res = cJSON_CreateObject();
+    ck_assert_int_eq(training_audit_run(&ex, &cfg, 1, res, &err), FP_EPARAM);
+    ck_assert_msg(strstr(err.msg, "a fixed \"clip\": C does not") != NULL, "%s", err.msg);
+    cJSON_Delete(res);
+    model_free(ex.model);
+    dataset_free(ex.train);
+    dataset_free(ex.test);
+    cJSON_Delete(fj);
+    cJSON_Delete(dj);
+    cJSON_Delete(aj);
+    cJSON_Delete(mj);
 }
 END_TEST
 
@@ -598,6 +693,10 @@ Suite *suite_audit_training(void) {
     tcase_add_test(t, under_noised_dpsgd_is_caught);
     tcase_add_test(t, corrected_dpsgd_no_false_alarm);
     tcase_add_test(t, record_level_claims_need_canary_records);
+    tcase_add_test(t, ldp_is_audited_per_coordinate);
+    tcase_add_test(t, ldp_controls_are_caught);
+    tcase_add_test(t, corrected_ldp_no_false_alarm);
+    tcase_add_test(t, flat_laplace_fixed_clip_is_audited);
     suite_add_tcase(s, t);
     TCase *m = tcase_create("audit_training_multi_run");
     tcase_set_timeout(m, 300);
