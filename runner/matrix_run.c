@@ -474,7 +474,8 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
     FpStatus st = store_commit(dir, c->id, c->hash, partial, j, &out->kept_existing, err);
     cJSON_Delete(j);
     out->status = status;
-    snprintf(out->message, sizeof out->message, "%s", why);
+    // A message longer than the outcome's field is cut there (the cell's JSON keeps it whole).
+    snprintf(out->message, sizeof out->message, "%.*s", (int)sizeof out->message - 1, why);
     if (st == FP_OK && out->kept_existing) // the result that stands is the other writer's
         out->status = store_cell_status(dir, c->id, c->hash, out->message, sizeof out->message);
     return st;

@@ -19,13 +19,17 @@ ap.add_argument("--out", default="/tmp/fedpriv-audit-training")
 ap.add_argument("--repeats", type=int, default=20)
 ap.add_argument("--runs", type=int, default=200)
 ap.add_argument("--skip-repeats", action="store_true")
+ap.add_argument("--canaries", type=int, default=7000)
 args = ap.parse_args()
+# One-run canaries (clients or records), each in its own coordinate of the logistic
+# regression's 7850: more canaries, more guesses, a tighter bound.
+CANARIES = args.canaries
 os.makedirs(args.out, exist_ok=True)
 
 def config(defense, attack, seed, one_run, records=False):
     if records:
         # Canary records (dp-sgd): 10 clients of 20 records, one local step over the whole
-        # local set (q = 1); the canaries are dealt to the clients (200 each in one run; in
+        # local set (q = 1); the canaries are dealt to the clients (a tenth each in one run; in
         # the multi-run audit one record in the last client).
         return {"seed": seed,
                 "dataset": {"name": "fashion-mnist", "train_samples": 200, "test_samples": 100},
@@ -33,8 +37,8 @@ def config(defense, attack, seed, one_run, records=False):
                 "federation": {"clients": 10, "sample_rate": 1.0, "rounds": 1, "local_steps": 1, "batch_size": 64,
                                "lr": 0.05},
                 "defense": defense, "attack": dict({"name": "audit-training"}, **attack)}
-    # One run: 2000 canary clients beside 10 that train; multi-run: 10 clients, the last the canary.
-    clients = 2010 if one_run else 10
+    # One run: M canary clients beside 10 that train; multi-run: 10 clients, the last the canary.
+    clients = CANARIES + 10 if one_run else 10
     return {"seed": seed,
             "dataset": {"name": "fashion-mnist", "train_samples": 2 * clients + 20, "test_samples": 100},
             "model": {"name": "logreg"},
@@ -109,7 +113,7 @@ print("|---|---|---|---|---|---|---|---|---|---|")
 for e in EPS:
     for i, (label, d, obs, extra, *rec) in enumerate(suite(e, z_of, s_of)):
         records = bool(rec and rec[0])
-        a1 = dict({"canaries": 2000, "observer": obs}, **extra)
+        a1 = dict({"canaries": CANARIES, "observer": obs}, **extra)
         r1 = audit(f"one-{e}-{i}", d, a1, records=records)
         am = dict({"method": "multi-run", "runs": args.runs, "observer": obs}, **extra)
         rm = audit(f"multi-{e}-{i}", d, am, one_run=False, records=records)
@@ -128,7 +132,7 @@ if not args.skip_repeats:
             continue
         vals, passes, claim = [], 0, None
         for seed in range(1, args.repeats + 1):
-            r = audit(f"rep-{i}-{seed}", d, dict({"canaries": 2000, "observer": obs}, **extra), seed=seed,
+            r = audit(f"rep-{i}-{seed}", d, dict({"canaries": CANARIES, "observer": obs}, **extra), seed=seed,
                       records=bool(rec and rec[0]))
             vals.append(r["epsilon_lower_bound"])
             passes += bool(r["pass"])
