@@ -288,7 +288,7 @@ FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const
         }
         FedSetup s = {.cfg = ex->fed, .seed = seed, .threads = threads, .backend = be, .global = m,
                       .train = ex->train, .test = test, .partition = part, .defense = ex->defense,
-                      .defense_json = ex->defense_json, .quiet = quiet,
+                      .defense_json = ex->defense_json, .quiet = quiet, .memo = ex->memo,
                       // Ranks share the clients of the target's federation (fl/fed.h); a
                       // fresh model (a reference or shadow model, trained by worker threads,
                       // some read back from a rank's own cache) trains whole on each rank.

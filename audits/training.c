@@ -207,7 +207,7 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
     model_init(a->model, seed);
     FedSetup s = {.cfg = ex->fed, .seed = seed, .threads = ex->threads, .backend = ex->backend, .global = a->model,
                   .train = ex->train, .test = ex->test, .defense = ex->defense, .defense_json = ex->defense_json,
-                  .quiet = 1, .canaries = dc};
+                  .quiet = 1, .canaries = dc, .memo = ex->memo};
     Federation *f = fed_create(&s, err);
     if (!f) {
         free(dc);

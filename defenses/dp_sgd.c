@@ -77,6 +77,7 @@ typedef struct DpSgd {
     size_t d;                // trainable elements: draws per step
     double *eps_cache;       // eps_cache[r] = ε after r rounds (NAN until computed); r in 0..rounds
     int *covered_cache;      // whether the table's slack fitted in δ for eps_cache[r]
+    DefenseMemo *memo;       // the experiment's (DefenseSetup.memo): σ and ε once per configuration
 } DpSgd;
 
 static long long client_steps(const DpSgd *s, int n) {
@@ -146,6 +147,7 @@ static FpStatus dpsgd_create(const cJSON *params, const char *path, const Defens
     s->rounds = setup->rounds > 0 ? setup->rounds : 0;
     s->lr = setup->lr;
     s->epsilon_target = -1;
+    s->memo = setup->memo;
     s->client_n = malloc(sizeof(int) * (size_t)s->n_clients);
     s->eps_cache = malloc(sizeof(double) * ((size_t)s->rounds + 1));
     s->covered_cache = malloc(sizeof(int) * ((size_t)s->rounds + 1));
@@ -200,30 +202,45 @@ static FpStatus dpsgd_create(const cJSON *params, const char *path, const Defens
         long long steps = s->steps_round * (long long)s->rounds;
         double draws = (double)s->d * (double)steps, sigma_acc = 0;
         double delta_acc = s->delta * (1 - clip_noise_delta_share(&s->noise, s->epsilon_target, draws, s->delta));
-        FpError e2 = {0};
-        FpStatus cs = steps <= 0 ? fp_fail(&e2, FP_EPARAM, "the federation takes no local steps")
-                      : s->use_rdp
-                          ? rdp_sigma_for_epsilon_sampled(s->noise.safe ? RDP_SAMPLING_POISSON_DISCRETE
-                                                                        : RDP_SAMPLING_POISSON,
-                                                          s->q_acct, steps, delta_acc, s->epsilon_target, NULL, 0,
-                                                          &sigma_acc, NULL, &e2)
-                          : pld_sigma_for_epsilon(s->q_acct, steps, delta_acc, s->epsilon_target, 0, &sigma_acc, NULL,
-                                                  &e2);
-        if (cs != FP_OK) {
-            st = fp_fail(err, FP_EPARAM, "%s: %s", jv_path(p, sizeof p, path, "epsilon"), e2.msg);
-            goto fail;
-        }
-        s->sigma = sigma_acc;
-        if (s->noise.safe) {
-            if ((st = clip_noise_build(&s->noise, sigma_acc, err)) != FP_OK)
+        // Every input of the search below: another federation of the experiment with the
+        // same ones (an audit's next run, a reference model) takes its σ from the memo.
+        char key[256];
+        snprintf(key, sizeof key, "dp-sgd sigma: epsilon %a delta %a q %a steps %lld rdp %d safe %d d %zu",
+                 s->epsilon_target, s->delta, s->q_acct, steps, s->use_rdp, s->noise.safe, s->d);
+        double memo[2]; // σ, and the multiplier the safe table was sized for (its grid)
+        if (defense_memo_get(s->memo, key, memo, 2)) {
+            s->sigma = memo[0];
+            if ((st = clip_noise_build(&s->noise, memo[1], err)) != FP_OK)
                 goto fail;
-            double a = 1e-12, b = sqrt((double)s->d) / s->noise.table.sigma;
-            if (b * sigma_acc >= 1) {
-                st = fp_fail(err, FP_EPARAM, "%s: the grid of the safe sampler cannot reach epsilon %g with %zu "
-                             "trainable elements", jv_path(p, sizeof p, path, "epsilon"), s->epsilon_target, s->d);
+        } else {
+            FpError e2 = {0};
+            FpStatus cs = steps <= 0 ? fp_fail(&e2, FP_EPARAM, "the federation takes no local steps")
+                          : s->use_rdp
+                              ? rdp_sigma_for_epsilon_sampled(s->noise.safe ? RDP_SAMPLING_POISSON_DISCRETE
+                                                                            : RDP_SAMPLING_POISSON,
+                                                              s->q_acct, steps, delta_acc, s->epsilon_target, NULL, 0,
+                                                              &sigma_acc, NULL, &e2)
+                              : pld_sigma_for_epsilon(s->q_acct, steps, delta_acc, s->epsilon_target, 0, &sigma_acc, NULL,
+                                                      &e2);
+            if (cs != FP_OK) {
+                st = fp_fail(err, FP_EPARAM, "%s: %s", jv_path(p, sizeof p, path, "epsilon"), e2.msg);
                 goto fail;
             }
-            s->sigma = sigma_acc * (1 + a) / (1 - b * sigma_acc) * (1 + 1e-12);
+            s->sigma = sigma_acc;
+            if (s->noise.safe) {
+                if ((st = clip_noise_build(&s->noise, sigma_acc, err)) != FP_OK)
+                    goto fail;
+                double a = 1e-12, b = sqrt((double)s->d) / s->noise.table.sigma;
+                if (b * sigma_acc >= 1) {
+                    st = fp_fail(err, FP_EPARAM, "%s: the grid of the safe sampler cannot reach epsilon %g with %zu "
+                                 "trainable elements", jv_path(p, sizeof p, path, "epsilon"), s->epsilon_target, s->d);
+                    goto fail;
+                }
+                s->sigma = sigma_acc * (1 + a) / (1 - b * sigma_acc) * (1 + 1e-12);
+            }
+            memo[0] = s->sigma;
+            memo[1] = sigma_acc;
+            defense_memo_put(s->memo, key, memo, 2);
         }
     }
     if (s->sigma > 0) {
@@ -329,7 +346,23 @@ static double cached_epsilon(const DpSgd *s, int rounds, int *covered) {
         return s->eps_cache[rounds];
     }
     double draws = (double)s->d * (double)s->steps_round * rounds;
-    double eps = clip_noise_epsilon(&s->noise, s->delta, draws, epsilon_at, s, rounds, covered);
+    // Every input of the account (the table's σ fixes the slack): the experiment's other
+    // federations of the same configuration reuse it.
+    char key[256];
+    snprintf(key, sizeof key, "dp-sgd epsilon: sigma %a phi %a q %a steps %lld rounds %d delta %a rdp %d safe %d T %a d %zu",
+             s->sigma, s->phi, s->q_acct, s->steps_round, rounds, s->delta, s->use_rdp, s->noise.safe,
+             s->noise.safe ? s->noise.table.sigma : 0.0, s->d);
+    double memo[2];
+    double eps;
+    if (defense_memo_get(s->memo, key, memo, 2)) {
+        eps = memo[0];
+        *covered = (int)memo[1];
+    } else {
+        eps = clip_noise_epsilon(&s->noise, s->delta, draws, epsilon_at, s, rounds, covered);
+        memo[0] = eps;
+        memo[1] = *covered;
+        defense_memo_put(s->memo, key, memo, 2);
+    }
     if (rounds <= s->rounds) {
         s->eps_cache[rounds] = eps;
         s->covered_cache[rounds] = *covered;

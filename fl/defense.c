@@ -3,6 +3,8 @@
 // and `none`, plain FedAvg: clients upload their weights untouched and no privacy is
 // claimed. The engine runs it when it is given no defense; the registry lists it.
 #include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/jsonv.h"
@@ -26,6 +28,91 @@ void privacy_assume(PrivacyRecord *rec, const char *sentence) {
             return;
     }
     rec->guarantee = GUARANTEE_NONE; // it cannot say all it assumes
+}
+
+typedef struct MemoEntry {
+    char *key;
+    double values[DEFENSE_MEMO_VALUES];
+    int n;
+} MemoEntry;
+
+struct DefenseMemo {
+    pthread_mutex_t lock;
+    MemoEntry *entries;
+    int n, cap;
+};
+
+DefenseMemo *defense_memo_create(void) {
+    DefenseMemo *m = calloc(1, sizeof *m);
+    if (m && pthread_mutex_init(&m->lock, NULL) != 0) {
+        free(m);
+        m = NULL;
+    }
+    return m;
+}
+
+void defense_memo_free(DefenseMemo *m) {
+    if (!m)
+        return;
+    for (int i = 0; i < m->n; i++)
+        free(m->entries[i].key);
+    free(m->entries);
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+// The entry of key, or NULL (the caller holds the lock). A memo holds a handful of
+// entries (one per distinct configuration), so a scan is enough.
+static MemoEntry *memo_find(DefenseMemo *m, const char *key) {
+    for (int i = 0; i < m->n; i++)
+        if (strcmp(m->entries[i].key, key) == 0)
+            return &m->entries[i];
+    return NULL;
+}
+
+int defense_memo_get(DefenseMemo *m, const char *key, double *values, int n) {
+    if (!m)
+        return 0;
+    pthread_mutex_lock(&m->lock);
+    const MemoEntry *e = memo_find(m, key);
+    int found = e && e->n == n;
+    if (found)
+        memcpy(values, e->values, sizeof(double) * (size_t)n);
+    pthread_mutex_unlock(&m->lock);
+    return found;
+}
+
+void defense_memo_put(DefenseMemo *m, const char *key, const double *values, int n) {
+    if (!m || n < 1 || n > DEFENSE_MEMO_VALUES)
+        return;
+    pthread_mutex_lock(&m->lock);
+    if (!memo_find(m, key)) {
+        if (m->n == m->cap) {
+            int cap = m->cap ? 2 * m->cap : 8;
+            MemoEntry *grown = realloc(m->entries, sizeof *grown * (size_t)cap);
+            if (grown) {
+                m->entries = grown;
+                m->cap = cap;
+            }
+        }
+        char *k = m->n < m->cap ? strdup(key) : NULL;
+        if (k) {
+            MemoEntry *e = &m->entries[m->n++];
+            e->key = k;
+            e->n = n;
+            memcpy(e->values, values, sizeof(double) * (size_t)n);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+}
+
+int defense_memo_size(DefenseMemo *m) {
+    if (!m)
+        return 0;
+    pthread_mutex_lock(&m->lock);
+    int n = m->n;
+    pthread_mutex_unlock(&m->lock);
+    return n;
 }
 
 void privacy_record_settle(PrivacyRecord *rec) {

@@ -42,6 +42,24 @@ struct Dataset;
 typedef enum { UPLOAD_WEIGHTS = 0, UPLOAD_DELTA = 1, UPLOAD_GRADIENT = 2 } UploadKind;
 
 // What a defense knows when it is created: the federation it protects.
+// A memo of what a defense derives from its configuration alone at some cost (dp-sgd's σ
+// for an ε target and its ε per round: accountant searches of about a second each),
+// shared by the federations of one experiment (an audit's runs, an attack's reference
+// models, a matrix's cells), so that each is derived once. A key names every input of
+// the derivation; a value is up to DEFENSE_MEMO_VALUES doubles. Safe to share between
+// threads. A NULL memo remembers nothing (every call derives afresh).
+typedef struct DefenseMemo DefenseMemo;
+#define DEFENSE_MEMO_VALUES 2
+DefenseMemo *defense_memo_create(void);
+void defense_memo_free(DefenseMemo *m);
+// 1 and values[0..n) when key was put (with n values), else 0.
+int defense_memo_get(DefenseMemo *m, const char *key, double *values, int n);
+// Remembers n <= DEFENSE_MEMO_VALUES values under key (a key already there keeps its values;
+// out of memory, nothing is remembered).
+void defense_memo_put(DefenseMemo *m, const char *key, const double *values, int n);
+// How many keys it holds (0 for NULL).
+int defense_memo_size(DefenseMemo *m);
+
 typedef struct DefenseSetup {
     uint64_t seed;
     const ParamTable *params;
@@ -68,6 +86,7 @@ typedef struct DefenseSetup {
     const struct Dataset *server_data;
     const uint32_t *server_idx;
     int n_server;
+    DefenseMemo *memo;       // optional, borrowed: the experiment's (above)
 } DefenseSetup;
 
 // Audit canary records of one client (audits/training.c, the record-level audit): n

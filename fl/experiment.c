@@ -162,10 +162,15 @@ FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const
         return err ? err->code : FP_EPARAM;
     }
     model_init(ex->model, ex->seed);
+    if (!(ex->memo = defense_memo_create())) {
+        experiment_free(ex);
+        return fp_fail(err, FP_ENOMEM, "out of memory loading the experiment");
+    }
     return FP_OK;
 }
 
 void experiment_free(Experiment *ex) {
+    defense_memo_free(ex->memo);
     model_free(ex->model);
     dataset_free(ex->train);
     dataset_free(ex->test);
@@ -175,7 +180,7 @@ void experiment_free(Experiment *ex) {
 Federation *experiment_federation(Experiment *ex, const FedHooks *hooks, int quiet, FpError *err) {
     FedSetup s = {.cfg = ex->fed, .seed = ex->seed, .threads = ex->threads, .backend = ex->backend,
                   .global = ex->model, .train = ex->train, .test = ex->test, .defense = ex->defense,
-                  .defense_json = ex->defense_json, .quiet = quiet, .comm = ex->comm};
+                  .defense_json = ex->defense_json, .quiet = quiet, .comm = ex->comm, .memo = ex->memo};
     if (hooks)
         s.hooks = *hooks;
     return fed_create(&s, err);

@@ -35,6 +35,9 @@ typedef struct Experiment {
     char dataset_name[64];
     Comm *comm;                // optional, borrowed: the ranks that run its federations together
                                // (FedSetup.comm); experiment_load leaves it NULL (one process)
+    DefenseMemo *memo;         // what the defense derived once for all of its federations
+                               // (fl/defense.h); experiment_load creates it, experiment_free
+                               // frees it; NULL: none
 } Experiment;
 
 // Loads an experiment from a parsed config. extra_keys (NULL-terminated, may be NULL)

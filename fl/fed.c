@@ -156,7 +156,8 @@ static FpStatus make_defense(Federation *f, FpError *err) {
     f->dsetup = (DefenseSetup){.seed = setup->seed, .params = &setup->global->table, .n_clients = c->clients,
                                .rounds = c->rounds, .sample_rate = c->sample_rate, .local_epochs = c->local_epochs,
                                .local_steps = c->local_steps, .batch_size = c->batch_size, .lr = c->lr,
-                               .cohort_size = c->sampling == SAMPLING_FIXED ? fed_cohort_size(c) : 0};
+                               .cohort_size = c->sampling == SAMPLING_FIXED ? fed_cohort_size(c) : 0,
+                               .memo = setup->memo};
     f->dsetup.min_client_samples = 1 << 30;
     f->client_samples = malloc(sizeof(int) * (size_t)c->clients);
     if (!f->client_samples)

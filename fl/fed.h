@@ -133,6 +133,7 @@ typedef struct FedSetup {
     const DefenseCanaries *canaries; // optional, borrowed: canaries[k] (cfg.clients entries) are client k's
                                     // audit canary records, handed to the defense in its DefenseRound; only
                                     // for a defense with record_canaries (fed_create refuses them otherwise)
+    DefenseMemo *memo;              // optional, borrowed: the experiment's memo (DefenseSetup.memo)
     Comm *comm;                     // optional, borrowed (core/comm.h): several ranks run this one
                                     // federation, each forming a share of every round's uploads
                                     // (see "One federation across ranks"); NULL or one rank: alone

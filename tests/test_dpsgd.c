@@ -13,6 +13,7 @@
 
 #include "core/per_example.h"
 #include "defenses/dpsgd_step.h"
+#include "defenses/registry.h"
 #include "fl/fed.h"
 #include "tests/cuda_check.h"
 
@@ -420,6 +421,60 @@ START_TEST(bad_configs_are_eparam) {
 }
 END_TEST
 
+// The federations of one experiment share a memo (DefenseSetup.memo): dp-sgd searches σ
+// for its ε target once and accounts each round once, and a federation that finds them
+// there gets the same σ and the same record, bit for bit, as one that derives them (what
+// makes a multi-run audit of 200 federations take seconds instead of minutes).
+static void dpsgd_state(const char *json, DefenseMemo *memo, const ParamTable *table, double *sigma,
+                        PrivacyRecord *rec) {
+    static const int samples[] = {20, 20, 20};
+    DefenseSetup setup = {.seed = 1, .params = table, .n_clients = 3, .rounds = 2, .sample_rate = 1,
+                          .local_steps = 2, .batch_size = 5, .lr = 0.1, .min_client_samples = 20,
+                          .max_client_samples = 20, .client_samples = samples, .memo = memo};
+    const DefenseOps *ops = defense_find("dp-sgd");
+    ck_assert_ptr_nonnull(ops);
+    cJSON *params = cJSON_Parse(json), *desc = cJSON_CreateObject();
+    void *state = NULL;
+    FpError err = {0};
+    ck_assert_msg(ops->create(params, "defense", &setup, &state, &err) == FP_OK, "%s", err.msg);
+    ops->describe(state, desc);
+    *sigma = cJSON_GetObjectItem(desc, "noise_multiplier")->valuedouble;
+    defense_privacy(ops, state, 2, rec);
+    ops->destroy(state);
+    cJSON_Delete(params);
+    cJSON_Delete(desc);
+}
+
+START_TEST(calibration_is_memoised) {
+    Dataset *d = make_data(4, 1, 6, 6, 5, 0, 2);
+    Model *m = make_model("{\"name\":\"logreg\"}", d, backend_cpu());
+    const char *cfg = "{\"name\":\"dp-sgd\",\"epsilon\":3}";
+    double s_plain, s_first, s_again;
+    PrivacyRecord r_plain, r_first, r_again;
+    dpsgd_state(cfg, NULL, &m->table, &s_plain, &r_plain);
+    DefenseMemo *memo = defense_memo_create();
+    dpsgd_state(cfg, memo, &m->table, &s_first, &r_first);
+    int kept = defense_memo_size(memo);
+    ck_assert_int_eq(kept, 3); // σ, and ε after one round (the nominal per round) and after two
+    dpsgd_state(cfg, memo, &m->table, &s_again, &r_again);
+    ck_assert_int_eq(defense_memo_size(memo), kept); // nothing derived again
+    ck_assert(s_plain == s_first && s_first == s_again);
+    ck_assert(r_plain.epsilon_total_conditional == r_first.epsilon_total_conditional);
+    ck_assert(r_first.epsilon_total_conditional == r_again.epsilon_total_conditional);
+    ck_assert_msg(r_again.epsilon_total_conditional <= 3 && r_again.epsilon_total_conditional > 2.9, "eps %g",
+                  r_again.epsilon_total_conditional);
+    // Another target is another key.
+    double s_other;
+    PrivacyRecord r_other;
+    dpsgd_state("{\"name\":\"dp-sgd\",\"epsilon\":5}", memo, &m->table, &s_other, &r_other);
+    ck_assert_int_eq(defense_memo_size(memo), kept + 3);
+    ck_assert(s_other < s_first);
+    defense_memo_free(memo);
+    model_free(m);
+    dataset_free(d);
+}
+END_TEST
+
 // An audit's canary records (DpSgdStepConfig.n_diracs): each adds its value at its
 // coordinate to the clipped sum before the noise, and nowhere else; a value beyond the
 // clip or a coordinate beyond the model is refused.
@@ -519,6 +574,7 @@ Suite *suite_dpsgd(void) {
     tcase_add_test(t, safe_noise_is_the_discrete_gaussian);
     tcase_add_test(t, bad_configs_are_eparam);
     tcase_add_test(t, canary_records_add_their_dirac);
+    tcase_add_test(t, calibration_is_memoised);
     tcase_add_test(t, cuda_private_step_matches_cpu);
     suite_add_tcase(s, t);
     return s;
