@@ -632,14 +632,17 @@ static double claimed_epsilon(const AuditCtx *a, AuditObserver o, const char **s
         *source = isfinite(p->epsilon_total_coordinate) ? "one coordinate, proven"
                   : isfinite(p->epsilon_total_coordinate_conditional) ? "one coordinate, conditional"
                                                                         : "one coordinate: none";
-        return isfinite(p->epsilon_total_coordinate) ? p->epsilon_total_coordinate
-                                                     : p->epsilon_total_coordinate_conditional;
+        return isfinite(p->epsilon_total_coordinate)               ? p->epsilon_total_coordinate
+               : isfinite(p->epsilon_total_coordinate_conditional) ? p->epsilon_total_coordinate_conditional
+                                                                     : INFINITY;
     }
     if (o == AUDIT_OBSERVER_UPLOADS && a->has_upload_notion) {
         *source = isfinite(p->epsilon_total_upload) ? "upload observer, proven"
                   : isfinite(p->epsilon_total_upload_conditional) ? "upload observer, conditional"
                                                                     : "upload observer: none";
-        return isfinite(p->epsilon_total_upload) ? p->epsilon_total_upload : p->epsilon_total_upload_conditional;
+        return isfinite(p->epsilon_total_upload)               ? p->epsilon_total_upload
+               : isfinite(p->epsilon_total_upload_conditional) ? p->epsilon_total_upload_conditional
+                                                                 : INFINITY;
     }
     if (isfinite(p->epsilon_total_sound)) {
         *source = "sound, proven";
