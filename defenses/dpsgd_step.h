@@ -43,7 +43,9 @@
 // summation above, and, with the PLD accountant, its continuous privacy loss.
 #define DPSGD_ASSUME_FLOAT_SUM                                                                               \
     "the clipped per-example gradients are summed in float32 (one matrix product per layer): the sums of "     \
-    "neighbouring batches are taken to differ by at most the clip C, the summation's rounding not bounded"
+    "neighbouring batches are taken to differ by at most the clip C, the summation's rounding not bounded, "   \
+    "nor how each record's float gradient, computed inside the batch's matrix products, depends on the "       \
+    "other records of the batch"
 #define DPSGD_ASSUME_PLD_DISCRETE                                                                            \
     "the PLD accountant composes the privacy loss of the Poisson-subsampled continuous Gaussian; the "          \
     "subsampled discrete Gaussian drawn here is assumed no worse (the RDP accountant, \"accountant\": "       \

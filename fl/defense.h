@@ -41,7 +41,6 @@ struct Dataset;
 
 typedef enum { UPLOAD_WEIGHTS = 0, UPLOAD_DELTA = 1, UPLOAD_GRADIENT = 2 } UploadKind;
 
-// What a defense knows when it is created: the federation it protects.
 // A memo of what a defense derives from its configuration alone at some cost (dp-sgd's σ
 // for an ε target and its ε per round: accountant searches of about a second each),
 // shared by the federations of one experiment (an audit's runs, an attack's reference
@@ -60,6 +59,7 @@ void defense_memo_put(DefenseMemo *m, const char *key, const double *values, int
 // How many keys it holds (0 for NULL).
 int defense_memo_size(DefenseMemo *m);
 
+// What a defense knows when it is created: the federation it protects.
 typedef struct DefenseSetup {
     uint64_t seed;
     const ParamTable *params;
