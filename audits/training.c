@@ -429,6 +429,14 @@ static FpStatus one_run(AuditCtx *a, cJSON *res, FpError *err) {
             }
         int n, v = correct_guesses(cn, m, 1, best.score, best.k, buf, &n);
         double eps = training_audit_one_run_epsilon(n, 2 * best.k, v, delta, p0);
+        // The most this audit could report: every guess right, at the best k of the grid.
+        double ceiling = 0;
+        for (size_t di = 0; di < sizeof divisors / sizeof divisors[0]; di++) {
+            int k = half / divisors[di];
+            if (k >= 1)
+                ceiling = fmax(ceiling, training_audit_one_run_epsilon(n, 2 * k, 2 * k, delta, p0));
+        }
+        cJSON_AddNumberToObject(res, "epsilon_ceiling", ceiling);
         int in_total = 0;
         for (int c = 0; c < m; c++)
             in_total += cn[c].in;
@@ -604,6 +612,9 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
         count_fires(runs, pick, R, &best, &fi, &ni, &fo, &no);
         double eps = training_audit_counts_epsilon(fi, ni, fo, no, delta, alpha);
         cJSON_AddNumberToObject(res, "epsilon_lower_bound", eps);
+        // The most this audit could report: a test that fires in every scored "in" run and
+        // in no "out" run.
+        cJSON_AddNumberToObject(res, "epsilon_ceiling", training_audit_counts_epsilon(ni, ni, 0, no, delta, alpha));
         cJSON_AddNumberToObject(res, "runs", R);
         cJSON_AddNumberToObject(res, "runs_scored", R - pick);
         cJSON *test = cJSON_AddObjectToObject(res, "test");
@@ -716,6 +727,10 @@ FpStatus training_audit_run(Experiment *ex, const TrainingAuditConfig *cfg, int 
         jnum_add(res, "epsilon_nominal", a.rec.epsilon_total_nominal);
         cJSON_AddStringToObject(res, "guarantee", guarantee_name(a.rec.guarantee));
         cJSON_AddBoolToObject(res, "pass", !(eps > claim));
+        // Whether ε̂ could have exceeded the claim at all: when not, a pass says nothing
+        // about it (too few canaries or runs for a claim this large).
+        double ceiling = cJSON_GetObjectItemCaseSensitive(res, "epsilon_ceiling")->valuedouble;
+        cJSON_AddBoolToObject(res, "claim_testable", ceiling > claim);
         cJSON_AddNumberToObject(res, "canary_norm", a.norm);
         if (a.privacy)
             cJSON_AddItemToObject(res, "privacy", cJSON_Duplicate(a.privacy, 1));

@@ -365,6 +365,30 @@ START_TEST(record_level_claims_need_canary_records) {
 }
 END_TEST
 
+// ---- what a pass can say ------------------------------------------------------------------------
+
+// epsilon_ceiling is what the audit would report with every guess right, so ε̂ never
+// exceeds it, and a claim at or above it cannot fail: 20 canaries cannot test DP-FedAvg's
+// ε = 4 (claim_testable false, a vacuous pass), 1000 can; the under-noised control that
+// 1000 canaries catch is testable and caught.
+START_TEST(ceiling_says_when_a_pass_is_vacuous) {
+    cJSON *r = audit(FED_ONE_RUN, "{\"name\":\"gaussian-dpfedavg\",\"epsilon\":4}",
+                     "{\"name\": \"audit-training\", \"canaries\": 20}", 1);
+    double ceil20 = num(r, "epsilon_ceiling");
+    ck_assert_double_le(num(r, "epsilon_lower_bound"), ceil20);
+    ck_assert_msg(ceil20 < 4, "20 canaries: ceiling %g", ceil20);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "pass")));
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(r, "claim_testable")));
+    cJSON_Delete(r);
+    r = audit(FED_ONE_RUN, "{\"name\":\"gaussian-dpfedavg\",\"epsilon\":4}", ONE_RUN(""), 1);
+    double ceil1000 = num(r, "epsilon_ceiling");
+    ck_assert_msg(ceil1000 > 4 && ceil1000 > ceil20, "1000 canaries: ceiling %g", ceil1000);
+    ck_assert_double_le(num(r, "epsilon_lower_bound"), ceil1000);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "claim_testable")));
+    cJSON_Delete(r);
+}
+END_TEST
+
 // ---- one coordinate: the local-DP defenses and flat DP-FL --------------------------------------
 
 // A canary client's "in" and "out" uploads differ in its Dirac's coordinate alone, so a
@@ -462,6 +486,11 @@ START_TEST(multi_run_catches_fedsmp_paper) {
     const cJSON *t = cJSON_GetObjectItem(r, "test");
     ck_assert_str_eq(cJSON_GetObjectItem(t, "score")->valuestring, "magnitude");
     ck_assert_double_eq(num(r, "runs_scored"), 50);
+    // The test fires in every "in" run and no "out" run: ε̂ is the audit's ceiling.
+    if (num(t, "fired_in") == num(t, "runs_in") && num(t, "fired_out") == 0)
+        ck_assert_double_eq_tol(e, num(r, "epsilon_ceiling"), 1e-12);
+    ck_assert_double_le(e, num(r, "epsilon_ceiling"));
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(r, "claim_testable")));
     cJSON_Delete(r);
     r = audit(fed, "{\"name\":\"fedsmp\",\"epsilon\":4,\"topk_fraction\":0.5}",
               "{\"method\": \"multi-run\", \"runs\": 40, \"observer\": \"aggregates\"}", 2);
@@ -693,6 +722,7 @@ Suite *suite_audit_training(void) {
     tcase_add_test(t, under_noised_dpsgd_is_caught);
     tcase_add_test(t, corrected_dpsgd_no_false_alarm);
     tcase_add_test(t, record_level_claims_need_canary_records);
+    tcase_add_test(t, ceiling_says_when_a_pass_is_vacuous);
     tcase_add_test(t, ldp_is_audited_per_coordinate);
     tcase_add_test(t, ldp_controls_are_caught);
     tcase_add_test(t, corrected_ldp_no_false_alarm);
