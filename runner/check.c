@@ -558,9 +558,15 @@ static void check_cells(CheckResult *r, const Bound *b, const MatrixResults *mr)
                     double lim = results_attack_metric(a, b->max_key);
                     char seed_text[340];
                     snprintf(seed_text, sizeof seed_text, "%s (seed %d of %d)", metric_text, j + 1, set->n_runs);
+                    const cJSON *testable =
+                        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a, "result"), "claim_testable");
                     if (!isfinite(lim)) // an infinite claim (no guarantee) bounds nothing
                         add_violation(r, b, where, "%s: %.64s has no finite %.100s to compare with", where, label,
                                       b->max_key);
+                    else if (cJSON_IsFalse(testable)) // a gate that could not have failed
+                        add_violation(r, b, where, "%s: %.64s could report at most %.4g (%s), not above the claimed %.4g: "
+                                      "it cannot test the claim (more canaries or runs)", where, label,
+                                      results_attack_metric(a, "epsilon_ceiling"), "epsilon_ceiling", lim);
                     else
                         compare(r, b, where, seed_text, v[j], lim);
                 }

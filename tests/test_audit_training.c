@@ -653,7 +653,9 @@ END_TEST
 
 // In the matrix: the audit is an attack of a cell, and `fedpriv check` asserts
 // epsilon_lower_bound <= epsilon_claimed. A cell whose defense declares more than its
-// noise gives (the under-noised control) fails the check; the corrected one passes.
+// noise gives (the under-noised control) fails the check; the corrected one passes, with
+// 3000 canaries, enough to test its claim of 4.7 (1000 could report at most 4.4, and the
+// check refuses such a vacuous pass; ceiling_says_when_a_pass_is_vacuous).
 START_TEST(matrix_check_asserts_the_claim) {
     if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN"))
         return;
@@ -667,11 +669,11 @@ START_TEST(matrix_check_asserts_the_claim) {
     ck_assert_ptr_nonnull(f);
     // z = 2 claims ε = 1 for one round (δ = 1e-5) only with 4× the noise: the control
     // declares "epsilon_claimed": 1 on the same cell (test under_noised_dpfedavg_is_caught).
-    fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 2100, "
+    fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 6100, "
                "\"test_samples\": 50}, \"model\": {\"name\": \"logreg\"},"
-               " \"federation\": {\"clients\": 1010, \"rounds\": 1, \"batch_size\": 2},"
+               " \"federation\": {\"clients\": 3010, \"rounds\": 1, \"batch_size\": 2},"
                " \"defenses\": [{\"name\": \"gaussian-dpfedavg\", \"noise_multiplier\": 2.0227}],"
-               " \"attacks\": [{\"name\": \"audit-training\", \"canaries\": 1000}]}");
+               " \"attacks\": [{\"name\": \"audit-training\", \"canaries\": 3000}]}");
     fclose(f);
     f = fopen(bpath, "w");
     ck_assert_ptr_nonnull(f);
@@ -687,11 +689,11 @@ START_TEST(matrix_check_asserts_the_claim) {
     // The same cell declaring ε = 1.
     f = fopen(mpath, "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 2100, "
+    fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 6100, "
                "\"test_samples\": 50}, \"model\": {\"name\": \"logreg\"},"
-               " \"federation\": {\"clients\": 1010, \"rounds\": 1, \"batch_size\": 2},"
+               " \"federation\": {\"clients\": 3010, \"rounds\": 1, \"batch_size\": 2},"
                " \"defenses\": [{\"name\": \"gaussian-dpfedavg\", \"noise_multiplier\": 2.0227}],"
-               " \"attacks\": [{\"name\": \"audit-training\", \"canaries\": 1000, \"epsilon_claimed\": 1}]}");
+               " \"attacks\": [{\"name\": \"audit-training\", \"canaries\": 3000, \"epsilon_claimed\": 1}]}");
     fclose(f);
     snprintf(run, sizeof run, "%s/run2", dir);
     rc = cli_run(margs, out, err, sizeof out);
@@ -699,6 +701,22 @@ START_TEST(matrix_check_asserts_the_claim) {
     rc = cli_run(cargs, out, err, sizeof out);
     ck_assert_msg(rc == 1, "check of the under-noised claim: rc %d: %s%s", rc, out, err);
     ck_assert_msg(strstr(out, "epsilon_lower_bound") || strstr(err, "epsilon_lower_bound"), "%s%s", out, err);
+    // The sound cell audited with 20 canaries passes vacuously (ε̂ could not exceed its
+    // claim): the check says so instead of passing it.
+    f = fopen(mpath, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 100, "
+               "\"test_samples\": 50}, \"model\": {\"name\": \"logreg\"},"
+               " \"federation\": {\"clients\": 30, \"rounds\": 1, \"batch_size\": 2},"
+               " \"defenses\": [{\"name\": \"gaussian-dpfedavg\", \"noise_multiplier\": 2.0227}],"
+               " \"attacks\": [{\"name\": \"audit-training\", \"canaries\": 20}]}");
+    fclose(f);
+    snprintf(run, sizeof run, "%s/run3", dir);
+    rc = cli_run(margs, out, err, sizeof out);
+    ck_assert_msg(rc == 0, "matrix rc %d: %s", rc, err);
+    rc = cli_run(cargs, out, err, sizeof out);
+    ck_assert_msg(rc == 1, "check of a vacuous audit: rc %d: %s%s", rc, out, err);
+    ck_assert_msg(strstr(out, "cannot test the claim") || strstr(err, "cannot test the claim"), "%s%s", out, err);
     char cmd[700];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     ck_assert_int_eq(system(cmd), 0);
