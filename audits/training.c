@@ -755,7 +755,24 @@ static FpStatus audit_attack_run(const AttackEnv *env, cJSON *result, FpError *e
     TrainingAuditConfig c;
     FP_TRY(training_audit_parse(env->attack_json, env->path, &c, err));
     c.state_dir = env->out_dir;
-    return training_audit_run(env->ex, &c, env->quiet, result, err);
+    FP_TRY(training_audit_run(env->ex, &c, env->quiet, result, err));
+    if (!env->quiet) {
+        // One line of verdict, with what it can and cannot say.
+        double eps = cJSON_GetObjectItemCaseSensitive(result, "epsilon_lower_bound")->valuedouble;
+        double claim = jnum_value(cJSON_GetObjectItemCaseSensitive(result, "epsilon_claimed"));
+        double ceiling = cJSON_GetObjectItemCaseSensitive(result, "epsilon_ceiling")->valuedouble;
+        const char *source = cJSON_GetObjectItemCaseSensitive(result, "claim_source")->valuestring;
+        if (!isfinite(claim))
+            fprintf(stderr, "audit-training: epsilon >= %.3f at %g%% confidence; no claim to compare with (%s)\n", eps,
+                    100 * c.confidence, source);
+        else
+            fprintf(stderr, "audit-training: epsilon >= %.3f at %g%% confidence against the claimed %.3f (%s): %s\n",
+                    eps, 100 * c.confidence, claim, source,
+                    eps > claim       ? "the claim is refuted"
+                    : ceiling > claim ? "consistent with the claim"
+                                      : "consistent, but this audit could not have refuted it (more canaries or runs)");
+    }
+    return FP_OK;
 }
 
 const AttackOps attack_audit_training = {
