@@ -634,26 +634,28 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
 // ---- the claim --------------------------------------------------------------------------------
 
 // The ε the defense claims for the observer (see audits/training.h), and where it comes from.
+// A narrower figure of the record as the claim: proven if it is, else its conditional
+// figure, else none (∞); *source names which, from `labels` (proven, conditional, none).
+static double narrower_claim(double proven, double conditional, const char *const labels[3], const char **source) {
+    int which = isfinite(proven) ? 0 : isfinite(conditional) ? 1 : 2;
+    *source = labels[which];
+    return which == 0 ? proven : which == 1 ? conditional : INFINITY;
+}
+
 static double claimed_epsilon(const AuditCtx *a, AuditObserver o, const char **source) {
     const PrivacyRecord *p = &a->rec;
     if (a->has_coordinate_notion && !a->records) {
         // A canary client's "in" and "out" uploads differ in its Dirac's coordinate alone:
         // a coordinate-wise mechanism's per-scalar account is the claim they test, for
         // every observer (the rest is post-processing).
-        *source = isfinite(p->epsilon_total_coordinate) ? "one coordinate, proven"
-                  : isfinite(p->epsilon_total_coordinate_conditional) ? "one coordinate, conditional"
-                                                                        : "one coordinate: none";
-        return isfinite(p->epsilon_total_coordinate)               ? p->epsilon_total_coordinate
-               : isfinite(p->epsilon_total_coordinate_conditional) ? p->epsilon_total_coordinate_conditional
-                                                                     : INFINITY;
+        static const char *const labels[] = {"one coordinate, proven", "one coordinate, conditional",
+                                             "one coordinate: none"};
+        return narrower_claim(p->epsilon_total_coordinate, p->epsilon_total_coordinate_conditional, labels, source);
     }
     if (o == AUDIT_OBSERVER_UPLOADS && a->has_upload_notion) {
-        *source = isfinite(p->epsilon_total_upload) ? "upload observer, proven"
-                  : isfinite(p->epsilon_total_upload_conditional) ? "upload observer, conditional"
-                                                                    : "upload observer: none";
-        return isfinite(p->epsilon_total_upload)               ? p->epsilon_total_upload
-               : isfinite(p->epsilon_total_upload_conditional) ? p->epsilon_total_upload_conditional
-                                                                 : INFINITY;
+        static const char *const labels[] = {"upload observer, proven", "upload observer, conditional",
+                                             "upload observer: none"};
+        return narrower_claim(p->epsilon_total_upload, p->epsilon_total_upload_conditional, labels, source);
     }
     if (isfinite(p->epsilon_total_sound)) {
         *source = "sound, proven";

@@ -115,6 +115,14 @@ int defense_memo_size(DefenseMemo *m) {
     return n;
 }
 
+// One figure of a record under its settled guarantee: a conditional bound moves to *cond,
+// and *fig keeps only a proven bound (∞ otherwise, or when none was stated).
+static void settle_figure(Guarantee g, double *fig, double *cond) {
+    *cond = g == GUARANTEE_CONDITIONAL ? *fig : NAN;
+    if (g != GUARANTEE_PROVEN || isnan(*fig))
+        *fig = INFINITY;
+}
+
 void privacy_record_settle(PrivacyRecord *rec) {
     int n = 0;
     while (n < PRIVACY_MAX_ASSUMPTIONS && rec->assumptions[n])
@@ -127,26 +135,12 @@ void privacy_record_settle(PrivacyRecord *rec) {
         rec->guarantee = GUARANTEE_NONE;        // nor is one that does not say what it needs
     if (isnan(rec->epsilon_total_sound))
         rec->guarantee = GUARANTEE_NONE;
-    rec->epsilon_total_conditional = rec->epsilon_total_upload_conditional = NAN;
-    rec->epsilon_total_coordinate_conditional = NAN;
-    if (!rec->coordinate_notion)
-        rec->epsilon_total_coordinate = NAN;
-    if (rec->guarantee == GUARANTEE_CONDITIONAL) {
-        rec->epsilon_total_conditional = rec->epsilon_total_sound;
-        rec->epsilon_total_upload_conditional = rec->epsilon_total_upload;
-        rec->epsilon_total_coordinate_conditional = rec->epsilon_total_coordinate;
-    }
-    if (rec->guarantee != GUARANTEE_PROVEN) {
-        rec->epsilon_total_sound = INFINITY;
-        rec->epsilon_total_upload = INFINITY;
-        if (rec->coordinate_notion)
-            rec->epsilon_total_coordinate = INFINITY;
-    } else {
-        if (isnan(rec->epsilon_total_upload))
-            rec->epsilon_total_upload = INFINITY;
-        if (rec->coordinate_notion && isnan(rec->epsilon_total_coordinate))
-            rec->epsilon_total_coordinate = INFINITY;
-    }
+    settle_figure(rec->guarantee, &rec->epsilon_total_sound, &rec->epsilon_total_conditional);
+    settle_figure(rec->guarantee, &rec->epsilon_total_upload, &rec->epsilon_total_upload_conditional);
+    if (rec->coordinate_notion)
+        settle_figure(rec->guarantee, &rec->epsilon_total_coordinate, &rec->epsilon_total_coordinate_conditional);
+    else
+        rec->epsilon_total_coordinate = rec->epsilon_total_coordinate_conditional = NAN;
 }
 
 void defense_privacy(const DefenseOps *ops, const void *state, int rounds_done, PrivacyRecord *rec) {

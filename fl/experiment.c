@@ -186,6 +186,19 @@ Federation *experiment_federation(Experiment *ex, const FedHooks *hooks, int qui
     return fed_create(&s, err);
 }
 
+// sound.upload or sound.coordinate: a figure for another observer or a narrower
+// neighbour relation, shown only when the defense states its notion.
+static void add_narrower_figure(cJSON *snd, const char *key, double eps, double eps_conditional, const char *notion,
+                                Guarantee g) {
+    if (!notion)
+        return;
+    cJSON *o = cJSON_AddObjectToObject(snd, key);
+    jnum_add(o, "epsilon_total", eps);
+    if (g == GUARANTEE_CONDITIONAL)
+        jnum_add(o, "epsilon_total_conditional", eps_conditional);
+    cJSON_AddStringToObject(o, "notion", notion);
+}
+
 cJSON *privacy_record_json(const PrivacyRecord *p) {
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "unit", p->unit ? p->unit : "none");
@@ -199,20 +212,10 @@ cJSON *privacy_record_json(const PrivacyRecord *p) {
     cJSON_AddStringToObject(snd, "notion", p->sound_notion ? p->sound_notion : "");
     if (p->guarantee == GUARANTEE_CONDITIONAL)
         jnum_add(snd, "epsilon_total_conditional", p->epsilon_total_conditional);
-    if (p->upload_notion) {
-        cJSON *up = cJSON_AddObjectToObject(snd, "upload");
-        jnum_add(up, "epsilon_total", p->epsilon_total_upload);
-        if (p->guarantee == GUARANTEE_CONDITIONAL)
-            jnum_add(up, "epsilon_total_conditional", p->epsilon_total_upload_conditional);
-        cJSON_AddStringToObject(up, "notion", p->upload_notion);
-    }
-    if (p->coordinate_notion) {
-        cJSON *co = cJSON_AddObjectToObject(snd, "coordinate");
-        jnum_add(co, "epsilon_total", p->epsilon_total_coordinate);
-        if (p->guarantee == GUARANTEE_CONDITIONAL)
-            jnum_add(co, "epsilon_total_conditional", p->epsilon_total_coordinate_conditional);
-        cJSON_AddStringToObject(co, "notion", p->coordinate_notion);
-    }
+    add_narrower_figure(snd, "upload", p->epsilon_total_upload, p->epsilon_total_upload_conditional,
+                        p->upload_notion, p->guarantee);
+    add_narrower_figure(snd, "coordinate", p->epsilon_total_coordinate, p->epsilon_total_coordinate_conditional,
+                        p->coordinate_notion, p->guarantee);
     if (p->unit && strcmp(p->unit, "record") == 0)
         cJSON_AddBoolToObject(snd, "covers_client", p->record_bound_covers_client);
     cJSON_AddStringToObject(j, "guarantee", guarantee_name(p->guarantee));

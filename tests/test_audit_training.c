@@ -651,6 +651,20 @@ START_TEST(cli_audit_training) {
 }
 END_TEST
 
+// A one-cell matrix: DP-FedAvg with z = 2.0227 over `clients` clients (logreg, one round),
+// audited by `canaries` canary clients, the cell declaring ε = 1 when `declare`.
+static void write_matrix(const char *path, int train_samples, int clients, int canaries, int declare) {
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": %d, "
+               "\"test_samples\": 50}, \"model\": {\"name\": \"logreg\"},"
+               " \"federation\": {\"clients\": %d, \"rounds\": 1, \"batch_size\": 2},"
+               " \"defenses\": [{\"name\": \"gaussian-dpfedavg\", \"noise_multiplier\": 2.0227}],"
+               " \"attacks\": [{\"name\": \"audit-training\", \"canaries\": %d%s}]}",
+            train_samples, clients, canaries, declare ? ", \"epsilon_claimed\": 1" : "");
+    fclose(f);
+}
+
 // In the matrix: the audit is an attack of a cell, and `fedpriv check` asserts
 // epsilon_lower_bound <= epsilon_claimed. A cell whose defense declares more than its
 // noise gives (the under-noised control) fails the check; the corrected one passes, with
@@ -665,17 +679,10 @@ START_TEST(matrix_check_asserts_the_claim) {
     snprintf(mpath, sizeof mpath, "%s/m.json", dir);
     snprintf(bpath, sizeof bpath, "%s/b.json", dir);
     snprintf(run, sizeof run, "%s/run", dir);
-    FILE *f = fopen(mpath, "w");
-    ck_assert_ptr_nonnull(f);
     // z = 2 claims ε = 1 for one round (δ = 1e-5) only with 4× the noise: the control
     // declares "epsilon_claimed": 1 on the same cell (test under_noised_dpfedavg_is_caught).
-    fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 6100, "
-               "\"test_samples\": 50}, \"model\": {\"name\": \"logreg\"},"
-               " \"federation\": {\"clients\": 3010, \"rounds\": 1, \"batch_size\": 2},"
-               " \"defenses\": [{\"name\": \"gaussian-dpfedavg\", \"noise_multiplier\": 2.0227}],"
-               " \"attacks\": [{\"name\": \"audit-training\", \"canaries\": 3000}]}");
-    fclose(f);
-    f = fopen(bpath, "w");
+    write_matrix(mpath, 6100, 3010, 3000, 0);
+    FILE *f = fopen(bpath, "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f, "{\"bounds\": [{\"defense\": \"gaussian-dpfedavg\", \"attack\": \"audit-training\", "
                "\"metric\": \"epsilon_lower_bound\", \"at_most\": \"epsilon_claimed\"}]}");
@@ -687,14 +694,7 @@ START_TEST(matrix_check_asserts_the_claim) {
     rc = cli_run(cargs, out, err, sizeof out);
     ck_assert_msg(rc == 0, "check of the sound claim: rc %d: %s%s", rc, out, err);
     // The same cell declaring ε = 1.
-    f = fopen(mpath, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 6100, "
-               "\"test_samples\": 50}, \"model\": {\"name\": \"logreg\"},"
-               " \"federation\": {\"clients\": 3010, \"rounds\": 1, \"batch_size\": 2},"
-               " \"defenses\": [{\"name\": \"gaussian-dpfedavg\", \"noise_multiplier\": 2.0227}],"
-               " \"attacks\": [{\"name\": \"audit-training\", \"canaries\": 3000, \"epsilon_claimed\": 1}]}");
-    fclose(f);
+    write_matrix(mpath, 6100, 3010, 3000, 1);
     snprintf(run, sizeof run, "%s/run2", dir);
     rc = cli_run(margs, out, err, sizeof out);
     ck_assert_msg(rc == 0, "matrix rc %d: %s", rc, err);
@@ -703,14 +703,7 @@ START_TEST(matrix_check_asserts_the_claim) {
     ck_assert_msg(strstr(out, "epsilon_lower_bound") || strstr(err, "epsilon_lower_bound"), "%s%s", out, err);
     // The sound cell audited with 20 canaries passes vacuously (ε̂ could not exceed its
     // claim): the check says so instead of passing it.
-    f = fopen(mpath, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 100, "
-               "\"test_samples\": 50}, \"model\": {\"name\": \"logreg\"},"
-               " \"federation\": {\"clients\": 30, \"rounds\": 1, \"batch_size\": 2},"
-               " \"defenses\": [{\"name\": \"gaussian-dpfedavg\", \"noise_multiplier\": 2.0227}],"
-               " \"attacks\": [{\"name\": \"audit-training\", \"canaries\": 20}]}");
-    fclose(f);
+    write_matrix(mpath, 100, 30, 20, 0);
     snprintf(run, sizeof run, "%s/run3", dir);
     rc = cli_run(margs, out, err, sizeof out);
     ck_assert_msg(rc == 0, "matrix rc %d: %s", rc, err);
