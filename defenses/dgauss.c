@@ -131,10 +131,10 @@ void dgauss_add(const DGauss *g, double grid, float *x, size_t n, const RngStrea
 
 // ---- the wide table ------------------------------------------------------------------
 
-// The thresholds i in [1, 2ymax] at or below (hi, lo) = (start, 0), counting on from `at`
+// The thresholds i in [1, ymax] at or below (hi, lo) = (start, 0), counting on from `at`
 // (a count at or below it).
 static long wide_count_le(const DGaussWide *g, long at, uint64_t start) {
-    while (at < 2 * g->ymax && dgauss_wide_le(g, at + 1, start, 0))
+    while (at < g->ymax && dgauss_wide_le(g, at + 1, start, 0))
         at++;
     return at;
 }
@@ -155,6 +155,51 @@ static uint64_t wide_cell(const DGaussWide *g, uint64_t start, int shift, long p
     return e;
 }
 
+// The growing sub[] of dgauss_wide_init.
+typedef struct {
+    const DGaussWide *g;
+    uint64_t *sub;
+    size_t n, cap;
+    int failed;
+} WideCells;
+
+// The entry of the cell of hi prefix start >> shift holding thresholds pos+1..next: a leaf
+// (wide_cell), else 16 sub-cells of the next 4 bits appended to sub[] (while their keys
+// still fit in hi: shift - 4 >= 10), else the search. The entries of sub-cells are written
+// after their own sub-cells are built, since those may move sub[].
+static FpStatus wide_cell_build(WideCells *c, uint64_t start, int shift, long pos, long next, uint64_t *entry) {
+    uint64_t e = wide_cell(c->g, start, shift, pos, next);
+    if (!(e >> 63) || shift - 4 < 10) {
+        *entry = e >> 63 ? (uint64_t)3 << 62 : e;
+        return FP_OK;
+    }
+    if (c->n + 16 > c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 4096;
+        uint64_t *grown = realloc(c->sub, cap * sizeof *grown);
+        if (!grown) {
+            c->failed = 1;
+            return FP_ENOMEM;
+        }
+        c->sub = grown;
+        c->cap = cap;
+    }
+    size_t first = c->n;
+    c->n += 16;
+    const int child = shift - 4;
+    long at = pos;
+    for (uint64_t k = 0; k < 16; k++) {
+        uint64_t child_start = start | k << child;
+        long child_next = k == 15 ? next : wide_count_le(c->g, at, child_start + ((uint64_t)1 << child));
+        uint64_t child_entry;
+        if (wide_cell_build(c, child_start, child, at, child_next, &child_entry) != FP_OK)
+            return FP_ENOMEM;
+        c->sub[first + k] = child_entry;
+        at = child_next;
+    }
+    *entry = (uint64_t)1 << 63 | first;
+    return FP_OK;
+}
+
 FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err) {
     memset(g, 0, sizeof *g);
     if (!(sigma_min >= 1 && sigma_min <= DGAUSS_WIDE_SIGMA_MAX))
@@ -173,7 +218,7 @@ FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err) {
         ymax++;
     g->ymax = ymax;
     g->levels = 0;
-    while ((1L << g->levels) < 2 * ymax + 2)
+    while ((1L << g->levels) < ymax + 2)
         g->levels++;
     size_t size = (size_t)1 << g->levels;
     g->hi = malloc(size * sizeof *g->hi);
@@ -194,27 +239,29 @@ FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err) {
         sum = t;
     }
     // Counts c_j = 2^95 w_j / W as integers (long double values above 2^64 are integers),
-    // cumulated in 128 bits; the rest (all rounding) on j = 0.
+    // the rest (all rounding) on j = 0. The table is of |J| (count c_0, then 2c_m for m >= 1),
+    // cumulated in 128 bits; the draw takes J's sign from a bit of its own, which gives
+    // P(J = ±m) = c_m/2^95 exactly, and halves the table and the tail the cells must split.
     const long double scale = 0x1p95L / sum;
     unsigned __int128 acc = 0, total = (unsigned __int128)1 << 95;
     unsigned __int128 c0 = total;
     for (long j = 1; j <= ymax; j++)
         c0 -= 2 * (unsigned __int128)(w[j] * scale);
     long double var = 0;
-    for (long j = -ymax; j <= ymax; j++) {
-        unsigned __int128 c = j == 0 ? c0 : (unsigned __int128)(w[labs(j)] * scale);
-        g->hi[j + ymax] = (uint64_t)(acc >> 32);
-        g->lo[j + ymax] = (uint32_t)acc;
+    for (long m = 0; m <= ymax; m++) {
+        unsigned __int128 c = m == 0 ? c0 : 2 * (unsigned __int128)(w[m] * scale);
+        g->hi[m] = (uint64_t)(acc >> 32);
+        g->lo[m] = (uint32_t)acc;
         acc += c;
-        var += (long double)c / 0x1p95L * (long double)j * j;
+        var += (long double)c / 0x1p95L * (long double)m * m;
     }
-    for (size_t i = (size_t)(2 * ymax + 1); i < size; i++) {
+    for (size_t i = (size_t)(ymax + 1); i < size; i++) {
         g->hi[i] = (uint64_t)1 << 63;
         g->lo[i] = 0;
     }
     free(w);
     // The guide: bucket b starts at u = b·2^79 (hi = b·2^47, lo = 0); count the thresholds
-    // i in [1, 2ymax] at or below it (threshold 2ymax+1 is 2^95, above every u).
+    // i in [1, ymax] at or below it (threshold ymax+1 is 2^95, above every u).
     const size_t buckets = (size_t)1 << DGAUSS_WIDE_GUIDE_BITS;
     g->guide = malloc((buckets + 1) * sizeof *g->guide);
     if (!g->guide) {
@@ -224,36 +271,23 @@ FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err) {
     long i = 1;
     for (size_t b = 0; b <= buckets; b++) {
         uint64_t start = (uint64_t)b << (63 - DGAUSS_WIDE_GUIDE_BITS);
-        while (i <= 2 * ymax && dgauss_wide_le(g, i, start, 0))
+        while (i <= ymax && dgauss_wide_le(g, i, start, 0))
             i++;
         g->guide[b] = (uint32_t)(i - 1);
     }
-    g->guide[buckets] = (uint32_t)(2 * ymax); // bucket 2^16 - 1 may search up to the last threshold
-    // The cells of dgauss_wide_add (DGAUSS_WIDE_CELL).
+    g->guide[buckets] = (uint32_t)ymax; // bucket 2^16 - 1 may search up to the last threshold
+    // The cells of dgauss_wide_add (DGAUSS_WIDE_CELL): a bucket, and recursively a cell, that
+    // holds more than 4 thresholds points to 16 sub-cells in sub[].
     g->bucket = malloc(buckets * sizeof *g->bucket);
-    size_t n_sub = 0;
+    WideCells cells = {.g = g};
     for (size_t b = 0; b < buckets && g->bucket; b++)
-        n_sub += 16 * (wide_cell(g, (uint64_t)b << 47, 47, g->guide[b], g->guide[b + 1]) >> 63);
-    g->sub = malloc((n_sub > 0 ? n_sub : 1) * sizeof *g->sub);
-    if (!g->bucket || !g->sub) {
+        if (wide_cell_build(&cells, (uint64_t)b << 47, 47, g->guide[b], g->guide[b + 1], &g->bucket[b]) != FP_OK)
+            break;
+    g->sub = cells.sub;
+    g->n_sub = cells.n;
+    if (!g->bucket || cells.failed) {
         dgauss_wide_free(g);
         return fp_fail(err, FP_ENOMEM, "out of memory for a discrete Gaussian guide table");
-    }
-    n_sub = 0;
-    for (size_t b = 0; b < buckets; b++) {
-        uint64_t cell = wide_cell(g, (uint64_t)b << 47, 47, g->guide[b], g->guide[b + 1]);
-        if (cell >> 63) {
-            cell = (uint64_t)1 << 63 | n_sub;
-            long at = g->guide[b];
-            for (uint64_t c = 0; c < 16; c++) {
-                uint64_t start = (uint64_t)b << 47 | c << 43;
-                long next = c == 15 ? (long)g->guide[b + 1] : wide_count_le(g, at, start + ((uint64_t)1 << 43));
-                uint64_t se = wide_cell(g, start, 43, at, next);
-                g->sub[n_sub++] = se >> 63 ? (uint64_t)3 << 62 : se;
-                at = next;
-            }
-        }
-        g->bucket[b] = cell;
     }
     g->variance = (double)var;
     // Every count is 2^95 P_j (1 + θ), |θ| <= expl's error (4 ulp, 2^-61) + the normaliser's
@@ -271,6 +305,7 @@ void dgauss_wide_free(DGaussWide *g) {
     free(g->sub);
     g->bucket = NULL;
     g->sub = NULL;
+    g->n_sub = 0;
     g->hi = NULL;
     g->lo = NULL;
     g->guide = NULL;
@@ -293,17 +328,40 @@ static inline long wide_cell_pos(uint64_t e, uint32_t uk, uint32_t *tie) {
     return pos;
 }
 
+// |J|, the count of thresholds at or below u = (uh, ul), from a cell entry e of hi prefix bits
+// 62..shift that holds u: down through sub-cells to a leaf, whose keys decide unless one
+// ties u's (then its at most 4 thresholds are compared in full), or the guided search
+// where no cell could be built.
+static long wide_cell_descend(const DGaussWide *g, uint64_t e, int shift, uint64_t uh, uint32_t ul) {
+    while (e >> 62 == 2) {
+        shift -= 4;
+        e = g->sub[(uint32_t)e + ((uh >> shift) & 15u)];
+    }
+    if (e >> 63) {
+        return dgauss_wide_count(g, uh, ul);
+    }
+    uint32_t tie = 0;
+    long pos = wide_cell_pos(e, (uint32_t)(uh >> (shift - 10)) & 1023u, &tie);
+    if (tie) {
+        long first = (long)((e >> 43) & 0xfffffu), cnt = (long)((e >> 40) & 7u);
+        pos = first;
+        for (long k = 1; k <= cnt; k++)
+            pos += dgauss_wide_le(g, first + k, uh, ul);
+    }
+    return pos;
+}
+
 // dgauss_wide_draw for DGAUSS_WIDE_CHUNK elements (words w0, w1, w3 of each) into jv, in passes
 // whose reads do not wait on each other: (1) every element's bucket (DGAUSS_WIDE_CELL),
 // without branches on the data, which decides those whose bucket holds at most 4
-// thresholds and no key ties; (2) the sub-cells of the others; (3) what those leave
-// undecided, by dgauss_wide_draw.
+// thresholds and no key ties; (2) the first sub-cells of the others; (3) the rest of their
+// way down (wide_cell_descend).
 void dgauss_wide_draw_chunk(const DGaussWide *g, const uint32_t *w0, const uint32_t *w1, const uint32_t *w3,
                             double *jv) {
-    uint8_t slow[DGAUSS_WIDE_CHUNK], full[DGAUSS_WIDE_CHUNK];
+    uint8_t slow[DGAUSS_WIDE_CHUNK];
     uint64_t cell[DGAUSS_WIDE_CHUNK];
     uint64_t undecided[DGAUSS_WIDE_CHUNK / 8]; // a byte per element: 1 where the bucket cannot decide
-    int n_slow = 0, n_full = 0;
+    int n_slow = 0;
     for (int l = 0; l < DGAUSS_WIDE_CHUNK; l++)   // the reads alone, so that they overlap
         cell[l] = g->bucket[(w0[l] & 0x7fffffffu) >> 15];
     // wide_cell_pos on every element in 64-bit lanes without a data-dependent store, so
@@ -317,32 +375,29 @@ void dgauss_wide_draw_chunk(const DGaussWide *g, const uint32_t *w0, const uint3
             pos += uk > key;
             t |= (k < cnt) & (uk == key);
         }
-        jv[l] = (double)((int64_t)pos - g->ymax);
+        int64_t negative = -(int64_t)(w0[l] >> 31);   // J's sign bit: all ones or zero
+        jv[l] = (double)(((int64_t)pos ^ negative) - negative);
         undecided_byte[l] = (uint8_t)t;
     }
     for (int q = 0; q < DGAUSS_WIDE_CHUNK / 8; q++)   // the undecided ones, in order (about 5%)
         for (uint64_t w = undecided[q]; w; w &= w - 1)
             slow[n_slow++] = (uint8_t)(8 * q + (__builtin_ctzll(w) >> 3));
+    // Their first sub-cell reads, together; then each goes down its cells (a level more for
+    // about one draw in 500) and decides by the keys, or by its leaf's thresholds on a tie.
+    uint8_t shift[DGAUSS_WIDE_CHUNK];
     for (int k = 0; k < n_slow; k++) {
         int l = slow[k];
         uint64_t uh = ((uint64_t)(w0[l] & 0x7fffffffu) << 32) | w1[l];
         uint64_t e = g->bucket[uh >> 47];
-        // A tie in the bucket (bit 63 clear), or no sub-cell: the search.
-        cell[k] = e >> 62 == 2 ? g->sub[(uint32_t)e + ((uh >> 43) & 15u)] : (uint64_t)3 << 62;
+        int down = e >> 62 == 2;
+        cell[k] = down ? g->sub[(uint32_t)e + ((uh >> 43) & 15u)] : e;
+        shift[k] = (uint8_t)(down ? 43 : 47);
     }
     for (int k = 0; k < n_slow; k++) {
         int l = slow[k];
         uint64_t uh = ((uint64_t)(w0[l] & 0x7fffffffu) << 32) | w1[l];
-        uint32_t tie = (uint32_t)(cell[k] >> 63);
-        long pos = wide_cell_pos(cell[k], (uint32_t)(uh >> 33) & 1023u, &tie);
-        jv[l] = (double)(pos - g->ymax);
-        full[n_full] = (uint8_t)l;
-        n_full += (int)tie;
-    }
-    for (int k = 0; k < n_full; k++) {
-        int l = full[k];
-        const uint32_t w[4] = {w0[l], w1[l], 0, w3[l]};
-        jv[l] = (double)dgauss_wide_draw(g, w);
+        long m = wide_cell_descend(g, cell[k], shift[k], uh, w3[l]);
+        jv[l] = (double)(w0[l] >> 31 ? -m : m);
     }
 }
 
@@ -385,11 +440,10 @@ void dgauss_wide_add(const DGaussWide *g, double grid, float *x, size_t n, const
 }
 
 long double dgauss_wide_pmf(const DGaussWide *g, long j) {
-    if (j < -g->ymax || j > g->ymax)
+    long m = labs(j);
+    if (m > g->ymax)
         return 0;
-    long i = j + g->ymax;
-    unsigned __int128 a = ((unsigned __int128)g->hi[i] << 32) | g->lo[i];
-    unsigned __int128 b = i + 1 < (1L << g->levels) ? ((unsigned __int128)g->hi[i + 1] << 32) | g->lo[i + 1]
-                                                    : (unsigned __int128)1 << 95;
-    return (long double)(b - a) / 0x1p95L;
+    unsigned __int128 a = ((unsigned __int128)g->hi[m] << 32) | g->lo[m];
+    unsigned __int128 b = ((unsigned __int128)g->hi[m + 1] << 32) | g->lo[m + 1];   // 2^95 past ymax
+    return (long double)(b - a) / 0x1p95L / (m == 0 ? 1 : 2);
 }

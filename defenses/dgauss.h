@@ -73,8 +73,9 @@ void dgauss_add(const DGauss *g, double grid, float *x, size_t n, const RngStrea
 // coordinates to the grid moves the vector by up to √d/2 steps, so the grid must be fine
 // against the clip for the sensitivity to stay near C (see clip.h). The narrow table above
 // stops at 110 steps; this one holds σ up to DGAUSS_WIDE_SIGMA_MAX with 95-bit thresholds
-// (words 0-1 give the top 63 bits, word 3 the low 32), so neither the count rounding
-// (< 2^-96 per entry) nor the truncated tails (< 2^-96) matter.
+// for |J| (words 0-1 give the top 63 bits, word 3 the low 32; word 0's bit 31 is the sign),
+// so neither the count rounding (< 2^-96 per entry) nor the truncated tails (< 2^-96)
+// matter.
 //
 // σ is chosen with 2σ² a power of two: the weights' exponents -j²/(2σ²) are then exact in
 // long double and each weight carries only expl's error (a few ulp, 2^-61 relative at
@@ -87,28 +88,33 @@ void dgauss_add(const DGauss *g, double grid, float *x, size_t n, const RngStrea
 typedef struct DGaussWide {
     double sigma;           // σ in grid steps, 2σ² = 2^log2_two_var
     int log2_two_var;
-    long ymax;              // support [-ymax, ymax]
+    long ymax;              // support [-ymax, ymax]; the table is of |J| in [0, ymax]
     int levels;             // log2 of the padded table size
     double tv;              // per-draw total variation distance to N_Z(0, σ²), bounded above
     double variance;        // of the realised table
-    uint64_t *hi;           // cdf thresholds (95 bits): hi·2^32 + lo; 2^95 past the end
+    uint64_t *hi;           // thresholds of |J|'s cdf (95 bits): hi·2^32 + lo; 2^95 past ymax
     uint32_t *lo;
     uint32_t *guide;        // guide[b]: the thresholds i >= 1 at or below b·2^79 (b < 2^16 + 1)
     uint64_t *bucket;       // bucket[b] (b < 2^16) and sub[], the cells of dgauss_wide_add:
     uint64_t *sub;          // see DGAUSS_WIDE_CELL
+    size_t n_sub;           // entries of sub[]
 } DGaussWide;
 
 #define DGAUSS_WIDE_GUIDE_BITS 16
 
-// DGAUSS_WIDE_CELL: a cell covers the u whose hi has one prefix (bucket b: bits 62..47; a
-// sub-cell of a bucket: bits 62..43). Its 64-bit entry is either
-//   bit 63 clear: bits 62..43 the thresholds i >= 1 at or below the cell's start, bits
-//       42..40 how many the cell holds (at most 4), and four 10-bit keys (bits 10k+9..10k)
-//       of them: the 10 bits of hi after the prefix (1023 for a missing one, or one at the
-//       next cell's start);
-//   bit 63 set, bit 62 clear (buckets only): the cell holds more; bits 31..0 index sub[] at
-//       its 16 sub-cells (bits 46..43 of hi);
-//   bits 63 and 62 set: dgauss_wide_draw searches.
+// DGAUSS_WIDE_CELL: a cell covers the u whose hi has one prefix (bucket b: bits 62..47; its
+// sub-cells: bits 62..43; theirs: 62..39; and so on while the keys below fit, down to
+// bits 62..14). Its 64-bit entry is either
+//   bit 63 clear (a leaf): bits 62..43 the thresholds i >= 1 at or below the cell's start,
+//       bits 42..40 how many the cell holds (at most 4), and four 10-bit keys (bits
+//       10k+9..10k) of them: the 10 bits of hi after the prefix (1023 for a missing one, or
+//       one at the next cell's start);
+//   bit 63 set, bit 62 clear: the cell holds more; bits 31..0 index sub[] at its 16
+//       sub-cells (the next 4 bits of hi);
+//   bits 63 and 62 set: dgauss_wide_draw searches (a cell of more than 4 whose sub-cells'
+//       keys would not fit in hi).
+// A leaf's keys decide u's count unless one equals u's: its thresholds are then compared
+// in full.
 
 #define DGAUSS_WIDE_SIGMA_MAX 16384.0
 
@@ -122,13 +128,10 @@ static inline int dgauss_wide_le(const DGaussWide *g, long i, uint64_t uh, uint3
     return g->hi[i] < uh || (g->hi[i] == uh && g->lo[i] <= ul);
 }
 
-// J for the element's block words (w[0] bit 31 and w[2] unused): the number of thresholds
-// i >= 1 at or below u, minus ymax. The guide gives the count below u's bucket (its top 16
-// bits), so the search covers only the thresholds inside the bucket (one or two near the
-// centre). The same J as dgauss_wide_draw_ref.
-static inline long dgauss_wide_draw(const DGaussWide *g, const uint32_t w[4]) {
-    uint64_t uh = ((uint64_t)(w[0] & 0x7fffffffu) << 32) | w[1];
-    uint32_t ul = w[3];
+// |J| for the 95-bit u = (uh, ul): the number of thresholds i >= 1 at or below u. The
+// guide gives the count below u's bucket (its top 16 bits), so the search covers only the
+// thresholds inside the bucket (one or two near the centre).
+static inline long dgauss_wide_count(const DGaussWide *g, uint64_t uh, uint32_t ul) {
     uint64_t b = uh >> (63 - DGAUSS_WIDE_GUIDE_BITS);
     long pos = g->guide[b], n = (long)g->guide[b + 1] - pos;
     while (n > 0) {
@@ -140,7 +143,14 @@ static inline long dgauss_wide_draw(const DGaussWide *g, const uint32_t w[4]) {
             n = half;
         }
     }
-    return pos - g->ymax;
+    return pos;
+}
+
+// J for the element's block words (w[2] unused): |J| from u = (w[0] bits 30..0, w[1],
+// w[3]), negative when w[0]'s bit 31 is set. The same J as dgauss_wide_draw_ref.
+static inline long dgauss_wide_draw(const DGaussWide *g, const uint32_t w[4]) {
+    long m = dgauss_wide_count(g, ((uint64_t)(w[0] & 0x7fffffffu) << 32) | w[1], w[3]);
+    return w[0] >> 31 ? -m : m;
 }
 
 // The plain binary search over the whole table (the oracle of dgauss_wide_draw).
@@ -152,7 +162,7 @@ static inline long dgauss_wide_draw_ref(const DGaussWide *g, const uint32_t w[4]
         long c = pos + s;
         pos += g->hi[c] < uh || (g->hi[c] == uh && g->lo[c] <= ul) ? s : 0;
     }
-    return pos - g->ymax;
+    return w[0] >> 31 ? -pos : pos;
 }
 
 // x[i] <- dgauss_wide_value(g, grid, x[i], block first + i of s) for i < n: the same
@@ -160,7 +170,7 @@ static inline long dgauss_wide_draw_ref(const DGaussWide *g, const uint32_t w[4]
 // then for each element one 8-byte read of its bucket (`bucket`, 512 KiB), which decides J
 // without a branch when the bucket holds at most 4 thresholds and u's bits 46..37 differ
 // from each one's (about 95% of draws at the defenses' σ); most others are decided by one
-// sub-cell (`sub`), the rest by dgauss_wide_draw's search. Element-indexed: any split of
+// sub-cell (`sub`), the rest further down the cells (DGAUSS_WIDE_CELL). Element-indexed: any split of
 // [0, n) gives the same result.
 void dgauss_wide_add(const DGaussWide *g, double grid, float *x, size_t n, const RngStream *s, uint64_t first);
 

@@ -374,17 +374,32 @@ static void chunk_flush(const DGaussWide *g, ChunkCheck *c) {
     c->n = 0;
 }
 
-// Queues the 95-bit u (its top bit ignored, as the draw ignores word 0's bit 31).
+// Queues the 95-bit u with each sign bit (word 0's bit 31), or as the words give it when
+// u has bit 95 (random words).
 static void chunk_add(const DGaussWide *g, ChunkCheck *c, unsigned __int128 u) {
-    c->w0[c->n] = (uint32_t)(u >> 64);
-    c->w1[c->n] = (uint32_t)(u >> 32);
-    c->w3[c->n] = (uint32_t)u;
-    if (++c->n == DGAUSS_WIDE_CHUNK)
-        chunk_flush(g, c);
+    for (uint32_t sign = 0; sign < (u >> 95 ? 1u : 2u); sign++) {
+        c->w0[c->n] = (uint32_t)(u >> 64) | sign << 31;
+        c->w1[c->n] = (uint32_t)(u >> 32);
+        c->w3[c->n] = (uint32_t)u;
+        if (++c->n == DGAUSS_WIDE_CHUNK)
+            chunk_flush(g, c);
+    }
+}
+
+// The start of every cell under the entry e of the cell of u-prefix `start` (bits above
+// `shift` of hi), and the words next to each, into the chunk check.
+static void chunk_add_cells(const DGaussWide *g, ChunkCheck *c, uint64_t e, uint64_t start, int shift) {
+    unsigned __int128 u = (unsigned __int128)start << 32;
+    chunk_add(g, c, u);
+    chunk_add(g, c, u + 1);
+    chunk_add(g, c, (u - 1) & (((unsigned __int128)1 << 95) - 1));
+    if (e >> 62 == 2)
+        for (uint64_t k = 0; k < 16; k++)
+            chunk_add_cells(g, c, g->sub[(uint32_t)e + k], start | k << (shift - 4), shift - 4);
 }
 
 // The wide table (federated noise): 2σ² a power of two and σ >= the request, 95-bit
-// thresholds ending at 2^95, symmetric; its law within 2^-59 of N_Z(0, σ²) in total
+// thresholds of |J| ending at 2^95, symmetric; its law within 2^-59 of N_Z(0, σ²) in total
 // variation against the ideal law summed here in long double (from the tails inward),
 // its variance within 1e-12 of the ideal law's and, from σ = 4, of σ² (the gap is about
 // 8π²σ⁴e^{-2π²σ²}: 2e-7 at σ = 1); out-of-range requests refused.
@@ -397,7 +412,7 @@ START_TEST(dgauss_wide_table) {
         ck_assert_double_eq_tol(2 * g.sigma * g.sigma, ldexp(1.0, g.log2_two_var), ldexp(1.0, g.log2_two_var) * 1e-15);
         ck_assert_uint_eq(g.hi[0], 0);
         ck_assert_uint_eq(g.lo[0], 0);
-        ck_assert_uint_eq(g.hi[2 * g.ymax + 1], (uint64_t)1 << 63);
+        ck_assert_uint_eq(g.hi[g.ymax + 1], (uint64_t)1 << 63);
         ck_assert_double_ge(g.ymax, 10 * g.sigma);
         long double two_var = ldexpl(1.0L, g.log2_two_var), z = 0, c = 0;
         for (long j = g.ymax + 100; j >= 0; j--) {
@@ -425,48 +440,54 @@ START_TEST(dgauss_wide_table) {
             differ += dgauss_wide_draw(&g, w) != dgauss_wide_draw_ref(&g, w);
         }
         long step = g.ymax > 5000 ? 7 : 1;
-        for (long t = 1; t <= 2 * g.ymax; t += step)
-            for (int below = 0; below < 2; below++) {
-                unsigned __int128 u = ((unsigned __int128)g.hi[t] << 32 | g.lo[t]) - (unsigned)below;
-                uint32_t w[4] = {(uint32_t)(u >> 64), (uint32_t)(u >> 32), 0, (uint32_t)u};
+        for (long t = 1; t <= g.ymax; t += step)
+            for (int below = 0; below < 4; below++) {
+                unsigned __int128 u = ((unsigned __int128)g.hi[t] << 32 | g.lo[t]) - (unsigned)(below & 1);
+                uint32_t w[4] = {(uint32_t)(u >> 64) | (uint32_t)(below >> 1) << 31, (uint32_t)(u >> 32), 0, (uint32_t)u};
                 differ += dgauss_wide_draw(&g, w) != dgauss_wide_draw_ref(&g, w);
+                long m = labs(dgauss_wide_draw_ref(&g, w));   // T_t is counted at u = T_t, not below
+                if (!(g.hi[t] >> 63))   // (thresholds at 2^95, after the last outcome of positive count, are no u)
+                    differ += below & 1 ? m >= t : m < t;
             }
         // The chunked draw (dgauss_wide_add's: cells of up to 4 thresholds decided by 10-bit
         // keys, DGAUSS_WIDE_CELL) equals the plain search: on random words, on every
-        // threshold and the words next to it (sampled for the large tables), and at every
-        // bucket's start, every sub-cell's start of the buckets that have them, and the
-        // words next to them.
+        // threshold and the words next to it (sampled for the large tables), and at the
+        // start of every bucket and of every cell below one, and the words next to them;
+        // each with both signs.
         ChunkCheck cc = {.n = 0};
         for (uint64_t k = 0; k < 100000; k++) {
             uint32_t w[4];
             rng_block(&rs, k + 500000, w);
-            chunk_add(&g, &cc, (unsigned __int128)w[0] << 64 | (unsigned __int128)w[1] << 32 | w[3]);
+            chunk_add(&g, &cc, (unsigned __int128)1 << 95 | (unsigned __int128)w[0] << 64 | (unsigned __int128)w[1] << 32 | w[3]);
         }
-        for (long t = 1; t <= 2 * g.ymax; t += step) {
+        for (long t = 1; t <= g.ymax; t += step) {
             unsigned __int128 u = (unsigned __int128)g.hi[t] << 32 | g.lo[t];
             chunk_add(&g, &cc, u - 1);
             chunk_add(&g, &cc, u);
             chunk_add(&g, &cc, u + 1);
         }
-        for (uint64_t b = 0; b < (uint64_t)1 << DGAUSS_WIDE_GUIDE_BITS; b++)
-            for (uint64_t sc = 0; sc < (g.bucket[b] >> 62 == 2 ? 16u : 1u); sc++) {
-                unsigned __int128 u = (unsigned __int128)(b << 4 | sc) << 75;
-                chunk_add(&g, &cc, u);
-                chunk_add(&g, &cc, u + 1);
-                chunk_add(&g, &cc, u - 1);
-            }
+        size_t levels_below = 0;   // cells more than one level below a bucket
+        for (uint64_t b = 0; b < (uint64_t)1 << DGAUSS_WIDE_GUIDE_BITS; b++) {
+            chunk_add_cells(&g, &cc, g.bucket[b], b << 47, 47);
+            if (g.bucket[b] >> 62 == 2)
+                for (uint64_t k = 0; k < 16; k++)
+                    levels_below += g.sub[(uint32_t)g.bucket[b] + k] >> 62 == 2;
+        }
         chunk_flush(&g, &cc);
+        if (g.sigma >= 181)   // the tails of the larger tables go down more than one level
+            ck_assert_uint_gt(levels_below, 0);
         ck_assert_msg(cc.differ == 0, "sigma %g: %d words where the chunked draw differs", g.sigma, cc.differ);
-        uint32_t ends[2][4] = {{0, 0, 0, 0}, {0x7fffffffu, ~0u, 0, ~0u}};
-        for (int e = 0; e < 2; e++)
+        // u = 0 draws 0 with either sign; the largest u the largest |J| of positive count.
+        uint32_t ends[4][4] = {{0, 0, 0, 0}, {1u << 31, 0, 0, 0}, {0x7fffffffu, ~0u, 0, ~0u}, {~0u, ~0u, 0, ~0u}};
+        for (int e = 0; e < 4; e++)
             differ += dgauss_wide_draw(&g, ends[e]) != dgauss_wide_draw_ref(&g, ends[e]);
-        long jmin = -g.ymax, jmax = g.ymax; // the extreme words draw the extreme outcomes of positive count
-        while (dgauss_wide_pmf(&g, jmin) == 0)
-            jmin++;
+        long jmax = g.ymax;
         while (dgauss_wide_pmf(&g, jmax) == 0)
             jmax--;
-        ck_assert_int_eq(dgauss_wide_draw(&g, ends[0]), jmin);
-        ck_assert_int_eq(dgauss_wide_draw(&g, ends[1]), jmax);
+        ck_assert_int_eq(dgauss_wide_draw(&g, ends[0]), 0);
+        ck_assert_int_eq(dgauss_wide_draw(&g, ends[1]), 0);
+        ck_assert_int_eq(dgauss_wide_draw(&g, ends[2]), jmax);
+        ck_assert_int_eq(dgauss_wide_draw(&g, ends[3]), -jmax);
         ck_assert_msg(differ == 0, "sigma %g: %d words where the guided search differs", g.sigma, differ);
         ck_assert_double_le(fabs(g.variance / (double)ideal_var - 1), 1e-12);
         if (g.sigma >= 4)
