@@ -155,6 +155,9 @@ static uint64_t wide_cell(const DGaussWide *g, uint64_t start, int shift, long p
     return e;
 }
 
+// A bucket's cell: the hi prefix bits 62..WIDE_BUCKET_SHIFT (DGAUSS_WIDE_CELL).
+#define WIDE_BUCKET_SHIFT (63 - DGAUSS_WIDE_GUIDE_BITS)
+
 // The growing sub[] of dgauss_wide_init.
 typedef struct {
     const DGaussWide *g;
@@ -281,7 +284,7 @@ FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err) {
     g->bucket = malloc(buckets * sizeof *g->bucket);
     WideCells cells = {.g = g};
     for (size_t b = 0; b < buckets && g->bucket; b++)
-        if (wide_cell_build(&cells, (uint64_t)b << 47, 47, g->guide[b], g->guide[b + 1], &g->bucket[b]) != FP_OK)
+        if (wide_cell_build(&cells, (uint64_t)b << WIDE_BUCKET_SHIFT, WIDE_BUCKET_SHIFT, g->guide[b], g->guide[b + 1], &g->bucket[b]) != FP_OK)
             break;
     g->sub = cells.sub;
     g->n_sub = cells.n;
@@ -363,12 +366,12 @@ void dgauss_wide_draw_chunk(const DGaussWide *g, const uint32_t *w0, const uint3
     uint64_t undecided[DGAUSS_WIDE_CHUNK / 8]; // a byte per element: 1 where the bucket cannot decide
     int n_slow = 0;
     for (int l = 0; l < DGAUSS_WIDE_CHUNK; l++)   // the reads alone, so that they overlap
-        cell[l] = g->bucket[(w0[l] & 0x7fffffffu) >> 15];
+        cell[l] = g->bucket[(w0[l] & 0x7fffffffu) >> (WIDE_BUCKET_SHIFT - 32)];
     // wide_cell_pos on every element in 64-bit lanes without a data-dependent store, so
-    // that it vectorises; u's key bits (uh >> 37) & 1023 are w0's bits 14..5.
+    // that it vectorises; u's key bits, the 10 below the bucket's, are in w0.
     uint8_t *undecided_byte = (uint8_t *)undecided;
     for (int l = 0; l < DGAUSS_WIDE_CHUNK; l++) {
-        uint64_t e = cell[l], uk = (w0[l] >> 5) & 1023u, cnt = (e >> 40) & 7u;
+        uint64_t e = cell[l], uk = (w0[l] >> (WIDE_BUCKET_SHIFT - 42)) & 1023u, cnt = (e >> 40) & 7u;
         uint64_t pos = (e >> 43) & 0xfffffu, t = e >> 63;
         for (uint64_t k = 0; k < 4; k++) {
             uint64_t key = (e >> (10 * k)) & 1023u;
@@ -388,10 +391,10 @@ void dgauss_wide_draw_chunk(const DGaussWide *g, const uint32_t *w0, const uint3
     for (int k = 0; k < n_slow; k++) {
         int l = slow[k];
         uint64_t uh = ((uint64_t)(w0[l] & 0x7fffffffu) << 32) | w1[l];
-        uint64_t e = g->bucket[uh >> 47];
+        uint64_t e = g->bucket[uh >> WIDE_BUCKET_SHIFT];
         int down = e >> 62 == 2;
-        cell[k] = down ? g->sub[(uint32_t)e + ((uh >> 43) & 15u)] : e;
-        shift[k] = (uint8_t)(down ? 43 : 47);
+        cell[k] = down ? g->sub[(uint32_t)e + ((uh >> (WIDE_BUCKET_SHIFT - 4)) & 15u)] : e;
+        shift[k] = (uint8_t)(down ? WIDE_BUCKET_SHIFT - 4 : WIDE_BUCKET_SHIFT);
     }
     for (int k = 0; k < n_slow; k++) {
         int l = slow[k];
