@@ -26,6 +26,11 @@
 #define STREAM_BITS 0x10001u     // one-run: which canaries are in
 #define STREAM_RUNS 0x10002u     // multi-run: each run's seed
 
+// The canary's norm where the defense measures its clip on each client's data ("clip":
+// "mean-norm", ...): above any clip such a statistic gives, so that the defense clips the
+// Dirac to its own bound, the largest change a client's upload can make.
+#define AUDIT_CANARY_NORM_MEASURED 1e6
+
 enum { SCORE_SIGNED = 0, SCORE_MAGNITUDE = 1, N_SCORES = 2 };
 static const char *const score_names[] = {"signed", "magnitude"};
 static const char *const method_names[] = {"one-run", "multi-run", NULL};
@@ -162,6 +167,8 @@ typedef struct AuditCtx {
 
 static double clip_of(const cJSON *defense) {
     const cJSON *c = cJSON_GetObjectItemCaseSensitive(defense, "clip");
+    if (cJSON_IsString(c))   // measured on each client's data: larger than any, so that the clip sets the size
+        return AUDIT_CANARY_NORM_MEASURED;
     return cJSON_IsNumber(c) && c->valuedouble > 0 && isfinite(c->valuedouble) ? c->valuedouble : 1.0;
 }
 

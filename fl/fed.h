@@ -189,8 +189,9 @@ FpStatus fed_round_set_upload(Federation *f, int slot, const float *upload, cons
 // fed_upload_kind) replaces steps 1-3 of the upload path and goes through step 4, the
 // defense's client side with the DefenseRound of (seed, round, client), exactly as a
 // trained upload does; the slot is then formed (fed_round_upload returns it). The
-// defense sees no trained model and no local data (DefenseRound.model NULL), and the
-// client's sample count as its n. upload_out (may be NULL, n_params): what the server receives.
+// defense sees the client's local data and, as its model, the global weights (it trained
+// nothing), and the client's sample count as its n. Not while fed_round_run runs (it uses
+// the first worker's model). upload_out (may be NULL, n_params): what the server receives.
 FpStatus fed_round_craft_upload(Federation *f, int slot, const float *update, float *upload_out, FpError *err);
 // What a client uploads under the federation's defense.
 UploadKind fed_upload_kind(const Federation *f);

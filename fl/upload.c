@@ -128,11 +128,15 @@ FpStatus fed_round_craft_upload(Federation *f, int slot, const float *update, fl
         return fp_fail(err, FP_EPARAM, "slot %d is not a participant of a begun round", slot);
     size_t np = f->s.global->table.n_params;
     int client = f->round_clients[slot];
-    DefenseRound dr = fed_defense_round(f, f->rounds_done, client);
-    // The client ran no local procedure: no trained model or local data to show the
-    // defense (a defense that reads them treats the client as one without them).
+    // The client holds its share of the data but ran no local procedure: the defense sees
+    // its data and, as its model, the round's global weights (what a client that trained
+    // nothing holds). Crafted uploads are formed one at a time, outside fed_round_run, so
+    // the first worker's model is free.
+    DefenseRound dr = fed_client_round(f, f->rounds_done, client);
     dr.n_local_samples = fed_client_samples(f, client);
-    dr.participants = f->n_round;
+    Model *held = f->workers[0].local;
+    model_set_params(held, f->global_host);
+    dr.model = held;
     float *u = malloc(np * sizeof(float));
     if (!u)
         return fp_fail(err, FP_ENOMEM, "out of memory for a crafted upload");
