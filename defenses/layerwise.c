@@ -520,11 +520,11 @@ static FpStatus lw_perturb(void *state, float *upload, const DefenseRound *rd, F
         return FP_OK;
     }
     // The importance (layerwise), a measured clip and the Armijo test read the client's
-    // trained model and data; flat DP-FL with a fixed clip reads neither, so it also
-    // perturbs an upload no local procedure made (a training audit's crafted one).
+    // model and data (a training audit's canary client shows its own share and the global
+    // weights); flat DP-FL with a fixed clip reads neither.
     int reads_data = !s->flat || s->clip != CLIP_FIXED;
     if (reads_data && (!rd->model || !rd->local_data || rd->n_local < 1))
-        return fp_fail(err, FP_EPARAM, "%s: this client has no trained model and data, which %s reads%s",
+        return fp_fail(err, FP_EPARAM, "%s: this client has no model and data, which %s reads%s",
                        s->flat ? "flat-laplace" : "layerwise",
                        s->flat ? "its measured clip (\"clip\": \"mean-norm\" or \"mean-abs\")"
                                : "its layer importance (Eqs. 14-15)",

@@ -3,8 +3,8 @@
 client-level defenses, corrected and as published, of an under-noised DP-FedAvg, of
 dp-sgd with canary records (and an under-noised dp-sgd), of AVP and NbAFL (whose ds = 2C
 covers any change of a client's upload; NbAFL's 2C/min|D_k| does not), of flat DP-FL with a
-fixed clip and of the local-DP defenses against their per-coordinate account (and SPM as
-published), at two epsilons, with the one-run and the multi-run audit; then 20 repeated
+fixed and a measured clip, of layerwise (and, as a control, as published), of the local-DP
+defenses against their per-coordinate account (and SPM as published), at two epsilons, with the one-run and the multi-run audit; then 20 repeated
 one-run audits of each corrected defense with a claim (false alarms at 95% confidence).
 
 usage: docs/reproductions/run-audit-training.py [--fedpriv build/release-cpu/fedpriv]
@@ -26,6 +26,14 @@ args = ap.parse_args()
 CANARIES = args.canaries
 os.makedirs(args.out, exist_ok=True)
 
+# layerwise measures its importance on an LSTM's sigmoid gates: its rows run on power-load's
+# LSTM (hidden 32, 5,153 parameters, so at most 5,000 canaries, one coordinate each), two
+# samples a client, the rest the server's.
+LSTM_CANARIES = 5000
+
+def lstm_rows(defense):
+    return defense["name"] == "layerwise"
+
 def config(defense, attack, seed, one_run, records=False):
     if records:
         # Canary records (dp-sgd): 10 clients of 20 records, one local step over the whole
@@ -38,7 +46,14 @@ def config(defense, attack, seed, one_run, records=False):
                                "lr": 0.05},
                 "defense": defense, "attack": dict({"name": "audit-training"}, **attack)}
     # One run: M canary clients beside 10 that train; multi-run: 10 clients, the last the canary.
-    clients = CANARIES + 10 if one_run else 10
+    clients = attack.get("canaries", CANARIES) + 10 if one_run else 10
+    if lstm_rows(defense):
+        return {"seed": seed,
+                "dataset": {"name": "power-load", "train_samples": 2 * clients + 220, "test_samples": 100},
+                "model": {"name": "lstm", "hidden": 32},
+                "federation": {"clients": clients, "sample_rate": 1.0, "rounds": 1, "batch_size": 2,
+                               "samples_per_client": 2, "lr": 0.05},
+                "defense": defense, "attack": dict({"name": "audit-training"}, **attack)}
     return {"seed": seed,
             "dataset": {"name": "fashion-mnist", "train_samples": 2 * clients + 20, "test_samples": 100},
             "model": {"name": "logreg"},
@@ -81,6 +96,13 @@ def suite(e, z_of, s_of):
         ("nbafl, ds = 2C/min|D_k| (record-level only: no claim for canary clients)",
          {"name": "nbafl", "epsilon": e, "sensitivity": "2C/min|D_k|"}, "uploads", {}),
         ("flat-laplace corrected, fixed clip 1", {"name": "flat-laplace", "epsilon_total": e, "clip": 1}, "uploads", {}),
+        ("flat-laplace corrected, clip measured on the canary's data", {"name": "flat-laplace", "epsilon_total": e},
+         "uploads", {}),
+        ("layerwise corrected (lstm; importance and clip on the canary's data)",
+         {"name": "layerwise", "epsilon_total": e, "aggregation": "fedavg"}, "uploads", {}),
+        ("control: layerwise paper, declares eps",
+         {"name": "layerwise", "variant": "paper", "epsilon_total": e, "aggregation": "fedavg"}, "uploads",
+         {"epsilon_claimed": e}),
         ("laplace (local, per coordinate)", {"name": "laplace", "epsilon": e, "clip": 1}, "uploads", {}),
         ("gaussian (local, per coordinate)", {"name": "gaussian", "epsilon": e, "clip": 1}, "uploads", {}),
         ("duchi (local, per coordinate)", {"name": "duchi", "epsilon": e, "clip": 1}, "uploads", {}),
@@ -113,7 +135,7 @@ print("|---|---|---|---|---|---|---|---|---|---|")
 for e in EPS:
     for i, (label, d, obs, extra, *rec) in enumerate(suite(e, z_of, s_of)):
         records = bool(rec and rec[0])
-        a1 = dict({"canaries": CANARIES, "observer": obs}, **extra)
+        a1 = dict({"canaries": LSTM_CANARIES if lstm_rows(d) else CANARIES, "observer": obs}, **extra)
         r1 = audit(f"one-{e}-{i}", d, a1, records=records)
         am = dict({"method": "multi-run", "runs": args.runs, "observer": obs}, **extra)
         rm = audit(f"multi-{e}-{i}", d, am, one_run=False, records=records)
@@ -132,7 +154,8 @@ if not args.skip_repeats:
             continue
         vals, passes, claim = [], 0, None
         for seed in range(1, args.repeats + 1):
-            r = audit(f"rep-{i}-{seed}", d, dict({"canaries": CANARIES, "observer": obs}, **extra), seed=seed,
+            m = LSTM_CANARIES if lstm_rows(d) else CANARIES
+            r = audit(f"rep-{i}-{seed}", d, dict({"canaries": m, "observer": obs}, **extra), seed=seed,
                       records=bool(rec and rec[0]))
             vals.append(r["epsilon_lower_bound"])
             passes += bool(r["pass"])
