@@ -169,9 +169,9 @@ static inline long dgauss_wide_draw_ref(const DGaussWide *g, const uint32_t w[4]
 // floats, bit for bit, 16 elements at a time: one vectorised Philox call for 16 blocks,
 // then for each element one 8-byte read of its bucket (`bucket`, 512 KiB), which decides J
 // without a branch when the bucket holds at most 4 thresholds and u's bits 46..37 differ
-// from each one's (about 95% of draws at the defenses' σ); most others are decided by one
-// sub-cell (`sub`), the rest further down the cells (DGAUSS_WIDE_CELL). Element-indexed: any split of
-// [0, n) gives the same result.
+// from each one's (about 97.7% of draws at the defenses' σ); most others are decided by
+// one sub-cell (`sub`), the rest further down the cells (DGAUSS_WIDE_CELL). Element-indexed:
+// any split of [0, n) gives the same result.
 void dgauss_wide_add(const DGaussWide *g, double grid, float *x, size_t n, const RngStream *s, uint64_t first);
 
 // dgauss_wide_draw for DGAUSS_WIDE_CHUNK elements at once, what dgauss_wide_add runs: j[l] =

@@ -374,16 +374,19 @@ static void chunk_flush(const DGaussWide *g, ChunkCheck *c) {
     c->n = 0;
 }
 
-// Queues the 95-bit u with each sign bit (word 0's bit 31), or as the words give it when
-// u has bit 95 (random words).
+// Queues the words w0, w1, w3 of one element.
+static void chunk_add_words(const DGaussWide *g, ChunkCheck *c, uint32_t w0, uint32_t w1, uint32_t w3) {
+    c->w0[c->n] = w0;
+    c->w1[c->n] = w1;
+    c->w3[c->n] = w3;
+    if (++c->n == DGAUSS_WIDE_CHUNK)
+        chunk_flush(g, c);
+}
+
+// Queues the 95-bit u with each sign bit (word 0's bit 31).
 static void chunk_add(const DGaussWide *g, ChunkCheck *c, unsigned __int128 u) {
-    for (uint32_t sign = 0; sign < (u >> 95 ? 1u : 2u); sign++) {
-        c->w0[c->n] = (uint32_t)(u >> 64) | sign << 31;
-        c->w1[c->n] = (uint32_t)(u >> 32);
-        c->w3[c->n] = (uint32_t)u;
-        if (++c->n == DGAUSS_WIDE_CHUNK)
-            chunk_flush(g, c);
-    }
+    for (uint32_t sign = 0; sign < 2; sign++)
+        chunk_add_words(g, c, (uint32_t)(u >> 64) | sign << 31, (uint32_t)(u >> 32), (uint32_t)u);
 }
 
 // The start of every cell under the entry e of the cell of u-prefix `start` (bits above
@@ -458,7 +461,7 @@ START_TEST(dgauss_wide_table) {
         for (uint64_t k = 0; k < 100000; k++) {
             uint32_t w[4];
             rng_block(&rs, k + 500000, w);
-            chunk_add(&g, &cc, (unsigned __int128)1 << 95 | (unsigned __int128)w[0] << 64 | (unsigned __int128)w[1] << 32 | w[3]);
+            chunk_add_words(&g, &cc, w[0], w[1], w[3]);
         }
         for (long t = 1; t <= g.ymax; t += step) {
             unsigned __int128 u = (unsigned __int128)g.hi[t] << 32 | g.lo[t];
