@@ -436,13 +436,18 @@ END_TEST
 // Flat DP-FL with a fixed clip perturbs a crafted upload (its claim: ε_total over the
 // rounds, Laplace on the L1-clipped update) and keeps it with evidence; with its clip
 // measured on the client's data it refuses one, naming the key that would allow it.
-// flat DP-FL audited through canary clients: with a fixed clip, and with its clip measured
-// on each canary's own data at the global weights (the canary then gets the default norm
-// of a measured clip, larger than any such clip, so the L1 clip sizes its Dirac): five
-// seeds each pass, with evidence found.
-START_TEST(flat_laplace_is_audited) {
+// flat DP-FL with a fixed clip, audited through canary clients: five seeds pass, with
+// evidence found.
+START_TEST(flat_laplace_fixed_clip_is_audited) {
     no_false_alarm("{\"name\":\"flat-laplace\",\"epsilon_total\":4,\"clip\":1}",
                    ONE_RUN(", \"observer\": \"uploads\""), 1);
+}
+END_TEST
+
+// flat DP-FL with its clip measured on each canary's own data at the global weights: the
+// canary gets the default norm of a measured clip, larger than any such clip, so the L1
+// clip sizes its Dirac; five seeds pass, with evidence found, against the conditional claim.
+START_TEST(flat_laplace_measured_clip_is_audited) {
     no_false_alarm("{\"name\":\"flat-laplace\",\"epsilon_total\":4}", ONE_RUN(", \"observer\": \"uploads\""), 1);
     cJSON *r = audit(FED_ONE_RUN, "{\"name\":\"flat-laplace\",\"epsilon_total\":4}",
                      ONE_RUN(", \"observer\": \"uploads\""), 1);
@@ -771,7 +776,8 @@ Suite *suite_audit_training(void) {
     tcase_add_test(t, ldp_is_audited_per_coordinate);
     tcase_add_test(t, ldp_controls_are_caught);
     tcase_add_test(t, corrected_ldp_no_false_alarm);
-    tcase_add_test(t, flat_laplace_is_audited);
+    tcase_add_test(t, flat_laplace_fixed_clip_is_audited);
+    tcase_add_test(t, flat_laplace_measured_clip_is_audited);
     tcase_add_test(t, layerwise_is_audited);
     suite_add_tcase(s, t);
     TCase *m = tcase_create("audit_training_multi_run");
