@@ -446,13 +446,16 @@ END_TEST
 
 // flat DP-FL with its clip measured on each canary's own data at the global weights: the
 // canary gets the default norm of a measured clip, larger than any such clip, so the L1
-// clip sizes its Dirac; five seeds pass, with evidence found, against the conditional claim.
+// clip sizes its Dirac; the audit passes against the conditional claim with evidence found
+// (one seed: each canary measures its clip, too slow under the sanitizer for five; the
+// table's 20 repeats are in docs/auditing.md).
 START_TEST(flat_laplace_measured_clip_is_audited) {
-    no_false_alarm("{\"name\":\"flat-laplace\",\"epsilon_total\":4}", ONE_RUN(", \"observer\": \"uploads\""), 1);
     cJSON *r = audit(FED_ONE_RUN, "{\"name\":\"flat-laplace\",\"epsilon_total\":4}",
                      ONE_RUN(", \"observer\": \"uploads\""), 1);
     ck_assert_double_eq(num(r, "canary_norm"), 1e6);
     ck_assert_str_eq(cJSON_GetObjectItem(r, "claim_source")->valuestring, "sound, conditional");
+    double e = num(r, "epsilon_lower_bound"), c = num(r, "epsilon_claimed");
+    ck_assert_msg(e > 0 && e <= c, "eps_hat %g against %g", e, c);
     cJSON_Delete(r);
 }
 END_TEST
