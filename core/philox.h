@@ -147,11 +147,10 @@ static inline void philox16_prepare(Philox16 *p, uint32_t k0, uint32_t k1, uint3
     p->k1 = k1 + PHILOX_W1;
 }
 
-// Blocks lo32 + 0..15 (lo32 = the low 32 bits of the first block index; the 16 must not
-// straddle a multiple of 2^32): out[j][l] = word j of block lo32 + l.
-static inline void philox16_blocks(const Philox16 *p, uint32_t lo32, PhiloxU32x16 out[4]) {
-    const PhiloxU32x16 iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
-    PhiloxU32x16 c0 = iota + lo32, a3, x1;
+// The 16 blocks whose index has low 32 bits lo32[l] (and the high bits p was prepared
+// for): out[j][l] = word j of block lo32[l].
+static inline void philox16_blocks_at(const Philox16 *p, PhiloxU32x16 c0, PhiloxU32x16 out[4]) {
+    PhiloxU32x16 a3, x1;
     PhiloxU32x16 a2 = philox_mulhilo16(c0, PHILOX_M0, &a3) ^ p->r1_xor;   // round 1
     PhiloxU32x16 x0 = philox_mulhilo16(a2, PHILOX_M1, &x1) ^ p->r2_xor0;  // round 2
     PhiloxU32x16 x2 = a3 ^ p->r2_xor2, x3 = a3 * 0u + p->r2_c3;
@@ -165,6 +164,13 @@ static inline void philox16_blocks(const Philox16 *p, uint32_t lo32, PhiloxU32x1
     out[1] = x1;
     out[2] = x2;
     out[3] = x3;
+}
+
+// Blocks lo32 + 0..15 (lo32 = the low 32 bits of the first block index; the 16 must not
+// straddle a multiple of 2^32): out[j][l] = word j of block lo32 + l.
+static inline void philox16_blocks(const Philox16 *p, uint32_t lo32, PhiloxU32x16 out[4]) {
+    const PhiloxU32x16 iota = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+    philox16_blocks_at(p, iota + lo32, out);
 }
 
 // Vector shuffles with constant indices: __builtin_shufflevector in Clang and GCC >= 12,

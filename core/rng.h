@@ -51,6 +51,18 @@ static inline double rng_u01d(uint32_t hi, uint32_t lo) {
     return ((double)(((uint64_t)(hi >> 5) << 26) | (lo >> 6)) + 0.5) * (1.0 / 9007199254740992.0);
 }
 
+// A sub-stream of s: the same seed, round and client, its purpose with bit 12 + tag set
+// (purposes stay below 2^12; the counter holds 16 bits of it), for a procedure that
+// indexes more than one sequence of blocks alike (the safe Gaussian's, defenses/dgauss.h).
+#define RNG_SUBSTREAM_SHIFT 12
+static inline RngStream rng_substream(const RngStream *s, unsigned tag) {
+    RngStream t = *s;
+    t.purpose |= 1u << (RNG_SUBSTREAM_SHIFT + tag);
+    t.next = 0;
+    t.buf_left = 0;
+    return t;
+}
+
 // Element-indexed draws (one block per index): these are what defenses use, so that
 // the noise on parameter i is the same however the loop is split.
 double rng_uniform_at(const RngStream *s, uint64_t index);      // (0,1), words 0-1

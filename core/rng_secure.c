@@ -64,7 +64,8 @@ int rng_secure_purpose(RngPurpose purpose) {
 
 void rng_secure_block(const RngStream *s, uint64_t index, uint32_t out[4]) {
     uint64_t blk = index >> 2;
-    uint32_t nonce[3] = {(uint32_t)(blk >> 32), s->round, s->client}, w[16];
+    // The purpose keeps a stream's sub-streams (rng_substream), which share its key, apart.
+    uint32_t nonce[3] = {(uint32_t)(blk >> 32) | s->purpose << 16, s->round, s->client}, w[16];
     chacha20_block(s->secure_key, (uint32_t)blk, nonce, w);
     memcpy(out, w + 4 * (index & 3u), 4 * sizeof(uint32_t));
 }

@@ -42,8 +42,9 @@ FpStatus rng_secure_check(FpError *err);
 int rng_secure_purpose(RngPurpose purpose);
 
 // Block `index` of a secure stream: words 4(i mod 4) .. 4(i mod 4)+3 of ChaCha20 block
-// i / 4 (the 64-bit block number split over the counter and the first nonce word;
-// nonce words 1-2 are the round and client, for domain separation only).
+// i / 4 (the block number split over the counter and the first nonce word's low 16 bits,
+// the purpose in its high 16; nonce words 1-2 are the round and client, for domain
+// separation only).
 void rng_secure_block(const RngStream *s, uint64_t index, uint32_t out[4]);
 
 #endif

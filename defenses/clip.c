@@ -206,9 +206,7 @@ void clip_aggregate_fixed(const float *const *uploads, const double *weights, in
             if (L->trainable && safe) {
                 for (int c = 0; c < k; c++)
                     s += dgauss_grid_round(uploads[c][i], grid);
-                uint32_t w[4];
-                rng_block(rng, i, w);
-                out[i] = (float)(grid * (s + (double)dgauss_wide_draw(&noise->table, w)) / m);
+                out[i] = (float)(grid * (s + (double)dgauss_wide_draw_at(&noise->table, rng, i)) / m);
             } else if (L->trainable) {
                 for (int c = 0; c < k; c++)
                     s += uploads[c][i];

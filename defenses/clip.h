@@ -40,7 +40,7 @@ double clip_scale(double norm, double c);
 //
 //   "safe" (default): element i becomes g·(round(x[i]/g) + J_i), J_i ~ N_Z(0, S²) the
 //       discrete Gaussian (Canonne, Kamath, Steinke 2020) from the wide table
-//       (defenses/dgauss.h) on the words of Philox block i, g = std/S the grid. Rounding
+//       (defenses/dgauss.h) on element i's words (dgauss_wide_words), g = std/S the grid. Rounding
 //       is to the nearest grid point, deterministic: a vector of d noised coordinates moves
 //       by at most √d/2 steps, so a query of L2 sensitivity Δ (one vector added or removed)
 //       has sensitivity at most Δ/g + √d/2 steps on the grid, and at most Δ/g + √d for two
@@ -66,17 +66,15 @@ typedef struct ClipNoise {
 FpStatus clip_noise_parse(const cJSON *params, const char *path, const ParamTable *t, ClipNoise *n, FpError *err);
 FpStatus clip_noise_build(ClipNoise *n, double ratio, FpError *err);
 void clip_noise_free(ClipNoise *n);
-// Element i of x noised with std (see above); rng's block i gives its words.
+// Element i of x noised with std (see above): element i of rng gives its words.
 static inline float clip_noise_one(const ClipNoise *n, float x, uint64_t i, const RngStream *rng, double std) {
     if (!n->safe)
         return (float)(x + std * rng_normal_at(rng, i));
-    uint32_t w[4];
-    rng_block(rng, i, w);
-    return dgauss_wide_value(&n->table, std / n->table.sigma, x, w);
+    return dgauss_wide_value_at(&n->table, std / n->table.sigma, x, rng, i);
 }
-// x[k] for k < count noised with std as element first + k (rng's block first + k): the one
-// loop every noised vector goes through (the safe sampler 16 elements at a time,
-// dgauss_wide_add, bit for bit clip_noise_one). Nothing when std <= 0.
+// x[k] for k < count noised with std as element first + k of rng: the one loop every
+// noised vector goes through (the safe sampler a chunk at a time, dgauss_wide_add, bit for
+// bit clip_noise_one). Nothing when std <= 0.
 void clip_noise_add_at(const ClipNoise *n, float *x, size_t count, const RngStream *rng, uint64_t first, double std);
 // Every trainable element of x noised with std (nothing when std <= 0).
 void clip_noise_add(const ClipNoise *n, float *x, const ParamTable *t, const RngStream *rng, double std);

@@ -7,6 +7,10 @@
 
 #include "core/philox.h"
 
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+#include <immintrin.h>
+#endif
+
 FpStatus dgauss_init(DGauss *g, double sigma, FpError *err) {
     if (!(sigma >= 0.5 && sigma <= DGAUSS_SIGMA_MAX))
         return fp_fail(err, FP_EPARAM, "discrete Gaussian: sigma %g grid steps is outside [0.5, %g]", sigma,
@@ -353,43 +357,98 @@ static long wide_cell_descend(const DGaussWide *g, uint64_t e, int shift, uint64
     return pos;
 }
 
-// dgauss_wide_draw for DGAUSS_WIDE_CHUNK elements (words w0, w1, w3 of each) into jv, in passes
-// whose reads do not wait on each other: (1) every element's bucket (DGAUSS_WIDE_CELL),
-// without branches on the data, which decides those whose bucket holds at most 4
-// thresholds and no key ties; (2) the first sub-cells of the others; (3) the rest of their
-// way down (wide_cell_descend).
-void dgauss_wide_draw_chunk(const DGaussWide *g, const uint32_t *w0, const uint32_t *w1, const uint32_t *w3,
-                            double *jv) {
-    uint8_t slow[DGAUSS_WIDE_CHUNK];
+// The bucket entry e of u's top 16 bits decides |J| from w0 alone (u's next 10 bits are
+// its key, wide_cell_pos) unless it is not a leaf or a key equals u's: *undecided is then
+// 1. Unlike wide_cell_pos this does not look at the count, so a missing key (1023) ties
+// u's key 1023 too: one draw in 1024 goes down the slow way for nothing, and the test is
+// a compare fewer. Branch-free, so that a loop of it vectorises.
+static inline uint64_t wide_bucket_pos(uint64_t e, uint32_t w0, uint64_t *undecided) {
+    uint64_t uk = (w0 >> (WIDE_BUCKET_SHIFT - 42)) & 1023u;
+    uint64_t pos = (e >> 43) & 0xfffffu, t = e >> 63;
+    for (uint64_t k = 0; k < 4; k++) {
+        uint64_t key = (e >> (10 * k)) & 1023u;
+        pos += uk > key;
+        t |= uk == key;
+    }
+    *undecided = t;
+    return pos;
+}
+
+static inline uint64_t wide_bucket_of(const DGaussWide *g, uint32_t w0) {
+    return g->bucket[(w0 & 0x7fffffffu) >> (WIDE_BUCKET_SHIFT - 32)];
+}
+
+#if defined(__AVX512F__) && defined(__AVX512DQ__)
+// wide_bucket_pos on 8 elements a step in AVX-512, whose compares give the undecided
+// elements as a bit mask (the portable loop below stores a byte per element and scans
+// them).
+int dgauss_wide_chunk_head(const DGaussWide *g, const uint32_t *w0, double *jv, uint16_t *slow) {
+    uint64_t cell[DGAUSS_WIDE_CHUNK] __attribute__((aligned(64)));
+    const __m512i low31 = _mm512_set1_epi64(0x7fffffff), k1023 = _mm512_set1_epi64(1023);
+    const __m512i pos_bits = _mm512_set1_epi64(0xfffff), sign = _mm512_set1_epi64(0x80000000);
+    const __m512i minus_one = _mm512_set1_epi64(-1), zero = _mm512_setzero_si512();
+    for (int l = 0; l < DGAUSS_WIDE_CHUNK; l += 8) {   // the reads alone, so that they overlap
+        __m512i w = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(w0 + l)));
+        __m512i b = _mm512_srli_epi64(_mm512_and_si512(w, low31), WIDE_BUCKET_SHIFT - 32);
+        _mm512_store_si512(cell + l, _mm512_i64gather_epi64(b, (const void *)g->bucket, 8));
+    }
+    uint8_t undecided[DGAUSS_WIDE_CHUNK / 8] __attribute__((aligned(8)));
+    for (int l = 0; l < DGAUSS_WIDE_CHUNK; l += 8) {
+        __m512i w = _mm512_cvtepu32_epi64(_mm256_loadu_si256((const __m256i *)(w0 + l)));
+        __m512i e = _mm512_load_si512(cell + l);
+        __m512i uk = _mm512_and_si512(_mm512_srli_epi64(w, WIDE_BUCKET_SHIFT - 42), k1023);
+        __m512i pos = _mm512_and_si512(_mm512_srli_epi64(e, 43), pos_bits);
+        __mmask8 t = _mm512_movepi64_mask(e);   // bit 63: not a leaf
+        __m512i keys[4] = {_mm512_and_si512(e, k1023), _mm512_and_si512(_mm512_srli_epi64(e, 10), k1023),
+                           _mm512_and_si512(_mm512_srli_epi64(e, 20), k1023),
+                           _mm512_and_si512(_mm512_srli_epi64(e, 30), k1023)};
+        for (int k = 0; k < 4; k++) {
+            pos = _mm512_mask_sub_epi64(pos, _mm512_cmpgt_epu64_mask(uk, keys[k]), pos, minus_one);
+            t |= _mm512_cmpeq_epu64_mask(uk, keys[k]);
+        }
+        pos = _mm512_mask_sub_epi64(pos, _mm512_test_epi64_mask(w, sign), zero, pos);   // J's sign
+        _mm512_storeu_pd(jv + l, _mm512_cvtepi64_pd(pos));
+        undecided[l / 8] = (uint8_t)t;
+    }
+    int n_slow = 0;
+    for (int q = 0; q < DGAUSS_WIDE_CHUNK / 64; q++) {   // the undecided ones, in order (about 2.4%)
+        uint64_t m;
+        memcpy(&m, undecided + 8 * q, sizeof m);
+        for (; m; m &= m - 1)
+            slow[n_slow++] = (uint16_t)(64 * q + __builtin_ctzll(m));
+    }
+    return n_slow;
+}
+#else
+int dgauss_wide_chunk_head(const DGaussWide *g, const uint32_t *w0, double *jv, uint16_t *slow) {
     uint64_t cell[DGAUSS_WIDE_CHUNK];
     uint64_t undecided[DGAUSS_WIDE_CHUNK / 8]; // a byte per element: 1 where the bucket cannot decide
-    int n_slow = 0;
     for (int l = 0; l < DGAUSS_WIDE_CHUNK; l++)   // the reads alone, so that they overlap
-        cell[l] = g->bucket[(w0[l] & 0x7fffffffu) >> (WIDE_BUCKET_SHIFT - 32)];
-    // wide_cell_pos on every element in 64-bit lanes without a data-dependent store, so
-    // that it vectorises; u's key bits, the 10 below the bucket's, are in w0.
+        cell[l] = wide_bucket_of(g, w0[l]);
+    // In 64-bit lanes without a data-dependent store, so that it vectorises.
     uint8_t *undecided_byte = (uint8_t *)undecided;
     for (int l = 0; l < DGAUSS_WIDE_CHUNK; l++) {
-        uint64_t e = cell[l], uk = (w0[l] >> (WIDE_BUCKET_SHIFT - 42)) & 1023u, cnt = (e >> 40) & 7u;
-        uint64_t pos = (e >> 43) & 0xfffffu, t = e >> 63;
-        for (uint64_t k = 0; k < 4; k++) {
-            uint64_t key = (e >> (10 * k)) & 1023u;
-            pos += uk > key;
-            t |= (k < cnt) & (uk == key);
-        }
+        uint64_t t, pos = wide_bucket_pos(cell[l], w0[l], &t);
         int64_t negative = -(int64_t)(w0[l] >> 31);   // J's sign bit: all ones or zero
         jv[l] = (double)(((int64_t)pos ^ negative) - negative);
         undecided_byte[l] = (uint8_t)t;
     }
-    for (int q = 0; q < DGAUSS_WIDE_CHUNK / 8; q++)   // the undecided ones, in order (about 2.3%)
+    int n_slow = 0;
+    for (int q = 0; q < DGAUSS_WIDE_CHUNK / 8; q++)   // the undecided ones, in order (about 2.4%)
         for (uint64_t w = undecided[q]; w; w &= w - 1)
-            slow[n_slow++] = (uint8_t)(8 * q + (__builtin_ctzll(w) >> 3));
+            slow[n_slow++] = (uint16_t)(8 * q + (__builtin_ctzll(w) >> 3));
+    return n_slow;
+}
+#endif
+
+void dgauss_wide_chunk_tail(const DGaussWide *g, const uint32_t *w0, const uint16_t *slow, int n_slow,
+                            const uint32_t *t1, const uint32_t *t3, double *jv) {
     // Their first sub-cell reads, together; then each goes down its cells (a level more for
     // about one draw in 1000) and decides by the keys, or by its leaf's thresholds on a tie.
+    uint64_t cell[DGAUSS_WIDE_CHUNK];
     uint8_t shift[DGAUSS_WIDE_CHUNK];
     for (int k = 0; k < n_slow; k++) {
-        int l = slow[k];
-        uint64_t uh = ((uint64_t)(w0[l] & 0x7fffffffu) << 32) | w1[l];
+        uint64_t uh = ((uint64_t)(w0[slow[k]] & 0x7fffffffu) << 32) | t1[k];
         uint64_t e = g->bucket[uh >> WIDE_BUCKET_SHIFT];
         int down = e >> 62 == 2;
         cell[k] = down ? g->sub[(uint32_t)e + ((uh >> (WIDE_BUCKET_SHIFT - 4)) & 15u)] : e;
@@ -397,47 +456,106 @@ void dgauss_wide_draw_chunk(const DGaussWide *g, const uint32_t *w0, const uint3
     }
     for (int k = 0; k < n_slow; k++) {
         int l = slow[k];
-        uint64_t uh = ((uint64_t)(w0[l] & 0x7fffffffu) << 32) | w1[l];
-        long m = wide_cell_descend(g, cell[k], shift[k], uh, w3[l]);
+        uint64_t uh = ((uint64_t)(w0[l] & 0x7fffffffu) << 32) | t1[k];
+        long m = wide_cell_descend(g, cell[k], shift[k], uh, t3[k]);
         jv[l] = (double)(w0[l] >> 31 ? -m : m);
     }
 }
 
-void dgauss_wide_add(const DGaussWide *g, double grid, float *x, size_t n, const RngStream *s, uint64_t first) {
-    size_t i = 0;
-    uint32_t w[4];
-    for (; i < n && ((first + i) & 15u); i++) {
-        rng_block(s, first + i, w);
-        x[i] = dgauss_wide_value(g, grid, x[i], w);
+void dgauss_wide_draw_chunk(const DGaussWide *g, const uint32_t *w0, const uint32_t *w1, const uint32_t *w3,
+                            double *jv) {
+    uint16_t slow[DGAUSS_WIDE_CHUNK];
+    uint32_t t1[DGAUSS_WIDE_CHUNK], t3[DGAUSS_WIDE_CHUNK];
+    int n_slow = dgauss_wide_chunk_head(g, w0, jv, slow);
+    for (int k = 0; k < n_slow; k++) {
+        t1[k] = w1[slow[k]];
+        t3[k] = w3[slow[k]];
     }
-    if (!s->secure) {   // secure streams (core/rng_secure.h) draw through rng_block only
-        Philox16 ph = {0};
-        uint64_t hi = UINT64_MAX;
-        uint32_t w0[DGAUSS_WIDE_CHUNK], w1[DGAUSS_WIDE_CHUNK], w3[DGAUSS_WIDE_CHUNK];
-        double jv[DGAUSS_WIDE_CHUNK];
-        for (; i + DGAUSS_WIDE_CHUNK <= n; i += DGAUSS_WIDE_CHUNK) {
-            for (int c = 0; c < DGAUSS_WIDE_CHUNK; c += 16) {
-                uint64_t b0 = first + i + (size_t)c;
-                if ((b0 >> 32) != hi) {
-                    hi = b0 >> 32;
-                    philox16_prepare(&ph, s->key[0], s->key[1], s->purpose, s->round, s->client, hi);
-                }
-                PhiloxU32x16 wv[4];
-                philox16_blocks(&ph, (uint32_t)b0, wv);
-                __builtin_memcpy(w0 + c, &wv[0], sizeof wv[0]);
-                __builtin_memcpy(w1 + c, &wv[1], sizeof wv[1]);
-                __builtin_memcpy(w3 + c, &wv[3], sizeof wv[3]);
-            }
-            dgauss_wide_draw_chunk(g, w0, w1, w3, jv);
-            // dgauss_wide_value's arithmetic, element by element.
-            float *xi = x + i;
-            for (int l = 0; l < DGAUSS_WIDE_CHUNK; l++)
-                xi[l] = (float)(grid * (dgauss_grid_round(xi[l], grid) + jv[l]));
+    dgauss_wide_chunk_tail(g, w0, slow, n_slow, t1, t3, jv);
+}
+
+void dgauss_wide_words(const RngStream *s, uint64_t i, uint32_t w[4]) {
+    RngStream head = rng_substream(s, DGAUSS_WIDE_HEAD), tail = rng_substream(s, DGAUSS_WIDE_TAIL);
+    uint32_t b[4];
+    rng_block(&head, i >> 2, b);
+    rng_block(&tail, i, w);
+    w[0] = b[i & 3u];
+}
+
+long dgauss_wide_draw_at(const DGaussWide *g, const RngStream *s, uint64_t i) {
+    RngStream head = rng_substream(s, DGAUSS_WIDE_HEAD);
+    uint32_t b[4];
+    rng_block(&head, i >> 2, b);
+    uint32_t w0 = b[i & 3u];
+    uint64_t undecided, m = wide_bucket_pos(wide_bucket_of(g, w0), w0, &undecided);
+    if (undecided) {   // u's other 64 bits (the same |J| as the cells' descent)
+        RngStream tail = rng_substream(s, DGAUSS_WIDE_TAIL);
+        rng_block(&tail, i, b);
+        b[0] = w0;
+        return dgauss_wide_draw(g, b);
+    }
+    return w0 >> 31 ? -(long)m : (long)m;
+}
+
+// The head words of the DGAUSS_WIDE_CHUNK elements from c (a multiple of the chunk, so
+// that its blocks share their high bits): 32 head blocks from c/4, 16 at a time.
+static void wide_head_words(Philox16 *ph, uint64_t *ph_hi, const RngStream *head, uint64_t c, uint32_t *w0) {
+    for (int q = 0; q < DGAUSS_WIDE_CHUNK; q += 64) {
+        uint64_t b0 = (c + (uint64_t)q) >> 2;
+        if ((b0 >> 32) != *ph_hi) {
+            *ph_hi = b0 >> 32;
+            philox16_prepare(ph, head->key[0], head->key[1], head->purpose, head->round, head->client, *ph_hi);
+        }
+        PhiloxU32x16 wv[4];
+        philox16_blocks(ph, (uint32_t)b0, wv);
+        philox16_interleave4(wv, w0 + q);
+    }
+}
+
+// The tail words (words 1 and 3 of block c + slow[k]) of the chunk's undecided elements,
+// 16 blocks per vectorised call.
+static void wide_tail_words(Philox16 *pt, uint64_t *pt_hi, const RngStream *tail, uint64_t c, const uint16_t *slow,
+                            int n_slow, uint32_t *t1, uint32_t *t3) {
+    if ((c >> 32) != *pt_hi) {
+        *pt_hi = c >> 32;
+        philox16_prepare(pt, tail->key[0], tail->key[1], tail->purpose, tail->round, tail->client, *pt_hi);
+    }
+    for (int k = 0; k < n_slow; k += 16) {
+        PhiloxU32x16 cv, wv[4];
+        for (int l = 0; l < 16; l++)
+            cv[l] = (uint32_t)c + slow[k + l < n_slow ? k + l : n_slow - 1];
+        philox16_blocks_at(pt, cv, wv);
+        for (int l = 0; l < 16 && k + l < n_slow; l++) {
+            t1[k + l] = wv[1][l];
+            t3[k + l] = wv[3][l];
         }
     }
-    for (; i < n; i++) {
-        rng_block(s, first + i, w);
-        x[i] = dgauss_wide_value(g, grid, x[i], w);
+}
+
+void dgauss_wide_add(const DGaussWide *g, double grid, float *x, size_t n, const RngStream *s, uint64_t first) {
+    if (s->secure) {   // secure streams (core/rng_secure.h) draw through rng_block only
+        for (size_t i = 0; i < n; i++)
+            x[i] = dgauss_wide_value_at(g, grid, x[i], s, first + i);
+        return;
+    }
+    RngStream head = rng_substream(s, DGAUSS_WIDE_HEAD), tail = rng_substream(s, DGAUSS_WIDE_TAIL);
+    Philox16 ph = {0}, pt = {0};
+    uint64_t ph_hi = UINT64_MAX, pt_hi = UINT64_MAX, end = first + n;
+    uint32_t w0[DGAUSS_WIDE_CHUNK], t1[DGAUSS_WIDE_CHUNK], t3[DGAUSS_WIDE_CHUNK];
+    uint16_t slow[DGAUSS_WIDE_CHUNK];
+    double jv[DGAUSS_WIDE_CHUNK];
+    // Whole chunks, aligned: the elements of the first and last outside [first, end) are
+    // drawn and not used.
+    for (uint64_t c = first & ~(uint64_t)(DGAUSS_WIDE_CHUNK - 1); c < end; c += DGAUSS_WIDE_CHUNK) {
+        wide_head_words(&ph, &ph_hi, &head, c, w0);
+        int n_slow = dgauss_wide_chunk_head(g, w0, jv, slow);
+        wide_tail_words(&pt, &pt_hi, &tail, c, slow, n_slow, t1, t3);
+        dgauss_wide_chunk_tail(g, w0, slow, n_slow, t1, t3, jv);
+        // dgauss_wide_value_at's arithmetic, element by element.
+        size_t lo = c < first ? (size_t)(first - c) : 0, hi = end - c < DGAUSS_WIDE_CHUNK ? (size_t)(end - c) : DGAUSS_WIDE_CHUNK;
+        float *xs = x + (c + lo - first);   // xs[l - lo] is element c + l
+        for (size_t l = lo; l < hi; l++)
+            xs[l - lo] = (float)(grid * (dgauss_grid_round(xs[l - lo], grid) + jv[l]));
     }
 }
 

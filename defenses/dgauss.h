@@ -165,18 +165,42 @@ static inline long dgauss_wide_draw_ref(const DGaussWide *g, const uint32_t w[4]
     return w[0] >> 31 ? -pos : pos;
 }
 
-// x[i] <- dgauss_wide_value(g, grid, x[i], block first + i of s) for i < n: the same
-// floats, bit for bit, 16 elements at a time: one vectorised Philox call for 16 blocks,
-// then for each element one 8-byte read of its bucket (`bucket`, 512 KiB), which decides J
-// without a branch when the bucket holds at most 4 thresholds and u's bits 46..37 differ
-// from each one's (about 97.7% of draws at the defenses' σ); most others are decided by
-// one sub-cell (`sub`), the rest further down the cells (DGAUSS_WIDE_CELL). Element-indexed:
-// any split of [0, n) gives the same result.
+// The words of element i of a stream s, what dgauss_wide_add and dgauss_wide_draw_at draw:
+// w[0] (J's sign in bit 31 and u's top 31 bits) is word i mod 4 of block ⌊i/4⌋ of the
+// sub-stream DGAUSS_WIDE_HEAD (rng_substream), and w[1], w[3] (u's other 64 bits; w[2] is
+// unused) are words 1 and 3 of block i of the sub-stream DGAUSS_WIDE_TAIL. Every word of
+// every element comes from its own place, so they are as independent and uniform as one
+// block's four, and J's law is the same; but the tail block is only computed for the
+// about 2.3% of draws whose bucket w[0] does not decide: about 0.27 Philox blocks per
+// element instead of one.
+#define DGAUSS_WIDE_HEAD 0   // rng_substream tags
+#define DGAUSS_WIDE_TAIL 1
+void dgauss_wide_words(const RngStream *s, uint64_t i, uint32_t w[4]);
+
+// dgauss_wide_draw on element i's words (dgauss_wide_words), its tail block computed only
+// where the head word's bucket cannot decide.
+long dgauss_wide_draw_at(const DGaussWide *g, const RngStream *s, uint64_t i);
+
+// x[i] <- dgauss_wide_value_at(g, grid, x[i], s, first + i) for i < n: the same floats, bit
+// for bit, a chunk of DGAUSS_WIDE_CHUNK aligned elements at a time: two vectorised Philox
+// calls for the chunk's 32 head blocks, then for each element one 8-byte read of its
+// bucket (`bucket`, 512 KiB), which decides J without a branch when the bucket holds at
+// most 4 thresholds and u's bits 46..37 differ from each one's (about 97.7% of draws at the
+// defenses' σ); for the others one vectorised call for up to 16 tail blocks, and most are
+// then decided by one sub-cell (`sub`), the rest further down the cells
+// (DGAUSS_WIDE_CELL). Element-indexed: any split of [0, n) gives the same result.
 void dgauss_wide_add(const DGaussWide *g, double grid, float *x, size_t n, const RngStream *s, uint64_t first);
 
-// dgauss_wide_draw for DGAUSS_WIDE_CHUNK elements at once, what dgauss_wide_add runs: j[l] =
-// dgauss_wide_draw on the words (w0[l], w1[l], -, w3[l]), as a double.
-#define DGAUSS_WIDE_CHUNK 128
+// The two passes of dgauss_wide_add over a chunk. dgauss_wide_chunk_head: jv[l] for the
+// elements whose bucket decides from the head word w0[l]; the others' indices, in order,
+// into slow[], and their count returned. dgauss_wide_chunk_tail: jv[slow[k]] for those,
+// t1[k] and t3[k] their tail words.
+#define DGAUSS_WIDE_CHUNK 512
+int dgauss_wide_chunk_head(const DGaussWide *g, const uint32_t *w0, double *jv, uint16_t *slow);
+void dgauss_wide_chunk_tail(const DGaussWide *g, const uint32_t *w0, const uint16_t *slow, int n_slow,
+                            const uint32_t *t1, const uint32_t *t3, double *jv);
+// Both passes on DGAUSS_WIDE_CHUNK elements' full words: j[l] = dgauss_wide_draw on the words
+// (w0[l], w1[l], -, w3[l]), as a double.
 void dgauss_wide_draw_chunk(const DGaussWide *g, const uint32_t *w0, const uint32_t *w1, const uint32_t *w3,
                             double *j);
 
@@ -187,10 +211,11 @@ long double dgauss_wide_pmf(const DGaussWide *g, long j);
 // a vector of d coordinates moves by at most √d/2 steps.
 static inline double dgauss_grid_round(float x, double grid) { return nearbyint((double)x / grid); }
 
-// One element of noise on a grid: grid·(dgauss_grid_round(x) + J), J from the element's
-// block words. The float result is a function of the integer alone (post-processing).
-static inline float dgauss_wide_value(const DGaussWide *g, double grid, float x, const uint32_t w[4]) {
-    return (float)(grid * (dgauss_grid_round(x, grid) + (double)dgauss_wide_draw(g, w)));
+// One element of noise on a grid: grid·(dgauss_grid_round(x) + J), J element i's draw
+// (dgauss_wide_draw_at). The float result is a function of the integer alone
+// (post-processing).
+static inline float dgauss_wide_value_at(const DGaussWide *g, double grid, float x, const RngStream *s, uint64_t i) {
+    return (float)(grid * (dgauss_grid_round(x, grid) + (double)dgauss_wide_draw_at(g, s, i)));
 }
 
 #endif

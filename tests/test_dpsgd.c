@@ -323,11 +323,12 @@ static int dgauss_moments_ok(const double *x, size_t n, double v) {
 }
 
 // The safe sampler (the default of the dp-sgd defense): with an empty batch the step is
-// g·J_k / denominator with J_k = dgauss_wide_draw on Philox block first + k, bit for bit,
+// g·J_k / denominator with J_k the plain search (dgauss_wide_draw_ref) on element first + k's
+// words (dgauss_wide_words), bit for bit,
 // g = σC/T the grid (T the table's σ in grid steps); the noise on the sum, x_k = g·J_k,
 // has mean 0 and variance g²·Var(J) within 6 SE over 4 steps; the control: a step at
-// 0.9σ (a broken scale) fails the same check. The 16-at-a-time path equals the
-// per-element oracle for any split of the elements.
+// 0.9σ (a broken scale) fails the same check. The chunked path equals the per-element
+// one (clip_noise_one) for any split of the elements.
 START_TEST(safe_noise_is_the_discrete_gaussian) {
     Dataset *d = make_data(4, 1, 6, 6, 5, 0, 2);
     Model *m = make_model("{\"name\":\"mlp\",\"hidden\":[256]}", d, backend_cpu());
@@ -351,8 +352,8 @@ START_TEST(safe_noise_is_the_discrete_gaussian) {
         ck_assert_int_eq(dpsgd_step(m, t, d, NULL, 0, &cfg, &rs, first, g, NULL, NULL), FP_OK);
         for (size_t k = 0; k < np; k++) {
             uint32_t w[4];
-            rng_block(&rs, first + k, w);
-            long j = dgauss_wide_draw(tab, w);
+            dgauss_wide_words(&rs, first + k, w);
+            long j = dgauss_wide_draw_ref(tab, w);
             ck_assert_msg(g[k] == (float)(grid * (double)j) * (float)(1.0 / den), "step %d element %zu", s, k);
             x[s * np + k] = grid * (double)j;
         }
@@ -363,7 +364,7 @@ START_TEST(safe_noise_is_the_discrete_gaussian) {
     double v = grid * grid * tab->variance;
     ck_assert_msg(dgauss_moments_ok(x, np * STEPS, v), "the safe step's noise is not g N_Z(0, T^2)");
     ck_assert_msg(!dgauss_moments_ok(x_weak, np * STEPS, v), "control: 0.9 sigma passes the noise check");
-    // Element-indexed: the vector path over pieces split off the 16-alignment equals the
+    // Element-indexed: the vector path over pieces split off the chunks' alignment equals the
     // per-element oracle over the whole (non-zero inputs, so the rounding is exercised).
     float *a = malloc(sizeof(float) * np), *b = malloc(sizeof(float) * np);
     for (size_t k = 0; k < np; k++)
