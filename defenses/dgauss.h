@@ -171,7 +171,7 @@ static inline long dgauss_wide_draw_ref(const DGaussWide *g, const uint32_t w[4]
 // unused) are words 1 and 3 of block i of the sub-stream DGAUSS_WIDE_TAIL. Every word of
 // every element comes from its own place, so they are as independent and uniform as one
 // block's four, and J's law is the same; but the tail block is only computed for the
-// about 2.3% of draws whose bucket w[0] does not decide: about 0.27 Philox blocks per
+// about 2.3% of draws whose bucket w[0] does not decide: about 0.28 Philox blocks per
 // element instead of one.
 #define DGAUSS_WIDE_HEAD 0   // rng_substream tags
 #define DGAUSS_WIDE_TAIL 1
@@ -182,13 +182,14 @@ void dgauss_wide_words(const RngStream *s, uint64_t i, uint32_t w[4]);
 long dgauss_wide_draw_at(const DGaussWide *g, const RngStream *s, uint64_t i);
 
 // x[i] <- dgauss_wide_value_at(g, grid, x[i], s, first + i) for i < n: the same floats, bit
-// for bit, a chunk of DGAUSS_WIDE_CHUNK aligned elements at a time: two vectorised Philox
-// calls for the chunk's 32 head blocks, then for each element one 8-byte read of its
+// for bit, a chunk of DGAUSS_WIDE_CHUNK aligned elements at a time (the chunks at the ends
+// of [first, first + n) are drawn whole and partly used): vectorised Philox calls of 16
+// head blocks (64 elements' head words), then for each element one 8-byte read of its
 // bucket (`bucket`, 512 KiB), which decides J without a branch when the bucket holds at
 // most 4 thresholds and u's bits 46..37 differ from each one's (about 97.7% of draws at the
-// defenses' σ); for the others one vectorised call for up to 16 tail blocks, and most are
-// then decided by one sub-cell (`sub`), the rest further down the cells
-// (DGAUSS_WIDE_CELL). Element-indexed: any split of [0, n) gives the same result.
+// defenses' σ); for the others one vectorised call per 16 tail blocks, and most are then
+// decided by one sub-cell (`sub`), the rest further down the cells (DGAUSS_WIDE_CELL).
+// Element-indexed: any split of [0, n) gives the same result.
 void dgauss_wide_add(const DGaussWide *g, double grid, float *x, size_t n, const RngStream *s, uint64_t first);
 
 // The two passes of dgauss_wide_add over a chunk. dgauss_wide_chunk_head: jv[l] for the
