@@ -35,14 +35,28 @@ RngStream rng_stream(uint64_t seed, RngPurpose purpose, uint32_t round, uint32_t
     return s;
 }
 
+// Block `index` of s's Philox sequence with counter purpose `purpose`.
+static inline void philox_stream_block(const RngStream *s, uint32_t purpose, uint64_t index, uint32_t out[4]) {
+    uint32_t ctr[4];
+    philox_counter(index, purpose, s->round, s->client, ctr);
+    philox_block(ctr, s->key[0], s->key[1], out);
+}
+
 void rng_block(const RngStream *s, uint64_t index, uint32_t out[4]) {
     if (s->secure) { // ChaCha20 under the stream's OS key (core/rng_secure.h)
         rng_secure_block(s, index, out);
         return;
     }
-    uint32_t ctr[4];
-    philox_counter(index, s->purpose, s->round, s->client, ctr);
-    philox_block(ctr, s->key[0], s->key[1], out);
+    philox_stream_block(s, s->purpose, index, out);
+}
+
+void rng_substream_block(const RngStream *s, unsigned tag, uint64_t index, uint32_t out[4]) {
+    if (s->secure) {
+        RngStream t = rng_substream(s, tag);
+        rng_secure_block(&t, index, out);
+        return;
+    }
+    philox_stream_block(s, rng_substream_purpose(s->purpose, tag), index, out);
 }
 
 double rng_uniform_at(const RngStream *s, uint64_t index) {

@@ -55,13 +55,19 @@ static inline double rng_u01d(uint32_t hi, uint32_t lo) {
 // (purposes stay below 2^12; the counter holds 16 bits of it), for a procedure that
 // indexes more than one sequence of blocks alike (the safe Gaussian's, defenses/dgauss.h).
 #define RNG_SUBSTREAM_SHIFT 12
+static inline uint32_t rng_substream_purpose(uint32_t purpose, unsigned tag) {
+    return purpose | 1u << (RNG_SUBSTREAM_SHIFT + tag);
+}
 static inline RngStream rng_substream(const RngStream *s, unsigned tag) {
     RngStream t = *s;
-    t.purpose |= 1u << (RNG_SUBSTREAM_SHIFT + tag);
+    t.purpose = rng_substream_purpose(s->purpose, tag);
     t.next = 0;
     t.buf_left = 0;
     return t;
 }
+// rng_block(&rng_substream(s, tag), index, out), without copying the stream (the per-element
+// paths call it once or twice an element).
+void rng_substream_block(const RngStream *s, unsigned tag, uint64_t index, uint32_t out[4]);
 
 // Element-indexed draws (one block per index): these are what defenses use, so that
 // the noise on parameter i is the same however the loop is split.

@@ -474,33 +474,20 @@ void dgauss_wide_draw_chunk(const DGaussWide *g, const uint32_t *w0, const uint3
     dgauss_wide_chunk_tail(g, w0, slow, n_slow, t1, t3, jv);
 }
 
-// Block `index` of s's sub-stream `tag` (rng_substream), without copying the stream where
-// it is Philox.
-static inline void wide_substream_block(const RngStream *s, unsigned tag, uint64_t index, uint32_t out[4]) {
-    if (s->secure) {
-        RngStream t = rng_substream(s, tag);
-        rng_block(&t, index, out);
-        return;
-    }
-    uint32_t ctr[4];
-    philox_counter(index, s->purpose | 1u << (RNG_SUBSTREAM_SHIFT + tag), s->round, s->client, ctr);
-    philox_block(ctr, s->key[0], s->key[1], out);
-}
-
 void dgauss_wide_words(const RngStream *s, uint64_t i, uint32_t w[4]) {
     uint32_t b[4];
-    wide_substream_block(s, DGAUSS_WIDE_HEAD, i >> 2, b);
-    wide_substream_block(s, DGAUSS_WIDE_TAIL, i, w);
+    rng_substream_block(s, DGAUSS_WIDE_HEAD, i >> 2, b);
+    rng_substream_block(s, DGAUSS_WIDE_TAIL, i, w);
     w[0] = b[i & 3u];
 }
 
 long dgauss_wide_draw_at(const DGaussWide *g, const RngStream *s, uint64_t i) {
     uint32_t b[4];
-    wide_substream_block(s, DGAUSS_WIDE_HEAD, i >> 2, b);
+    rng_substream_block(s, DGAUSS_WIDE_HEAD, i >> 2, b);
     uint32_t w0 = b[i & 3u];
     uint64_t undecided, m = wide_bucket_pos(wide_bucket_of(g, w0), w0, &undecided);
     if (undecided) {   // u's other 64 bits (the same |J| as the cells' descent)
-        wide_substream_block(s, DGAUSS_WIDE_TAIL, i, b);
+        rng_substream_block(s, DGAUSS_WIDE_TAIL, i, b);
         b[0] = w0;
         return dgauss_wide_draw(g, b);
     }
