@@ -38,7 +38,7 @@ static uint64_t sample_content(const Dataset *d, uint32_t i) {
 }
 
 // The training procedure every shadow and reference model of t shares: the code's
-// version, the backend, the data set, the architecture, the federation settings, the
+// version, the backend (and the CPU's BLAS kernels), the data set, the architecture, the federation settings, the
 // defense as configured and the target's kind. The seed and the training data are added
 // per model (reference_identity).
 static char *procedure_text(const AttackEnv *env, const MiaTarget *t) {
@@ -47,6 +47,8 @@ static char *procedure_text(const AttackEnv *env, const MiaTarget *t) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "code", "fedpriv " FEDPRIV_VERSION);
     cJSON_AddStringToObject(o, "backend", ex->backend->name);
+    if (ex->backend->device == DEVICE_CPU)   // other GEMM kernels sum in another order
+        cJSON_AddStringToObject(o, "blas_kernels", backend_cpu_blas_kernels());
     cJSON *d = cJSON_AddObjectToObject(o, "dataset");
     cJSON_AddStringToObject(d, "name", ex->dataset_name);
     cJSON_AddNumberToObject(d, "train_samples", ex->train->n);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "core/backend.h"
 #include "core/comm.h"
 #include "core/version.h"
 
@@ -47,8 +48,8 @@ int main(int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     if (strcmp(argv[1], "--version") == 0 || strcmp(argv[1], "version") == 0) {
-        printf("fedpriv %s (%s)%s\n", FEDPRIV_VERSION, fedpriv_build_describe(),
-               comm_mpi_built() ? " with MPI" : "");
+        printf("fedpriv %s (%s)%s; OpenBLAS %s kernels\n", FEDPRIV_VERSION, fedpriv_build_describe(),
+               comm_mpi_built() ? " with MPI" : "", backend_cpu_blas_kernels());
         return CLI_EXIT_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

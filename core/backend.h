@@ -106,6 +106,10 @@ typedef struct Backend {
 } Backend;
 
 const Backend *backend_cpu(void);
+// OpenBLAS's name of the kernels the CPU backend's GEMMs run ("Haswell", "SkylakeX", ...):
+// its own choice for this CPU, or the one OPENBLAS_CORETYPE names. Results are
+// bit-identical between runs on the same kernels; other kernels sum in another order.
+const char *backend_cpu_blas_kernels(void);
 // The CUDA backend, or NULL with err filled when it is not built or no GPU is present.
 const Backend *backend_cuda(FpError *err);
 // "cpu" or "cuda".

@@ -298,6 +298,8 @@ void experiment_describe(const Experiment *ex, const Federation *f, cJSON *resul
     cJSON_AddStringToObject(result, "fedpriv_version", FEDPRIV_VERSION);
     cJSON_AddNumberToObject(result, "seed", (double)(ex->seed & ~RNG_SEED_SECURE));
     cJSON_AddStringToObject(result, "backend", ex->backend->name);
+    if (ex->backend->device == DEVICE_CPU)   // bit-identical reruns need the same kernels too
+        cJSON_AddStringToObject(result, "blas_kernels", backend_cpu_blas_kernels());
     cJSON_AddNumberToObject(result, "threads", ex->threads);
     cJSON_AddStringToObject(result, "rng", (ex->seed & RNG_SEED_SECURE) ? "secure" : "philox");
     cJSON *cfg = cJSON_AddObjectToObject(result, "config");

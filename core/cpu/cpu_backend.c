@@ -271,3 +271,8 @@ static const Backend cpu_backend = {
 };
 
 const Backend *backend_cpu(void) { return &cpu_backend; }
+
+const char *backend_cpu_blas_kernels(void) {
+    const char *name = openblas_get_corename();
+    return name && *name ? name : "unknown";
+}
