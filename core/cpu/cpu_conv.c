@@ -60,44 +60,52 @@ static void pad_plane(const ConvGeom *g, const float *xc, int hp, int wp, float 
 
 // im2col for kernels larger than the stride, built for small images (LeNet's 7×7
 // outputs make rows of a few elements, where per-row loop overhead dominates). Each
-// input plane is copied once
-// into its zero-padded window, so no bounds are checked; then most rows of cols are a
-// shifted copy of an earlier row: row (ki, kj) at output column ox equals row
-// (ki, kj − stride) at ox + 1, so it is that row moved left by one element with the last
-// column of each output row fetched afresh; likewise row (ki, kj) is row (ki − stride, kj)
-// moved up one output row, with the last output row fetched afresh. Only the rows with
-// ki, kj < stride are gathered element by element.
-static void im2col_shifted(const ConvGeom *g, const float *x, int n0, int gs, float *cols, float *plane) {
+// input plane is copied once into its zero-padded window (the group's gs planes of a
+// channel side by side), so no bounds are checked; then most rows of cols are a shifted
+// copy of an earlier row: row (ki, kj) at output column ox equals row (ki, kj − stride)
+// at ox + 1, so it is that row moved left by one element with the last column of each
+// output row fetched afresh; likewise row (ki, kj) is row (ki − stride, kj) moved up one
+// output row, with the last output row fetched afresh. A row of cols holds the group's
+// samples one after another, so one copy moves all of them: the elements it carries
+// across a sample's end are in the last column or the last output row, which are fetched
+// afresh. Only the rows with ki, kj < stride are gathered element by element.
+static void im2col_shifted(const ConvGeom *g, const float *x, int n0, int gs, float *cols, float *planes) {
     int ho = g->h_out, wo = g->w_out, hw = ho * wo, st = g->stride, kh = g->kh, kw = g->kw;
     int hp = (ho - 1) * st + kh, wp = (wo - 1) * st + kw;
-    size_t ld = (size_t)gs * hw;
-    for (int c = 0; c < g->c_in; c++)
-        for (int s = 0; s < gs; s++) {
-            pad_plane(g, x + ((size_t)(n0 + s) * g->c_in + c) * g->h_in * g->w_in, hp, wp, plane);
-            for (int ki = 0; ki < kh; ki++)
-                for (int kj = 0; kj < kw; kj++) {
-                    float *r = cols + (size_t)((c * kh + ki) * kw + kj) * ld + (size_t)s * hw;
-                    if (kj >= st) { // from row (ki, kj − st)
-                        memcpy(r, r - (size_t)st * ld + 1, sizeof(float) * (size_t)(hw - 1));
-                        const float *pc = plane + (size_t)ki * wp + (size_t)(wo - 1) * st + kj;
+    size_t ld = (size_t)gs * hw, psz = (size_t)hp * wp;
+    for (int c = 0; c < g->c_in; c++) {
+        for (int s = 0; s < gs; s++)
+            pad_plane(g, x + ((size_t)(n0 + s) * g->c_in + c) * g->h_in * g->w_in, hp, wp, planes + s * psz);
+        for (int ki = 0; ki < kh; ki++)
+            for (int kj = 0; kj < kw; kj++) {
+                float *row = cols + (size_t)((c * kh + ki) * kw + kj) * ld;
+                if (kj >= st) { // from row (ki, kj − st)
+                    memcpy(row, row - (size_t)st * ld + 1, sizeof(float) * (ld - 1));
+                    for (int s = 0; s < gs; s++) {
+                        float *r = row + (size_t)s * hw;
+                        const float *pc = planes + s * psz + (size_t)ki * wp + (size_t)(wo - 1) * st + kj;
                         for (int oy = 0; oy < ho; oy++)
                             r[(size_t)oy * wo + wo - 1] = pc[(size_t)oy * st * wp];
-                    } else if (ki >= st) { // from row (ki − st, kj)
-                        memcpy(r, r - (size_t)st * kw * ld + wo, sizeof(float) * (size_t)(hw - wo));
-                        const float *pr = plane + (size_t)((ho - 1) * st + ki) * wp + kj;
-                        float *rl = r + (size_t)(ho - 1) * wo;
+                    }
+                } else if (ki >= st) { // from row (ki − st, kj)
+                    memcpy(row, row - (size_t)st * kw * ld + wo, sizeof(float) * (ld - (size_t)wo));
+                    for (int s = 0; s < gs; s++) {
+                        const float *pr = planes + s * psz + (size_t)((ho - 1) * st + ki) * wp + kj;
+                        float *rl = row + (size_t)s * hw + (size_t)(ho - 1) * wo;
                         for (int ox = 0; ox < wo; ox++)
                             rl[ox] = pr[ox * st];
-                    } else {
+                    }
+                } else {
+                    for (int s = 0; s < gs; s++)
                         for (int oy = 0; oy < ho; oy++) {
-                            const float *pr = plane + (size_t)(oy * st + ki) * wp + kj;
-                            float *ro = r + (size_t)oy * wo;
+                            const float *pr = planes + s * psz + (size_t)(oy * st + ki) * wp + kj;
+                            float *ro = row + (size_t)s * hw + (size_t)oy * wo;
                             for (int ox = 0; ox < wo; ox++)
                                 ro[ox] = pr[ox * st];
                         }
-                    }
                 }
-        }
+            }
+    }
 }
 
 // im2col row by row, each row of cols gathered straight from x (a branch-free select at
@@ -130,14 +138,14 @@ static void im2col_direct(const ConvGeom *g, const float *x, int n0, int gs, flo
 }
 
 // cols[(c,ki,kj), s*hw + p] = x[n0+s, c, oy*stride - pad + ki, ox*stride - pad + kj]
-// (zero in the padding); plane is scratch of padded_size(g) floats. Both paths only
+// (zero in the padding); planes is scratch of gs·padded_size(g) floats. Both paths only
 // move data, so the choice does not change results: the shifted one when at most a
 // quarter of the rows must be gathered (measured: 5×5 stride 2 and 3×3 stride 1 gain
 // 2-3×, 3×3 stride 2 and 1×1 stride 2 lose).
-static void im2col(const ConvGeom *g, const float *x, int n0, int gs, float *cols, float *plane) {
+static void im2col(const ConvGeom *g, const float *x, int n0, int gs, float *cols, float *planes) {
     int sh = g->stride < g->kh ? g->stride : g->kh, sw = g->stride < g->kw ? g->stride : g->kw;
     if (g->kh * g->kw >= 4 * sh * sw)
-        im2col_shifted(g, x, n0, gs, cols, plane);
+        im2col_shifted(g, x, n0, gs, cols, planes);
     else
         im2col_direct(g, x, n0, gs, cols);
 }
@@ -196,11 +204,11 @@ static int same_layout(const ConvGeom *g, int cur) { return cur == 1 || g->c_out
 size_t cpu_conv2d_columns_size(const ConvGeom *g) {
     if (group_size(g) < g->n)
         return 0;
-    return (size_t)g->c_in * g->kh * g->kw * g->n * g->h_out * g->w_out + padded_size(g);
+    return ((size_t)g->c_in * g->kh * g->kw * g->h_out * g->w_out + padded_size(g)) * g->n;
 }
 
 // The columns of group [n0, n0 + cur): the caller's (built there when not filled; they
-// hold the whole batch, one group) or built in scratch (ckk·gs·hw floats + the plane).
+// hold the whole batch, one group) or built in scratch (ckk·gs·hw floats + gs planes).
 static const float *group_columns(const ConvGeom *g, const float *x, int n0, int cur, float *kept, int filled,
                                   float *scratch, int gs) {
     size_t ncols = (size_t)g->c_in * g->kh * g->kw * gs * g->h_out * g->w_out;
@@ -215,7 +223,7 @@ static const float *group_columns(const ConvGeom *g, const float *x, int n0, int
 
 void cpu_conv2d_forward(const ConvGeom *g, const float *x, const float *w, float *y, float *kept, int filled) {
     int gs = group_size(g), hw = g->h_out * g->w_out, ckk = g->c_in * g->kh * g->kw;
-    float *cols = kept ? NULL : malloc(sizeof(float) * ((size_t)ckk * gs * hw + padded_size(g)));
+    float *cols = kept ? NULL : malloc(sizeof(float) * ((size_t)ckk * hw + padded_size(g)) * gs);
     float *tmp = same_layout(g, gs) ? NULL : malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
     for (int n0 = 0; n0 < g->n; n0 += gs) {
         int cur = g->n - n0 < gs ? g->n - n0 : gs;
@@ -366,7 +374,7 @@ void cpu_conv2d_backward_data(const ConvGeom *g, const float *dy, const float *w
 void cpu_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *dy, float *dw, float *kept,
                                 int filled) {
     int gs = group_size(g), hw = g->h_out * g->w_out, ckk = g->c_in * g->kh * g->kw;
-    float *cols = kept ? NULL : malloc(sizeof(float) * ((size_t)ckk * gs * hw + padded_size(g)));
+    float *cols = kept ? NULL : malloc(sizeof(float) * ((size_t)ckk * hw + padded_size(g)) * gs);
     float *tmp = same_layout(g, gs) ? NULL : malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
     for (int n0 = 0; n0 < g->n; n0 += gs) {
         int cur = g->n - n0 < gs ? g->n - n0 : gs;
