@@ -38,9 +38,9 @@ static uint64_t sample_content(const Dataset *d, uint32_t i) {
 }
 
 // The training procedure every shadow and reference model of t shares: the code's
-// version, the backend (and the CPU's BLAS kernels), the data set, the architecture, the federation settings, the
-// defense as configured and the target's kind. The seed and the training data are added
-// per model (reference_identity).
+// version, the backend (and the CPU's BLAS kernels), the data set, the architecture, the
+// federation settings, the defense as configured and the target's kind. The seed and the
+// training data are added per model (reference_identity).
 static char *procedure_text(const AttackEnv *env, const MiaTarget *t) {
     const Experiment *ex = env->ex;
     const Model *m = ex->model;
