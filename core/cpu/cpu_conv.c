@@ -199,12 +199,15 @@ static void to_channel_major(const float *src, int c_out, int gs, int hw, float 
 // same memory, so the GEMM reads and writes the tensor itself and the copy is skipped.
 static int same_layout(const ConvGeom *g, int cur) { return cur == 1 || g->c_out == 1; }
 
+// Floats of a group's columns and padded planes (im2col's scratch) for gs samples.
+static size_t group_scratch_size(const ConvGeom *g, int gs) {
+    return ((size_t)g->c_in * g->kh * g->kw * g->h_out * g->w_out + padded_size(g)) * gs;
+}
+
 // The columns a caller may keep: only where the whole batch is one group (at most the
 // group budget, 8 MB), so that the kept columns are exactly those the group loop builds.
 size_t cpu_conv2d_columns_size(const ConvGeom *g) {
-    if (group_size(g) < g->n)
-        return 0;
-    return ((size_t)g->c_in * g->kh * g->kw * g->h_out * g->w_out + padded_size(g)) * g->n;
+    return group_size(g) < g->n ? 0 : group_scratch_size(g, g->n);
 }
 
 // The columns of group [n0, n0 + cur): the caller's (built there when not filled; they
@@ -223,7 +226,7 @@ static const float *group_columns(const ConvGeom *g, const float *x, int n0, int
 
 void cpu_conv2d_forward(const ConvGeom *g, const float *x, const float *w, float *y, float *kept, int filled) {
     int gs = group_size(g), hw = g->h_out * g->w_out, ckk = g->c_in * g->kh * g->kw;
-    float *cols = kept ? NULL : malloc(sizeof(float) * ((size_t)ckk * hw + padded_size(g)) * gs);
+    float *cols = kept ? NULL : malloc(sizeof(float) * group_scratch_size(g, gs));
     float *tmp = same_layout(g, gs) ? NULL : malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
     for (int n0 = 0; n0 < g->n; n0 += gs) {
         int cur = g->n - n0 < gs ? g->n - n0 : gs;
@@ -374,7 +377,7 @@ void cpu_conv2d_backward_data(const ConvGeom *g, const float *dy, const float *w
 void cpu_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *dy, float *dw, float *kept,
                                 int filled) {
     int gs = group_size(g), hw = g->h_out * g->w_out, ckk = g->c_in * g->kh * g->kw;
-    float *cols = kept ? NULL : malloc(sizeof(float) * ((size_t)ckk * hw + padded_size(g)) * gs);
+    float *cols = kept ? NULL : malloc(sizeof(float) * group_scratch_size(g, gs));
     float *tmp = same_layout(g, gs) ? NULL : malloc(sizeof(float) * (size_t)g->c_out * gs * hw);
     for (int n0 = 0; n0 < g->n; n0 += gs) {
         int cur = g->n - n0 < gs ? g->n - n0 : gs;
