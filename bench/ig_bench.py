@@ -16,7 +16,10 @@ reconstructions matched to originals by the Hungarian algorithm on SSIM
 
   /usr/bin/python3 bench/ig_bench.py --model lenet --weights W.bin --images 0,1,2,3
       [--batch 4] [--local-steps 1] [--fed-lr 0.01] [--steps 2000] [--restarts 1]
-      [--tv 1e-4] [--lr 0.1] [--seed 1] [--threads 1] [--device cpu|cuda]
+      [--tv 1e-4] [--lr 0.1] [--seed 1] [--threads 1] [--device cpu|cuda] [--time-closure N]
+
+With --time-closure N it inverts nothing: it times N closure evaluations at one x' on the
+first batch (CPU ms, median of three runs) and the convolution kernels' share of them.
 
 On a GPU (--device cuda) x' is still drawn on the host from the same generator, then
 moved; the timing is wall time with the device synchronised.
@@ -96,6 +99,48 @@ def tv(x):
     return (x[:, :, :, 1:] - x[:, :, :, :-1]).abs().mean() + (x[:, :, 1:, :] - x[:, :, :-1, :]).abs().mean()
 
 
+def distance(model, params, x, labels, target, tnorm, a):
+    """The objective at x': 1 - cos(simulated estimate, target) + tv * TV(x')."""
+    est = local_estimate(model, params, x, labels, a.local_steps, a.fed_lr, True)
+    dot = sum((e * t).sum() for e, t in zip(est, target))
+    nrm = torch.sqrt(sum((e * e).sum() for e in est))
+    return 1 - dot / (nrm * tnorm) + a.tv * tv(x)
+
+
+# Autograd's and the dispatcher's own frames around a convolution: their self time is
+# framework overhead, not the convolution's arithmetic.
+CONV_WRAPPERS = {"aten::conv2d", "aten::convolution", "aten::_convolution", "aten::conv_transpose2d",
+                 "aten::_convolution_double_backward", "ConvolutionBackward0", "ConvolutionBackwardBackward0"}
+
+
+def time_closure(model, params, target, labels, shape, a, gen, n):
+    """CPU ms per closure evaluation (objective and its gradient in x') at one fixed x', the
+    median of three runs of n, and the share of it in convolution kernels (self CPU time of
+    the profiled convolution operators other than CONV_WRAPPERS)."""
+    tnorm = torch.sqrt(sum((t * t).sum() for t in target))
+    x = torch.randn(shape, generator=gen).to(a.device).requires_grad_(True)
+
+    def closure():
+        return torch.autograd.grad(distance(model, params, x, labels, target, tnorm, a), [x])
+
+    for _ in range(max(1, n // 10)):
+        closure()
+    runs = []
+    for _ in range(3):
+        c0 = time.process_time()
+        for _ in range(n):
+            closure()
+        runs.append(1e3 * (time.process_time() - c0) / n)
+    m = max(1, n // 4)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for _ in range(m):
+            closure()
+    kernels = [k for k in prof.key_averages() if "conv" in k.key and k.key not in CONV_WRAPPERS]
+    return {"cpu_ms_per_evaluation": sorted(runs)[1],
+            "conv_kernel_ms_per_evaluation": sum(k.self_cpu_time_total for k in kernels) / m / 1e3,
+            "conv_kernel_ops": sorted(k.key for k in kernels)}
+
+
 def invert(model, params, target, labels, shape, a, gen):
     tnorm = torch.sqrt(sum((t * t).sum() for t in target))
     best, best_loss, evals = None, float("inf"), 0
@@ -106,10 +151,7 @@ def invert(model, params, target, labels, shape, a, gen):
             opt, milestones=[a.steps // 2.667, a.steps // 1.6, a.steps // 1.142], gamma=0.1)
 
         def objective():
-            est = local_estimate(model, params, x, labels, a.local_steps, a.fed_lr, True)
-            dot = sum((e * t).sum() for e, t in zip(est, target))
-            nrm = torch.sqrt(sum((e * e).sum() for e in est))
-            return 1 - dot / (nrm * tnorm) + a.tv * tv(x)
+            return distance(model, params, x, labels, target, tnorm, a)
 
         for _ in range(a.steps):
             opt.zero_grad()
@@ -142,6 +184,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--time-closure", type=int, default=0, metavar="N",
+                    help="no inversion: time N closure evaluations on the first batch (CPU)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     root = os.environ.get("FASHION_MNIST_DIR", "/usr/share/datasets/fashion-mnist")
@@ -166,6 +210,11 @@ def main():
             if v in rest:
                 rest.remove(v)
                 in_multiset += 1
+        if a.time_closure > 0:
+            print(json.dumps({"model": a.model, "batch": a.batch, "local_steps": a.local_steps,
+                              **time_closure(a.model, params, target, labels, x.shape, a, gen, a.time_closure),
+                              "torch": torch.__version__}))
+            return
         t0, c0 = time.perf_counter(), time.process_time()
         rec, loss, n = invert(a.model, params, target, labels, x.shape, a, gen)
         if a.device != "cpu":

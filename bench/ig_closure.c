@@ -5,12 +5,18 @@
 // time, median of runs) and a checksum of the loss and gradient bits, so that two builds
 // can be compared for speed and for bit-identical results without the CLI's start-up.
 // Build: bash bench/link.sh bench/ig_closure.c build/bench/ig_closure
+// Linked with BENCH_LDFLAGS=-Wl,--wrap=cblas_sgemm (link.sh passes it on), every OpenBLAS
+// sgemm call of the library is timed as well, and the line adds the GEMMs' time in the
+// median run's closures ("gemm_us_per_evaluation", thread CPU time, OpenBLAS's packing
+// included): the part of a closure that no change outside OpenBLAS can make faster.
 // Usage: ig_closure MODEL BATCH [local steps [evaluations per run [runs]]]
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <cblas.h>
 
 #include "attacks/inversion.h"
 #include "core/rng.h"
@@ -21,8 +27,41 @@ static double thread_cpu(void) {
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
+// Thread CPU seconds inside cblas_sgemm since the start, when the linker wrapped it: the
+// library's calls land in __wrap_cblas_sgemm, which times __real_cblas_sgemm. Without
+// --wrap nothing calls the wrapper and the weak __real_cblas_sgemm stays unresolved.
+static double gemm_seconds;
+static int gemm_wrapped;
+void __real_cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER, OPENBLAS_CONST enum CBLAS_TRANSPOSE,
+                        OPENBLAS_CONST enum CBLAS_TRANSPOSE, OPENBLAS_CONST blasint, OPENBLAS_CONST blasint,
+                        OPENBLAS_CONST blasint, OPENBLAS_CONST float, OPENBLAS_CONST float *,
+                        OPENBLAS_CONST blasint, OPENBLAS_CONST float *, OPENBLAS_CONST blasint,
+                        OPENBLAS_CONST float, float *, OPENBLAS_CONST blasint) __attribute__((weak));
+void __wrap_cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER o, OPENBLAS_CONST enum CBLAS_TRANSPOSE ta,
+                        OPENBLAS_CONST enum CBLAS_TRANSPOSE tb, OPENBLAS_CONST blasint m,
+                        OPENBLAS_CONST blasint n, OPENBLAS_CONST blasint k, OPENBLAS_CONST float alpha,
+                        OPENBLAS_CONST float *a, OPENBLAS_CONST blasint lda, OPENBLAS_CONST float *b,
+                        OPENBLAS_CONST blasint ldb, OPENBLAS_CONST float beta, float *c,
+                        OPENBLAS_CONST blasint ldc);
+void __wrap_cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER o, OPENBLAS_CONST enum CBLAS_TRANSPOSE ta,
+                        OPENBLAS_CONST enum CBLAS_TRANSPOSE tb, OPENBLAS_CONST blasint m,
+                        OPENBLAS_CONST blasint n, OPENBLAS_CONST blasint k, OPENBLAS_CONST float alpha,
+                        OPENBLAS_CONST float *a, OPENBLAS_CONST blasint lda, OPENBLAS_CONST float *b,
+                        OPENBLAS_CONST blasint ldb, OPENBLAS_CONST float beta, float *c,
+                        OPENBLAS_CONST blasint ldc) {
+    double t0 = thread_cpu();
+    __real_cblas_sgemm(o, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    gemm_seconds += thread_cpu() - t0;
+    gemm_wrapped = 1;
+}
+
+// A run's closure and GEMM times, ordered by the closure's.
+typedef struct {
+    double us, gemm_us;
+} RunTime;
+
+static int cmp_run(const void *a, const void *b) {
+    double x = ((const RunTime *)a)->us, y = ((const RunTime *)b)->us;
     return (x > y) - (x < y);
 }
 
@@ -82,22 +121,27 @@ int main(int argc, char **argv) {
     RngStream zs = rng_stream(1, RNG_ATTACK, 0, 1);
     for (size_t i = 0; i < nz; i++)
         z[i] = (float)rng_normal_at(&zs, i);
-    double loss = 0, us[100];
+    double loss = 0;
+    RunTime t[100];
     uint64_t h = 1469598103934665603ull;
     for (int r = 0; r < runs; r++) {
-        double t0 = thread_cpu();
+        double t0 = thread_cpu(), g0 = gemm_seconds;
         for (int e = 0; e < evals; e++)
             if (inversion_objective_eval(o, z, grad, &loss, &err) != FP_OK) {
                 fprintf(stderr, "ig_closure: %s\n", err.msg);
                 return 1;
             }
-        us[r] = (thread_cpu() - t0) / evals * 1e6;
+        t[r].us = (thread_cpu() - t0) / evals * 1e6;
+        t[r].gemm_us = (gemm_seconds - g0) / evals * 1e6;
     }
     h = fnv(fnv(h, &loss, sizeof loss), grad, nz * sizeof(float));
-    qsort(us, (size_t)runs, sizeof us[0], cmp_double);
+    qsort(t, (size_t)runs, sizeof t[0], cmp_run);
+    char gemm[64] = "";
+    if (gemm_wrapped)
+        snprintf(gemm, sizeof gemm, ", \"gemm_us_per_evaluation\": %.2f", t[runs / 2].gemm_us);
     printf("{\"model\": \"%s\", \"batch\": %d, \"local_steps\": %d, \"evaluations\": %d, \"runs\": %d, "
-           "\"cpu_us_per_evaluation\": %.2f, \"min_us\": %.2f, \"loss\": %.9g, \"checksum\": \"%016llx\"}\n",
-           argv[1], batch, local, evals, runs, us[runs / 2], us[0], loss, (unsigned long long)h);
+           "\"cpu_us_per_evaluation\": %.2f, \"min_us\": %.2f%s, \"loss\": %.9g, \"checksum\": \"%016llx\"}\n",
+           argv[1], batch, local, evals, runs, t[runs / 2].us, t[0].us, gemm, loss, (unsigned long long)h);
     inversion_objective_free(o);
     model_free(m);
     cJSON_Delete(mj);
