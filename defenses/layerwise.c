@@ -265,7 +265,7 @@ static FpStatus server_prepare(LwState *s, const cJSON *params, const char *path
     FpStatus st = shapley_parse_groups(params, path, "feature_groups", cols, groups, &n_groups, err);
     ShapServerConfig cfg = {.shap_samples = (int)shap_n, .eval_samples = (int)eval_n, .group_of_col = groups,
                             .n_groups = n_groups, .kind = (ShapVectorKind)kind, .n_perm = (int)perms,
-                            .seed = su->seed};
+                            .seed = su->seed, .progress = su->progress};
     if (st == FP_OK && !(s->server = shap_server_create(su->model, su->server_data, su->server_idx, su->n_server, &cfg,
                                                          err)))
         st = err ? err->code : FP_ENOMEM;

@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "core/jsonv.h"
 #include "models/predict.h"
@@ -300,6 +301,8 @@ struct ShapServer {
     int n_eval;
     float *w, *scratch;
     uint64_t seed;
+    FILE *progress;
+    double progress_seconds;
 };
 
 void shap_server_free(ShapServer *s) {
@@ -333,6 +336,8 @@ ShapServer *shap_server_create(const Model *arch, const Dataset *d, const uint32
     int cols = d->w, rows = cfg->shap_samples < n ? cfg->shap_samples : n;
     s->d = d;
     s->seed = cfg->seed;
+    s->progress = cfg->progress;
+    s->progress_seconds = cfg->progress_seconds > 0 ? cfg->progress_seconds : SHAP_PROGRESS_SECONDS;
     s->n_eval = cfg->eval_samples < n ? cfg->eval_samples : n;
     uint32_t *perm = fp_malloc(sizeof(uint32_t) * n, err);
     double *mean = fp_calloc(ss, sizeof(double), err);
@@ -410,11 +415,32 @@ typedef struct {
     ShapServer *s;
     const float *base;
     double scale;
+    int scored, to_score;   // models scored in this merge, of 2k − 2
+    double t0, next_report; // monotonic seconds
 } ServerScoreCtx;
 
+static double monotonic_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+// Scores one model of the merge and, when the interval has passed, says how far it is.
 static FpStatus server_score_fn(void *ctx, const float *g, double *phi, double *p, FpError *err) {
     ServerScoreCtx *c = ctx;
-    return shap_server_score(c->s, c->base, c->scale, g, phi, p, err);
+    FpStatus st = shap_server_score(c->s, c->base, c->scale, g, phi, p, err);
+    c->scored++;
+    if (st == FP_OK && c->s->progress) {
+        double now = monotonic_seconds();
+        if (now >= c->next_report) {
+            double elapsed = now - c->t0;
+            fprintf(c->s->progress, "shapley merge: %d/%d models scored (%.0f s, ETA %.0f s)\n", c->scored,
+                    c->to_score, elapsed, elapsed / c->scored * (c->to_score - c->scored));
+            fflush(c->s->progress);
+            c->next_report = now + c->s->progress_seconds;
+        }
+    }
+    return st;
 }
 
 FpStatus shap_server_merge(ShapServer *s, const float *base, double scale, const float *const *g, int k, float *out,
@@ -423,9 +449,11 @@ FpStatus shap_server_merge(ShapServer *s, const float *base, double scale, const
     double *phi = fp_malloc(sizeof(double) * (size_t)dim * (k > 0 ? k : 1), err);
     double *p = fp_malloc(sizeof(double) * (k > 0 ? k : 1), err);
     FpStatus st = phi && p ? FP_OK : FP_ENOMEM;
+    double t0 = monotonic_seconds();
+    ServerScoreCtx c = {.s = s, .base = base, .scale = scale, .to_score = k > 1 ? 2 * k - 2 : k, .t0 = t0,
+                        .next_report = t0 + s->progress_seconds};
     for (int j = 0; st == FP_OK && j < k; j++)
-        st = shap_server_score(s, base, scale, g[j], phi + (size_t)j * dim, &p[j], err);
-    ServerScoreCtx c = {.s = s, .base = base, .scale = scale};
+        st = server_score_fn(&c, g[j], phi + (size_t)j * dim, &p[j], err);
     if (st == FP_OK)
         st = shapley_merge(g, k, s->m->table.n_params, dim, phi, p, server_score_fn, &c, out, steps, err);
     free(phi);

@@ -29,6 +29,7 @@
 #include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/rng.h"
 #include "core/status.h"
@@ -104,7 +105,14 @@ typedef struct ShapServerConfig {
     ShapVectorKind kind;
     int n_perm;
     uint64_t seed;
+    FILE *progress;           // a merge's progress, a line at most every progress_seconds; NULL: silent
+    double progress_seconds;  // 0: SHAP_PROGRESS_SECONDS
 } ShapServerConfig;
+
+// A merge of k uploads scores 2k − 2 models (the k uploads, then every merged model but
+// the last), each a SHAP vector and a loss over the evaluation set: over a thousand
+// clients that is minutes, so the server says how far it is.
+#define SHAP_PROGRESS_SECONDS 10.0
 
 typedef struct ShapServer ShapServer;
 struct Dataset;

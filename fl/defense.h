@@ -30,6 +30,7 @@
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/autodiff.h"
 #include "core/params.h"
@@ -87,6 +88,9 @@ typedef struct DefenseSetup {
     const uint32_t *server_idx;
     int n_server;
     DefenseMemo *memo;       // optional, borrowed: the experiment's (above)
+    FILE *progress;          // where a server-side step that can outlast a round's usual time
+                             // (layerwise's Shapley merge) reports within the round; NULL: silent
+                             // (a quiet federation; ranks other than 0)
 } DefenseSetup;
 
 // Audit canary records of one client (audits/training.c, the record-level audit): n

@@ -157,7 +157,7 @@ static FpStatus make_defense(Federation *f, FpError *err) {
                                .rounds = c->rounds, .sample_rate = c->sample_rate, .local_epochs = c->local_epochs,
                                .local_steps = c->local_steps, .batch_size = c->batch_size, .lr = c->lr,
                                .cohort_size = c->sampling == SAMPLING_FIXED ? fed_cohort_size(c) : 0,
-                               .memo = setup->memo};
+                               .memo = setup->memo, .progress = setup->quiet ? NULL : stderr};
     f->dsetup.min_client_samples = 1 << 30;
     f->client_samples = malloc(sizeof(int) * (size_t)c->clients);
     if (!f->client_samples)

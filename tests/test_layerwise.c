@@ -594,6 +594,65 @@ START_TEST(merge_order_constructed) {
 }
 END_TEST
 
+// The server's merge of k uploads scores 2k − 2 models and says how far it is on the
+// configured stream, at most once per interval: with an interval shorter than a score, a
+// line per model, numbered to 2k − 2; with the default interval (10 s) none in this short
+// merge; without a stream none. Saying so changes nothing in the merge (the merged update
+// is bit-identical every way).
+START_TEST(server_merge_reports_progress) {
+    FpError err = {0};
+    Model *m = make_model("{\"name\":\"lstm\",\"hidden\":4}", 4, 3, &err);
+    ck_assert_ptr_nonnull(m);
+    Dataset *d = make_data(16, 4, 3, 13);
+    uint32_t srv[16];
+    for (int i = 0; i < 16; i++)
+        srv[i] = (uint32_t)i;
+    int groups[3] = {0, 1, 2};
+    enum { K = 5 };
+    size_t np = m->table.n_params;
+    float *base = malloc(sizeof(float) * np), *ups = malloc(sizeof(float) * np * K), *out[3];
+    model_get_params(m, base);
+    RngStream r = rng_stream(3, RNG_TEST, 0, 1);
+    for (size_t i = 0; i < np * K; i++)
+        ups[i] = (float)(0.1 * rng_normal_at(&r, i));
+    const float *g[K];
+    for (int j = 0; j < K; j++)
+        g[j] = ups + (size_t)j * np;
+    char *text[3] = {NULL, NULL, NULL};
+    size_t len[3] = {0, 0, 0};
+    for (int v = 0; v < 3; v++) { // every model, the default interval, no stream
+        FILE *f = v < 2 ? open_memstream(&text[v], &len[v]) : NULL;
+        ShapServerConfig cfg = {.shap_samples = 4, .eval_samples = 8, .group_of_col = groups, .n_groups = 3,
+                                .kind = SHAP_MEAN_ABS, .n_perm = 4, .seed = 9, .progress = f,
+                                .progress_seconds = v == 0 ? 1e-9 : 0};
+        ShapServer *s = shap_server_create(m, d, srv, 16, &cfg, &err);
+        ck_assert_msg(s != NULL, "%s", err.msg);
+        out[v] = malloc(sizeof(float) * np);
+        ck_assert_int_eq(shap_server_merge(s, base, 0.05, g, K, out[v], NULL, &err), FP_OK);
+        shap_server_free(s);
+        if (f)
+            fclose(f);
+    }
+    int lines = 0;
+    for (const char *c = text[0]; (c = strchr(c, '\n')); c++)
+        lines++;
+    ck_assert_int_eq(lines, 2 * K - 2);
+    ck_assert_msg(strstr(text[0], "shapley merge: 1/8 models scored (") == text[0], "%s", text[0]);
+    ck_assert_msg(strstr(text[0], "shapley merge: 8/8 models scored ("), "%s", text[0]);
+    ck_assert_uint_eq(len[1], 0);
+    ck_assert_int_eq(memcmp(out[0], out[1], sizeof(float) * np), 0);
+    ck_assert_int_eq(memcmp(out[0], out[2], sizeof(float) * np), 0);
+    for (int v = 0; v < 3; v++) {
+        free(text[v]);
+        free(out[v]);
+    }
+    free(base);
+    free(ups);
+    dataset_free(d);
+    model_free(m);
+}
+END_TEST
+
 // -- the CLI end to end --------------------------------------------------------------------------
 static const char *bin(void) { return getenv("FEDPRIV_BIN"); }
 
@@ -788,6 +847,7 @@ Suite *suite_layerwise(void) {
     tcase_add_test(shap, shapley_unanimity_exact_and_sampled);
     tcase_add_test(shap, shapley_linear_model_vector);
     tcase_add_test(shap, merge_order_constructed);
+    tcase_add_test(shap, server_merge_reports_progress);
     suite_add_tcase(s, shap);
     TCase *cli = tcase_create("cli");
     tcase_set_timeout(cli, 240);
