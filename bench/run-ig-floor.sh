@@ -8,8 +8,8 @@
 # closure, fedpriv cannot be 5x faster per evaluation with OpenBLAS computing its
 # convolutions ("floor" column: GEMM time / (PyTorch time / 5), above 1 means so).
 # Thread CPU time. fedpriv's closure: the median of 3 processes of bench/ig_closure (each
-# the median of 3 runs of N evaluations at the model's default initialisation; a process's
-# memory layout moves its time by up to 20%), its GEMMs from one process of the wrapped
+# the median of 3 runs of N evaluations at the model's default initialisation; separate
+# processes spread by 5% here, once by 20%), its GEMMs from one process of the wrapped
 # build (whose timing adds about 40 ns a call). PyTorch's: the median of 3 runs of N on the
 # first batch of Fashion-MNIST test images (the closure's cost does not depend on the
 # values).
