@@ -20,13 +20,8 @@
 #include <time.h>
 
 #include "attacks/target.h"
+#include "core/clock.h"
 #include "core/jsonv.h"
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static const char *const basic_keys[] = {"name", MIA_TARGET_KEYS, "shadow_size", NULL};
 
@@ -75,7 +70,7 @@ static FpStatus basic_run(const AttackEnv *env, cJSON *result, FpError *err) {
         mia_target_release(env, t);
         return st;
     }
-    double t0 = now_seconds();
+    double t0 = fp_monotonic_seconds();
     const Dataset *d = env->ex->train;
     int C = t->n_classes, M = t->sz.members, n = 2 * M, ns = 2 * t->shadow_n;
     double *score = malloc(sizeof(double) * (size_t)(n > ns ? n : ns));
@@ -138,7 +133,7 @@ static FpStatus basic_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");
     cJSON_AddNumberToObject(tm, "target_train_seconds", t->train_seconds);
     cJSON_AddNumberToObject(tm, "shadow_train_seconds", t->shadow_seconds);
-    cJSON_AddNumberToObject(tm, "attack_seconds", now_seconds() - t0);
+    cJSON_AddNumberToObject(tm, "attack_seconds", fp_monotonic_seconds() - t0);
 out:
     free(score);
     free(loss);

@@ -22,14 +22,9 @@
 #include <time.h>
 
 #include "attacks/target.h"
+#include "core/clock.h"
 #include "core/files.h"
 #include "core/jsonv.h"
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static const char *const cs_keys[] = {"name", MIA_TARGET_KEYS, "feature", "attack_model", "series_samples", NULL};
 static const char *const feature_names[] = {"confidence", "mentr", NULL};
@@ -128,7 +123,7 @@ static FpStatus cs_run(const AttackEnv *env, cJSON *result, FpError *err) {
     FP_TRY(cs_options(env, &o, err));
     MiaTarget *t;
     FP_TRY(mia_target_acquire(env, &o.cfg, &t, err));
-    double t0 = now_seconds();
+    double t0 = fp_monotonic_seconds();
     int R = t->series_rounds, M = t->sz.members, m = t->sz.adv_out, n = 2 * M, ntr = 2 * m;
     const float *series = o.feature == 0 ? t->series_py : t->series_mentr;
     float *xtr = malloc(sizeof(float) * (size_t)ntr * R), *xte = malloc(sizeof(float) * (size_t)n * R);
@@ -194,7 +189,7 @@ static FpStatus cs_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");
     cJSON_AddNumberToObject(tm, "target_train_seconds", t->train_seconds);
     cJSON_AddNumberToObject(tm, "shadow_train_seconds", 0);
-    cJSON_AddNumberToObject(tm, "attack_seconds", now_seconds() - t0);
+    cJSON_AddNumberToObject(tm, "attack_seconds", fp_monotonic_seconds() - t0);
 out:
     free(xtr);
     free(xte);

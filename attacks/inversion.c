@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/rng.h"
 
 struct InversionObjective {
@@ -30,12 +31,6 @@ struct InversionObjective {
     double tv;
     long evals;
 };
-
-static double clock_seconds(clockid_t clk) {
-    struct timespec ts;
-    clock_gettime(clk, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 void inversion_objective_free(InversionObjective *o) {
     if (!o)
@@ -336,7 +331,7 @@ FpStatus inversion_run(const InversionProblem *p, const InversionConfig *cfg, In
     }
     for (int k = 0; k < n_snap; k++)
         out->snapshot_steps[k] = (k + 1) * cfg->snapshot_every;
-    double t0 = clock_seconds(CLOCK_MONOTONIC), c0 = clock_seconds(CLOCK_THREAD_CPUTIME_ID);
+    double t0 = fp_clock_seconds(CLOCK_MONOTONIC), c0 = fp_clock_seconds(CLOCK_THREAD_CPUTIME_ID);
     out->loss = NAN;
     out->best_restart = -1;
     for (int r = 0; r < cfg->restarts && st == FP_OK; r++) {
@@ -381,8 +376,8 @@ FpStatus inversion_run(const InversionProblem *p, const InversionConfig *cfg, In
             memcpy(out->snapshots, cur_snap, sizeof(float) * nx * n_snap);
         }
     }
-    out->seconds = clock_seconds(CLOCK_MONOTONIC) - t0;
-    out->cpu_seconds = clock_seconds(CLOCK_THREAD_CPUTIME_ID) - c0;
+    out->seconds = fp_clock_seconds(CLOCK_MONOTONIC) - t0;
+    out->cpu_seconds = fp_clock_seconds(CLOCK_THREAD_CPUTIME_ID) - c0;
     out->evaluations = o->evals;
     // softmax(y′) per image: DLG's recovered soft label.
     for (int b = 0; st == FP_OK && b < o->B && o->ny; b++) {

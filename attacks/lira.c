@@ -41,13 +41,8 @@
 #include <time.h>
 
 #include "attacks/target.h"
+#include "core/clock.h"
 #include "core/jsonv.h"
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static const char *const lira_keys[] = {"name", MIA_TARGET_KEYS, "variant", "shadow_models", "shadow_size",
                                         "variance", "alpha", NULL};
@@ -198,7 +193,7 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
         mia_target_release(env, t);
         return st;
     }
-    double t0 = now_seconds();
+    double t0 = fp_monotonic_seconds();
     const Dataset *d = env->ex->train;
     const MiaRefSet *rs = &t->refs[o.variant];
     int C = t->n_classes, M = t->sz.members, n = 2 * M, N = o.n_models, Q = t->n_query;
@@ -274,7 +269,7 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");
     cJSON_AddNumberToObject(tm, "target_train_seconds", t->train_seconds);
     cJSON_AddNumberToObject(tm, "shadow_train_seconds", rs->seconds);
-    cJSON_AddNumberToObject(tm, "attack_seconds", now_seconds() - t0);
+    cJSON_AddNumberToObject(tm, "attack_seconds", fp_monotonic_seconds() - t0);
 out:
     free(phi_r);
     free(phi);

@@ -16,13 +16,8 @@
 
 #include "attacks/mia_internal.h"
 #include "attacks/refcache.h"
+#include "core/clock.h"
 #include "core/version.h"
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static const char *const ref_kind_names[MIA_REF_KINDS] = {"offline", "online"};
 
@@ -306,7 +301,7 @@ FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, 
     memcpy(t->shadow_idx, t->pool_idx + first, sizeof(uint32_t) * (size_t)members);
     memcpy(t->shadow_idx + members, t->pool_idx + shadow_size, sizeof(uint32_t) * (size_t)members);
     content_of(ex->train, t->shadow_idx, 2 * members, content);
-    double t0 = now_seconds();
+    double t0 = fp_monotonic_seconds();
     RefRequest rq = {.train = t->pool_idx, .n_train = shadow_size, .seed = mia_derived_seed(ex->seed, RNG_SHADOW, 0, 0),
                      .query = t->shadow_idx, .content = content, .n_query = 2 * members, .logits = t->shadow_logits};
     FpStatus st = reference_obtain(env, t, &rq, ex->threads, err);
@@ -314,7 +309,7 @@ FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, 
     FP_TRY(st);
     t->shadow_test_accuracy = rq.test_accuracy;
     t->shadow_loaded = rq.loaded;
-    t->shadow_seconds = now_seconds() - t0;
+    t->shadow_seconds = fp_monotonic_seconds() - t0;
     t->shadow_n = members;
     t->shadow_size = shadow_size;
     if (!env->quiet)
@@ -410,7 +405,7 @@ static FpStatus reference_model(RefJob *jb, int j, RefScratch *w) {
     MiaTarget *t = jb->t;
     MiaRefSet *rs = &t->refs[jb->kind];
     size_t row = (size_t)j * t->n_query;
-    double t0 = now_seconds();
+    double t0 = fp_monotonic_seconds();
     uint64_t seed = reference_plan(jb->env, t, jb->kind, j, rs->size, w, rs->member + row);
     RefRequest rq = {.train = w->train, .n_train = rs->size, .seed = seed, .query = t->query_idx,
                      .content = t->query_content, .n_query = t->n_query, .member = rs->member + row,
@@ -421,7 +416,7 @@ static FpStatus reference_model(RefJob *jb, int j, RefScratch *w) {
     if (!jb->env->quiet)
         fprintf(stderr, "mia: %s reference model %d on %d samples %s in %.1f s (test accuracy %.4f)\n",
                 ref_kind_names[jb->kind], j + 1, rs->size, rq.loaded ? "read from the cache" : "trained",
-                now_seconds() - t0, rq.test_accuracy);
+                fp_monotonic_seconds() - t0, rq.test_accuracy);
     return FP_OK;
 }
 
@@ -488,7 +483,7 @@ FpStatus mia_target_references(const AttackEnv *env, MiaTarget *t, MiaRefKind ki
         workers = todo;
     if (workers < 1)
         workers = 1;
-    double t0 = now_seconds();
+    double t0 = fp_monotonic_seconds();
     FpStatus st = FP_OK;
     RefJob jobs[FED_MAX_THREADS];
     pthread_t tid[FED_MAX_THREADS];
@@ -519,7 +514,7 @@ FpStatus mia_target_references(const AttackEnv *env, MiaTarget *t, MiaRefKind ki
             rs->loaded += loaded[j];
             rs->trained += !loaded[j];
         }
-        rs->seconds += now_seconds() - t0; // wall time of the models (training or loading, and scoring)
+        rs->seconds += fp_monotonic_seconds() - t0; // wall time of the models (training or loading, and scoring)
         rs->n = n_models;
     }
     free(loaded);

@@ -27,13 +27,8 @@
 #include <time.h>
 
 #include "attacks/target.h"
+#include "core/clock.h"
 #include "core/jsonv.h"
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static const char *const leaks_keys[] = {"name", MIA_TARGET_KEYS, "shadow_size", "top_k", "features", "attack_model",
                                          NULL};
@@ -90,7 +85,7 @@ static FpStatus leaks_run(const AttackEnv *env, cJSON *result, FpError *err) {
         mia_target_release(env, t);
         return st;
     }
-    double t0 = now_seconds();
+    double t0 = fp_monotonic_seconds();
     int C = t->n_classes, k = o.top_k, M = t->sz.members, n = 2 * M, ns = 2 * t->shadow_n;
     float *xs = malloc(sizeof(float) * (size_t)ns * k), *xt = malloc(sizeof(float) * (size_t)n * k);
     int32_t *ys = malloc(sizeof(int32_t) * (size_t)ns), *label = malloc(sizeof(int32_t) * (size_t)n);
@@ -140,7 +135,7 @@ static FpStatus leaks_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");
     cJSON_AddNumberToObject(tm, "target_train_seconds", t->train_seconds);
     cJSON_AddNumberToObject(tm, "shadow_train_seconds", t->shadow_seconds);
-    cJSON_AddNumberToObject(tm, "attack_seconds", now_seconds() - t0);
+    cJSON_AddNumberToObject(tm, "attack_seconds", fp_monotonic_seconds() - t0);
 out:
     free(xs);
     free(xt);

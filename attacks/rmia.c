@@ -41,13 +41,8 @@
 #include <time.h>
 
 #include "attacks/target.h"
+#include "core/clock.h"
 #include "core/jsonv.h"
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 static const char *const rmia_keys[] = {"name",       MIA_TARGET_KEYS, "variant", "shadow_models", "shadow_size",
                                         "population", "gamma",         "beta",    "offline_a",     NULL};
@@ -216,7 +211,7 @@ static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
         mia_target_release(env, t);
         return st;
     }
-    double t0 = now_seconds();
+    double t0 = fp_monotonic_seconds();
     const Dataset *d = env->ex->train;
     const MiaRefSet *rs = &t->refs[o.variant];
     int C = t->n_classes, M = t->sz.members, n = 2 * M, N = o.n_models, Q = t->n_query, Z = o.population, Zu = 0;
@@ -283,7 +278,7 @@ static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");
     cJSON_AddNumberToObject(tm, "target_train_seconds", t->train_seconds);
     cJSON_AddNumberToObject(tm, "shadow_train_seconds", rs->seconds);
-    cJSON_AddNumberToObject(tm, "attack_seconds", now_seconds() - t0);
+    cJSON_AddNumberToObject(tm, "attack_seconds", fp_monotonic_seconds() - t0);
 out:
     free(lp_t);
     free(lp_r);

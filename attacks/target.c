@@ -10,17 +10,12 @@
 #include <time.h>
 
 #include "attacks/mia_internal.h"
+#include "core/clock.h"
 #include "core/jsonv.h"
 
 struct AttackCache {
     MiaTarget *head;
 };
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 // A 64-bit seed for a derived model (shadow j, an attack model): the first block of
 // its own stream, so it never coincides with the run seed's other streams.
@@ -542,7 +537,7 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
         series.series_py = t->series_py;
         series.series_mentr = t->series_mentr;
     }
-    double t0 = now_seconds();
+    double t0 = fp_monotonic_seconds();
     Model *model = NULL;
     int *took_part = fp_calloc((size_t)sz->clients, sizeof(int), err);
     if (!took_part) {
@@ -576,7 +571,7 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
         model_free(model);
         return st;
     }
-    t->train_seconds = now_seconds() - t0;
+    t->train_seconds = fp_monotonic_seconds() - t0;
     M = t->sz.members;
     st = mia_logits(model, ex->train, t->eval_idx, 2 * M, ex->threads, t->eval_logits, err);
     if (st == FP_OK)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/json_number.h"
 #include "core/rng.h"
 
@@ -162,12 +163,6 @@ static int cmp_candidate(const void *x, const void *y) {
     return (a < b) - (a > b);
 }
 
-static double seconds_now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static float input_as_used(const Mech *m, double x) { return mech_input(m, x); }
 
 FpStatus audit_inputs(const Mech *m, const double *given, int n_given, double *out, int *n_out, FpError *err) {
@@ -188,7 +183,7 @@ FpStatus audit_inputs(const Mech *m, const double *given, int n_given, double *o
 }
 
 FpStatus audit_run(const Mech *m, const AuditConfig *cfg, AuditResult *res, FpError *err) {
-    double t0 = seconds_now();
+    double t0 = fp_monotonic_seconds();
     memset(res, 0, sizeof *res);
     if (cfg->samples < 100)
         return fp_fail(err, FP_EPARAM, "audit.samples: must be >= 100, got %lld", cfg->samples);
@@ -348,7 +343,7 @@ FpStatus audit_run(const Mech *m, const AuditConfig *cfg, AuditResult *res, FpEr
     free(edges);
     free(counts);
     res->pass_epsilon = res->epsilon_lower_bound <= m->spec.eps;
-    res->seconds = seconds_now() - t0;
+    res->seconds = fp_monotonic_seconds() - t0;
     return FP_OK;
 }
 

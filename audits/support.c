@@ -6,14 +6,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
+
 SupportConfig support_config_default(void) {
     return (SupportConfig){.samples = 100000, .seed = 1, .alpha = 0.05};
-}
-
-static double now_s(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 // Every word at x against the witness: 1 when none gives it, 0 (and the word) when one does.
@@ -33,7 +29,7 @@ static int confirm_exhaustive(const Mech *m, double x, float y, uint32_t *word) 
 }
 
 FpStatus audit_support(const Mech *m, const SupportConfig *cfg, SupportResult *res, FpError *err) {
-    double t0 = now_s();
+    double t0 = fp_monotonic_seconds();
     memset(res, 0, sizeof *res);
     if (cfg->samples < 1)
         return fp_fail(err, FP_EPARAM, "audit.support_samples: must be >= 1, got %lld", cfg->samples);
@@ -88,7 +84,7 @@ FpStatus audit_support(const Mech *m, const SupportConfig *cfg, SupportResult *r
     }
     res->epsilon_lower_bound = refuted && res->delta == 0 ? INFINITY : 0;
     res->pass = res->decidable && !over_delta;
-    res->seconds = now_s() - t0;
+    res->seconds = fp_monotonic_seconds() - t0;
     return FP_OK;
 }
 

@@ -15,6 +15,7 @@
 
 #include "attacks/attack.h"
 #include "audits/mechanism.h"
+#include "core/clock.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
 #include "core/rng_secure.h"
@@ -680,14 +681,8 @@ static double claimed_epsilon(const AuditCtx *a, AuditObserver o, const char **s
     return INFINITY;
 }
 
-static double now_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 FpStatus training_audit_run(Experiment *ex, const TrainingAuditConfig *cfg, int quiet, cJSON *res, FpError *err) {
-    double t0 = now_seconds();
+    double t0 = fp_monotonic_seconds();
     AuditCtx a = {.ex = ex, .cfg = cfg, .norm = cfg->canary_norm};
     // A record-level local procedure gets canary records, added or removed (dp-sgd's
     // add/remove notion); any other defense gets canary clients.
@@ -745,7 +740,7 @@ FpStatus training_audit_run(Experiment *ex, const TrainingAuditConfig *cfg, int 
             cJSON_AddItemToObject(res, "privacy", cJSON_Duplicate(a.privacy, 1));
         if (a.defense)
             cJSON_AddItemToObject(res, "defense_resolved", cJSON_Duplicate(a.defense, 1));
-        cJSON_AddNumberToObject(res, "seconds", now_seconds() - t0);
+        cJSON_AddNumberToObject(res, "seconds", fp_monotonic_seconds() - t0);
     }
     cJSON_Delete(a.defense);
     cJSON_Delete(a.privacy);

@@ -20,13 +20,8 @@
 #include <cblas.h>
 
 #include "attacks/inversion.h"
+#include "core/clock.h"
 #include "core/rng.h"
-
-static double thread_cpu(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 // Seconds inside cblas_sgemm since the start, and the calls, when the linker wrapped it:
 // the library's calls land in __wrap_cblas_sgemm, which times __real_cblas_sgemm. Without
@@ -37,12 +32,6 @@ static double thread_cpu(void) {
 // closure's hundred-odd GEMMs would feel) where the monotonic one is read in user space.
 static double gemm_seconds;
 static long gemm_calls;
-
-static double monotonic(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 void __real_cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER, OPENBLAS_CONST enum CBLAS_TRANSPOSE,
                         OPENBLAS_CONST enum CBLAS_TRANSPOSE, OPENBLAS_CONST blasint, OPENBLAS_CONST blasint,
@@ -55,9 +44,9 @@ void __wrap_cblas_sgemm(OPENBLAS_CONST enum CBLAS_ORDER o, OPENBLAS_CONST enum C
                         OPENBLAS_CONST float *a, OPENBLAS_CONST blasint lda, OPENBLAS_CONST float *b,
                         OPENBLAS_CONST blasint ldb, OPENBLAS_CONST float beta, float *c,
                         OPENBLAS_CONST blasint ldc) {
-    double t0 = monotonic();
+    double t0 = fp_clock_seconds(CLOCK_MONOTONIC);
     __real_cblas_sgemm(o, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    gemm_seconds += monotonic() - t0;
+    gemm_seconds += fp_clock_seconds(CLOCK_MONOTONIC) - t0;
     gemm_calls++;
 }
 
@@ -132,14 +121,14 @@ int main(int argc, char **argv) {
     RunTime t[100];
     uint64_t h = 1469598103934665603ull;
     for (int r = 0; r < runs; r++) {
-        double t0 = thread_cpu(), g0 = gemm_seconds;
+        double t0 = fp_clock_seconds(CLOCK_THREAD_CPUTIME_ID), g0 = gemm_seconds;
         long c0 = gemm_calls;
         for (int e = 0; e < evals; e++)
             if (inversion_objective_eval(o, z, grad, &loss, &err) != FP_OK) {
                 fprintf(stderr, "ig_closure: %s\n", err.msg);
                 return 1;
             }
-        t[r].us = (thread_cpu() - t0) / evals * 1e6;
+        t[r].us = (fp_clock_seconds(CLOCK_THREAD_CPUTIME_ID) - t0) / evals * 1e6;
         t[r].gemm_us = (gemm_seconds - g0) / evals * 1e6;
         t[r].gemm_calls = (gemm_calls - c0) / evals;
     }

@@ -5,8 +5,8 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "core/clock.h"
 #include "core/jsonv.h"
 #include "models/predict.h"
 #include "models/model.h"
@@ -419,19 +419,13 @@ typedef struct {
     double t0, next_report; // monotonic seconds
 } ServerScoreCtx;
 
-static double monotonic_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 // Scores one model of the merge and, when the interval has passed, says how far it is.
 static FpStatus server_score_fn(void *ctx, const float *g, double *phi, double *p, FpError *err) {
     ServerScoreCtx *c = ctx;
     FpStatus st = shap_server_score(c->s, c->base, c->scale, g, phi, p, err);
     c->scored++;
     if (st == FP_OK && c->s->progress) {
-        double now = monotonic_seconds();
+        double now = fp_monotonic_seconds();
         if (now >= c->next_report) {
             double elapsed = now - c->t0;
             fprintf(c->s->progress, "shapley merge: %d/%d models scored (%.0f s, ETA %.0f s)\n", c->scored,
@@ -449,7 +443,7 @@ FpStatus shap_server_merge(ShapServer *s, const float *base, double scale, const
     double *phi = fp_malloc(sizeof(double) * (size_t)dim * (k > 0 ? k : 1), err);
     double *p = fp_malloc(sizeof(double) * (k > 0 ? k : 1), err);
     FpStatus st = phi && p ? FP_OK : FP_ENOMEM;
-    double t0 = monotonic_seconds();
+    double t0 = fp_monotonic_seconds();
     ServerScoreCtx c = {.s = s, .base = base, .scale = scale, .to_score = k > 1 ? 2 * k - 2 : k, .t0 = t0,
                         .next_report = t0 + s->progress_seconds};
     for (int j = 0; st == FP_OK && j < k; j++)

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/clock.h"
 #include "core/jsonv.h"
 #include "core/rng_secure.h" // RNG_SEED_SECURE
 #include "datasets/power_load.h" // dataset_natural_partition
@@ -81,12 +82,6 @@ cJSON *fed_config_to_json(const FedConfig *c) {
 int fed_cohort_size(const FedConfig *c) {
     int m = (int)lround(c->sample_rate * c->clients);
     return m < 1 ? 1 : m > c->clients ? c->clients : m;
-}
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 // -- clients' data ---------------------------------------------------------------------
@@ -483,7 +478,7 @@ FpStatus fed_round_begin(Federation *f, int *n_out, FpError *err) {
         return fp_fail(err, FP_EPARAM, "federation.rounds: all %d planned rounds are done", f->s.cfg.rounds);
     size_t np = f->s.global->table.n_params;
     int r = f->rounds_done;
-    f->round_t0 = now_seconds();
+    f->round_t0 = fp_monotonic_seconds();
     model_get_params(f->s.global, f->global_host);
     int n = sample_clients(f, r);
     for (int s = 0; s < n; s++)
@@ -615,7 +610,7 @@ FpStatus fed_round_finish(Federation *f, FpError *err) {
     f->round_open = 0;
     FedRoundResult *res = &f->results[r];
     memset(res, 0, sizeof *res);
-    res->train_seconds = now_seconds() - f->round_t0;
+    res->train_seconds = fp_monotonic_seconds() - f->round_t0;
     res->round = r + 1;
     res->participants = n;
     res->upload = summarize_uploads(f, n);
@@ -636,7 +631,7 @@ FpStatus fed_round_finish(Federation *f, FpError *err) {
     }
     if (!isfinite(res->test_loss))
         return fp_fail(err, FP_EDIVERGED, "training diverged in round %d: the test loss is not finite", r + 1);
-    res->seconds = now_seconds() - f->round_t0;
+    res->seconds = fp_monotonic_seconds() - f->round_t0;
     if (f->s.hooks.on_global)
         f->s.hooks.on_global(f->s.hooks.ctx, r, f->s.global);
     if (!f->s.quiet) {
@@ -644,7 +639,7 @@ FpStatus fed_round_finish(Federation *f, FpError *err) {
             f->run_t0 = f->round_t0;
             f->run_first = r;
         }
-        double elapsed = now_seconds() - f->run_t0, eta = elapsed / (r + 1 - f->run_first) * (c->rounds - r - 1);
+        double elapsed = fp_monotonic_seconds() - f->run_t0, eta = elapsed / (r + 1 - f->run_first) * (c->rounds - r - 1);
         if (f->s.test->n_classes)
             fprintf(stderr, "round %d/%d: %d clients, test accuracy %.4f, loss %.4f (%.1f s, ETA %.0f s)\n", r + 1,
                     c->rounds, n, res->test_accuracy, res->test_loss, res->seconds, eta);
@@ -659,7 +654,7 @@ FpStatus fed_run(Federation *f, int first_round, FpError *err) {
     if (first_round != f->rounds_done || f->round_open)
         return fp_fail(err, FP_EPARAM, "fed_run: rounds run in order: the next is round %d, not %d",
                        f->rounds_done + 1, first_round + 1);
-    f->run_t0 = now_seconds();
+    f->run_t0 = fp_monotonic_seconds();
     f->run_first = first_round;
     while (f->rounds_done < f->s.cfg.rounds) {
         FP_TRY(fed_round_begin(f, NULL, err));

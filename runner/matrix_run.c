@@ -9,6 +9,7 @@
 // when its JSON exists with the current spec hash, so a run killed at any instant
 // leaves either a finished cell or one that is run again from scratch. Forked cells die
 // with their parent (PR_SET_PDEATHSIG), so a killed run leaves no writer behind.
+#include "core/clock.h"
 #include "core/json_number.h"
 #include "runner/matrix_internal.h"
 
@@ -38,12 +39,6 @@
 #include "runner/cell_store.h"
 #include "runner/matrix_ranks.h"
 #include "runner/shard.h"
-
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 // Reads the status of cell c from disk when its file changed since the last look;
 // 1 when the status changed. A finished cell stays finished (runner/cell_store.h: a
@@ -94,7 +89,7 @@ static FpStatus index_write_loop(Matrix *m, const char *dir, const cJSON *summar
 }
 
 FpStatus matrix_index_write(Matrix *m, const char *dir, int force, FpError *err) {
-    double now = now_seconds();
+    double now = fp_monotonic_seconds();
     if (!force && m->index_written_at > 0 && now - m->index_written_at < MATRIX_INDEX_INTERVAL)
         return FP_OK;
     m->index_written_at = now;
@@ -296,7 +291,7 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
     snprintf(adir, sizeof adir, "%s/%s", partial, as->dirname);
     FpError err = {0};
     cJSON *res = cJSON_CreateObject();
-    double t0 = now_seconds();
+    double t0 = fp_monotonic_seconds();
     FpStatus st = store_make_dirs(adir, &err);
     Experiment aex = *cex;
     aex.model = NULL;
@@ -326,7 +321,7 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
         st = as->ops->run(&env, res, &err);
     }
     model_free(aex.model);
-    double secs = now_seconds() - t0;
+    double secs = fp_monotonic_seconds() - t0;
     CellStatus s = CELL_DONE;
     char msg[512] = "";
     const char *hk = as->ops->headline ? as->ops->headline : "";
@@ -374,7 +369,7 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
     const char *dir = rc->dir;
     int threads = rc->threads, verbose = rc->verbose;
     char partial[4096];
-    double t0 = now_seconds();
+    double t0 = fp_monotonic_seconds();
     memset(out, 0, sizeof *out);
     FP_TRY(store_claim(dir, c->id, c->hash, rc->who, err));
     FP_TRY(store_partial_create(dir, c->id, partial, sizeof partial, err));
@@ -469,7 +464,7 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
     cJSON_DeleteItemFromObjectCaseSensitive(meta, "threads"); // a run setting, kept in "run"
     fed_free(f);
     model_free(cex.model);
-    out->seconds = now_seconds() - t0;
+    out->seconds = fp_monotonic_seconds() - t0;
     cell_json_finish(j, status, why, out->seconds, threads);
     FpStatus st = store_commit(dir, c->id, c->hash, partial, j, &out->kept_existing, err);
     cJSON_Delete(j);
@@ -602,7 +597,7 @@ static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo,
                 fflush(NULL);
                 _exit(cst == FP_OK ? 0 : 3);
             }
-            slots[s] = (Slot){.pid = pid, .cell = todo[next], .t0 = now_seconds()};
+            slots[s] = (Slot){.pid = pid, .cell = todo[next], .t0 = fp_monotonic_seconds()};
             running++;
             next++;
         }
@@ -622,7 +617,7 @@ static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo,
         if (s == jobs)
             continue; // not one of ours
         Cell *c = &m->cells[slots[s].cell];
-        c->seconds = now_seconds() - slots[s].t0;
+        c->seconds = fp_monotonic_seconds() - slots[s].t0;
         CellStatus fs = store_cell_status(dir, c->id, c->hash, c->message, sizeof c->message);
         if (fs == CELL_PENDING) { // it wrote nothing usable
             char why[256];
@@ -836,7 +831,7 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
         return fp_fail(err, FP_EPARAM, "--shard %d/%d: no such shard", opt.shard_index + 1, opt.shard_count);
     if (rank > 0)
         opt.progress = NULL; // rank 0 speaks for the job
-    double t_start = now_seconds();
+    double t_start = fp_monotonic_seconds();
     char path[4200];
     // Every rank makes the folders (rank 0 first in practice; mkdir is idempotent) and
     // removes what dead writers on its own host left.
@@ -987,7 +982,7 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
             }
         }
     cJSON_Delete(who);
-    MatrixSummary s = {.cells = m->n_cells, .mine = n_mine, .skipped = skipped, .stale = stale, .seconds = now_seconds() - t_start};
+    MatrixSummary s = {.cells = m->n_cells, .mine = n_mine, .skipped = skipped, .stale = stale, .seconds = fp_monotonic_seconds() - t_start};
     for (int i = 0; prepared && i < m->n_cells; i++) {
         if (rank == 0 || ran[i]) // a worker rank knows only its own cells
             refresh_status(&m->cells[i], dir);
