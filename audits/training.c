@@ -60,14 +60,18 @@ FpStatus training_audit_parse(const cJSON *j, const char *path, TrainingAuditCon
                        jv_path(p, sizeof p, path, "runs"), v);
     }
     c->runs = (int)v;
-    FP_TRY(jv_number(j, path, "canary_norm", JV_OPTIONAL, 0, 0, 0, 1e30, 0, &c->canary_norm, err));
-    FP_TRY(jv_number(j, path, "confidence", JV_OPTIONAL, 0.95, 0, 1, 1, 1, &c->confidence, err));
-    if (!(c->confidence > 0 && c->confidence < 1)) {
-        char p[256];
-        return fp_fail(err, FP_EPARAM, "%s: must be in (0, 1), got %g", jv_path(p, sizeof p, path, "confidence"),
-                       c->confidence);
-    }
-    FP_TRY(jv_number(j, path, "delta", JV_OPTIONAL, -1, -1, 0, 1, 0, &c->delta, err));
+    // A key left out takes its default; no value in a key's range stands for "the
+    // default" (canary_norm 0 and delta -1 did, so a typed 0 or -0.5 was silently the
+    // defense's clip or δ).
+    FP_TRY(jv_number(j, path, "canary_norm", JV_OPTIONAL, 0, 0, 1, 1e30, 0, &c->canary_norm, err));
+    // At least 0.5: a lower bound that fails more often than it holds states nothing; at
+    // most 1 - 1e-6, the most the verdict's percentage shows (99.9999%).
+    FP_TRY(jv_number(j, path, "confidence", JV_OPTIONAL, 0.95, 0.5, 0, TRAINING_AUDIT_CONFIDENCE_MAX, 0,
+                     &c->confidence, err));
+    // δ < 1: every mechanism is (0, 1)-DP.
+    c->delta = NAN;
+    if (cJSON_GetObjectItemCaseSensitive(j, "delta"))
+        FP_TRY(jv_number(j, path, "delta", JV_REQUIRED, 0, 0, 0, 1, 1, &c->delta, err));
     c->epsilon_claimed = NAN;
     if (cJSON_GetObjectItemCaseSensitive(j, "epsilon_claimed"))
         FP_TRY(jv_number(j, path, "epsilon_claimed", JV_REQUIRED, 0, 0, 0, 1e6, 0, &c->epsilon_claimed, err));
@@ -390,7 +394,7 @@ typedef struct {
 
 // δ of the bound: the config's, else the defense's account's (0 for pure DP).
 static double audit_delta(const AuditCtx *a) {
-    if (a->cfg->delta >= 0)
+    if (!isnan(a->cfg->delta))
         return a->cfg->delta;
     return a->rec.delta > 0 && a->rec.delta < 1 ? a->rec.delta : 0;
 }

@@ -73,15 +73,18 @@ typedef enum { TRAINING_AUDIT_ONE_RUN = 0, TRAINING_AUDIT_MULTI_RUN = 1 } Traini
 typedef enum { AUDIT_OBSERVER_FINAL_MODEL = 0, AUDIT_OBSERVER_AGGREGATES = 1, AUDIT_OBSERVER_UPLOADS = 2 } AuditObserver;
 typedef enum { AUDIT_NEIGHBOURS_DEFAULT = 0, AUDIT_NEIGHBOURS_REMOVE = 1, AUDIT_NEIGHBOURS_REPLACE = 2 } AuditNeighbours;
 
+// The largest "confidence": 1 - 1e-6 (the verdict prints it as 99.9999%).
+#define TRAINING_AUDIT_CONFIDENCE_MAX 0.999999
+
 typedef struct TrainingAuditConfig {
     TrainingAuditMethod method;   // "method": "one-run" (default) | "multi-run"
     AuditObserver observer;       // "observer": "final-model" (default) | "aggregates" | "uploads"
     AuditNeighbours neighbours;   // "neighbours": "remove" | "replace" (default: from the sampling)
     int canaries;                 // one-run: m (default 200, at least 20, at most federation.clients)
     int runs;                     // multi-run: R (default 200, even, at least 8)
-    double canary_norm;           // "canary_norm" (> 0); 0: the defense's "clip", else 1
-    double confidence;            // "confidence" (0.95)
-    double delta;                 // "delta"; < 0: the defense's δ
+    double canary_norm;           // "canary_norm" in (0, 1e30]; 0 when absent: the defense's "clip", else 1
+    double confidence;            // "confidence" in [0.5, TRAINING_AUDIT_CONFIDENCE_MAX] (0.95)
+    double delta;                 // "delta" in [0, 1); NAN when absent: the defense's δ
     double epsilon_claimed;       // "epsilon_claimed"; NAN: the defense's account (see above)
     const char *state_dir;        // not JSON, set by the caller: a directory where the multi-run audit keeps
                                   // its finished runs (multi-run.txt) and resumes from them; NULL: none

@@ -1,0 +1,238 @@
+// Hostile input to `fedpriv audit-training` (docs/security.md, "Hostile input", issue 33
+// cases 2 and 6): a multi-run audit's resume file belongs to one whole configuration and
+// holds finite scores only, and the audit's keys refuse values outside their stated
+// ranges instead of reading some of them as "the default". End-to-end runs of the binary
+// (skipped when FEDPRIV_BIN is unset) on a tiny CSV federation that trains in
+// milliseconds.
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli_run.h"
+#include "core/json_number.h"
+#include "core/jsonv.h"
+
+// ---- helpers ------------------------------------------------------------------------
+
+static char tmp_dir[256];
+
+static void make_tmp_dir(void) {
+    const char *base = getenv("TMPDIR");
+    snprintf(tmp_dir, sizeof tmp_dir, "%s/fedpriv-hostile-audit-XXXXXX", base && *base ? base : "/tmp");
+    ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
+    (void)sb, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static void remove_tmp_dir(void) { nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+static const char *tmp_path(const char *name, char *buf, size_t n) {
+    snprintf(buf, n, "%s/%s", tmp_dir, name);
+    return buf;
+}
+
+static void write_text(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    fputs(text, f);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+// The file's bytes (at most 64 KiB), malloc'd.
+static char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+    char *buf = malloc(1 << 16);
+    ck_assert_ptr_nonnull(buf);
+    size_t n = fread(buf, 1, (1 << 16) - 1, f);
+    buf[n] = 0;
+    fclose(f);
+    return buf;
+}
+
+// A small, learnable CSV classification set (3 classes, 6 features: with 4, logreg's
+// default initialisation U(±1/√fan_in) would be "uniform"'s U(±0.5) exactly); `shift`
+// moves one feature, so that two sets differ in their values only.
+static void write_tiny_csv(const char *path, double shift) {
+    FILE *f = fopen(path, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "a,b,c,d,e,f,label\n");
+    for (int i = 0; i < 240; i++) {
+        int y = i % 3;
+        fprintf(f, "%g,%g,%g,%g,%g,%g,%d\n", y + 0.1 * (i % 7) + shift, 0.5 * y - 0.05 * (i % 5),
+                ((i * 7) % 11) / 11.0, (double)(y == 2), ((i * 5) % 13) / 13.0, 0.3 * (y == 1) + 0.01 * (i % 3), y);
+    }
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+#define DPFEDAVG "{\"name\": \"gaussian-dpfedavg\", \"epsilon\": 4}"
+
+// An audit config on the CSV at csv (default: tiny.csv in tmp_dir, written on first use):
+// `model` (a JSON object), 4 clients (the last one the canary), one round, `defense`, and
+// `attack` as the attack object. Returns its path in a buffer the next call reuses.
+static const char *audit_config_with(const char *name, const char *csv, const char *model, const char *defense,
+                                     const char *attack) {
+    static char path[400];
+    char def_csv[400], text[2048];
+    if (!csv) {
+        csv = tmp_path("tiny.csv", def_csv, sizeof def_csv);
+        if (access(csv, F_OK) != 0)
+            write_tiny_csv(csv, 0);
+    }
+    snprintf(text, sizeof text,
+             "{\"seed\": 3, \"threads\": 1, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": %s,\n"
+             " \"federation\": {\"clients\": 4, \"rounds\": 1, \"batch_size\": 16},\n"
+             " \"defense\": %s,\n \"attack\": %s}\n",
+             csv, model, defense, attack);
+    write_text(tmp_path(name, path, sizeof path), text);
+    return path;
+}
+
+// The same with DP-FedAvg at ε = 4.
+static const char *audit_config(const char *name, const char *csv, const char *model, const char *attack) {
+    return audit_config_with(name, csv, model, DPFEDAVG, attack);
+}
+
+#define MULTI_RUN "{\"name\": \"audit-training\", \"method\": \"multi-run\", \"runs\": 16}"
+#define LOGREG "{\"name\": \"logreg\"}"
+
+#define OUT_CAP (1 << 16)
+static char out_buf[OUT_CAP], err_buf[OUT_CAP];
+
+#define RUN(...) cli_run((const char *const[]){__VA_ARGS__, NULL}, out_buf, err_buf, OUT_CAP)
+#define SKIP_WITHOUT_BIN(rc)                                                                                  \
+    do {                                                                                                       \
+        if ((rc) == -1) {                                                                                      \
+            fprintf(stderr, "SKIP: FEDPRIV_BIN is not set\n");                                                 \
+            return;                                                                                            \
+        }                                                                                                      \
+    } while (0)
+
+// NULL when s is one line of printable text (no byte below 0x20 or DEL but the final
+// newline), else what is wrong.
+static const char *unclean_line(const char *s) {
+    if (cli_count_lines(s) != 1)
+        return "not exactly one line";
+    size_t n = strlen(s);
+    for (size_t i = 0; i + 1 < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return "a raw control byte";
+    return NULL;
+}
+
+#define assert_one_clean_line(s)                                                                              \
+    do {                                                                                                       \
+        const char *why_ = unclean_line(s);                                                                    \
+        ck_assert_msg(why_ == NULL, "%s in: %s", why_, s);                                                     \
+    } while (0)
+
+static cJSON *load_result(const char *out_dir) {
+    char path[600];
+    snprintf(path, sizeof path, "%s/result.json", out_dir);
+    cJSON *r = NULL;
+    FpError e = {0};
+    ck_assert_msg(jv_load_file(path, &r, &e) == FP_OK, "%s", e.msg);
+    return r;
+}
+
+// Runs the audit of config into out_dir (exit 0 expected) and returns its result.json.
+static cJSON *audit(const char *config, const char *out_dir) {
+    int rc = RUN("audit-training", "--config", config, "--out", out_dir);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, err_buf);
+    return load_result(out_dir);
+}
+
+static double num(const cJSON *o, const char *key) { return jnum_value(cJSON_GetObjectItemCaseSensitive(o, key)); }
+
+// The result's chosen test and its counts, printed: two audits agree bit for bit when
+// these strings and their ε̂ do.
+static char *test_text(const cJSON *r) {
+    char *t = cJSON_PrintUnformatted(cJSON_GetObjectItemCaseSensitive(r, "test"));
+    ck_assert_ptr_nonnull(t);
+    return t;
+}
+
+// Keeps the first line of the resume file and `runs` runs: an audit killed after them.
+static void cut_after(const char *out_dir, int runs) {
+    char path[600], line[256], kept[8192] = "";
+    snprintf(path, sizeof path, "%s/multi-run.txt", out_dir);
+    FILE *f = fopen(path, "r");
+    ck_assert_ptr_nonnull(f);
+    for (int i = 0; i < 1 + runs && fgets(line, sizeof line, f); i++)
+        strcat(kept, line);
+    fclose(f);
+    write_text(path, kept);
+}
+
+// ---- 33.6: the audit's keys refuse values outside their ranges ------------------------------
+
+// "delta" in [-1, 0) was the defense's δ (-1 the "absent" sentinel inside the accepted
+// range), "canary_norm": 0 the default norm, and "confidence": 1e-300 reported "at
+// 1e-298% confidence". Each is now exit 2 with one line naming the JSON path and the
+// range; leaving the key out still means the default.
+START_TEST(cli_audit_keys_out_of_range) {
+#define AUDIT8 "{\"name\": \"audit-training\", \"method\": \"multi-run\", \"runs\": 8, "
+    static const struct {
+        const char *attack, *needle;
+    } bad[] = {
+        {AUDIT8 "\"delta\": -1}", "attack.delta: must be in [0, 1), got -1"},
+        {AUDIT8 "\"delta\": -0.5}", "attack.delta: must be in [0, 1), got -0.5"},
+        {AUDIT8 "\"delta\": 1}", "attack.delta: must be in [0, 1), got 1"},
+        {AUDIT8 "\"canary_norm\": 0}", "attack.canary_norm: must be in (0, 1e+30], got 0"},
+        {AUDIT8 "\"canary_norm\": -2}", "attack.canary_norm: must be in (0, 1e+30], got -2"},
+        {AUDIT8 "\"confidence\": 1e-300}", "attack.confidence: must be in [0.5, 0.999999], got 1e-300"},
+        {AUDIT8 "\"confidence\": 0.3}", "attack.confidence: must be in [0.5, 0.999999], got 0.3"},
+        {AUDIT8 "\"confidence\": 0.9999999}", "attack.confidence: must be in [0.5, 0.999999], got 1"},
+        {AUDIT8 "\"confidence\": 1}", "attack.confidence: must be in [0.5, 0.999999], got 1"},
+    };
+    char out[400], res[600];
+    tmp_path("out", out, sizeof out);
+    snprintf(res, sizeof res, "%s/result.json", out);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        // What an accepted config runs: a multi-run audit of 8 runs.
+        const char *cfg = audit_config("bad.json", NULL, LOGREG, bad[i].attack);
+        int rc = RUN("audit-training", "--config", cfg, "--out", out);
+        SKIP_WITHOUT_BIN(rc);
+        ck_assert_msg(rc == 2, "case %zu: rc %d: %s", i, rc, err_buf);
+        assert_one_clean_line(err_buf);
+        ck_assert_msg(strstr(err_buf, bad[i].needle), "case %zu: %s", i, err_buf);
+        ck_assert_msg(access(res, F_OK) != 0, "case %zu: a result was written", i);
+    }
+    // The ends of the ranges are accepted, and "delta": 0 is δ = 0, not the defense's.
+    cJSON *r = audit(audit_config("ok.json", NULL, LOGREG,
+                                  AUDIT8 "\"delta\": 0, \"confidence\": 0.5, \"canary_norm\": 2}"), out);
+    ck_assert_double_eq(num(r, "delta"), 0);
+    ck_assert_double_eq(num(r, "confidence"), 0.5);
+    ck_assert_double_eq(num(r, "canary_norm"), 2);
+    cJSON_Delete(r);
+    // Left out: the defense's δ (DP-FedAvg's 1e-5 by default) and its clip.
+    r = audit(audit_config_with("ok.json", NULL, LOGREG,
+                                "{\"name\": \"gaussian-dpfedavg\", \"epsilon\": 4, \"clip\": 3}",
+                                AUDIT8 "\"confidence\": 0.999999}"), out);
+    ck_assert_double_eq_tol(num(r, "delta"), 1e-5, 1e-18);
+    ck_assert_double_eq(num(r, "canary_norm"), 3);
+    ck_assert_msg(strstr(err_buf, "at 99.9999% confidence"), "%s", err_buf);
+    cJSON_Delete(r);
+#undef AUDIT8
+}
+END_TEST
+
+Suite *suite_hostile_audit(void) {
+    Suite *s = suite_create("hostile_audit");
+    TCase *tc = tcase_create("core");
+    tcase_add_checked_fixture(tc, make_tmp_dir, remove_tmp_dir);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, cli_audit_keys_out_of_range);
+    suite_add_tcase(s, tc);
+    return s;
+}
