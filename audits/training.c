@@ -310,6 +310,13 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
             cn[c].score[SCORE_SIGNED] = wdir * dw;
             cn[c].score[SCORE_MAGNITUDE] = fabs(dw);
         }
+    for (int c = 0; c < n_canaries && st == FP_OK; c++)
+        for (int sc = 0; sc < N_SCORES; sc++)
+            if (!isfinite(cn[c].score[sc])) {
+                st = fp_fail(err, FP_EDIVERGED, "the %s score of canary %d is not finite (%g)", score_names[sc], c,
+                             cn[c].score[sc]);
+                break;
+            }
     if (st == FP_OK) {
         const FedRoundResult *last = fed_round_result(f, fed_rounds_done(f) - 1);
         cJSON_Delete(a->privacy);
@@ -496,13 +503,16 @@ static void count_fires(const Canary *runs, int lo, int hi, const Test *t, long 
 
 // ---- multi-run: finished runs kept on disk --------------------------------------------------
 //
-// DIR/multi-run.txt: a first line naming what the runs depend on (a 64-bit FNV-1a of the
-// seed, backend, data, model size, federation, defense and the audit's observer,
-// neighbours, canary norm and kind), then one line per finished run, in order:
+// DIR/multi-run.txt: a first line naming what the runs depend on (runs_spec below: a
+// 64-bit FNV-1a of the canonical JSON of the whole resolved experiment and the fedpriv
+// version), then one line per finished run, in order:
 // "run r: <signed score> <magnitude score>" (%.17g, so a resumed run is bit-identical).
 // A rerun with the same first line skips the runs listed (a last line cut short by a kill
-// is ignored); any other first line starts the file over. The last run is always trained
-// again: it leaves the defense's account and resolved parameters for the result.
+// is ignored); any other first line starts the file over, saying so. Resumed scores must
+// be finite: the first line that is not a finished run with finite scores ends the
+// resume, said on stderr unless it is a last line cut short (resumed_run). The last run
+// is always trained again: it leaves the defense's account and resolved parameters for
+// the result.
 
 static uint64_t fnv1a(uint64_t h, const char *s) {
     for (; *s; s++)
@@ -510,20 +520,146 @@ static uint64_t fnv1a(uint64_t h, const char *s) {
     return h;
 }
 
-static void runs_fingerprint(const AuditCtx *a, char *out, size_t n) {
+// FNV-1a over 32-bit words of n bytes (a tail of 1-3 bytes zero-padded): the data's
+// digest, a word at a time because a training set can be hundreds of megabytes.
+static uint64_t fnv1a_words(uint64_t h, const void *p, size_t n) {
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i += 4) {
+        uint32_t w = 0;
+        memcpy(&w, b + i, n - i < 4 ? n - i : 4);
+        h = (h ^ w) * UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+// The samples themselves (shape, features, labels or targets): the same data read from
+// another path is the same experiment; other data under the same path is not.
+static void add_data_digest(cJSON *o, const char *key, const Dataset *d) {
+    if (!d)
+        return;
+    int shape[] = {d->n, d->c, d->h, d->w, d->n_classes, d->target_dim};
+    uint64_t h = fnv1a_words(UINT64_C(0xcbf29ce484222325), shape, sizeof shape);
+    size_t n = (size_t)d->n;
+    if (d->x)
+        h = fnv1a_words(h, d->x, sizeof(float) * n * dataset_sample_size(d));
+    if (d->y)
+        h = fnv1a_words(h, d->y, sizeof(int32_t) * n);
+    if (d->target)
+        h = fnv1a_words(h, d->target, sizeof(float) * n * (size_t)d->target_dim);
+    char hex[17];
+    snprintf(hex, sizeof hex, "%016llx", (unsigned long long)h);
+    cJSON *e = cJSON_AddObjectToObject(o, key);
+    cJSON_AddNumberToObject(e, "samples", d->n);
+    cJSON_AddStringToObject(e, "digest", hex);
+}
+
+// Sorts every object's keys into byte order, in place (strict JSON has no duplicate
+// keys), so that two spellings of one config print alike.
+static void sort_keys(cJSON *j) {
+    for (cJSON *it = j->child; it; it = it->next)
+        sort_keys(it);
+    if (!cJSON_IsObject(j))
+        return;
+    cJSON *sorted = NULL, *next;
+    for (cJSON *it = j->child; it; it = next) { // insertion sort of the children
+        next = it->next;
+        cJSON **at = &sorted;
+        while (*at && strcmp((*at)->string, it->string) <= 0)
+            at = &(*at)->next;
+        it->next = *at;
+        *at = it;
+    }
+    cJSON *prev = NULL;
+    for (cJSON *it = sorted; it; it = it->next) { // cJSON's prev links: the head's is the tail
+        it->prev = prev;
+        prev = it;
+    }
+    if (sorted)
+        sorted->prev = prev;
+    j->child = sorted;
+}
+
+static cJSON *sorted_copy(const cJSON *j) {
+    cJSON *c = cJSON_Duplicate(j, 1);
+    if (c)
+        sort_keys(c);
+    return c;
+}
+
+// Everything a run's scores depend on, as canonical JSON: the version, seed and RNG,
+// backend (and the CPU's BLAS kernels, which fix the order of its sums), the data's
+// digests, the model and federation as resolved, the defense as configured (keys
+// sorted; with the version, that fixes what it resolves to), and the audit's settings
+// that enter a run (observer, neighbours, canary kind and norm). Not the number of runs,
+// the confidence, δ or the claim: they change what is computed from the scores, not the
+// scores. Before, the model entered only as its parameter count and the data as its
+// size, so "init": "uniform" resumed "init": "default"'s runs.
+static cJSON *runs_spec(const AuditCtx *a) {
     const Experiment *ex = a->ex;
-    cJSON *fed = fed_config_to_json(&ex->fed);
-    char *fj = fed ? cJSON_PrintUnformatted(fed) : NULL, *dj = ex->defense_json ? cJSON_PrintUnformatted(ex->defense_json) : NULL;
-    char head[512];
-    snprintf(head, sizeof head, "%llu %s %s %d %zu %s %d %d %.17g %d", (unsigned long long)ex->seed,
-             ex->backend ? ex->backend->name : "cpu", ex->dataset_name, ex->train ? ex->train->n : 0,
-             a->model->table.n_params, ex->defense ? ex->defense->name : "none", a->cfg->observer, a->replace,
-             a->cfg->canary_norm, a->records);
-    uint64_t h = fnv1a(fnv1a(fnv1a(UINT64_C(0xcbf29ce484222325), head), fj ? fj : ""), dj ? dj : "");
-    snprintf(out, n, "fedpriv multi-run audit %016llx", (unsigned long long)h);
-    cJSON_free(fj);
-    cJSON_free(dj);
-    cJSON_Delete(fed);
+    cJSON *s = cJSON_CreateObject();
+    cJSON_AddStringToObject(s, "fedpriv_version", FEDPRIV_VERSION);
+    char seed[24];
+    snprintf(seed, sizeof seed, "%llu", (unsigned long long)ex->seed); // the secure-RNG flag included
+    cJSON_AddStringToObject(s, "seed", seed);
+    const Backend *b = ex->backend ? ex->backend : backend_cpu();
+    cJSON_AddStringToObject(s, "backend", b->name);
+    if (b->device == DEVICE_CPU)
+        cJSON_AddStringToObject(s, "blas_kernels", backend_cpu_blas_kernels());
+    cJSON *d = cJSON_AddObjectToObject(s, "dataset");
+    cJSON_AddStringToObject(d, "name", ex->dataset_name);
+    add_data_digest(d, "train", ex->train);
+    add_data_digest(d, "test", ex->test);
+    const Model *mo = a->model; // as resolved: {"name": "mlp"} and its defaults spelled out are one model
+    cJSON *m = cJSON_AddObjectToObject(s, "model");
+    cJSON_AddStringToObject(m, "name", mo->ops->name);
+    cJSON_AddStringToObject(m, "init", mo->cfg.init == INIT_UNIFORM ? "uniform" : "default");
+    cJSON_AddItemToObject(m, "hidden", cJSON_CreateIntArray(mo->cfg.hidden, mo->cfg.n_hidden));
+    cJSON_AddNumberToObject(m, "bn_momentum", mo->cfg.bn_momentum);
+    cJSON_AddNumberToObject(m, "parameters", (double)mo->table.n_params);
+    cJSON_AddItemToObject(s, "federation", fed_config_to_json(&ex->fed));
+    cJSON_AddItemToObject(s, "defense", ex->defense_json ? sorted_copy(ex->defense_json) : cJSON_CreateNull());
+    cJSON *au = cJSON_AddObjectToObject(s, "audit");
+    cJSON_AddStringToObject(au, "method", method_names[TRAINING_AUDIT_MULTI_RUN]);
+    cJSON_AddStringToObject(au, "observer", observer_names[a->cfg->observer]);
+    cJSON_AddStringToObject(au, "neighbours", a->replace ? "replace" : "remove");
+    cJSON_AddStringToObject(au, "canary", a->records ? "record" : "client");
+    if (a->cfg->canary_norm > 0)
+        cJSON_AddNumberToObject(au, "canary_norm", a->cfg->canary_norm);
+    else
+        cJSON_AddStringToObject(au, "canary_norm", "default");
+    return s;
+}
+
+static void runs_fingerprint(const AuditCtx *a, char *out, size_t n) {
+    cJSON *spec = runs_spec(a);
+    char *text = spec ? jv_print(spec, 0) : NULL;
+    if (text)
+        snprintf(out, n, "fedpriv multi-run audit %016llx",
+                 (unsigned long long)fnv1a(UINT64_C(0xcbf29ce484222325), text));
+    else // out of memory: a first line no file holds, so nothing is resumed
+        snprintf(out, n, "fedpriv multi-run audit ?");
+    free(text);
+    cJSON_Delete(spec);
+}
+
+// Whether line is the finished line of run r, its scores in *sg and *mg. A line cut short
+// (no newline: the last one, of a kill) is not, silently. Any other line that is not
+// run r's, with finite scores, is damage (fedpriv writes no other: a run whose score is
+// not finite fails as diverged), said in one line on stderr; the runs from it on are
+// trained again, so the result is still the uninterrupted one. Before, a "nan" was read:
+// in the scored half it silently stopped the test firing.
+static int resumed_run(const char *path, const char *line, int r, double *sg, double *mg, int quiet) {
+    int got;
+    char end = 0;
+    if (sscanf(line, "run %d: %lg %lg%c", &got, sg, mg, &end) == 4 && end == '\n' && got == r && isfinite(*sg) &&
+        isfinite(*mg))
+        return 1;
+    size_t n = strcspn(line, "\n");
+    if (line[n] == '\n' && !quiet)
+        fp_print_line(stderr, "audit-training: %s:%d: not the finished run %d with finite scores (\"%.*s\"): the "
+                      "file was damaged or edited; runs %d and on are trained again", path, r + 2, r,
+                      (int)(n < 60 ? n : 60), line, r);
+    return 0;
 }
 
 // Reads the finished runs' scores into runs[0..done) and returns done (0 when the file is
@@ -540,18 +676,16 @@ static int runs_resume(const char *dir, const char *fingerprint, Canary *runs, i
         size_t fl = strlen(fingerprint);
         if (fgets(line, sizeof line, in) && strncmp(line, fingerprint, fl) == 0 && line[fl] == '\n') {
             keep = ftell(in);
-            int r;
             double sg, mg;
-            char end;
-            while (done < R && fgets(line, sizeof line, in) &&
-                   sscanf(line, "run %d: %lg %lg%c", &r, &sg, &mg, &end) == 4 && end == '\n' && r == done) {
+            while (done < R && fgets(line, sizeof line, in) && resumed_run(path, line, done, &sg, &mg, quiet)) {
                 runs[done].score[SCORE_SIGNED] = sg;
                 runs[done].score[SCORE_MAGNITUDE] = mg;
                 done++;
                 keep = ftell(in);
             }
         } else if (!quiet) {
-            fprintf(stderr, "audit-training: %s holds the runs of another audit; starting over\n", path);
+            fp_print_line(stderr, "audit-training: %s holds the runs of another configuration (or fedpriv "
+                          "version); starting over", path);
         }
         fclose(in);
     }

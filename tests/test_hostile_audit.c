@@ -174,6 +174,160 @@ static void cut_after(const char *out_dir, int runs) {
     write_text(path, kept);
 }
 
+// ---- 33.2: the resume fingerprint covers the whole experiment -------------------------------
+
+// The issue's reproduction: "init": "default" and "init": "uniform" have the same
+// parameter count, which was all the fingerprint knew of the model, so B resumed A's
+// runs and reported another threshold than B uninterrupted. Now B starts over, says so in
+// one line, and gives B's uninterrupted test exactly.
+START_TEST(cli_resume_refuses_another_init) {
+    char out_a[400], out_b[400];
+    tmp_path("out-a", out_a, sizeof out_a);
+    tmp_path("out-b", out_b, sizeof out_b);
+    char cfg[400]; // audit_config's buffer is reused by the next call
+    snprintf(cfg, sizeof cfg, "%s",
+             audit_config("b.json", NULL, "{\"name\": \"logreg\", \"init\": \"uniform\"}", MULTI_RUN));
+    int rc = RUN("audit-training", "--config", cfg, "--out", out_b);
+    SKIP_WITHOUT_BIN(rc);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, err_buf);
+    cJSON *b = load_result(out_b); // B uninterrupted
+    char *tb = test_text(b);
+    // A, interrupted after 6 runs; then B into the same folder.
+    rc = RUN("audit-training", "--config", audit_config("a.json", NULL, "{\"name\": \"logreg\", \"init\": \"default\"}",
+                                                        MULTI_RUN), "--out", out_a);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, err_buf);
+    cut_after(out_a, 6);
+    cJSON *ab = audit(cfg, out_a);
+    char *tab = test_text(ab);
+    ck_assert_str_eq(tab, tb); // before: A's runs 0-5 gave another threshold
+    ck_assert_double_eq(num(ab, "epsilon_lower_bound"), num(b, "epsilon_lower_bound"));
+    ck_assert_int_eq((int)num(ab, "runs_resumed"), 0);
+    ck_assert_msg(strstr(err_buf, "holds the runs of another configuration"), "%s", err_buf);
+    ck_assert_msg(!strstr(err_buf, "resuming"), "%s", err_buf);
+    free(tb);
+    free(tab);
+    cJSON_Delete(b);
+    cJSON_Delete(ab);
+}
+END_TEST
+
+// What the fingerprint covers beyond the model: the data's values (the same path holding
+// other data starts over), and what it does not depend on: the spelling of the config
+// (keys in another order) and where the same data is read from (a resume).
+START_TEST(cli_resume_follows_the_data_not_the_spelling) {
+    char out[400], csv2[400], csv3[400];
+    tmp_path("out", out, sizeof out);
+    const char *cfg = audit_config("a.json", NULL, LOGREG, MULTI_RUN);
+    int rc = RUN("audit-training", "--config", cfg, "--out", out);
+    SKIP_WITHOUT_BIN(rc);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, err_buf);
+    cJSON *a = load_result(out); // uninterrupted
+    char *ta = test_text(a);
+    // The same data under another path, the model's keys in another order: resumed.
+    tmp_path("copy.csv", csv2, sizeof csv2);
+    write_tiny_csv(csv2, 0);
+    cut_after(out, 6);
+    cJSON *c = audit(audit_config("c.json", csv2, "{\"init\": \"default\", \"name\": \"logreg\"}", MULTI_RUN), out);
+    ck_assert_msg(strstr(err_buf, "resuming after 6 finished runs"), "%s", err_buf);
+    ck_assert_int_eq((int)num(c, "runs_resumed"), 6);
+    char *tc = test_text(c);
+    ck_assert_str_eq(tc, ta);
+    // Other values under that path (as many samples, as many parameters): starts over.
+    write_tiny_csv(csv2, 0.25);
+    cut_after(out, 6);
+    cJSON *d = audit(audit_config("d.json", csv2, LOGREG, MULTI_RUN), out);
+    ck_assert_msg(strstr(err_buf, "holds the runs of another configuration"), "%s", err_buf);
+    ck_assert_int_eq((int)num(d, "runs_resumed"), 0);
+    char *td = test_text(d);
+    tmp_path("fresh.csv", csv3, sizeof csv3);
+    write_tiny_csv(csv3, 0.25);
+    char fresh[400];
+    cJSON *e = audit(audit_config("e.json", csv3, LOGREG, MULTI_RUN), tmp_path("out-fresh", fresh, sizeof fresh));
+    char *te = test_text(e);
+    ck_assert_str_eq(td, te);
+    free(ta);
+    free(tc);
+    free(td);
+    free(te);
+    cJSON_Delete(a);
+    cJSON_Delete(c);
+    cJSON_Delete(d);
+    cJSON_Delete(e);
+}
+END_TEST
+
+// The scores read back must be finite: a "nan" in the scored half used to stop the test
+// firing there (fired_in 6 -> 0 in the issue) and was still reported "consistent". Now
+// the first line that is not a finished run with finite scores ends the resume, said in
+// one line naming the file and line: the runs from there are trained again, and the
+// result and the file are the uninterrupted audit's, bit for bit.
+START_TEST(cli_resume_retrains_nonfinite_scores) {
+    char out[400], path[600];
+    tmp_path("out", out, sizeof out);
+    const char *cfg = audit_config("a.json", NULL, LOGREG, MULTI_RUN);
+    int rc = RUN("audit-training", "--config", cfg, "--out", out);
+    SKIP_WITHOUT_BIN(rc);
+    ck_assert_msg(rc == 0, "rc %d: %s", rc, err_buf);
+    cJSON *a = load_result(out);
+    char *ta = test_text(a);
+    snprintf(path, sizeof path, "%s/multi-run.txt", out);
+    char *orig = read_text(path);
+    // Run 10 (line 12) is in the scored half (runs 8-15 of 16); run 3 (line 5) chooses the test.
+    static const struct {
+        int run, field;
+        const char *value, *needle;
+    } cases[] = {
+        {10, 0, "nan", "multi-run.txt:12: not the finished run 10 with finite scores (\"run 10: nan "},
+        {10, 1, "-nan", "multi-run.txt:12: not the finished run 10 with finite scores"},
+        {3, 1, "inf", "multi-run.txt:5: not the finished run 3 with finite scores"},
+        {3, 0, "-1e999", "multi-run.txt:5: not the finished run 3 with finite scores"},
+        {5, 0, "x", "multi-run.txt:7: not the finished run 5 with finite scores"}, // not a number at all
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        // The file with the one score replaced.
+        char edited[1 << 14] = "", *save = NULL, *copy = strdup(orig);
+        ck_assert_ptr_nonnull(copy);
+        int line_no = 0;
+        for (char *l = strtok_r(copy, "\n", &save); l; l = strtok_r(NULL, "\n", &save), line_no++) {
+            char line[256];
+            int r;
+            double sg, mg;
+            if (line_no == cases[i].run + 1) {
+                ck_assert_int_eq(sscanf(l, "run %d: %lg %lg", &r, &sg, &mg), 3);
+                ck_assert_int_eq(r, cases[i].run);
+                if (cases[i].field == 0)
+                    snprintf(line, sizeof line, "run %d: %s %.17g", r, cases[i].value, mg);
+                else
+                    snprintf(line, sizeof line, "run %d: %.17g %s", r, sg, cases[i].value);
+                l = line;
+            }
+            strcat(edited, l);
+            strcat(edited, "\n");
+        }
+        free(copy);
+        write_text(path, edited);
+        cJSON *r = audit(cfg, out);
+        ck_assert_msg(strstr(err_buf, cases[i].needle), "case %zu: %s", i, err_buf);
+        ck_assert_msg(strstr(err_buf, "trained again\n"), "case %zu: %s", i, err_buf);
+        char resumed[64];
+        snprintf(resumed, sizeof resumed, "resuming after %d finished runs", cases[i].run);
+        ck_assert_msg(cases[i].run == 0 || strstr(err_buf, resumed), "case %zu: %s", i, err_buf);
+        ck_assert_int_eq((int)num(r, "runs_resumed"), cases[i].run);
+        char *tr = test_text(r);
+        ck_assert_str_eq(tr, ta);
+        ck_assert_double_eq(num(r, "epsilon_lower_bound"), num(a, "epsilon_lower_bound"));
+        char *now = read_text(path);
+        ck_assert_str_eq(now, orig); // the runs from the bad line on, written again
+        free(now);
+        free(tr);
+        cJSON_Delete(r);
+    }
+    free(ta);
+    free(orig);
+    cJSON_Delete(a);
+}
+END_TEST
+
 // ---- 33.6: the audit's keys refuse values outside their ranges ------------------------------
 
 // "delta" in [-1, 0) was the defense's δ (-1 the "absent" sentinel inside the accepted
@@ -232,6 +386,9 @@ Suite *suite_hostile_audit(void) {
     TCase *tc = tcase_create("core");
     tcase_add_checked_fixture(tc, make_tmp_dir, remove_tmp_dir);
     tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, cli_resume_refuses_another_init);
+    tcase_add_test(tc, cli_resume_follows_the_data_not_the_spelling);
+    tcase_add_test(tc, cli_resume_retrains_nonfinite_scores);
     tcase_add_test(tc, cli_audit_keys_out_of_range);
     suite_add_tcase(s, tc);
     return s;
