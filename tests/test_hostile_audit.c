@@ -213,7 +213,8 @@ END_TEST
 
 // What the fingerprint covers beyond the model: the data's values (the same path holding
 // other data starts over), and what it does not depend on: the spelling of the config
-// (keys in another order) and where the same data is read from (a resume).
+// (a model default spelled out, keys in another order) and where the same data is read
+// from (a resume).
 START_TEST(cli_resume_follows_the_data_not_the_spelling) {
     char out[400], csv2[400], csv3[400];
     tmp_path("out", out, sizeof out);
@@ -223,11 +224,13 @@ START_TEST(cli_resume_follows_the_data_not_the_spelling) {
     ck_assert_msg(rc == 0, "rc %d: %s", rc, err_buf);
     cJSON *a = load_result(out); // uninterrupted
     char *ta = test_text(a);
-    // The same data under another path, the model's keys in another order: resumed.
+    // The same data under another path, the model's default spelled out, the defense's
+    // keys in another order: resumed.
     tmp_path("copy.csv", csv2, sizeof csv2);
     write_tiny_csv(csv2, 0);
     cut_after(out, 6);
-    cJSON *c = audit(audit_config("c.json", csv2, "{\"init\": \"default\", \"name\": \"logreg\"}", MULTI_RUN), out);
+    cJSON *c = audit(audit_config_with("c.json", csv2, "{\"init\": \"default\", \"name\": \"logreg\"}",
+                                       "{\"epsilon\": 4, \"name\": \"gaussian-dpfedavg\"}", MULTI_RUN), out);
     ck_assert_msg(strstr(err_buf, "resuming after 6 finished runs"), "%s", err_buf);
     ck_assert_int_eq((int)num(c, "runs_resumed"), 6);
     char *tc = test_text(c);
