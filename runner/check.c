@@ -226,11 +226,14 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
                      err));
     if (!out->metric && limits)
         return fp_fail(err, FP_EPARAM, "%s: a cell bound needs a \"metric\"", path);
-    if (out->metric && !out->is_audit && !out->attack && !results_is_cell_metric(out->metric))
-        return fp_fail(err, FP_EPARAM, "%s: \"%.64s\" is not a cell metric (model_accuracy, model_loss, "
-                       "epsilon_nominal, epsilon_sound, epsilon_conditional, epsilon_upload; attack metrics need "
-                       "\"attack\")",
-                       jv_path(p, sizeof p, path, "metric"), out->metric);
+    if (out->metric && !out->is_audit && !out->attack && !results_is_cell_metric(out->metric)) {
+        char names[256] = "";
+        for (int k = 0; results_cell_metric_at(k); k++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "",
+                     results_cell_metric_at(k));
+        return fp_fail(err, FP_EPARAM, "%s: \"%.64s\" is not a cell metric (%s; attack metrics need \"attack\")",
+                       jv_path(p, sizeof p, path, "metric"), out->metric, names);
+    }
     int stat;
     FP_TRY(jv_choice(b, path, "statistic", statistic_names, STAT_MEAN, &stat, err));
     out->statistic = (Statistic)stat;

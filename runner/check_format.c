@@ -2,6 +2,7 @@
 // scripts, JUnit XML for CI test reports, GitHub Actions workflow annotations.
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/json_number.h"
@@ -68,12 +69,13 @@ static void json(const CheckResult *r, const char *dir, const char *baseline, Ht
         cJSON_AddStringToObject(x, "message", it->message);
         cJSON_AddItemToArray(items, x);
     }
-    char *t = jnum_print(j, 1);
-    if (t) {
-        hb_puts(o, t);
+    char *t = jnum_print(j, 1), *safe = t ? fp_escape_json(t) : NULL;
+    if (safe) {
+        hb_puts(o, safe);
         hb_puts(o, "\n");
     } else
         o->oom = 1;
+    free(safe);
     cJSON_free(t);
     cJSON_Delete(j);
 }
@@ -113,8 +115,13 @@ static void junit(const CheckResult *r, const char *baseline, HtmlBuf *o) {
     hb_puts(o, "</testsuite>\n</testsuites>\n");
 }
 
-// GitHub workflow commands: data escapes %, CR, LF; property values also : and ,.
-static void gh_escape(HtmlBuf *o, const char *s, int property) {
+// GitHub workflow commands: data escapes %, CR, LF; property values also : and ,. The
+// runner prints the lines to the job's log as they are, so control characters are
+// escaped first (core/status.h: ESC and BEL as \x1b, \x07; CR and LF become \r, \n,
+// so no annotation spans lines either).
+static void gh_escape(HtmlBuf *o, const char *raw, int property) {
+    char s[8192];
+    fp_escape(raw, s, sizeof s);
     for (const char *p = s; *p; p++) {
         if (*p == '%')
             hb_puts(o, "%25");
