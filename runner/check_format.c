@@ -116,25 +116,25 @@ static void junit(const CheckResult *r, const char *baseline, HtmlBuf *o) {
 }
 
 // GitHub workflow commands: data escapes %, CR, LF; property values also : and ,. The
-// runner prints the lines to the job's log as they are, so control characters are
-// escaped first (core/status.h: ESC and BEL as \x1b, \x07; CR and LF become \r, \n,
-// so no annotation spans lines either).
-static void gh_escape(HtmlBuf *o, const char *raw, int property) {
-    char s[8192];
-    fp_escape(raw, s, sizeof s);
-    for (const char *p = s; *p; p++) {
-        if (*p == '%')
-            hb_puts(o, "%25");
-        else if (*p == '\r')
-            hb_puts(o, "%0D");
-        else if (*p == '\n')
-            hb_puts(o, "%0A");
-        else if (property && *p == ':')
-            hb_puts(o, "%3A");
-        else if (property && *p == ',')
-            hb_puts(o, "%2C");
-        else
-            hb_put(o, p, 1);
+// runner prints the lines to the job's log as they are, so every other control
+// character is escaped too (core/status.h fp_escape: ESC and BEL as \x1b, \x07), run by
+// run between the percent-encoded bytes (all ASCII, so no UTF-8 sequence is split).
+static void gh_escape(HtmlBuf *o, const char *s, int property) {
+    const char *special = property ? "%\r\n:," : "%\r\n";
+    while (*s) {
+        size_t run = strcspn(s, special);
+        if (run) {
+            char raw[4096], esc[16384];
+            size_t n = run < sizeof raw ? run : sizeof raw - 1;
+            memcpy(raw, s, n);
+            raw[n] = 0;
+            hb_puts(o, fp_escape(raw, esc, sizeof esc));
+            s += n;
+            continue;
+        }
+        char pct[4];
+        snprintf(pct, sizeof pct, "%%%02X", (unsigned char)*s++);
+        hb_puts(o, pct);
     }
 }
 
