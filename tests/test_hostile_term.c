@@ -285,13 +285,27 @@ START_TEST(cli_export_escaped) {
     assert_clean(out_buf, 1 + 2 * 2); // the header, two cells x (accuracy, loss)
     ck_assert_msg(strstr(out_buf, "," HOSTILE_ESCAPED "\\u0085,none,"), "%s", out_buf);
     ck_assert_msg(strstr(out_buf, ",\"u\\x07,\"\"q\"\"\\r\\nfake,row\\x1b[1m\","), "%s", out_buf);
-    char csv[500], jsonl[500], cmd[2000];
+    char csv[500], jsonl[500], cmd[2000], file[500];
     write_text(tmp_path("out.csv", csv, sizeof csv), out_buf);
+    // -o FILE writes the same bytes as standard output.
+    static char first[OUT_CAP];
+    snprintf(first, sizeof first, "%s", out_buf);
+    ck_assert_int_eq(RUN("export", dir, "-o", tmp_path("file.csv", file, sizeof file)), 0);
+    FILE *f = fopen(file, "rb");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(out_buf, 1, OUT_CAP - 1, f);
+    out_buf[n] = 0;
+    fclose(f);
+    ck_assert_str_eq(out_buf, first);
     ck_assert_int_eq(RUN("export", dir, "--format", "jsonl"), 0);
     assert_clean(out_buf, 4);
     write_text(tmp_path("out.jsonl", jsonl, sizeof jsonl), out_buf);
     snprintf(cmd, sizeof cmd, "python3 tests/export_roundtrip.py %s %s %s >&2", dir, csv, jsonl);
     ck_assert_int_eq(sh(cmd), 0);
+    // An option is quoted in the error line escaped.
+    ck_assert_int_eq(RUN("export", dir, "--x\x1b]0;pwned\x07\nfake line"), 2);
+    assert_clean(err_buf, 1);
+    ck_assert_msg(strstr(err_buf, "\"--x\\x1b]0;pwned\\x07\\nfake line\""), "%s", err_buf);
     // The control: the raw label in the CSV is a difference the script sees.
     snprintf(cmd, sizeof cmd, "sed 's/\\\\x07/x/' %s > %s.bad && python3 tests/export_roundtrip.py %s %s.bad 2>/dev/null",
              csv, csv, dir, csv);
