@@ -31,12 +31,12 @@ int cmd_export(int argc, char **argv) {
         else if (a[0] != '-' && !dir)
             dir = a;
         else {
-            fprintf(stderr, "fedpriv export: unknown or incomplete option \"%s\" (fedpriv export --help)\n", a);
+            fp_print_line(stderr, "fedpriv export: unknown or incomplete option \"%s\" (fedpriv export --help)", a);
             return CLI_EXIT_BADINPUT;
         }
     }
     if (!dir) {
-        fprintf(stderr, "fedpriv export: the run folder DIR is required (fedpriv export --help)\n");
+        fp_print_line(stderr, "fedpriv export: the run folder DIR is required (fedpriv export --help)");
         return CLI_EXIT_BADINPUT;
     }
     ExportFormat fmt;
@@ -45,7 +45,7 @@ int cmd_export(int argc, char **argv) {
     else if (strcmp(format, "jsonl") == 0)
         fmt = EXPORT_JSONL;
     else {
-        fprintf(stderr, "fedpriv export: --format must be csv or jsonl, got \"%.64s\"\n", format);
+        fp_print_line(stderr, "fedpriv export: --format must be csv or jsonl, got \"%.64s\"", format);
         return CLI_EXIT_BADINPUT;
     }
     HtmlBuf b;

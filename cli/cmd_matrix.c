@@ -46,22 +46,25 @@ static int print_status(const char *dir, int json) {
     if (matrix_status_load(dir, &s, &err) != FP_OK)
         return cli_report_error("matrix", &err);
     int finished = s.counts[CELL_STATE_DONE] + s.counts[CELL_STATE_DIVERGED];
+    // Labels, claims (host, job) and messages come from files anyone with access to DIR
+    // can write: every line goes through the escaping formatter (core/status.h).
     if (json) {
         cJSON *j = matrix_status_json(&s, dir);
-        char *text = cJSON_Print(j);
-        printf("%s\n", text ? text : "{}");
+        char *text = cJSON_Print(j), *safe = text ? fp_escape_json(text) : NULL;
+        printf("%s\n", safe ? safe : "{}");
+        free(safe);
         free(text);
         cJSON_Delete(j);
     } else {
-        printf("%s: %d cells: %d done, %d diverged, %d failed, %d running, %d missing\n", dir, s.n,
-               s.counts[CELL_STATE_DONE], s.counts[CELL_STATE_DIVERGED], s.counts[CELL_STATE_FAILED],
-               s.counts[CELL_STATE_RUNNING], s.counts[CELL_STATE_MISSING]);
+        fp_print_line(stdout, "%s: %d cells: %d done, %d diverged, %d failed, %d running, %d missing", dir, s.n,
+                      s.counts[CELL_STATE_DONE], s.counts[CELL_STATE_DIVERGED], s.counts[CELL_STATE_FAILED],
+                      s.counts[CELL_STATE_RUNNING], s.counts[CELL_STATE_MISSING]);
         static const CellState order[] = {CELL_STATE_RUNNING, CELL_STATE_FAILED, CELL_STATE_MISSING};
         for (int k = 0; k < 3; k++)
             for (int i = 0; i < s.n; i++)
                 if (s.cells[i].state == order[k])
-                    printf("  %-8s %s%s%s%s\n", cell_state_name(order[k]), s.cells[i].label,
-                           s.cells[i].detail[0] ? " (" : "", s.cells[i].detail, s.cells[i].detail[0] ? ")" : "");
+                    fp_print_line(stdout, "  %-8s %s%s%s%s", cell_state_name(order[k]), s.cells[i].label,
+                                  s.cells[i].detail[0] ? " (" : "", s.cells[i].detail, s.cells[i].detail[0] ? ")" : "");
     }
     int all = finished == s.n;
     matrix_status_free(&s);

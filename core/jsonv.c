@@ -19,15 +19,18 @@ const char *jv_path(char *buf, size_t n, const char *parent, const char *key) {
     return buf;
 }
 
+int jv_key_in(const char *key, const char *const *list) {
+    for (int i = 0; key && list && list[i]; i++)
+        if (strcmp(list[i], key) == 0)
+            return 1;
+    return 0;
+}
+
 FpStatus jv_keys(const cJSON *obj, const char *path, const char *const *allowed, FpError *err) {
     if (!cJSON_IsObject(obj))
         return fp_fail(err, FP_EPARAM, "%s: must be an object", path && path[0] ? path : "(top level)");
     for (const cJSON *it = obj->child; it; it = it->next) {
-        int ok = 0;
-        for (const char *const *a = allowed; *a; a++)
-            if (strcmp(*a, it->string) == 0)
-                ok = 1;
-        if (!ok) {
+        if (!jv_key_in(it->string, allowed)) {
             char p[256];
             return fp_fail(err, FP_EPARAM, "%s: unknown key", jv_path(p, sizeof p, path, it->string));
         }

@@ -20,6 +20,8 @@
 
 // Fails on any key of obj not in allowed (NULL-terminated). obj must be an object.
 FpStatus jv_keys(const cJSON *obj, const char *path, const char *const *allowed, FpError *err);
+// 1 when key is in list (NULL-terminated; a NULL list holds nothing).
+int jv_key_in(const char *key, const char *const *list);
 
 // Fails when obj has both keys a and b (options that replace each other).
 FpStatus jv_exclusive(const cJSON *obj, const char *path, const char *a, const char *b, FpError *err);

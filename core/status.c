@@ -79,6 +79,36 @@ const char *fp_escape(const char *text, char *buf, size_t n) {
     return buf;
 }
 
+char *fp_escape_json(const char *json) {
+    const unsigned char *s = (const unsigned char *)(json ? json : "");
+    size_t n = strlen((const char *)s);
+    char *out = malloc(6 * n + 1); // a byte becomes at most 6 (\u007f), a longer sequence never more
+    if (!out)
+        return NULL;
+    size_t k = 0;
+    while (*s) {
+        int seq = utf8_seq(s);
+        unsigned cp = *s;
+        if (seq == 2)
+            cp = (unsigned)(s[0] & 0x1F) << 6 | (s[1] & 0x3F);
+        else if (seq == 3)
+            cp = (unsigned)(s[0] & 0x0F) << 12 | (unsigned)(s[1] & 0x3F) << 6 | (s[2] & 0x3F);
+        if (seq == 0) {
+            cp = 0xFFFD;
+            seq = 1;
+        } else if (!(seq == 1 && cp == 0x7F) && !((seq == 2 || seq == 3) && escaped_code_point(cp))) {
+            memcpy(out + k, s, (size_t)seq);
+            k += (size_t)seq;
+            s += seq;
+            continue;
+        }
+        k += (size_t)snprintf(out + k, 7, "\\u%04x", cp);
+        s += seq;
+    }
+    out[k] = 0;
+    return out;
+}
+
 size_t fp_vformat(char *buf, size_t n, const char *fmt, va_list ap) {
     if (!buf || n == 0)
         return 0;

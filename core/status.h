@@ -50,6 +50,13 @@ size_t fp_format(char *buf, size_t n, const char *fmt, ...) __attribute__((forma
 const char *fp_escape(const char *text, char *buf, size_t n);
 // Prints one formatted, escaped line (at most 2 KiB) and a newline to f.
 void fp_print_line(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+// JSON text for a terminal or a pipe (`--json`, `--format json`, JSONL): a copy of json
+// (as cJSON prints it, which escapes C0 controls already) with the other code points the
+// formatter escapes (DEL, C1 controls, line separators, bidirectional controls) written
+// as \uXXXX, which parses back to the same string; a byte that is not UTF-8 becomes
+// \ufffd. Outside strings JSON text is ASCII, so every such code point is in a string.
+// Returns NULL when out of memory (the caller frees the result).
+char *fp_escape_json(const char *json);
 
 // A short name for a status ("io", "format", ...).
 const char *fp_status_name(FpStatus code);

@@ -32,12 +32,14 @@
 #include "core/jsonv.h"
 #include "defenses/mech_defense.h"
 
+static const char *const harmony_extra_keys[] = {"self_sampling", NULL};
+static int harmony_takes_param(const char *key) { return mech_defense_takes(&mech_harmony, harmony_extra_keys, key); }
+
 static FpStatus harmony_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                                FpError *err) {
-    static const char *const extra[] = {"self_sampling", NULL};
     MechDefense *d = NULL;
     *state = NULL;
-    FP_TRY(mech_defense_create(&mech_harmony, params, path, setup, extra, &d, err));
+    FP_TRY(mech_defense_create(&mech_harmony, params, path, setup, harmony_extra_keys, &d, err));
     FpStatus st = jv_bool(params, path, "self_sampling", 1, &d->self_sampling, err);
     for (int l = 0; st == FP_OK && l < d->n_layers; l++)
         if (d->layers[l].trainable && d->layers[l].count >= 0xffffffffu)
@@ -134,4 +136,5 @@ const DefenseOps defense_adaptive_harmony = {
     .server_aggregate = harmony_aggregate,
     .privacy = harmony_privacy,
     .describe = harmony_describe,
+    .takes_param = harmony_takes_param,
 };

@@ -103,12 +103,16 @@ static double nominal_epsilon(const Avp *s, int from, int to) {
     return sqrt(2 * s->q * log(1 / s->delta) * b);
 }
 
+// The keys create() accepts, also what takes_param answers from.
+static const char *const avp_keys[] = {"name", "variant", "clip", "epsilon", "delta", "vartheta", "sensitivity",
+                                       "planned_rounds", "refine_at", "sampler", NULL};
+static int avp_takes_param(const char *key) { return jv_key_in(key, avp_keys); }
+static const char *const nbafl_keys[] = {"name", "variant", "clip", "epsilon", "delta", "sensitivity",
+                                         "planned_rounds", "refine_at", "sampler", NULL};
+static int nbafl_takes_param(const char *key) { return jv_key_in(key, nbafl_keys); }
+
 static FpStatus avp_create_common(const cJSON *params, const char *path, const DefenseSetup *setup, int nbafl,
                                   void **state, FpError *err) {
-    static const char *const avp_keys[] = {"name", "variant", "clip", "epsilon", "delta", "vartheta", "sensitivity",
-                                           "planned_rounds", "refine_at", "sampler", NULL};
-    static const char *const nbafl_keys[] = {"name", "variant", "clip", "epsilon", "delta", "sensitivity",
-                                             "planned_rounds", "refine_at", "sampler", NULL};
     static const char *const variants[] = {"corrected", "paper", NULL};
     char p[256];
     FP_TRY(jv_keys(params, path, nbafl ? nbafl_keys : avp_keys, err));
@@ -403,6 +407,7 @@ const DefenseOps defense_avp = {
     .end_round = avp_end_round,
     .privacy = avp_privacy,
     .describe = avp_describe,
+    .takes_param = avp_takes_param,
 };
 
 const DefenseOps defense_nbafl = {
@@ -417,4 +422,5 @@ const DefenseOps defense_nbafl = {
     .end_round = avp_end_round,
     .privacy = avp_privacy,
     .describe = avp_describe,
+    .takes_param = nbafl_takes_param,
 };

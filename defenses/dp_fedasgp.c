@@ -149,14 +149,17 @@ static FpStatus asgp_build_safe(DpFedAsgp *s, const char *path, FpError *err) {
     return FP_OK;
 }
 
+// The keys create() accepts, also what takes_param answers from.
+static const char *const asgp_keys[] = {"name", "variant", "epsilon", "clip", "sensitivity", "svt_q", "test_share",
+                                        "significance", "max_selected_fraction", "threshold", "sampler", NULL};
+static int asgp_takes_param(const char *key) { return jv_key_in(key, asgp_keys); }
+
 static FpStatus asgp_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                             FpError *err) {
-    static const char *const keys[] = {"name", "variant", "epsilon", "clip", "sensitivity", "svt_q", "test_share",
-                                       "significance", "max_selected_fraction", "threshold", "sampler", NULL};
     static const char *const variants[] = {"corrected", "paper", NULL};
     static const char *const tests[] = {"signed", "abs", NULL};
     char p[256];
-    FP_TRY(jv_keys(params, path, keys, err));
+    FP_TRY(jv_keys(params, path, asgp_keys, err));
     int variant;
     FP_TRY(jv_choice(params, path, "variant", variants, 0, &variant, err));
     DpFedAsgp s = {.paper = variant == 1, .rounds = setup->rounds, .n_clients = setup->n_clients,
@@ -542,4 +545,5 @@ const DefenseOps defense_dp_fedasgp = {
     .server_aggregate = asgp_aggregate,
     .privacy = asgp_privacy,
     .describe = asgp_describe,
+    .takes_param = asgp_takes_param,
 };

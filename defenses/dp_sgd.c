@@ -123,13 +123,16 @@ static double epsilon_at(const void *ctx, long long rounds, double delta) {
     return account(s, s->sigma, rounds, delta, &eps, &e) == FP_OK ? eps : INFINITY;
 }
 
+// The keys create() accepts, also what takes_param answers from.
+static const char *const dpsgd_keys[] = {"name", "clip", "noise_multiplier", "epsilon", "delta", "accountant",
+                                         "sampler", NULL};
+static int dpsgd_takes_param(const char *key) { return jv_key_in(key, dpsgd_keys); }
+
 static FpStatus dpsgd_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                              FpError *err) {
-    static const char *const keys[] = {"name",  "clip",       "noise_multiplier", "epsilon",
-                                       "delta", "accountant", "sampler",          NULL};
     static const char *const accountants[] = {"pld", "rdp", NULL};
     char p[256];
-    FP_TRY(jv_keys(params, path, keys, err));
+    FP_TRY(jv_keys(params, path, dpsgd_keys, err));
     if (!setup->client_samples || setup->n_clients < 1)
         return fp_fail(err, FP_EPARAM, "%s: dp-sgd needs the federation's clients and their sample counts", path);
     if (!setup->params)
@@ -473,4 +476,5 @@ const DefenseOps defense_dp_sgd = {
     .end_round = NULL,
     .privacy = dpsgd_privacy,
     .describe = dpsgd_describe,
+    .takes_param = dpsgd_takes_param,
 };

@@ -10,6 +10,8 @@ static FpStatus duchi_create(const cJSON *params, const char *path, const Defens
     return st;
 }
 
+static int duchi_takes_param(const char *key) { return mech_defense_takes(&mech_duchi, NULL, key); }
+
 const DefenseOps defense_duchi = {
     .name = "duchi",
     .summary = "Duchi et al. one-dimensional LDP per clipped scalar (needs clip or range)",
@@ -21,4 +23,5 @@ const DefenseOps defense_duchi = {
     .upload_params = mech_defense_upload_params,
     .privacy = mech_defense_privacy,
     .describe = mech_defense_describe,
+    .takes_param = duchi_takes_param,
 };

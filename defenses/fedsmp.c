@@ -44,12 +44,15 @@ typedef struct FedSmp {
     uint64_t seed;
 } FedSmp;
 
+// The keys create() accepts, also what takes_param answers from.
+static const char *const smp_keys[] = {"name", "variant", "topk_fraction", "clip", "noise_multiplier", "epsilon",
+                                       "delta", "sensitivity", "sampler", NULL};
+static int smp_takes_param(const char *key) { return jv_key_in(key, smp_keys); }
+
 static FpStatus smp_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                            FpError *err) {
-    static const char *const keys[] = {"name", "variant", "topk_fraction", "clip", "noise_multiplier", "epsilon",
-                                       "delta", "sensitivity", "sampler", NULL};
     static const char *const variants[] = {"corrected", "paper", NULL};
-    FP_TRY(jv_keys(params, path, keys, err));
+    FP_TRY(jv_keys(params, path, smp_keys, err));
     int variant;
     FP_TRY(jv_choice(params, path, "variant", variants, 0, &variant, err));
     FedSmp s = {.table = setup->params, .d = setup->params->n_trainable, .seed = setup->seed};
@@ -237,4 +240,5 @@ const DefenseOps defense_fedsmp = {
     .end_round = smp_end_round,
     .privacy = smp_privacy,
     .describe = smp_describe,
+    .takes_param = smp_takes_param,
 };

@@ -13,6 +13,8 @@ static FpStatus gaussian_create(const cJSON *params, const char *path, const Def
     return st;
 }
 
+static int gaussian_takes_param(const char *key) { return mech_defense_takes(&mech_gaussian, NULL, key); }
+
 const DefenseOps defense_gaussian = {
     .name = "gaussian",
     .summary = "Gaussian noise per clipped scalar for (eps, delta) (local DP)",
@@ -24,4 +26,5 @@ const DefenseOps defense_gaussian = {
     .upload_params = mech_defense_upload_params,
     .privacy = mech_defense_privacy,
     .describe = mech_defense_describe,
+    .takes_param = gaussian_takes_param,
 };

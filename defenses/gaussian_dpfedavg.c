@@ -36,12 +36,15 @@ typedef struct DpFedAvg {
     uint64_t seed;
 } DpFedAvg;
 
+// The keys create() accepts, also what takes_param answers from.
+static const char *const dpfedavg_keys[] = {"name", "variant", "clip", "noise_multiplier", "epsilon", "delta", "noise",
+                                            "sampler", "sensitivity", NULL};
+static int dpfedavg_takes_param(const char *key) { return jv_key_in(key, dpfedavg_keys); }
+
 static FpStatus dpfedavg_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                                 FpError *err) {
-    static const char *const keys[] = {"name", "variant", "clip", "noise_multiplier", "epsilon", "delta", "noise", "sampler",
-                                       "sensitivity", NULL};
     static const char *const variants[] = {"corrected", "paper", NULL};
-    FP_TRY(jv_keys(params, path, keys, err));
+    FP_TRY(jv_keys(params, path, dpfedavg_keys, err));
     int variant;
     FP_TRY(jv_choice(params, path, "variant", variants, 0, &variant, err));
     DpFedAvg *s = fp_calloc(1, sizeof *s, err);
@@ -115,4 +118,5 @@ const DefenseOps defense_gaussian_dpfedavg = {
     .end_round = dpfedavg_end_round,
     .privacy = dpfedavg_privacy,
     .describe = dpfedavg_describe,
+    .takes_param = dpfedavg_takes_param,
 };

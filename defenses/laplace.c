@@ -12,6 +12,8 @@ static FpStatus laplace_create(const cJSON *params, const char *path, const Defe
     return st;
 }
 
+static int laplace_takes_param(const char *key) { return mech_defense_takes(&mech_laplace, NULL, key); }
+
 const DefenseOps defense_laplace = {
     .name = "laplace",
     .summary = "Laplace noise per clipped scalar, scale (hi-lo)/eps (local DP)",
@@ -23,4 +25,5 @@ const DefenseOps defense_laplace = {
     .upload_params = mech_defense_upload_params,
     .privacy = mech_defense_privacy,
     .describe = mech_defense_describe,
+    .takes_param = laplace_takes_param,
 };

@@ -275,13 +275,17 @@ static FpStatus server_prepare(LwState *s, const cJSON *params, const char *path
     return st;
 }
 
+// The keys create() accepts, also what takes_param answers from.
+static const char *const lw_keys[] = {"name", "variant", "epsilon_total", "lambda", "c", "alpha", "cap", "reserve", "armijo",
+                                      "threshold", "importance_fraction", "importance_max", "linear_importance",
+                                      "clip", "clip_scale", "aggregation", "feature_groups", "shap_samples",
+                                      "eval_samples", "shap_vector", "shap_permutations", "sampler", NULL};
+static int lw_takes_param(const char *key) { return jv_key_in(key, lw_keys); }
+static const char *const flat_keys[] = {"name", "variant", "epsilon_total", "clip", "clip_scale", "sampler", NULL};
+static int flat_takes_param(const char *key) { return jv_key_in(key, flat_keys); }
+
 static FpStatus lw_create_common(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                                  int flat, FpError *err) {
-    static const char *const lw_keys[] = {"name", "variant", "epsilon_total", "lambda", "c", "alpha", "cap", "reserve", "armijo",
-                                          "threshold", "importance_fraction", "importance_max", "linear_importance",
-                                          "clip", "clip_scale", "aggregation", "feature_groups", "shap_samples",
-                                          "eval_samples", "shap_vector", "shap_permutations", "sampler", NULL};
-    static const char *const flat_keys[] = {"name", "variant", "epsilon_total", "clip", "clip_scale", "sampler", NULL};
     static const char *const variants[] = {"corrected", "paper", NULL};
     static const char *const lin_names[] = {"one", "mean", NULL};
     static const char *const agg_names[] = {"shapley", "fedavg", NULL};
@@ -917,6 +921,7 @@ const DefenseOps defense_layerwise = {
     .end_round = lw_end_round,
     .privacy = lw_privacy,
     .describe = lw_describe,
+    .takes_param = lw_takes_param,
 };
 
 const DefenseOps defense_flat_laplace = {
@@ -936,4 +941,5 @@ const DefenseOps defense_flat_laplace = {
     .end_round = lw_end_round,
     .privacy = lw_privacy,
     .describe = lw_describe,
+    .takes_param = flat_takes_param,
 };

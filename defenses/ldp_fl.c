@@ -12,6 +12,8 @@ static FpStatus ldp_fl_create(const cJSON *params, const char *path, const Defen
     return st;
 }
 
+static int ldp_fl_takes_param(const char *key) { return mech_defense_takes(&mech_ldp_fl, NULL, key); }
+
 const DefenseOps defense_ldp_fl = {
     .name = "ldp-fl",
     .summary = "LDP-FL (Sun et al. 2021): c +- r(e^eps+1)/(e^eps-1) per scalar, fixed or per-layer range",
@@ -23,4 +25,5 @@ const DefenseOps defense_ldp_fl = {
     .upload_params = mech_defense_upload_params,
     .privacy = mech_defense_privacy,
     .describe = mech_defense_describe,
+    .takes_param = ldp_fl_takes_param,
 };

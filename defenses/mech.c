@@ -62,11 +62,31 @@ static MechVariant default_variant(const MechOps *info) {
     return variant_by_name(first);
 }
 
-static int key_in(const char *key, const char *const *list) {
-    for (int i = 0; list && list[i]; i++)
-        if (strcmp(list[i], key) == 0)
-            return 1;
-    return 0;
+// The keys a mechanism's object takes (keys: at least 16 slots, NULL-terminated).
+static void spec_keys(const MechOps *info, int defense, const char **keys) {
+    int nk = 0;
+    keys[nk++] = "name";
+    keys[nk++] = "epsilon";
+    keys[nk++] = "sampler";
+    if (info->variants)
+        keys[nk++] = "variant";
+    if (info->range != MECH_RANGE_NONE) {
+        keys[nk++] = "clip";
+        keys[nk++] = "range";
+    }
+    if (info->takes_delta)
+        keys[nk++] = "delta";
+    if (info->takes_dim && !defense)
+        keys[nk++] = "dim";
+    if (info->layer_range && defense)
+        keys[nk++] = "min_radius";
+    keys[nk] = NULL;
+}
+
+int mech_spec_takes(const MechOps *info, int flags, const char *const *extra_keys, const char *key) {
+    const char *keys[16];
+    spec_keys(info, (flags & MECH_PARSE_DEFENSE) != 0, keys);
+    return jv_key_in(key, keys) || jv_key_in(key, extra_keys);
 }
 
 FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const char *const *extra_keys,
@@ -94,27 +114,8 @@ FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const ch
     out->ops = info;
     int defense = (flags & MECH_PARSE_DEFENSE) != 0;
 
-    // The keys this mechanism takes.
-    const char *keys[16];
-    int nk = 0;
-    keys[nk++] = "name";
-    keys[nk++] = "epsilon";
-    keys[nk++] = "sampler";
-    if (info->variants)
-        keys[nk++] = "variant";
-    if (info->range != MECH_RANGE_NONE) {
-        keys[nk++] = "clip";
-        keys[nk++] = "range";
-    }
-    if (info->takes_delta)
-        keys[nk++] = "delta";
-    if (info->takes_dim && !defense)
-        keys[nk++] = "dim";
-    if (info->layer_range && defense)
-        keys[nk++] = "min_radius";
-    keys[nk] = NULL;
     for (const cJSON *it = obj->child; it; it = it->next) {
-        if (key_in(it->string, keys) || key_in(it->string, extra_keys))
+        if (mech_spec_takes(info, flags, extra_keys, it->string))
             continue;
         jv_path(p, sizeof p, path, it->string);
         if (strcmp(it->string, "variant") == 0)

@@ -182,6 +182,8 @@ typedef struct MechSpec {
 // (NULL-terminated, may be NULL): the caller reads those. Errors (FP_EPARAM) name the
 // JSON path: "defense.variant: unknown value ...", "defense.epsilon: must be in (0, 15]
 // ...", "defense.range: ldp-fl needs an input range ...", "defense.sampler: ...".
+// 1 when key is one mech_spec_parse accepts in info's object (with those flags and extra_keys).
+int mech_spec_takes(const MechOps *info, int flags, const char *const *extra_keys, const char *key);
 FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const char *const *extra_keys,
                          MechSpec *out, FpError *err);
 

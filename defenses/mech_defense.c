@@ -34,6 +34,10 @@ static void float_reason(const Mech *m, const char *path, char *out, size_t size
              path, measured);
 }
 
+int mech_defense_takes(const MechOps *mech, const char *const *extra_keys, const char *key) {
+    return (key && strcmp(key, "upload") == 0) || mech_spec_takes(mech, MECH_PARSE_DEFENSE, extra_keys, key);
+}
+
 FpStatus mech_defense_create(const MechOps *mech, const cJSON *params, const char *path, const DefenseSetup *setup,
                              const char *const *extra_keys, MechDefense **out, FpError *err) {
     *out = NULL;

@@ -43,6 +43,8 @@ typedef struct MechDefense {
 // defense's own keys besides "upload" (NULL-terminated, may be NULL).
 FpStatus mech_defense_create(const MechOps *mech, const cJSON *params, const char *path, const DefenseSetup *setup,
                              const char *const *extra_keys, MechDefense **out, FpError *err);
+// 1 when key is one mech_defense_create accepts for mech with extra_keys (DefenseOps.takes_param).
+int mech_defense_takes(const MechOps *mech, const char *const *extra_keys, const char *key);
 void mech_defense_destroy(void *state);
 UploadKind mech_defense_upload_kind(const void *state);
 // The mechanism for layer l in this round: the configured one, or with the layer's

@@ -10,6 +10,8 @@ static FpStatus pm_create(const cJSON *params, const char *path, const DefenseSe
     return st;
 }
 
+static int pm_takes_param(const char *key) { return mech_defense_takes(&mech_pm, NULL, key); }
+
 const DefenseOps defense_pm = {
     .name = "pm",
     .summary = "Piecewise Mechanism (Wang et al. 2019) per clipped scalar (needs clip or range)",
@@ -21,4 +23,5 @@ const DefenseOps defense_pm = {
     .upload_params = mech_defense_upload_params,
     .privacy = mech_defense_privacy,
     .describe = mech_defense_describe,
+    .takes_param = pm_takes_param,
 };

@@ -12,6 +12,8 @@ static FpStatus spm_create(const cJSON *params, const char *path, const DefenseS
     return st;
 }
 
+static int spm_takes_param(const char *key) { return mech_defense_takes(&mech_spm, NULL, key); }
+
 const DefenseOps defense_spm = {
     .name = "spm",
     .summary = "SPM (Chen & Zheng 2024): sign-keeping piecewise noise on every trainable weight",
@@ -23,4 +25,5 @@ const DefenseOps defense_spm = {
     .upload_params = mech_defense_upload_params,
     .privacy = mech_defense_privacy,
     .describe = mech_defense_describe,
+    .takes_param = spm_takes_param,
 };

@@ -149,10 +149,13 @@ void defense_privacy(const DefenseOps *ops, const void *state, int rounds_done, 
     privacy_record_settle(rec);
 }
 
+// The keys create() accepts, also what takes_param answers from.
+static const char *const none_keys[] = {"name", NULL};
+static int none_takes_param(const char *key) { return jv_key_in(key, none_keys); }
+
 static FpStatus none_create(const cJSON *params, const char *path, const DefenseSetup *setup, void **state,
                             FpError *err) {
-    static const char *const keys[] = {"name", NULL};
-    FP_TRY(jv_keys(params, path, keys, err));
+    FP_TRY(jv_keys(params, path, none_keys, err));
     *state = NULL;
     return FP_OK;
 }
@@ -186,4 +189,5 @@ const DefenseOps defense_none = {
     .upload_kind = none_upload_kind,
     .client_perturb = none_perturb,
     .privacy = none_privacy,
+    .takes_param = none_takes_param,
 };

@@ -292,6 +292,10 @@ typedef struct DefenseOps {
     void (*privacy)(const void *state, int rounds_done, PrivacyRecord *rec);
     // Optional: add the resolved parameters (variant, ε, clip, ...) to a JSON object.
     void (*describe)(const void *state, cJSON *out);
+    // 1 when key is one create() accepts in the defense's JSON object (the same list it
+    // validates with), so that `fedpriv check` can tell a baseline's "params" typo from a
+    // value no setting has. NULL: the defense does not say.
+    int (*takes_param)(const char *key);
 } DefenseOps;
 
 // The privacy record of a defense after rounds_done rounds, settled

@@ -21,8 +21,14 @@ typedef struct Field {
     int is_num;
 } Field;
 
-static void csv_text(HtmlBuf *o, const char *s) {
-    if (!strpbrk(s, ",\"\r\n")) {
+// A CSV field. Its text comes from the run's files, and a table on standard output is
+// read on a terminal too: control characters are escaped first (core/status.h: ESC as
+// \x1b, a newline as \n), so a field is one line of printable text whatever a tampered
+// file holds; other text, UTF-8 included, is written as it is. Then RFC 4180 quoting.
+static void csv_text(HtmlBuf *o, const char *raw) {
+    char s[8192];
+    fp_escape(raw, s, sizeof s);
+    if (!strpbrk(s, ",\"")) {
         hb_puts(o, s);
         return;
     }
@@ -50,12 +56,14 @@ static void emit(HtmlBuf *o, ExportFormat fmt, const Field *f) {
         else
             cJSON_AddStringToObject(j, columns[c], f[c].text);
     }
-    char *t = j ? jnum_print(j, 0) : NULL;
-    if (t) {
-        hb_puts(o, t);
+    // JSONL keeps every string exactly: cJSON escapes C0 controls, fp_escape_json the rest.
+    char *t = j ? jnum_print(j, 0) : NULL, *safe = t ? fp_escape_json(t) : NULL;
+    if (safe) {
+        hb_puts(o, safe);
         hb_puts(o, "\n");
     } else
         o->oom = 1;
+    free(safe);
     free(t);
     cJSON_Delete(j);
 }

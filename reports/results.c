@@ -38,6 +38,127 @@ int results_id_is_safe(const char *id) {
     return 1;
 }
 
+// Every metric a run's files hold that the report, the export and `fedpriv check` read,
+// with the values it can take: where a cell metric lies in a cell file, and for attack
+// results the keys that are a probability or a similarity wherever they appear. "inf"
+// (core/json_number.h) is a legitimate ε (no guarantee) but no accuracy; null is "no
+// value" (a diverged cell's accuracy). Reading a run refuses a value out of its range
+// (check_metric_values): a tampered file is bad input, not a result to compare.
+typedef struct MetricRange {
+    const char *name;   // cell metric name, or the result key
+    const char *path;   // in the cell file (NULL for attack result keys)
+    double min, max;    // inclusive
+    int infinite_ok;    // 1: +inf (or -inf, when min is -inf) is a value
+    const char *what;   // for the message: "an accuracy is in [0, 1]"
+} MetricRange;
+
+static const MetricRange cell_metric_table[] = {
+    {"model_accuracy", "model.test_accuracy", 0, 1, 0, "an accuracy is a finite number in [0, 1]"},
+    {"model_loss", "model.test_loss", 0, INFINITY, 1, "a loss is at least 0"},
+    {"epsilon_nominal", "privacy.nominal.epsilon_total", 0, INFINITY, 1, "an epsilon is at least 0 or \"inf\""},
+    {"epsilon_sound", "privacy.sound.epsilon_total", 0, INFINITY, 1, "an epsilon is at least 0 or \"inf\""},
+    {"epsilon_conditional", "privacy.sound.epsilon_total_conditional", 0, INFINITY, 1,
+     "an epsilon is at least 0 or \"inf\""},
+    {"epsilon_upload", "privacy.sound.upload.epsilon_total", 0, INFINITY, 1, "an epsilon is at least 0 or \"inf\""},
+};
+#define N_CELL_METRICS (int)(sizeof cell_metric_table / sizeof cell_metric_table[0])
+
+// Attack result keys by meaning: headlines (AttackOps.headline: "auc", "ssim_mean") and
+// the figures of the same kind beside them.
+static const MetricRange attack_metric_table[] = {
+    {"auc", NULL, 0, 1, 0, "an AUC is a finite number in [0, 1]"},
+    {"ssim_mean", NULL, -1, 1, 0, "an SSIM is a finite number in [-1, 1]"},
+    {"ssim", NULL, -1, 1, 0, "an SSIM is a finite number in [-1, 1]"},
+    {"label_accuracy", NULL, 0, 1, 0, "an accuracy is a finite number in [0, 1]"},
+    {"best_balanced_accuracy", NULL, 0, 1, 0, "an accuracy is a finite number in [0, 1]"},
+    {"shadow_test_accuracy_mean", NULL, 0, 1, 0, "an accuracy is a finite number in [0, 1]"},
+};
+#define N_ATTACK_METRICS (int)(sizeof attack_metric_table / sizeof attack_metric_table[0])
+
+static const MetricRange *find_range(const MetricRange *t, int n, const char *name) {
+    for (int k = 0; name && k < n; k++)
+        if (strcmp(t[k].name, name) == 0)
+            return &t[k];
+    return NULL;
+}
+
+const char *results_cell_metric_at(int k) { return k >= 0 && k < N_CELL_METRICS ? cell_metric_table[k].name : NULL; }
+
+int results_is_cell_metric(const char *metric) {
+    return find_range(cell_metric_table, N_CELL_METRICS, metric) != NULL;
+}
+
+double results_cell_metric(const cJSON *cell, const char *metric) {
+    const MetricRange *m = find_range(cell_metric_table, N_CELL_METRICS, metric);
+    return m ? jnum_value(results_lookup(cell, m->path)) : NAN;
+}
+
+// NULL when v (possibly absent) is null or a value m allows, else the reason in buf.
+// The limits hold to rounding (1e-9): an SSIM computed as 1 + 2^-52 is a result.
+static const char *range_problem(const MetricRange *m, const cJSON *v, char *buf, size_t n) {
+    if (!v || cJSON_IsNull(v))
+        return NULL;
+    if (!jnum_is_value(v)) {
+        snprintf(buf, n, "must be a number%s or null (%s)", m->infinite_ok ? ", \"inf\"" : "", m->what);
+        return buf;
+    }
+    double x = jnum_value(v);
+    if ((isfinite(x) || m->infinite_ok) && x >= m->min - 1e-9 && x <= m->max + 1e-9)
+        return NULL;
+    char num[40];
+    snprintf(buf, n, "%s is out of range (%s)", jnum_text(x, num, sizeof num), m->what);
+    return buf;
+}
+
+// The attack result keys of the table, wherever they are in obj (objects and lists).
+static FpStatus check_attack_values(const cJSON *obj, char *path, size_t len, size_t cap, const char *file,
+                                    FpError *err) {
+    const cJSON *it;
+    int i = 0;
+    cJSON_ArrayForEach(it, obj) {
+        size_t n = it->string ? (size_t)snprintf(path + len, cap - len, ".%s", it->string)
+                              : (size_t)snprintf(path + len, cap - len, "[%d]", i);
+        i++;
+        if (len + n >= cap)
+            continue;
+        char why[200];
+        const MetricRange *m = it->string ? find_range(attack_metric_table, N_ATTACK_METRICS, it->string) : NULL;
+        if (m && range_problem(m, it, why, sizeof why))
+            return fp_fail(err, FP_EFORMAT, "%s: %s: %s", file, path, why);
+        if (cJSON_IsObject(it) || cJSON_IsArray(it))
+            FP_TRY(check_attack_values(it, path, len + n, cap, file, err));
+        path[len] = 0;
+    }
+    return FP_OK;
+}
+
+// A cell file's metrics against the table: one message naming the file and the JSON
+// path of the first value out of range.
+static FpStatus check_metric_values(const cJSON *cell, const char *file, FpError *err) {
+    char why[200];
+    for (int k = 0; k < N_CELL_METRICS; k++) {
+        const MetricRange *m = &cell_metric_table[k];
+        if (range_problem(m, results_lookup(cell, m->path), why, sizeof why))
+            return fp_fail(err, FP_EFORMAT, "%s: %s: %s", file, m->path, why);
+    }
+    const cJSON *a;
+    int i = 0;
+    cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(cell, "attacks")) {
+        char path[512];
+        const cJSON *h = cJSON_GetObjectItemCaseSensitive(a, "headline");
+        const MetricRange *m = cJSON_IsString(h) ? find_range(attack_metric_table, N_ATTACK_METRICS, h->valuestring)
+                                                 : NULL;
+        snprintf(path, sizeof path, "attacks[%d].value", i);
+        if (m && range_problem(m, cJSON_GetObjectItemCaseSensitive(a, "value"), why, sizeof why))
+            return fp_fail(err, FP_EFORMAT, "%s: %s: %s", file, path, why);
+        int len = snprintf(path, sizeof path, "attacks[%d].result", i);
+        FP_TRY(check_attack_values(cJSON_GetObjectItemCaseSensitive(a, "result"), path, (size_t)len, sizeof path, file,
+                                   err));
+        i++;
+    }
+    return FP_OK;
+}
+
 // Cells are grouped by their index entry's "setting" number (the matrix runner writes
 // it: one setting, several seeds); an entry without one is a setting of its own. A
 // number outside [0, n) is a malformed index.
@@ -138,6 +259,11 @@ FpStatus matrix_results_load(const char *dir, MatrixResults *r, FpError *err) {
             r->status[i] = CELL_PENDING;
             continue;
         }
+        if ((st = check_metric_values(cell, cpath, err)) != FP_OK) {
+            cJSON_Delete(cell);
+            matrix_results_free(r);
+            return st;
+        }
         r->cells[i] = cell;
         r->status[i] = (CellStatus)cst;
     }
@@ -224,38 +350,6 @@ int results_is_timing_key(const char *key) {
         if ((p == key || p[-1] == '_') && (p[2] == 0 || p[2] == '_'))
             return 1;
     return 0;
-}
-
-const char *const results_cell_metrics[] = {"model_accuracy", "model_loss",          "epsilon_nominal",
-                                            "epsilon_sound",  "epsilon_conditional", "epsilon_upload", NULL};
-
-int results_is_cell_metric(const char *metric) {
-    for (int k = 0; results_cell_metrics[k]; k++)
-        if (metric && strcmp(results_cell_metrics[k], metric) == 0)
-            return 1;
-    return 0;
-}
-
-double results_cell_metric(const cJSON *cell, const char *metric) {
-    const cJSON *model = cJSON_GetObjectItemCaseSensitive(cell, "model");
-    const cJSON *priv = cJSON_GetObjectItemCaseSensitive(cell, "privacy");
-    if (strcmp(metric, "model_accuracy") == 0)
-        return jnum_value(cJSON_GetObjectItemCaseSensitive(model, "test_accuracy"));
-    if (strcmp(metric, "model_loss") == 0)
-        return jnum_value(cJSON_GetObjectItemCaseSensitive(model, "test_loss"));
-    if (strcmp(metric, "epsilon_nominal") == 0)
-        return jnum_value(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(priv, "nominal"),
-                                                           "epsilon_total"));
-    // The sound figures: proven (∞ otherwise), conditional, the upload observer's.
-    const cJSON *snd = cJSON_GetObjectItemCaseSensitive(priv, "sound");
-    if (strcmp(metric, "epsilon_sound") == 0)
-        return jnum_value(cJSON_GetObjectItemCaseSensitive(snd, "epsilon_total"));
-    if (strcmp(metric, "epsilon_conditional") == 0)
-        return jnum_value(cJSON_GetObjectItemCaseSensitive(snd, "epsilon_total_conditional"));
-    if (strcmp(metric, "epsilon_upload") == 0)
-        return jnum_value(cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(snd, "upload"),
-                                                           "epsilon_total"));
-    return NAN;
 }
 
 double results_attack_metric(const cJSON *a, const char *metric) {

@@ -58,11 +58,15 @@ const cJSON *results_lookup(const cJSON *obj, const char *path);
 // ending in "seconds" ("train_seconds"), and keys with "ms" as a word ("ms_per_evaluation").
 int results_is_timing_key(const char *key);
 
-// Cell-level metrics (NULL-terminated): model_accuracy, model_loss (after the last
-// round), epsilon_nominal, epsilon_sound, epsilon_conditional (the bound a conditional
-// record holds under its assumptions), epsilon_upload (the upload observer's bound):
-// totals after the last round.
-extern const char *const results_cell_metrics[];
+// Cell-level metrics: model_accuracy, model_loss (after the last round),
+// epsilon_nominal, epsilon_sound, epsilon_conditional (the bound a conditional record
+// holds under its assumptions), epsilon_upload (the upload observer's bound): totals
+// after the last round. One table (reports/results.c) says where each lies in a cell
+// file and the values it can take; matrix_results_load refuses a cell file with a
+// value out of range (an accuracy of -5 or "inf", an AUC above 1) as FP_EFORMAT naming
+// the file and the JSON path.
+// The k-th cell metric's name, NULL past the last.
+const char *results_cell_metric_at(int k);
 int results_is_cell_metric(const char *metric);
 // A cell metric's value (core/json_number.h: "inf" is +inf); NaN when absent.
 double results_cell_metric(const cJSON *cell, const char *metric);

@@ -226,11 +226,14 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
                      err));
     if (!out->metric && limits)
         return fp_fail(err, FP_EPARAM, "%s: a cell bound needs a \"metric\"", path);
-    if (out->metric && !out->is_audit && !out->attack && !results_is_cell_metric(out->metric))
-        return fp_fail(err, FP_EPARAM, "%s: \"%.64s\" is not a cell metric (model_accuracy, model_loss, "
-                       "epsilon_nominal, epsilon_sound, epsilon_conditional, epsilon_upload; attack metrics need "
-                       "\"attack\")",
-                       jv_path(p, sizeof p, path, "metric"), out->metric);
+    if (out->metric && !out->is_audit && !out->attack && !results_is_cell_metric(out->metric)) {
+        char names[256] = "";
+        for (int k = 0; results_cell_metric_at(k); k++)
+            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "",
+                     results_cell_metric_at(k));
+        return fp_fail(err, FP_EPARAM, "%s: \"%.64s\" is not a cell metric (%s; attack metrics need \"attack\")",
+                       jv_path(p, sizeof p, path, "metric"), out->metric, names);
+    }
     int stat;
     FP_TRY(jv_choice(b, path, "statistic", statistic_names, STAT_MEAN, &stat, err));
     out->statistic = (Statistic)stat;
@@ -316,6 +319,27 @@ static int attack_selected(const Bound *b, const cJSON *ix_attack) {
     return (name && strcmp(name, b->attack) == 0) || (label && strcmp(label, b->attack) == 0);
 }
 
+// A key of a bound's "params" names a parameter of a selected defense: one its create()
+// takes (DefenseOps.takes_param; any registered defense for "*"), or one a setting of
+// the run has in its defense object (stand-ins, older runs). Else a typo ({"nosie":
+// "client"}), which would otherwise match no setting and read as a missing defense.
+static int param_known(const Bound *b, const DefenseOps *ops, const MatrixResults *mr, const char *key) {
+    int any = strcmp(b->select, "*") == 0;
+    for (int i = 0; i < defense_count(); i++) {
+        const DefenseOps *d = defense_at(i);
+        if ((any || d == ops) && (!d->takes_param || d->takes_param(key)))
+            return 1;
+    }
+    for (int i = 0; i < mr->n; i++) {
+        const cJSON *c = mr->cells[i];
+        const char *d = jstr(matrix_index_cell(mr, i), "defense");
+        const cJSON *def = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "spec"), "defense");
+        if (d && (any || strcmp(d, b->select) == 0) && cJSON_GetObjectItemCaseSensitive(def, key))
+            return 1;
+    }
+    return 0;
+}
+
 // The names a bound uses must exist: registered, or in the run (stand-ins, older runs).
 static FpStatus validate_names(const Bound *b, const MatrixResults *mr, const cJSON *audit, FpError *err) {
     char p[160];
@@ -364,6 +388,17 @@ static FpStatus validate_names(const Bound *b, const MatrixResults *mr, const cJ
         return fp_fail(err, FP_EPARAM, "%s: defense \"%.64s\" has no variant \"%.64s\"%s%s%s",
                        jv_path(p, sizeof p, b->path, "variant"), b->select, b->variant, ops && ops->variants ? " (it has: " : "",
                        ops && ops->variants ? ops->variants : "", ops && ops->variants ? ")" : "");
+    const cJSON *pk;
+    cJSON_ArrayForEach(pk, b->params)
+        if (!param_known(b, ops, mr, pk->string)) {
+            char pp[160];
+            jv_path(pp, sizeof pp, b->path, "params");
+            jv_path(p, sizeof p, pp, pk->string);
+            if (strcmp(b->select, "*") == 0)
+                return fp_fail(err, FP_EPARAM, "%s: no defense takes a parameter \"%.64s\"", p, pk->string);
+            return fp_fail(err, FP_EPARAM, "%s: defense \"%.64s\" takes no parameter \"%.64s\"", p, b->select,
+                           pk->string);
+        }
     if (!b->attack)
         return FP_OK;
     int in_run = 0;

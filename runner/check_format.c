@@ -2,6 +2,7 @@
 // scripts, JUnit XML for CI test reports, GitHub Actions workflow annotations.
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/json_number.h"
@@ -68,12 +69,13 @@ static void json(const CheckResult *r, const char *dir, const char *baseline, Ht
         cJSON_AddStringToObject(x, "message", it->message);
         cJSON_AddItemToArray(items, x);
     }
-    char *t = jnum_print(j, 1);
-    if (t) {
-        hb_puts(o, t);
+    char *t = jnum_print(j, 1), *safe = t ? fp_escape_json(t) : NULL;
+    if (safe) {
+        hb_puts(o, safe);
         hb_puts(o, "\n");
     } else
         o->oom = 1;
+    free(safe);
     cJSON_free(t);
     cJSON_Delete(j);
 }
@@ -113,21 +115,26 @@ static void junit(const CheckResult *r, const char *baseline, HtmlBuf *o) {
     hb_puts(o, "</testsuite>\n</testsuites>\n");
 }
 
-// GitHub workflow commands: data escapes %, CR, LF; property values also : and ,.
+// GitHub workflow commands: data escapes %, CR, LF; property values also : and ,. The
+// runner prints the lines to the job's log as they are, so every other control
+// character is escaped too (core/status.h fp_escape: ESC and BEL as \x1b, \x07), run by
+// run between the percent-encoded bytes (all ASCII, so no UTF-8 sequence is split).
 static void gh_escape(HtmlBuf *o, const char *s, int property) {
-    for (const char *p = s; *p; p++) {
-        if (*p == '%')
-            hb_puts(o, "%25");
-        else if (*p == '\r')
-            hb_puts(o, "%0D");
-        else if (*p == '\n')
-            hb_puts(o, "%0A");
-        else if (property && *p == ':')
-            hb_puts(o, "%3A");
-        else if (property && *p == ',')
-            hb_puts(o, "%2C");
-        else
-            hb_put(o, p, 1);
+    const char *special = property ? "%\r\n:," : "%\r\n";
+    while (*s) {
+        size_t run = strcspn(s, special);
+        if (run) {
+            char raw[4096], esc[16384];
+            size_t n = run < sizeof raw ? run : sizeof raw - 1;
+            memcpy(raw, s, n);
+            raw[n] = 0;
+            hb_puts(o, fp_escape(raw, esc, sizeof esc));
+            s += n;
+            continue;
+        }
+        char pct[4];
+        snprintf(pct, sizeof pct, "%%%02X", (unsigned char)*s++);
+        hb_puts(o, pct);
     }
 }
 
