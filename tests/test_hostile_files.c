@@ -114,7 +114,7 @@ static int run_limited(unsigned limit, const char *const *args) {
 
 // Exit 2, and stderr's last line (the error) names needle.
 static void assert_refused(int rc, const char *needle) {
-    ck_assert_msg(rc == 2, "exit %d (128: killed by the alarm, i.e. it hung): %s", rc, err_buf);
+    ck_assert_msg(rc == 2, "exit %d (128: killed by the alarm, it hung): %s", rc, err_buf);
     size_t n = strlen(err_buf);
     ck_assert_msg(n > 0 && err_buf[n - 1] == '\n', "no error line: %s", err_buf);
     const char *last = err_buf + n - 1;
