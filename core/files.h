@@ -21,16 +21,19 @@
 // of atomic writes ("X.tmp.PID"). NULL with FP_EIO on failure.
 FILE *fp_create_new(const char *path, FpError *err);
 
-// THE RULE. A path given on the command line (a config, a dataset, a baseline, the run
-// or output folder DIR itself) is the user's choice: it may be a symbolic link and is
-// followed. Everything fedpriv opens INSIDE a run or output folder (cells, claims,
-// results.json, the locks, the reference-model cache and its folder, audit files such
-// as multi-run.txt) goes through fp_open_beneath, for reads and writes alike: no link
-// at any component below DIR, nothing but a regular file (or, asked for, a folder), and
-// a FIFO never blocks. Atomic writes create their temporary name with fp_create_new (or
-// O_EXCL | O_NOFOLLOW at a folder descriptor) and rename it into place, which replaces a
-// planted link instead of writing through it. User input files are opened with
-// fp_open_input: followed, but a regular file only, so a FIFO does not hang a command.
+// Which files may be links. A path given on the command line (a config, a matrix, a
+// baseline, a dataset, the run or output folder DIR itself) is the user's choice: it may
+// be a symbolic link and is followed (configs kept in a dotfiles repository and linked
+// into place are common). Everything fedpriv opens INSIDE a run or output folder (cells,
+// claims, results.json, the locks, the reference-model cache and its folder, audit files
+// such as multi-run.txt) can have been planted by anyone who can write there, so it goes
+// through fp_open_beneath, for reads and writes alike: no link at any component below
+// DIR, nothing but a regular file (or, asked for, a folder), and a FIFO never blocks.
+// Atomic writes create their temporary name with fp_create_new (or O_EXCL | O_NOFOLLOW at
+// a folder descriptor) and rename it into place, which replaces a planted link instead
+// of writing through it. JSON input files (jv_load_file) are opened with fp_open_input:
+// followed, but a regular file only, so a FIFO named as a config does not hang a command
+// (and `--config <(...)` is refused: write the config to a file).
 
 // The one opener of a file inside a run or output folder: rel (relative, no "..", no
 // "." or empty component) beneath dir. Each component is opened with O_NOFOLLOW (the
