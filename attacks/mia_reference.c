@@ -161,8 +161,10 @@ static FpStatus reference_obtain(const AttackEnv *env, const MiaTarget *t, RefRe
                 *err = lerr;
             return ls;
         }
-        if (ls != FP_OK && !env->quiet) // a damaged entry is retrained and overwritten
-            fprintf(stderr, "mia: reference-model cache: %s; training the model again\n", lerr.msg);
+        // A damaged entry is retrained and overwritten, and always said (quiet or not: it
+        // means the run folder was changed by something other than fedpriv).
+        if (ls != FP_OK)
+            fp_print_line(stderr, "mia: reference-model cache: %s; training the model again", lerr.msg);
         if (hit) {
             free(id);
             rq->loaded = 1;

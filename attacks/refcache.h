@@ -21,8 +21,16 @@
 //   f32 logits[n_query × n_classes]
 //   u32 crc32 of everything before it (zlib)
 //
+// DIR is a run folder's cache folder, "RUN/reference-models": RUN is the user's choice (a
+// link is followed), DIR's last component and the entries are opened through the one
+// opener of core/files.h (fp_open_beneath): a DIR that is a symbolic link (to a folder
+// outside the run), an entry that is a link, a FIFO or anything but a regular file is
+// refused, never followed, read or waited on. An entry's size (fstat) is checked against
+// the format's limit (REFCACHE_MAX_BYTES, 1 GiB) and its header (magic first) read before
+// the rest, so a large file that is not an entry is refused after 36 bytes.
+//
 // Writing is atomic like the matrix's cells: a temp file of a unique name in DIR
-// (mkstemp), fsync, rename. Processes or threads that race on one entry (matrix shards,
+// (O_EXCL | O_NOFOLLOW at DIR's descriptor), fsync, rename at that descriptor. Processes or threads that race on one entry (matrix shards,
 // MPI ranks, parallel workers) each rename a complete file; the last rename wins and a
 // reader sees one complete file or none, never a torn one. Entries of one identity and
 // query list are byte-identical wherever they are computed (the training is
@@ -48,16 +56,23 @@ void refcache_path(const char *dir, const char *identity, char *out, size_t n);
 
 // Looks up identity in dir. *hit = 1 and logits (n_query × n_classes) and member
 // (n_query codes; may be NULL) filled when a valid entry covers the queries; *hit = 0 when there is none (or it covers other
-// queries). A damaged entry (truncated, bad checksum, foreign format) is FP_EFORMAT with
-// the file named, *hit = 0: the caller retrains and overwrites it.
+// queries). A damaged entry (truncated, bad checksum, foreign format, a link or not a
+// regular file, and, checksum or not, a logit that is not finite or a test accuracy
+// outside [0, 1]: no trained model gives those) is FP_EFORMAT with the file named,
+// *hit = 0: the caller reports it, retrains and overwrites it.
 FpStatus refcache_load(const char *dir, const char *identity, const uint32_t *query, const uint64_t *content,
                        int n_query, int n_classes, float *logits, unsigned char *member, double *test_accuracy,
                        int *hit, FpError *err);
 
 // Writes the entry atomically (creates dir when missing; its parent must exist). member
-// may be NULL (all zero).
+// may be NULL (all zero). Logits that are not finite are not stored (FP_EPARAM).
 FpStatus refcache_store(const char *dir, const char *identity, const uint32_t *query, const uint64_t *content,
                         int n_query, int n_classes, const float *logits, const unsigned char *member,
                         double test_accuracy, FpError *err);
+
+// Before a run: dir, when it exists, is a folder and not a symbolic link, and holds no
+// link, FIFO, socket or device (FP_EFORMAT naming the first; the loads would refuse them
+// one by one anyway); a missing dir is fine (the first store makes it).
+FpStatus refcache_check_dir(const char *dir, FpError *err);
 
 #endif

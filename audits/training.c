@@ -6,16 +6,19 @@
 // clipped gradient is a Dirac, sampled inside the clients like their own records.
 #include "audits/training.h"
 
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "attacks/attack.h"
 #include "audits/mechanism.h"
 #include "core/clock.h"
+#include "core/files.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
 #include "core/rng_secure.h"
@@ -665,14 +668,27 @@ static int resumed_run(const char *path, const char *line, int r, double *sg, do
 // Reads the finished runs' scores into runs[0..done) and returns done (0 when the file is
 // missing or names other runs); *f is the file open for appending after them, with
 // anything past the last whole line cut off (NULL when the directory cannot be written:
-// no resume then).
-static int runs_resume(const char *dir, const char *fingerprint, Canary *runs, int R, FILE **f, int quiet) {
+// no resume then). The file is opened once, through the one opener (core/files.h), and
+// cut and rewritten through that descriptor: a link, a FIFO or a hard link planted as
+// DIR/multi-run.txt is refused (-1, err set), never read, cut or written through.
+static int runs_resume(const char *dir, const char *fingerprint, Canary *runs, int R, FILE **f, int quiet,
+                       FpError *err) {
     char path[4096], line[256];
     snprintf(path, sizeof path, "%s/multi-run.txt", dir);
     int done = 0;
     long keep = 0; // bytes of the file that stay
-    FILE *in = fopen(path, "r");
-    if (in) {
+    *f = NULL;
+    FpError oerr = {0};
+    int fd = fp_open_beneath(dir, "multi-run.txt", O_RDWR | O_CREAT, NULL, &oerr);
+    if (fd < 0 && oerr.code == FP_EFORMAT) {
+        fp_fail(err, oerr.code, "%s", oerr.msg);
+        return -1;
+    }
+    struct stat sb;
+    FILE *in = fd >= 0 && fstat(fd, &sb) == 0 ? fdopen(fd, "r+") : NULL;
+    if (!in && fd >= 0)
+        close(fd);
+    if (in && sb.st_size > 0) {
         size_t fl = strlen(fingerprint);
         if (fgets(line, sizeof line, in) && strncmp(line, fingerprint, fl) == 0 && line[fl] == '\n') {
             keep = ftell(in);
@@ -687,17 +703,21 @@ static int runs_resume(const char *dir, const char *fingerprint, Canary *runs, i
             fp_print_line(stderr, "audit-training: %s holds the runs of another configuration (or fedpriv "
                           "version); starting over", path);
         }
-        fclose(in);
     }
-    if (keep > 0 && truncate(path, keep) == 0 && (*f = fopen(path, "a"))) {
+    if (!in)
+        return 0;
+    if (keep > 0 && fflush(in) == 0 && ftruncate(fileno(in), keep) == 0 && fseek(in, keep, SEEK_SET) == 0) {
+        *f = in;
         if (done > 0 && !quiet)
             fprintf(stderr, "audit-training: resuming after %d finished runs (%s)\n", done, path);
         return done;
     }
-    if ((*f = fopen(path, "w"))) {
+    if (fflush(in) == 0 && ftruncate(fileno(in), 0) == 0 && fseek(in, 0, SEEK_SET) == 0) {
+        *f = in;
         fprintf(*f, "%s\n", fingerprint);
         fflush(*f);
-    }
+    } else
+        fclose(in);
     return 0;
 }
 
@@ -717,7 +737,11 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
     if (st == FP_OK && cfg->state_dir) {
         char fp[64];
         runs_fingerprint(a, fp, sizeof fp);
-        resumed = runs_resume(cfg->state_dir, fp, runs, R - 1, &kept, quiet);
+        resumed = runs_resume(cfg->state_dir, fp, runs, R - 1, &kept, quiet, err);
+        if (resumed < 0) {
+            st = FP_EFORMAT;
+            resumed = 0;
+        }
     }
     RngStream seeds = rng_stream(ex->seed, RNG_AUDIT, STREAM_RUNS, 0);
     for (int r = 0; r < R && st == FP_OK; r++) {

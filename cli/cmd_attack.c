@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "attacks/attack.h"
+#include "attacks/refcache.h"
 #include "runner/attack_registry.h"
 #include "cli/cli.h"
 #include "core/comm.h"
@@ -169,7 +170,8 @@ static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const c
     char refdir[4200];
     snprintf(refdir, sizeof refdir, "%s/reference-models", out);
     env.reference_dir = refdir;
-    if (ops->validate(&env, &err) != FP_OK || !make_dir(out, &err)) {
+    // OUT/reference-models is refused up front when it is a link (attacks/refcache.h).
+    if (ops->validate(&env, &err) != FP_OK || !make_dir(out, &err) || refcache_check_dir(refdir, &err) != FP_OK) {
         fp_error_prefix(&err, config);
         rc = attack_error(cmd, comm, &err, 0);
         goto done;

@@ -24,13 +24,34 @@ FILE *fp_create_new(const char *path, FpError *err) {
     return f;
 }
 
-// fp_open_beneath; *missing = 1 when a component does not exist.
-static int open_beneath(const char *dir, const char *rel, int *missing, FpError *err) {
+// Why an open of a path's component failed, in the words of core/files.h: a link, a
+// folder expected, or anything but a regular file is FP_EFORMAT; a missing name or an
+// I/O error is FP_EIO.
+static int open_failed(const char *dir, const char *rel, const char *part, int saved, int last, int want_dir,
+                       int *missing, FpError *err) {
+    if (saved == ELOOP || (saved == ENOTDIR && (!last || want_dir)))
+        fp_fail(err, FP_EFORMAT, "%s/%s: \"%s\" is a symbolic link or not a folder (files of a run are opened "
+                "only inside its folder, never through a link)", dir, rel, part);
+    else if (saved == ENXIO || saved == EISDIR || saved == ENODEV || saved == ETXTBSY || saved == EOPNOTSUPP)
+        fp_fail(err, FP_EFORMAT, "%s/%s: not a regular file (a FIFO, socket, device or folder is never read or "
+                "written as a run's file)", dir, rel);
+    else {
+        *missing = saved == ENOENT;
+        fp_fail(err, FP_EIO, "%s/%s: %s", dir, rel, saved == ENOENT ? "no such file" : strerror(saved));
+    }
+    return -1;
+}
+
+int fp_open_beneath(const char *dir, const char *rel, int flags, int *missing, FpError *err) {
+    int gone_local;
+    if (!missing)
+        missing = &gone_local;
     *missing = 0;
     if (!rel || !rel[0] || rel[0] == '/' || strlen(rel) > 1024) {
         fp_fail(err, FP_EFORMAT, "%s: \"%.200s\" is not a relative path inside the folder", dir, rel ? rel : "");
         return -1;
     }
+    int want_dir = (flags & O_DIRECTORY) != 0, writing = (flags & O_ACCMODE) != O_RDONLY;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); // the folder itself is the user's choice
     if (fd < 0) {
         *missing = errno == ENOENT;
@@ -49,80 +70,75 @@ static int open_beneath(const char *dir, const char *rel, int *missing, FpError 
             fp_fail(err, FP_EFORMAT, "%s/%s: \"..\", \".\" and empty path components are not allowed", dir, rel);
             return -1;
         }
-        // O_NOFOLLOW: a link is ELOOP (or ENOTDIR with O_DIRECTORY); O_NONBLOCK: a FIFO
-        // planted as the file does not block the open.
-        int next = openat(fd, part, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (slash ? O_DIRECTORY : O_NONBLOCK));
+        // O_NOFOLLOW: a link is ELOOP (or ENOTDIR with O_DIRECTORY), also when O_CREAT
+        // meets a dangling one; O_NONBLOCK: a FIFO planted as the file does not block the
+        // open (opened for writing with no reader it is ENXIO). O_TRUNC waits for the
+        // checks below, so that only a regular file of this name is ever cut.
+        int next;
+        if (slash || want_dir) {
+            next = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (next < 0 && errno == ENOENT && !slash && (flags & O_CREAT) &&
+                (mkdirat(fd, part, 0777) == 0 || errno == EEXIST))
+                next = openat(fd, part, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        } else
+            next = openat(fd, part, (flags & (O_ACCMODE | O_CREAT | O_APPEND)) | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                          0666);
         int saved = errno;
         close(fd);
-        if (next < 0) {
-            if (saved == ELOOP || saved == ENOTDIR)
-                fp_fail(err, FP_EFORMAT, "%s/%s: \"%s\" is a symbolic link or not a folder (files of a run are read "
-                        "only from inside its folder, never through a link)", dir, rel, part);
-            else {
-                *missing = saved == ENOENT;
-                fp_fail(err, FP_EIO, "%s/%s: %s", dir, rel, saved == ENOENT ? "no such file" : strerror(saved));
-            }
-            return -1;
-        }
+        if (next < 0)
+            return open_failed(dir, rel, part, saved, !slash, want_dir, missing, err);
         fd = next;
         if (!slash)
             break;
         p = slash + 1;
     }
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const char *why = NULL;
+    FpStatus code = FP_EFORMAT;
+    if (fstat(fd, &st) != 0)
+        why = strerror(errno), code = FP_EIO;
+    else if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode))
+        why = want_dir ? "not a folder" : "not a regular file";
+    else if (writing && st.st_nlink != 1) // written in place, the file's other name would change too
+        why = "has another name (a hard link): it is not written in place";
+    else if ((flags & O_TRUNC) && ftruncate(fd, 0) != 0)
+        why = strerror(errno), code = FP_EIO;
+    if (why) {
         close(fd);
-        fp_fail(err, FP_EFORMAT, "%s/%s: not a regular file", dir, rel);
+        fp_fail(err, code, "%s/%s: %s", dir, rel, why);
         return -1;
     }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    if (!want_dir)
+        fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return fd;
 }
 
-int fp_open_beneath(const char *dir, const char *rel, FpError *err) {
-    int missing;
-    return open_beneath(dir, rel, &missing, err);
-}
-
-FpStatus fp_read_beneath(const char *dir, const char *rel, size_t max, char **buf, size_t *len, int *missing,
-                         FpError *err) {
-    *buf = NULL;
-    *len = 0;
-    if (missing)
-        *missing = 0;
-    FpError local = {0};
-    int gone;
-    int fd = open_beneath(dir, rel, &gone, &local);
-    if (fd < 0) {
-        if (missing)
-            *missing = gone;
-        if (err)
-            *err = local;
-        return local.code;
-    }
+// Reads the open regular file fd whole (at most max bytes) into *buf; closes fd. name is
+// for messages.
+static FpStatus read_whole(int fd, const char *name, size_t max, char **buf, size_t *len, FpError *err) {
     struct stat st;
-    if (fstat(fd, &st) != 0 || (size_t)st.st_size > max) {
+    if (fstat(fd, &st) != 0 || st.st_size < 0 || (unsigned long long)st.st_size > max) {
         close(fd);
-        return fp_fail(err, FP_EFORMAT, "%s/%s: larger than %zu bytes", dir, rel, max);
+        return fp_fail(err, FP_EFORMAT, "%s: larger than %zu bytes", name, max);
     }
     size_t cap = (size_t)st.st_size + 1, n = 0;
     char *b = malloc(cap);
     if (!b) {
         close(fd);
-        return fp_fail(err, FP_ENOMEM, "%s/%s: out of memory", dir, rel);
+        return fp_fail(err, FP_ENOMEM, "%s: out of memory", name);
     }
     for (;;) {
         if (n + 1 == cap) { // the file grew since fstat
             if (cap > max) {
                 free(b);
                 close(fd);
-                return fp_fail(err, FP_EFORMAT, "%s/%s: larger than %zu bytes", dir, rel, max);
+                return fp_fail(err, FP_EFORMAT, "%s: larger than %zu bytes", name, max);
             }
             char *nb = realloc(b, cap * 2);
             if (!nb) {
                 free(b);
                 close(fd);
-                return fp_fail(err, FP_ENOMEM, "%s/%s: out of memory", dir, rel);
+                return fp_fail(err, FP_ENOMEM, "%s: out of memory", name);
             }
             b = nb;
             cap *= 2;
@@ -134,7 +150,7 @@ FpStatus fp_read_beneath(const char *dir, const char *rel, size_t max, char **bu
             int saved = errno;
             free(b);
             close(fd);
-            return fp_fail(err, FP_EIO, "%s/%s: read error: %s", dir, rel, strerror(saved));
+            return fp_fail(err, FP_EIO, "%s: read error: %s", name, strerror(saved));
         }
         if (got == 0)
             break;
@@ -145,6 +161,52 @@ FpStatus fp_read_beneath(const char *dir, const char *rel, size_t max, char **bu
     *buf = b;
     *len = n;
     return FP_OK;
+}
+
+FpStatus fp_read_beneath(const char *dir, const char *rel, size_t max, char **buf, size_t *len, int *missing,
+                         FpError *err) {
+    *buf = NULL;
+    *len = 0;
+    FpError local = {0};
+    int fd = fp_open_beneath(dir, rel, O_RDONLY, missing, &local);
+    if (fd < 0) {
+        if (err)
+            *err = local;
+        return local.code;
+    }
+    char name[2200];
+    snprintf(name, sizeof name, "%s/%s", dir, rel);
+    return read_whole(fd, name, max, buf, len, err);
+}
+
+int fp_open_input(const char *path, FpError *err) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        fp_fail(err, FP_EIO, "%s: cannot open: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        fp_fail(err, FP_EFORMAT, "%s: not a regular file (give the path of a file: a FIFO, device or folder is not "
+                "read)", path);
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+FpStatus fp_read_input(const char *path, size_t max, char **buf, size_t *len, FpError *err) {
+    *buf = NULL;
+    *len = 0;
+    FpError local = {0};
+    int fd = fp_open_input(path, &local);
+    if (fd < 0) {
+        if (err)
+            *err = local;
+        return local.code;
+    }
+    return read_whole(fd, path, max, buf, len, err);
 }
 
 // Creates and removes a probe file in folder dir (named after base): the one test that

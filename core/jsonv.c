@@ -212,41 +212,11 @@ FpStatus jv_number_array(const cJSON *obj, const char *path, const char *key, in
 
 FpStatus jv_load_file(const char *filename, cJSON **out, FpError *err) {
     *out = NULL;
-    FILE *f = fopen(filename, "rb");
-    if (!f)
-        return fp_fail(err, FP_EIO, "%s: cannot open: %s", filename, strerror(errno));
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return fp_fail(err, FP_ENOMEM, "%s: out of memory", filename);
-    }
-    size_t got;
-    while ((got = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += got;
-        if (len + 1 >= cap) {
-            if (cap > ((size_t)1 << 30)) {
-                free(buf);
-                fclose(f);
-                return fp_fail(err, FP_EFORMAT, "%s: JSON file larger than 1 GiB", filename);
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return fp_fail(err, FP_ENOMEM, "%s: out of memory", filename);
-            }
-            buf = nb;
-            cap *= 2;
-        }
-    }
-    int rerr = ferror(f);
-    fclose(f);
-    if (rerr) {
-        free(buf);
-        return fp_fail(err, FP_EIO, "%s: read error", filename);
-    }
-    buf[len] = 0;
+    char *buf;
+    size_t len;
+    // A regular file only (core/files.h fp_open_input): a FIFO named as a config does not
+    // block, and the size is checked before anything is read.
+    FP_TRY(fp_read_input(filename, (size_t)1 << 30, &buf, &len, err));
     FpStatus st = jv_parse(filename, buf, len, out, err);
     free(buf);
     return st;

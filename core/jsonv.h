@@ -52,7 +52,9 @@ FpStatus jv_number_array(const cJSON *obj, const char *path, const char *key, in
 // "parent.key" into buf (size n); returns buf.
 const char *jv_path(char *buf, size_t n, const char *parent, const char *key);
 
-// Reads and parses a JSON file strictly (jv_parse). Missing file → FP_EIO, bad JSON →
+// Reads and parses a JSON file strictly (jv_parse): a user's file given by path (a link
+// is followed, core/files.h fp_read_input), a regular file of at most 1 GiB (a FIFO is
+// refused, not waited on). Missing file → FP_EIO, bad JSON or not a regular file →
 // FP_EFORMAT with the line, the column and the JSON path.
 FpStatus jv_load_file(const char *filename, cJSON **out, FpError *err);
 

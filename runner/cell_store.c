@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/files.h"
 #include "core/jsonv.h"
 #include "core/proc.h"
 
@@ -57,13 +59,13 @@ static void claim_path(const char *dir, const char *id, char *buf, size_t n) {
 
 CellStatus store_cell_status(const char *dir, const char *id, const char *hash, char *message, size_t n) {
     char path[4096];
-    store_cell_json_path(dir, id, path, sizeof path);
     if (message && n)
         message[0] = 0;
-    if (access(path, F_OK) != 0)
-        return CELL_PENDING;
+    // Through the one opener (core/files.h): a link or a FIFO planted as the cell is
+    // unreadable (pending: the commit's rename replaces it), never followed or waited on.
+    snprintf(path, sizeof path, "cells/%s.json", id);
     cJSON *j = NULL;
-    if (jv_load_file(path, &j, NULL) != FP_OK)
+    if (jv_load_beneath(dir, path, &j, NULL, NULL) != FP_OK)
         return CELL_PENDING;
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(j, "spec_hash");
     const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "status");
@@ -100,11 +102,9 @@ FpStatus store_claim(const char *dir, const char *id, const char *hash, const cJ
 
 cJSON *store_claim_read(const char *dir, const char *id) {
     char path[4096];
-    claim_path(dir, id, path, sizeof path);
-    if (access(path, F_OK) != 0)
-        return NULL;
+    snprintf(path, sizeof path, "cells/%s.running", id);
     cJSON *j = NULL;
-    if (jv_load_file(path, &j, NULL) != FP_OK)
+    if (jv_load_beneath(dir, path, &j, NULL, NULL) != FP_OK)
         return NULL;
     if (!cJSON_IsObject(j)) {
         cJSON_Delete(j);
@@ -203,7 +203,8 @@ static int legacy_leftover(const char *name) {
     return ends_with(name, ".partial");
 }
 
-static void clean_folder(const char *path, int exclusive, int claims) {
+// path: the run folder root, or root/cells (claims = 1).
+static void clean_folder(const char *root, const char *path, int exclusive, int claims) {
     DIR *d = opendir(path);
     if (!d)
         return;
@@ -226,7 +227,9 @@ static void clean_folder(const char *path, int exclusive, int claims) {
             store_rm_tree(p);
         } else if (claims && ends_with(name, ".running")) {
             cJSON *c = NULL;
-            if (jv_load_file(p, &c, NULL) == FP_OK) {
+            char rel[4600];
+            snprintf(rel, sizeof rel, "cells/%s", name);
+            if (jv_load_beneath(root, rel, &c, NULL, NULL) == FP_OK) {
                 const cJSON *t = cJSON_GetObjectItemCaseSensitive(c, "tag");
                 if (cJSON_IsString(t) && proc_tag_is_dead(t->valuestring))
                     unlink(p);
@@ -240,6 +243,37 @@ static void clean_folder(const char *path, int exclusive, int claims) {
 void store_clean_leftovers(const char *dir, int exclusive) {
     char cells[4200];
     snprintf(cells, sizeof cells, "%s/cells", dir);
-    clean_folder(dir, exclusive, 0);
-    clean_folder(cells, exclusive, 1);
+    clean_folder(dir, dir, exclusive, 0);
+    clean_folder(dir, cells, exclusive, 1);
+}
+
+FpStatus store_check_files(const char *dir, FpError *err) {
+    char cells[4200];
+    snprintf(cells, sizeof cells, "%s/cells", dir);
+    int missing = 0;
+    FpError local = {0};
+    int fd = fp_open_beneath(dir, "cells", O_DIRECTORY, &missing, &local);
+    if (fd < 0)
+        return missing ? FP_OK : fp_fail(err, local.code, "%s", local.msg);
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        close(fd);
+        return fp_fail(err, FP_EIO, "%s: cannot list: %s", cells, strerror(errno));
+    }
+    FpStatus st = FP_OK;
+    struct dirent *de;
+    while (st == FP_OK && (de = readdir(d))) {
+        struct stat sb;
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+            fstatat(dirfd(d), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (S_ISLNK(sb.st_mode))
+            st = fp_fail(err, FP_EFORMAT, "%s/%s: a symbolic link (the files of a run are never read or written "
+                         "through a link: remove it)", cells, de->d_name);
+        else if (!S_ISREG(sb.st_mode) && !S_ISDIR(sb.st_mode))
+            st = fp_fail(err, FP_EFORMAT, "%s/%s: not a regular file (a FIFO, socket or device is never read or "
+                         "written as a cell: remove it)", cells, de->d_name);
+    }
+    closedir(d);
+    return st;
 }

@@ -69,4 +69,11 @@ FpStatus store_commit(const char *dir, const char *id, const char *hash, const c
 // removes leftovers of older fedpriv versions, whose names carry no host.
 void store_clean_leftovers(const char *dir, int exclusive);
 
+// Before a run or a status: nothing in DIR/cells is a symbolic link or anything but a
+// regular file or a folder (a FIFO, socket or device planted there). FP_EFORMAT naming
+// the first one; FP_OK when DIR/cells does not exist. The readers and writers refuse
+// such files anyway (core/files.h); this says so once, up front, instead of treating
+// the cell as pending.
+FpStatus store_check_files(const char *dir, FpError *err);
+
 #endif

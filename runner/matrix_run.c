@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attacks/refcache.h"
 #include "attacks/target.h"
 #include "core/comm.h"
 #include "core/files.h"
@@ -423,9 +424,9 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
     if (matrix_cell_needs_reference(m, i)) {
         const Cell *rcell = &m->cells[m->reference_cell];
         char rpath[4096];
-        store_cell_json_path(dir, rcell->id, rpath, sizeof rpath);
+        snprintf(rpath, sizeof rpath, "cells/%s.json", rcell->id);
         if (store_cell_status(dir, rcell->id, rcell->hash, NULL, 0) != CELL_DONE ||
-            jv_load_file(rpath, &reference, NULL) != FP_OK) {
+            jv_load_beneath(dir, rpath, &reference, NULL, NULL) != FP_OK) {
             cJSON_Delete(reference);
             reference = NULL;
         }
@@ -645,19 +646,9 @@ static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo,
 
 // ---- the folder's locks --------------------------------------------------------------
 // flock (an optimisation for one host; correctness never rests on it, runner/cell_store.h)
-// on DIR/.lock, opened without following a link. A run of the whole matrix holds it
+// on DIR/.lock, opened through the one opener (core/files.h: never a link or a FIFO). A run of the whole matrix holds it
 // exclusively and writes "pid P on HOST since TIME" into it, so a second run says who
 // holds the folder instead of waiting without a word.
-
-static int open_lock(const char *dir, const char *name, int flags, FpError *err) {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    int fd = open(path, flags | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != ENOENT)
-        fp_fail(err, FP_EIO, "%s: cannot open: %s", path,
-                errno == ELOOP ? "it is a symbolic link (the lock is never taken through a link)" : strerror(errno));
-    return fd;
-}
 
 // The holder's line, and whether it is a process of this host that is still alive.
 static void lock_holder(int fd, char *who, size_t n, int *alive) {
@@ -683,9 +674,11 @@ static FpStatus locked_error(const char *dir, const char *who, FpError *err) {
 static FpStatus take_locks(const char *dir, int sharded, int shard_index, int shard_count, FILE *progress,
                            int fds[2], FpError *err) {
     fds[0] = fds[1] = -1;
-    fds[0] = open_lock(dir, ".lock", O_RDWR | O_CREAT, err);
+    int missing = 0;
+    FpError lerr = {0};
+    fds[0] = fp_open_beneath(dir, ".lock", O_RDWR | O_CREAT, &missing, &lerr);
     if (fds[0] < 0)
-        return FP_EIO;
+        return fp_fail(err, lerr.code ? lerr.code : FP_EIO, "%s", lerr.msg);
     char who[300] = "";
     int alive = -1;
     if (flock(fds[0], (sharded ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
@@ -723,9 +716,14 @@ static FpStatus take_locks(const char *dir, int sharded, int shard_index, int sh
         (void)noted;
         return FP_OK;
     }
-    char path[4200];
-    snprintf(path, sizeof path, "%s/.lock-shard-%d-of-%d", dir, shard_index + 1, shard_count);
-    fds[1] = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
+    char name[64];
+    snprintf(name, sizeof name, ".lock-shard-%d-of-%d", shard_index + 1, shard_count);
+    fds[1] = fp_open_beneath(dir, name, O_RDWR | O_CREAT, &missing, &lerr);
+    if (fds[1] < 0 && lerr.code == FP_EFORMAT) { // a link or not a file: said as such
+        close(fds[0]);
+        fds[0] = -1;
+        return fp_fail(err, lerr.code, "%s", lerr.msg);
+    }
     if (fds[1] < 0 || flock(fds[1], LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
         if (fds[1] >= 0)
@@ -763,9 +761,11 @@ static cJSON *claim_who(const MatrixRunOptions *opt) {
 
 FpStatus matrix_check_out(const char *dir, FpError *err) {
     FP_TRY(fp_check_writable_dir(dir, err));
-    int fd = open_lock(dir, ".lock", O_RDONLY, err);
+    int missing = 0;
+    FpError lerr = {0};
+    int fd = fp_open_beneath(dir, ".lock", O_RDONLY, &missing, &lerr);
     if (fd < 0)
-        return errno == ENOENT ? FP_OK : FP_EIO;
+        return missing ? FP_OK : fp_fail(err, lerr.code, "%s", lerr.msg);
     FpStatus st = FP_OK;
     if (flock(fd, LOCK_SH | LOCK_NB) != 0) {
         char who[300];
@@ -847,6 +847,14 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
     if (st == FP_OK && (lstat(path, &cst) != 0 || !S_ISDIR(cst.st_mode)))
         st = fp_fail(err, FP_EIO, "%s: not a folder (a symbolic link is not followed: cells are written only "
                      "inside the run folder)", path);
+    // Nor is the reference-model cache, and no cell file is a link or a FIFO.
+    if (st == FP_OK) {
+        char refs[4200];
+        snprintf(refs, sizeof refs, "%s/reference-models", dir);
+        st = refcache_check_dir(refs, err);
+    }
+    if (st == FP_OK)
+        st = store_check_files(dir, err);
     if (st == FP_OK)
         store_clean_leftovers(dir, rank == 0 && !sharded);
     int stale = 0;
