@@ -153,6 +153,8 @@ int cmd_matrix(int argc, char **argv) {
     FpStatus st = matrix_check_out(out, &err);
     if (st == FP_OK)
         st = jv_load_file(file, &root, &err);
+    if (st == FP_OK) // before the data are loaded: that may take long
+        st = matrix_check_owner(out, root, file, &err);
     if (st == FP_OK) {
         MatrixOptions mo = {.device = device, .threads = (int)threads, .file = file, .progress = stderr};
         st = matrix_load(root, &mo, &m, &err);

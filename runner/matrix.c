@@ -476,19 +476,6 @@ static FpStatus parse_seeds(Matrix *m, FpError *err) {
     return FP_OK;
 }
 
-// The matrix's "name" (runner/matrix_owner.c): one line of printable text.
-static FpStatus check_name(const char *name, FpError *err) {
-    if (!name)
-        return FP_OK;
-    size_t n = strlen(name);
-    if (n == 0 || n > 200)
-        return fp_fail(err, FP_EPARAM, "name: must be 1 to 200 characters, got %zu", n);
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
-            return fp_fail(err, FP_EPARAM, "name: a control character at byte %zu (one line of text expected)", i);
-    return FP_OK;
-}
-
 FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **out, FpError *err) {
     *out = NULL;
     MatrixOptions none = {0};
@@ -515,7 +502,7 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
     const char *desc, *name;
     TRY(jv_string(m->root, "", "description", JV_OPTIONAL, "", &desc, err));
     TRY(jv_string(m->root, "", "name", JV_OPTIONAL, NULL, &name, err));
-    TRY(check_name(name, err));
+    TRY(matrix_owner_check_name(name, err));
     matrix_owner_init(m, name, opt->file);
     TRY(parse_seeds(m, err));
     // Names and lists first: cheap, and the most common mistakes.

@@ -133,4 +133,9 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt, Mat
 // since when).
 FpStatus matrix_check_out(const char *dir, FpError *err);
 
+// Also before loading: dir does not belong to another matrix than the one the parsed
+// file root (named file) describes (see "Owner" above; matrix_run checks again, and
+// records the owner). FP_OK when dir has no owner yet.
+FpStatus matrix_check_owner(const char *dir, const cJSON *root, const char *file, FpError *err);
+
 #endif

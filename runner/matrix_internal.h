@@ -117,7 +117,9 @@ const char *matrix_rng_name(const Matrix *m);
 // none) or else its file (NULL or "": none). claim: records this matrix in
 // DIR/matrix-owner.json when the folder has no owner yet, else checks that it is this
 // matrix (FP_EPARAM naming both when not). describe: "the matrix named \"X\"" or
-// "the matrix PATH", for messages.
+// "the matrix PATH", for messages. check_name: the "name" key's value (NULL: none) is
+// one line of 1 to 200 characters.
+FpStatus matrix_owner_check_name(const char *name, FpError *err);
 void matrix_owner_init(Matrix *m, const char *name, const char *file);
 FpStatus matrix_owner_claim(const Matrix *m, const char *dir, FpError *err);
 void matrix_owner_describe(const Matrix *m, char *buf, size_t n);

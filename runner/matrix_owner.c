@@ -32,15 +32,32 @@
 
 #define OWNER_FILE "matrix-owner.json"
 
-void matrix_owner_init(Matrix *m, const char *name, const char *file) {
-    m->named = name != NULL;
+FpStatus matrix_owner_check_name(const char *name, FpError *err) {
+    if (!name)
+        return FP_OK;
+    size_t n = strlen(name);
+    if (n == 0 || n > 200)
+        return fp_fail(err, FP_EPARAM, "name: must be 1 to 200 characters, got %zu", n);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+            return fp_fail(err, FP_EPARAM, "name: a control character at byte %zu (one line of text expected)", i);
+    return FP_OK;
+}
+
+// The identity of a matrix with this "name" (NULL: none) and file into owner (n bytes).
+static void identity(const char *name, const char *file, char *owner, size_t n) {
     char real[4096];
     if (name)
-        snprintf(m->owner, sizeof m->owner, "%s", name);
+        snprintf(owner, n, "%s", name);
     else if (file && file[0] && realpath(file, real))
-        snprintf(m->owner, sizeof m->owner, "%s", real);
+        snprintf(owner, n, "%s", real);
     else
-        snprintf(m->owner, sizeof m->owner, "%s", file ? file : "");
+        snprintf(owner, n, "%s", file ? file : "");
+}
+
+void matrix_owner_init(Matrix *m, const char *name, const char *file) {
+    m->named = name != NULL;
+    identity(name, file, m->owner, sizeof m->owner);
 }
 
 // "the matrix named \"study\"", "the matrix /home/u/m1.json".
@@ -54,6 +71,51 @@ static void describe(int named, const char *owner, char *buf, size_t n) {
 }
 
 void matrix_owner_describe(const Matrix *m, char *buf, size_t n) { describe(m->named, m->owner, buf, n); }
+
+// Compares DIR's record with the matrix (named, owner): FP_OK when it is that matrix or
+// there is no record (*missing = 1), FP_EPARAM naming both when it is another, else the
+// reason the record cannot be read (a link, a FIFO, damaged JSON: never taken over).
+static FpStatus owner_compare(const char *dir, int named, const char *owner, int *missing, FpError *err) {
+    cJSON *j = NULL;
+    FpError rerr = {0};
+    *missing = 0;
+    if (jv_load_beneath(dir, OWNER_FILE, &j, missing, &rerr) != FP_OK) {
+        cJSON_Delete(j);
+        if (*missing)
+            return FP_OK;
+        if (err)
+            *err = rerr;
+        return rerr.code ? rerr.code : FP_EIO;
+    }
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
+    const cJSON *file = cJSON_GetObjectItemCaseSensitive(j, "file");
+    const cJSON *by = cJSON_IsString(name) ? name : file;
+    if (!cJSON_IsObject(j) || !cJSON_IsString(by) || (cJSON_IsString(name) && cJSON_IsString(file))) {
+        cJSON_Delete(j);
+        return fp_fail(err, FP_EFORMAT, "%s/%s: not a matrix owner record (one of \"name\" or \"file\" expected): "
+                       "remove it, or use another --out folder", dir, OWNER_FILE);
+    }
+    int same = (by == name) == named && strcmp(by->valuestring, owner) == 0;
+    char theirs[4200], mine[4200];
+    describe(by == name, by->valuestring, theirs, sizeof theirs);
+    describe(named, owner, mine, sizeof mine);
+    cJSON_Delete(j);
+    if (same)
+        return FP_OK;
+    return fp_fail(err, FP_EPARAM, "%s: this run folder belongs to %s, not to %s (%s/%s; a folder holds one matrix, "
+                   "known by its \"name\" or else its file's path): use another --out folder", dir, theirs, mine, dir,
+                   OWNER_FILE);
+}
+
+FpStatus matrix_check_owner(const char *dir, const cJSON *root, const char *file, FpError *err) {
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(root, "name");
+    if (name && (!cJSON_IsString(name) || matrix_owner_check_name(name->valuestring, NULL) != FP_OK))
+        return FP_OK; // matrix_load says what is wrong with it
+    char owner[4096];
+    identity(name ? name->valuestring : NULL, file, owner, sizeof owner);
+    int missing;
+    return owner_compare(dir, name != NULL, owner, &missing, err);
+}
 
 static FpStatus owner_create(const char *dir, const Matrix *m, int *exists, FpError *err) {
     *exists = 0;
@@ -109,38 +171,11 @@ static FpStatus owner_create(const char *dir, const Matrix *m, int *exists, FpEr
 }
 
 FpStatus matrix_owner_claim(const Matrix *m, const char *dir, FpError *err) {
-    char mine[4200];
-    matrix_owner_describe(m, mine, sizeof mine);
     for (int tries = 0; tries < 3; tries++) {
-        cJSON *j = NULL;
-        int missing = 0;
-        FpError rerr = {0};
-        if (jv_load_beneath(dir, OWNER_FILE, &j, &missing, &rerr) == FP_OK) {
-            const cJSON *name = cJSON_GetObjectItemCaseSensitive(j, "name");
-            const cJSON *file = cJSON_GetObjectItemCaseSensitive(j, "file");
-            const cJSON *by = cJSON_IsString(name) ? name : file;
-            if (!cJSON_IsObject(j) || !cJSON_IsString(by) || (cJSON_IsString(name) && cJSON_IsString(file))) {
-                cJSON_Delete(j);
-                return fp_fail(err, FP_EFORMAT, "%s/%s: not a matrix owner record (one of \"name\" or \"file\" "
-                               "expected): remove it, or use another --out folder", dir, OWNER_FILE);
-            }
-            int same = (by == name) == m->named && strcmp(by->valuestring, m->owner) == 0;
-            char theirs[4200];
-            describe(by == name, by->valuestring, theirs, sizeof theirs);
-            cJSON_Delete(j);
-            if (same)
-                return FP_OK;
-            return fp_fail(err, FP_EPARAM, "%s: this run folder belongs to %s, not to %s (%s/%s; a folder holds one "
-                           "matrix, known by its \"name\" or else its file's path): use another --out folder", dir,
-                           theirs, mine, dir, OWNER_FILE);
-        }
-        cJSON_Delete(j);
-        if (!missing) { // a link, a FIFO, damaged JSON: never taken over silently
-            if (err)
-                *err = rerr;
-            return rerr.code ? rerr.code : FP_EIO;
-        }
-        int exists;
+        int missing, exists;
+        FP_TRY(owner_compare(dir, m->named, m->owner, &missing, err));
+        if (!missing)
+            return FP_OK;
         FP_TRY(owner_create(dir, m, &exists, err));
         if (!exists)
             return FP_OK;

@@ -172,6 +172,18 @@ START_TEST(second_matrix_shard_refused) {
     ck_assert_ptr_nonnull(strstr(err_buf, "use another --out folder"));
     char *after = read_text(index);
     ck_assert_str_eq(after, before); // m1's index, untouched
+    // Refused before its data are loaded (which may take long): m3's data file is missing.
+    char m3[400];
+    write_matrix("m3", "\"seed\": 3", "tiny.csv", 0.1, TWO_CELLS, "[]", m3, sizeof m3);
+    char *text = read_text(m3), *at = strstr(text, "tiny.csv");
+    ck_assert_ptr_nonnull(at);
+    memcpy(at, "nope.csv", 8);
+    write_text(m3, text);
+    free(text);
+    rc = RUN("matrix", m3, "--out", mx, "--shard", "2/2");
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err_buf);
+    ck_assert_msg(strstr(err_buf, belongs_line(m1, m3, line, sizeof line)), "%s", err_buf);
     free(before);
     free(after);
     // m1's finished cell is still in the status, and m1's own shard 2/2 completes the folder.
