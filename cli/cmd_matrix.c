@@ -1,8 +1,8 @@
 // `fedpriv matrix FILE.json --out DIR [--jobs N] [--shard K/N|slurm] [--device cpu|cuda]
-// [--threads N] [--verbose]`: runs every defense setting of a matrix file against every
-// attack in it, one JSON per cell in DIR/cells/, the index in DIR/results.json
-// (runner/matrix.h). A rerun skips finished cells, so an interrupted run resumes where
-// it stopped. --shard runs one shard of a job array (runner/shard.h); under mpirun the
+// [--threads N] [--keep-diverged] [--verbose]`: runs every defense setting of a matrix
+// file against every attack in it, one JSON per cell in DIR/cells/, the index in
+// DIR/results.json (runner/matrix.h). A rerun skips finished cells, so an interrupted run
+// resumes where it stopped (and retries a diverged cell once); DIR belongs to one matrix. --shard runs one shard of a job array (runner/shard.h); under mpirun the
 // ranks share the cells (runner/matrix_ranks.h). `fedpriv matrix --status DIR` says
 // which cells are done, running, missing or failed (runner/matrix_status.h).
 #include <stdio.h>
@@ -19,14 +19,18 @@
 
 static void usage(FILE *f) {
     fprintf(f, "usage: fedpriv matrix FILE.json --out DIR [--jobs N] [--shard K/N|slurm] [--device cpu|cuda]\n"
-               "                      [--threads N] [--verbose]\n"
+               "                      [--threads N] [--keep-diverged] [--verbose]\n"
                "       mpirun -n R fedpriv matrix FILE.json --out DIR [...]\n"
                "       fedpriv matrix --status DIR [--json]\n"
                "  Trains the federation under each defense setting of FILE.json (each value of each\n"
                "  epsilon list) and runs every attack of the file against it. One JSON per cell in\n"
                "  DIR/cells/, the index with each cell's status in DIR/results.json. A rerun skips the\n"
-               "  cells already finished, so a killed run resumes. --jobs N runs N cells at once in\n"
-               "  separate processes (same results). Progress and the ETA go to stderr.\n"
+               "  cells already finished, so a killed run resumes; a cell that diverged is run once more\n"
+               "  on the next rerun (its result then stands), unless --keep-diverged. --jobs N runs N\n"
+               "  cells at once in separate processes (same results). Progress and the ETA go to stderr.\n"
+               "  DIR belongs to one matrix, known by its \"name\" key or else by FILE's full path: the\n"
+               "  same FILE edited (another epsilon, attack or seed) extends DIR; another matrix is\n"
+               "  refused (exit 2): give it another --out.\n"
                "  --shard K/N runs only shard K of N (1 <= K <= N): the cells are split by estimated\n"
                "  cost, the same way by every shard, so N jobs (a Slurm array: --shard slurm reads\n"
                "  SLURM_ARRAY_TASK_ID/MIN/MAX/COUNT/STEP) cover the matrix once, writing into one\n"
@@ -89,7 +93,7 @@ int cmd_matrix(int argc, char **argv) {
     }
     const char *file = NULL, *out = NULL, *device = NULL, *shard = NULL, *status_dir = NULL;
     long long jobs = 1, threads = 0;
-    int verbose = 0, json = 0;
+    int verbose = 0, json = 0, keep_diverged = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (strcmp(a, "--out") == 0 && v)
@@ -104,6 +108,8 @@ int cmd_matrix(int argc, char **argv) {
             json = 1;
         else if (strcmp(a, "--verbose") == 0)
             verbose = 1;
+        else if (strcmp(a, "--keep-diverged") == 0)
+            keep_diverged = 1;
         else if (strcmp(a, "--jobs") == 0 || strcmp(a, "--threads") == 0) {
             long long *dst = a[2] == 'j' ? &jobs : &threads;
             if (!cli_parse_int_range("matrix", a, v, 1, a[2] == 'j' ? 256 : FED_MAX_THREADS, dst))
@@ -117,7 +123,7 @@ int cmd_matrix(int argc, char **argv) {
         }
     }
     if (status_dir) {
-        if (file || out || shard || device || jobs != 1 || threads || verbose) {
+        if (file || out || shard || device || jobs != 1 || threads || verbose || keep_diverged) {
             fp_print_line(stderr, "fedpriv matrix: --status DIR takes only --json (fedpriv matrix --help)");
             return CLI_EXIT_BADINPUT;
         }
@@ -150,6 +156,8 @@ int cmd_matrix(int argc, char **argv) {
     FpStatus st = matrix_check_out(out, &err);
     if (st == FP_OK)
         st = jv_load_file(file, &root, &err);
+    if (st == FP_OK) // before the data are loaded: that may take long
+        st = matrix_check_owner(out, root, file, &err);
     if (st == FP_OK) {
         MatrixOptions mo = {.device = device, .threads = (int)threads, .file = file, .progress = stderr};
         st = matrix_load(root, &mo, &m, &err);
@@ -169,7 +177,7 @@ int cmd_matrix(int argc, char **argv) {
     char job[64];
     job_label(job, sizeof job);
     MatrixRunOptions ro = {.jobs = (int)jobs, .verbose = verbose, .progress = stderr, .shard_index = sh.index,
-                           .shard_count = sh.count, .comm = comm, .job = job};
+                           .shard_count = sh.count, .comm = comm, .job = job, .keep_diverged = keep_diverged};
     MatrixSummary sum;
     st = matrix_run(m, out, &ro, &sum, &err);
     matrix_free(m);

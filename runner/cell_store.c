@@ -57,10 +57,24 @@ static void claim_path(const char *dir, const char *id, char *buf, size_t n) {
     snprintf(buf, n, "%s/cells/%s.running", dir, id);
 }
 
+// A cell file's "run": {"diverged_retries": N}; 0 when absent or not a count.
+static int retries_of(const cJSON *cell) {
+    const cJSON *r = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(cell, "run"),
+                                                      "diverged_retries");
+    return cJSON_IsNumber(r) && r->valuedouble >= 0 && r->valuedouble <= 1e6 ? (int)r->valuedouble : 0;
+}
+
 CellStatus store_cell_status(const char *dir, const char *id, const char *hash, char *message, size_t n) {
+    return store_cell_status_retries(dir, id, hash, message, n, NULL);
+}
+
+CellStatus store_cell_status_retries(const char *dir, const char *id, const char *hash, char *message, size_t n,
+                                     int *retries) {
     char path[4096];
     if (message && n)
         message[0] = 0;
+    if (retries)
+        *retries = 0;
     // Through the one opener (core/files.h): a link or a FIFO planted as the cell is
     // unreadable (pending: the commit's rename replaces it), never followed or waited on.
     snprintf(path, sizeof path, "cells/%s.json", id);
@@ -76,6 +90,8 @@ CellStatus store_cell_status(const char *dir, const char *id, const char *hash, 
         out = (CellStatus)st;
         if (message && n)
             snprintf(message, n, "%s", cJSON_IsString(msg) ? msg->valuestring : "");
+        if (retries)
+            *retries = retries_of(j);
     }
     cJSON_Delete(j);
     return out;
@@ -128,16 +144,19 @@ FpStatus store_commit(const char *dir, const char *id, const char *hash, const c
     store_cell_dir_path(dir, id, final, sizeof final);
     claim_path(dir, id, claim, sizeof claim);
     *kept_existing = 0;
-    CellStatus existing = store_cell_status(dir, id, hash, NULL, 0);
-    if (existing == CELL_DONE || existing == CELL_DIVERGED) { // another writer finished it meanwhile
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(cell_json, "status");
+    int ours = cJSON_IsString(s) ? cell_status_parse(s->valuestring) : CELL_FAILED;
+    int finished = ours == CELL_DONE || ours == CELL_DIVERGED;
+    int had;
+    CellStatus existing = store_cell_status_retries(dir, id, hash, NULL, 0, &had);
+    // Another writer finished it meanwhile. A diverged result gives way only to a
+    // finished retry (a failed one leaves it standing).
+    if (existing == CELL_DONE || (existing == CELL_DIVERGED && (!finished || had >= retries_of(cell_json)))) {
         store_rm_tree(partial);
         unlink(claim);
         *kept_existing = 1;
         return FP_OK;
     }
-    const cJSON *s = cJSON_GetObjectItemCaseSensitive(cell_json, "status");
-    int ours = cJSON_IsString(s) ? cell_status_parse(s->valuestring) : CELL_FAILED;
-    int finished = ours == CELL_DONE || ours == CELL_DIVERGED;
     struct stat sb;
     if (!finished && lstat(final, &sb) == 0) {
         // A failed attempt never displaces artifacts in place: they may be a finished

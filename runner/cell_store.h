@@ -18,7 +18,8 @@
 //
 // Two writers of one cell (a shard run twice, a rerun while the first still runs) both
 // compute it, deterministically; the first to commit a finished result wins and the
-// second discards its own: a finished cell is never replaced. A failed attempt never
+// second discards its own: a finished cell is never replaced, except a diverged one by
+// its retry (runner/matrix.h). A failed attempt never
 // displaces artifacts already in place. Only when two writers commit at the same instant
 // may ID.json come from one and ID/ from the other; with the reproducible RNG their
 // contents are the same (timings aside).
@@ -47,6 +48,9 @@ void store_cell_dir_path(const char *dir, const char *id, char *buf, size_t n);
 // The status recorded in DIR/cells/ID.json when it holds spec hash `hash`; CELL_PENDING
 // when missing, unreadable or another spec. Its "message" into message (may be NULL).
 CellStatus store_cell_status(const char *dir, const char *id, const char *hash, char *message, size_t n);
+// The same, and (retries not NULL) the cell's "run": {"diverged_retries"} (0 when absent).
+CellStatus store_cell_status_retries(const char *dir, const char *id, const char *hash, char *message, size_t n,
+                                     int *retries);
 
 // Claims cell ID for this process: writes DIR/cells/ID.running with `who` (an object:
 // shard, rank, job ...) plus host, pid, tag and the start time.
@@ -60,7 +64,9 @@ FpStatus store_partial_create(const char *dir, const char *id, char *partial, si
 
 // Commits a cell: cell_json (with "status" and "spec_hash") and the artifacts in partial.
 // When DIR/cells/ID.json already holds a finished result for the same hash, ours is
-// discarded and *kept_existing is 1. The claim is removed either way.
+// discarded and *kept_existing is 1 (a diverged result is finished for a writer with no
+// more "run": {"diverged_retries"} than it: a retry replaces it, a second writer of the
+// same retry does not). The claim is removed either way.
 FpStatus store_commit(const char *dir, const char *id, const char *hash, const char *partial, const cJSON *cell_json,
                       int *kept_existing, FpError *err);
 

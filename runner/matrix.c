@@ -493,14 +493,17 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
         if ((st = (x)) != FP_OK)    \
             goto fail;              \
     } while (0)
-    static const char *const keys[] = {"seed", "seeds", "description", "dataset", "model", "federation", "device",
-                                       "threads", "rng", "defenses", "attacks", NULL};
+    static const char *const keys[] = {"name", "seed", "seeds", "description", "dataset", "model", "federation",
+                                       "device", "threads", "rng", "defenses", "attacks", NULL};
     TRY(jv_keys(root_in, "", keys, err));
     m->root = cJSON_Duplicate(root_in, 1);
     if (!m->root)
         TRY(fp_fail(err, FP_ENOMEM, "out of memory"));
-    const char *desc;
+    const char *desc, *name;
     TRY(jv_string(m->root, "", "description", JV_OPTIONAL, "", &desc, err));
+    TRY(jv_string(m->root, "", "name", JV_OPTIONAL, NULL, &name, err));
+    TRY(matrix_owner_check_name(name, err));
+    matrix_owner_init(m, name, opt->file);
     TRY(parse_seeds(m, err));
     // Names and lists first: cheap, and the most common mistakes.
     const cJSON *defs = cJSON_GetObjectItemCaseSensitive(m->root, "defenses");
@@ -516,6 +519,7 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
     TRY(load_attacks(m, cJSON_GetObjectItemCaseSensitive(m->root, "attacks"), err));
     // The experiment without a defense: seed, data, model, federation, device, threads.
     m->base_root = cJSON_Duplicate(m->root, 1);
+    cJSON_DeleteItemFromObjectCaseSensitive(m->base_root, "name"); // the folder's, not the cells' (matrix_owner.c)
     cJSON_DeleteItemFromObjectCaseSensitive(m->base_root, "defenses");
     cJSON_DeleteItemFromObjectCaseSensitive(m->base_root, "attacks");
     // The first seed stands for all: data and architecture do not depend on it; each

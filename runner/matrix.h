@@ -12,6 +12,7 @@
 //                {"name": "ml-leaks"}]}
 //
 // On disk (DIR = --out):
+//   DIR/matrix-owner.json      the matrix the folder belongs to (below, "Owner")
 //   DIR/results.json           the index: every cell with its status (pending, done,
 //                              failed, diverged), rewritten atomically after each cell
 //                              from the cell files (so concurrent shards and ranks agree)
@@ -22,8 +23,18 @@
 //   DIR/cells/ID.running       who runs the cell now (runner/cell_store.h has the rest)
 // A cell's ID is a readable slug plus a hash of everything that determines its result
 // (seed, backend, dataset, model, federation, the cell's defense object, the attacks).
-// A rerun skips every cell whose file exists with the same hash and status done or
-// diverged; failed and missing cells run again. Results are deterministic given the
+// A rerun skips every cell whose file exists with the same hash and status done;
+// failed and missing cells run again, and so does a diverged cell once (its retry
+// records "run": {"diverged_retries": 1}, and a retry's result, diverged again or not,
+// stands), unless the run keeps diverged cells (MatrixRunOptions.keep_diverged,
+// `--keep-diverged`). A divergence may come from outside the cell's spec (a damaged
+// reference-model cache entry, the "secure" RNG): one retry settles it.
+//
+// Owner. A run folder holds one matrix: the first run into DIR records the matrix in
+// DIR/matrix-owner.json, and a run of another matrix into DIR (at the same time, as a
+// shard, or later) is refused with FP_EPARAM naming both, before it writes anything. A
+// matrix is its "name" key, or else its file's canonical path (MatrixOptions.file), so
+// the same file edited (another ε, attack or seed) resumes and extends its folder. Results are deterministic given the
 // seed, so a run killed at any moment (SIGKILL included) and rerun ends with the same
 // cell files as an uninterrupted run; only run-dependent facts differ: timings, in keys
 // named "seconds" or ending in "_seconds", and objects named "run" (the cell's; an
@@ -71,7 +82,11 @@ typedef struct MatrixRunOptions {
     struct Comm *comm; // NULL or one process: this process runs the cells; several ranks:
                        // rank 0 hands them out, largest first (runner/matrix_ranks.c)
     const char *job;   // the scheduler's job, for the claims ("slurm 1234_5"); may be NULL
+    int keep_diverged; // 1: a diverged cell is finished (no retry; see above)
 } MatrixRunOptions;
+
+// Reruns of a diverged cell: one.
+#define MATRIX_DIVERGED_RETRIES 1
 
 typedef struct MatrixSummary {
     int cells;      // in the matrix
@@ -79,7 +94,7 @@ typedef struct MatrixSummary {
     int skipped;    // of mine, already finished by an earlier run
     int done, diverged, failed, pending; // of mine, after this run
     int matrix_finished; // cells of the whole matrix finished on disk after this run
-    int stale;      // cell files in DIR/cells of another matrix (warned about, left alone)
+    int stale;      // cell files in DIR/cells not of this matrix now (noted, left alone)
     double seconds; // wall time of this run
 } MatrixSummary;
 
@@ -101,19 +116,26 @@ uint64_t matrix_cell_cost(const Matrix *m, int i);
 
 // Runs the cells not yet finished in dir (created if missing) and writes the index.
 // A cell that fails or diverges is recorded as such and the others go on; the return
-// value is an error only when the run itself cannot proceed (dir unwritable, another
-// run holds dir's lock).
+// value is an error only when the run itself cannot proceed (dir unwritable, dir
+// belongs to another matrix, another run holds dir's lock).
 //
 // Locks (flock, an optimisation for one host: correctness never rests on them, see
 // runner/cell_store.h): a whole-matrix run holds DIR/.lock exclusively, so a second one
 // on the same host is refused; a shard holds DIR/.lock shared and DIR/.lock-shard-K-of-N
 // exclusively, so different shards run side by side and the same shard twice is refused.
-// Under MPI only rank 0 locks.
+// Each lock's holder notes "pid P on HOST since T" in it (a shard's note adds "shard K/N
+// of MATRIX"); a refusal names the live holder, or says that it is unknown. Under MPI
+// only rank 0 locks.
 FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt, MatrixSummary *sum, FpError *err);
 
 // Before loading a matrix (which may take long): dir is, or can be made as, a writable
 // folder, and no live run holds its lock (the message names the holder: pid, host and
 // since when).
 FpStatus matrix_check_out(const char *dir, FpError *err);
+
+// Also before loading: dir does not belong to another matrix than the one the parsed
+// file root (named file) describes (see "Owner" above; matrix_run checks again, and
+// records the owner). FP_OK when dir has no owner yet.
+FpStatus matrix_check_owner(const char *dir, const cJSON *root, const char *file, FpError *err);
 
 #endif

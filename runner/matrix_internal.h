@@ -31,6 +31,8 @@ typedef struct Cell {
     double epsilon;     // NaN when the defense object has none
     int on_axis;        // at most one swept list away from its first value (validated first)
     uint64_t cost;      // estimated work (runner/cell_cost.h)
+    int retries;        // reruns that ran it again after it diverged, as on disk ("run":
+                        // {"diverged_retries"}; runner/matrix.h)
     uint64_t seed;      // this cell's run seed (one of the matrix's seeds)
     int setting;        // the defense setting it runs: cells differing only in seed share it
     CellStatus status;  // as on disk when last looked at (the index is written from it)
@@ -55,6 +57,10 @@ struct Matrix {
     int reference_cell; // the cell without a defense ("none"), or -1: the reference of the
                         // attacks that decide whether they apply (AttackOps.uses_reference)
     char file[256];
+    // The matrix's identity for its run folders (runner/matrix_owner.c): its "name"
+    // (named = 1), or else its file's canonical path.
+    int named;
+    char owner[4096];
     double index_written_at; // monotonic seconds of the last index write (0: none yet)
 };
 
@@ -106,5 +112,16 @@ const AttackOps *matrix_attack_find(const Matrix *m, const char *name);
 int matrix_cell_needs_reference(const Matrix *m, int i);
 // "philox" (reproducible) or "secure" (the config's "rng": "secure"; core/rng_secure.h).
 const char *matrix_rng_name(const Matrix *m);
+
+// The folder's owner (runner/matrix_owner.c). init: from the matrix's "name" (NULL:
+// none) or else its file (NULL or "": none). claim: records this matrix in
+// DIR/matrix-owner.json when the folder has no owner yet, else checks that it is this
+// matrix (FP_EPARAM naming both when not). describe: "the matrix named \"X\"" or
+// "the matrix PATH", for messages. check_name: the "name" key's value (NULL: none) is
+// one line of 1 to 200 characters.
+FpStatus matrix_owner_check_name(const char *name, FpError *err);
+void matrix_owner_init(Matrix *m, const char *name, const char *file);
+FpStatus matrix_owner_claim(const Matrix *m, const char *dir, FpError *err);
+void matrix_owner_describe(const Matrix *m, char *buf, size_t n);
 
 #endif

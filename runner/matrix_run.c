@@ -41,11 +41,19 @@
 #include "runner/matrix_ranks.h"
 #include "runner/shard.h"
 
+// A cell whose result stands: done, or diverged and either kept (--keep-diverged) or
+// already retried (runner/matrix.h).
+static int cell_settled(const Cell *c, int keep_diverged) {
+    return c->status == CELL_DONE ||
+           (c->status == CELL_DIVERGED && (keep_diverged || c->retries >= MATRIX_DIVERGED_RETRIES));
+}
+
 // Reads the status of cell c from disk when its file changed since the last look;
-// 1 when the status changed. A finished cell stays finished (runner/cell_store.h: a
-// finished result is never replaced), so it is not looked at again.
+// 1 when the status changed. A settled cell stays so (runner/cell_store.h: a finished
+// result is never replaced, a diverged one only by its retry), so it is not looked at
+// again.
 static int refresh_status(Cell *c, const char *dir) {
-    if ((c->status == CELL_DONE || c->status == CELL_DIVERGED) && c->disk_mtime_ns >= 0)
+    if (cell_settled(c, 0) && c->disk_mtime_ns >= 0)
         return 0;
     char path[4096];
     store_cell_json_path(dir, c->id, path, sizeof path);
@@ -58,7 +66,9 @@ static int refresh_status(Cell *c, const char *dir) {
     if (mtime == c->disk_mtime_ns && size == c->disk_size)
         return 0;
     CellStatus was = c->status;
-    c->status = mtime < 0 ? CELL_PENDING : store_cell_status(dir, c->id, c->hash, c->message, sizeof c->message);
+    c->retries = 0;
+    c->status = mtime < 0 ? CELL_PENDING
+                          : store_cell_status_retries(dir, c->id, c->hash, c->message, sizeof c->message, &c->retries);
     if (c->status == CELL_PENDING)
         c->message[0] = 0;
     c->disk_mtime_ns = mtime;
@@ -162,6 +172,8 @@ static FpStatus write_index(const Matrix *m, const char *dir, const cJSON *summa
     cJSON_AddStringToObject(ix, "fedpriv_version", FEDPRIV_VERSION);
     cJSON_AddStringToObject(ix, "kind", "fedpriv-matrix");
     cJSON_AddStringToObject(ix, "matrix_file", m->file);
+    if (m->named)
+        cJSON_AddStringToObject(ix, "name", m->owner);
     const cJSON *desc = cJSON_GetObjectItemCaseSensitive(m->root, "description");
     cJSON_AddStringToObject(ix, "description", cJSON_IsString(desc) ? desc->valuestring : "");
     cJSON_AddNumberToObject(ix, "seed", (double)m->seeds[0]);
@@ -260,7 +272,8 @@ static cJSON *cell_json_begin(const Cell *c) {
     return j;
 }
 
-static void cell_json_finish(cJSON *j, CellStatus s, const char *message, double seconds, int threads) {
+// retries: "diverged_retries" (runner/matrix.h), written when not 0.
+static void cell_json_finish(cJSON *j, CellStatus s, const char *message, double seconds, int threads, int retries) {
     char host[72];
     proc_host(host, sizeof host);
     cJSON_ReplaceItemInObjectCaseSensitive(j, "status", cJSON_CreateString(cell_status_name(s)));
@@ -271,6 +284,16 @@ static void cell_json_finish(cJSON *j, CellStatus s, const char *message, double
     cJSON_AddNumberToObject(run, "threads", threads);
     cJSON_AddNumberToObject(run, "pid", (double)getpid());
     cJSON_AddStringToObject(run, "host", host);
+    if (retries > 0)
+        cJSON_AddNumberToObject(run, "diverged_retries", retries);
+}
+
+// The "diverged_retries" of the attempt at cell c that starts now: one more than its
+// file's when that result diverged (this attempt is its retry), else the file's.
+static int attempt_retries(const char *dir, const Cell *c) {
+    int had;
+    CellStatus was = store_cell_status_retries(dir, c->id, c->hash, NULL, 0, &had);
+    return had + (was == CELL_DIVERGED);
 }
 
 // One attack against the cell's setting → its entry in the cell's "attacks" list.
@@ -372,6 +395,7 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
     char partial[4096];
     double t0 = fp_monotonic_seconds();
     memset(out, 0, sizeof *out);
+    int retries = attempt_retries(dir, c);
     FP_TRY(store_claim(dir, c->id, c->hash, rc->who, err));
     FP_TRY(store_partial_create(dir, c->id, partial, sizeof partial, err));
     cJSON *j = cell_json_begin(c);
@@ -466,7 +490,7 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
     fed_free(f);
     model_free(cex.model);
     out->seconds = fp_monotonic_seconds() - t0;
-    cell_json_finish(j, status, why, out->seconds, threads);
+    cell_json_finish(j, status, why, out->seconds, threads, retries);
     FpStatus st = store_commit(dir, c->id, c->hash, partial, j, &out->kept_existing, err);
     cJSON_Delete(j);
     out->status = status;
@@ -485,7 +509,7 @@ static FpStatus record_crash(Matrix *m, int i, const char *dir, const char *why,
     store_clean_leftovers(dir, 0);
     cJSON *j = cell_json_begin(c);
     cJSON_AddArrayToObject(j, "attacks");
-    cell_json_finish(j, CELL_FAILED, why, seconds, threads);
+    cell_json_finish(j, CELL_FAILED, why, seconds, threads, attempt_retries(dir, c));
     int kept;
     FpStatus st = store_commit(dir, c->id, c->hash, NULL, j, &kept, err);
     cJSON_Delete(j);
@@ -670,19 +694,80 @@ static FpStatus locked_error(const char *dir, const char *who, FpError *err) {
                    "use another --out folder", dir, who);
 }
 
+// "pid P on HOST since TIME" and, when given, what for, as the lock's note (a note that
+// cannot be written leaves the lock holding; a blocked run then names "a process that
+// left no name").
+static void write_note(int fd, const char *what) {
+    char host[256] = "?", when[64] = "?", line[600];
+    gethostname(host, sizeof host - 1);
+    time_t now = time(NULL);
+    struct tm tm;
+    if (gmtime_r(&now, &tm))
+        strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    int n = snprintf(line, sizeof line, "pid %ld on %s since %s%s%s\n", (long)getpid(), host, when, what ? ", " : "",
+                     what ? what : "");
+    if (n >= (int)sizeof line)
+        n = (int)sizeof line - 1;
+    ssize_t noted = ftruncate(fd, 0) == 0 ? pwrite(fd, line, (size_t)n, 0) : -1;
+    (void)noted;
+}
+
+// The shards of DIR whose lock notes name a live process of this host, "pid P on H
+// since T, shard K/N of ..." joined by "; " into buf ("" when none). Only the notes are
+// read: probing a shard's lock could refuse that shard starting at the same instant.
+static void live_shard_holders(const char *dir, char *buf, size_t n) {
+    buf[0] = 0;
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    size_t used = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) && used + 1 < n) {
+        int k, count, end = 0;
+        if (sscanf(de->d_name, ".lock-shard-%d-of-%d%n", &k, &count, &end) != 2 || de->d_name[end] != 0)
+            continue;
+        int fd = fp_open_beneath(dir, de->d_name, O_RDONLY, NULL, NULL);
+        if (fd < 0)
+            continue;
+        char who[300];
+        int alive;
+        lock_holder(fd, who, sizeof who, &alive);
+        close(fd);
+        if (alive == 1)
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "; " : "", who);
+    }
+    closedir(d);
+}
+
 // The folder locks of runner/matrix.h. Returns the descriptors to close (-1: none).
-static FpStatus take_locks(const char *dir, int sharded, int shard_index, int shard_count, FILE *progress,
-                           int fds[2], FpError *err) {
+// matrix: this run's matrix (matrix_owner_describe), for the notes and messages.
+static FpStatus take_locks(const char *dir, int sharded, int shard_index, int shard_count, const char *matrix,
+                           FILE *progress, int fds[2], FpError *err) {
     fds[0] = fds[1] = -1;
     int missing = 0;
     FpError lerr = {0};
     fds[0] = fp_open_beneath(dir, ".lock", O_RDWR | O_CREAT, &missing, &lerr);
     if (fds[0] < 0)
         return fp_fail(err, lerr.code ? lerr.code : FP_EIO, "%s", lerr.msg);
-    char who[300] = "";
+    char who[300] = "", shards[1200] = "";
     int alive = -1;
     if (flock(fds[0], (sharded ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
         lock_holder(fds[0], who, sizeof who, &alive);
+        // The note in .lock is a whole-matrix run's; shards hold .lock shared and leave
+        // theirs in their own lock files. A note naming a process that has ended is an
+        // old run's: the live holder, if any, is a shard.
+        if (alive != 1)
+            live_shard_holders(dir, shards, sizeof shards);
+        if (alive != 1 && shards[0]) {
+            char both[1700];
+            if (alive == 0)
+                snprintf(both, sizeof both, "%s; the note in .lock names %s, which has ended", shards, who);
+            else
+                snprintf(both, sizeof both, "%s", shards);
+            close(fds[0]);
+            fds[0] = -1;
+            return locked_error(dir, both, err);
+        }
         if (alive != 0) { // running, or not ours to check: say so at once
             close(fds[0]);
             fds[0] = -1;
@@ -701,19 +786,14 @@ static FpStatus take_locks(const char *dir, int sharded, int shard_index, int sh
     if (!locked) {
         close(fds[0]);
         fds[0] = -1;
+        if (alive == 0) // the note's process is gone and no shard names itself: say so, not a dead PID
+            return fp_fail(err, FP_EIO, "%s: another fedpriv matrix is writing this folder, but which is unknown: "
+                           "the note in .lock names %s, which has ended, and no shard's lock names a live process "
+                           "of this machine: wait for it to end, or use another --out folder", dir, who);
         return locked_error(dir, who[0] ? who : "a run of the whole matrix", err);
     }
     if (!sharded) {
-        char host[256] = "?", when[64] = "?", line[400];
-        gethostname(host, sizeof host - 1);
-        time_t now = time(NULL);
-        struct tm tm;
-        if (gmtime_r(&now, &tm))
-            strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
-        int n = snprintf(line, sizeof line, "pid %ld on %s since %s\n", (long)getpid(), host, when);
-        // Without its note the lock still holds; a second run then names "a process that left no name".
-        ssize_t noted = ftruncate(fds[0], 0) == 0 ? pwrite(fds[0], line, (size_t)n, 0) : -1;
-        (void)noted;
+        write_note(fds[0], NULL);
         return FP_OK;
     }
     char name[64];
@@ -726,13 +806,24 @@ static FpStatus take_locks(const char *dir, int sharded, int shard_index, int sh
     }
     if (fds[1] < 0 || flock(fds[1], LOCK_EX | LOCK_NB) != 0) {
         int e = errno;
-        if (fds[1] >= 0)
+        char holder[300] = "";
+        if (fds[1] >= 0) {
+            lock_holder(fds[1], holder, sizeof holder, &alive);
+            if (alive == 0 && strlen(holder) + 16 < sizeof holder)
+                strcat(holder, ", which has ended");
             close(fds[1]);
+        }
         close(fds[0]);
         fds[0] = fds[1] = -1;
-        return fp_fail(err, FP_EIO, "%s: shard %d/%d is already running on this machine%s", dir, shard_index + 1,
-                       shard_count, e == EWOULDBLOCK ? "" : " (cannot lock)");
+        if (e != EWOULDBLOCK)
+            return fp_fail(err, FP_EIO, "%s: shard %d/%d of %s: cannot lock %s/%s: %s", dir, shard_index + 1,
+                           shard_count, matrix, dir, name, strerror(e));
+        return fp_fail(err, FP_EIO, "%s: shard %d/%d of %s is already running on this machine (%s)", dir,
+                       shard_index + 1, shard_count, matrix, holder);
     }
+    char what[4300];
+    snprintf(what, sizeof what, "shard %d/%d of %s", shard_index + 1, shard_count, matrix);
+    write_note(fds[1], what);
     return FP_OK;
 }
 
@@ -779,9 +870,10 @@ FpStatus matrix_check_out(const char *dir, FpError *err) {
     return st;
 }
 
-// Cell files in DIR/cells that are not cells of this matrix: an earlier run of another
-// matrix (or of another fedpriv version) into the same folder. Returns their number and
-// the first one's name.
+// Cell files in DIR/cells that are not cells of this matrix: cells of this matrix before
+// an edit (matrix_owner.c keeps other matrices out), of another fedpriv version, or of
+// a folder written before owners were recorded. Returns their number and the first
+// one's name.
 static int cmp_id(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
 static int count_stale_cells(const Matrix *m, const char *dir, char *example, size_t n) {
@@ -839,9 +931,15 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
     snprintf(path, sizeof path, "%s/cells", dir);
     if (st == FP_OK)
         st = store_make_dirs(path, err);
+    // The folder's matrix first (before the locks: a shard of another matrix is refused as
+    // such, not as "already running"), then the locks.
+    char matrix_name[4200];
+    matrix_owner_describe(m, matrix_name, sizeof matrix_name);
+    if (st == FP_OK && rank == 0)
+        st = matrix_owner_claim(m, dir, err);
     int locks[2] = {-1, -1};
     if (st == FP_OK && rank == 0)
-        st = take_locks(dir, sharded, opt.shard_index, opt.shard_count, opt.progress, locks, err);
+        st = take_locks(dir, sharded, opt.shard_index, opt.shard_count, matrix_name, opt.progress, locks, err);
     // The cells folder must be a folder inside DIR, not a link to somewhere else.
     struct stat cst;
     if (st == FP_OK && (lstat(path, &cst) != 0 || !S_ISDIR(cst.st_mode)))
@@ -862,9 +960,9 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
         char stale_example[300] = "";
         stale = count_stale_cells(m, dir, stale_example, sizeof stale_example);
         if (stale && opt.progress) {
-            fp_print_line(opt.progress, "matrix: warning: %s/cells holds %d cell file%s of another matrix (e.g. %s); "
-                          "report and check read only this run's cells: remove them, or use a new --out folder, to "
-                          "keep the folder unambiguous", dir, stale, stale == 1 ? "" : "s", stale_example);
+            fp_print_line(opt.progress, "matrix: note: %s/cells holds %d cell file%s not of this matrix as it is "
+                          "now (e.g. %s: from before an edit of it, or of another fedpriv version); report and check "
+                          "read only this run's cells", dir, stale, stale == 1 ? "" : "s", stale_example);
             fflush(opt.progress);
         }
     }
@@ -886,7 +984,7 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
             for (int i = 0; i < m->n_cells; i++)
                 mine[i] = 1;
     }
-    int n = 0, skipped = 0, n_mine = 0;
+    int n = 0, skipped = 0, n_mine = 0, retrying = 0;
     if (st == FP_OK) {
         for (int i = 0; i < m->n_cells; i++) {
             Cell *c = &m->cells[i];
@@ -898,10 +996,12 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
             if (!mine[i])
                 continue;
             n_mine++;
-            if (c->status == CELL_DONE || c->status == CELL_DIVERGED)
+            if (cell_settled(c, opt.keep_diverged))
                 skipped++;
-            else
+            else {
+                retrying += c->status == CELL_DIVERGED;
                 todo[n++] = i;
+            }
         }
         // The reference cell (no defense) runs first: the others read its attacks' results.
         for (int t = 1; t < n; t++)
@@ -939,6 +1039,9 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
             fprintf(opt.progress, "matrix: shard %d/%d holds %d of the %d cells, %.1f%% of the estimated work\n",
                     opt.shard_index + 1, opt.shard_count, n_mine, m->n_cells, all > 0 ? 100 * part / all : 0);
         }
+        if (retrying)
+            fprintf(opt.progress, "matrix: %d of them diverged on an earlier run and %s retried once "
+                    "(--keep-diverged keeps diverged cells as they are)\n", retrying, retrying == 1 ? "is" : "are");
         if (opt.jobs > 1 && n > 0)
             fprintf(opt.progress, "matrix: %d cells at a time, %d thread%s each\n", opt.jobs, threads,
                     threads == 1 ? "" : "s");
@@ -959,8 +1062,7 @@ FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, 
         if (order) {
             shard_order_by_cost(costs, m->n_cells, order);
             for (int t = 0; t < m->n_cells; t++) {
-                CellStatus cs = m->cells[order[t]].status;
-                if (mine[order[t]] && cs != CELL_DONE && cs != CELL_DIVERGED)
+                if (mine[order[t]] && !cell_settled(&m->cells[order[t]], opt.keep_diverged))
                     todo[n++] = order[t];
             }
             free(order);

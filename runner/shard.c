@@ -21,6 +21,28 @@ static int parse_count(const char *s, long lo, long hi, long *out) {
     return 1;
 }
 
+// Why the Slurm variable `name` (its value s, NULL: unset) is not a count in [lo, hi],
+// into why; 1 (and *out) when it is one. "not set", "\"x\" (a number was expected)", or
+// for a plain number out of range what the range is ("\"0\": the count of tasks must be
+// at least 1"): a number is never called not a number.
+static int slurm_count(const char *name, const char *what, const char *s, long lo, long hi, long *out, char *why,
+                       size_t n) {
+    if (parse_count(s, lo, hi, out))
+        return 1;
+    int digits = s && *s;
+    for (const char *p = s; digits && *p; p++)
+        digits = *p >= '0' && *p <= '9';
+    if (!s)
+        snprintf(why, n, "%s is not set (Slurm sets it for every task of a job array)", name);
+    else if (!digits)
+        snprintf(why, n, "%s is \"%.40s\" (a number was expected; Slurm sets it for every task of a job array)", name,
+                 s);
+    else
+        snprintf(why, n, "%s is \"%.40s\": the %s must be at %s %ld", name, s, what,
+                 strtod(s, NULL) < lo ? "least" : "most", strtod(s, NULL) < lo ? lo : hi);
+    return 0;
+}
+
 FpStatus shard_parse(const char *text, ShardSpec *out, FpError *err) {
     const char *slash = text ? strchr(text, '/') : NULL;
     char k[16] = "";
@@ -42,18 +64,14 @@ FpStatus shard_from_slurm(const SlurmArrayEnv *env, ShardSpec *out, FpError *err
         return fp_fail(err, FP_EPARAM, "--shard slurm: SLURM_ARRAY_TASK_ID is not set: this is not a task of a Slurm "
                        "job array (submit with sbatch --array=0-N, or give --shard K/N)");
     long id, lo, count, step = 1, hi;
-    const char *bad = NULL, *val = NULL;
-    if (!parse_count(env->task_id, 0, INT_MAX, &id))
-        bad = "SLURM_ARRAY_TASK_ID", val = env->task_id;
-    else if (!env->task_min || !parse_count(env->task_min, 0, INT_MAX, &lo))
-        bad = "SLURM_ARRAY_TASK_MIN", val = env->task_min;
-    else if (!env->task_count || !parse_count(env->task_count, 1, SHARD_MAX, &count))
-        bad = "SLURM_ARRAY_TASK_COUNT", val = env->task_count;
-    else if (env->task_step && !parse_count(env->task_step, 1, INT_MAX, &step))
-        bad = "SLURM_ARRAY_TASK_STEP", val = env->task_step;
-    if (bad)
-        return fp_fail(err, FP_EPARAM, "--shard slurm: %s is %s%.40s%s (a number was expected; Slurm sets it for "
-                       "every task of a job array)", bad, val ? "\"" : "", val ? val : "not set", val ? "\"" : "");
+    char why[200];
+    if (!slurm_count("SLURM_ARRAY_TASK_ID", "task index", env->task_id, 0, INT_MAX, &id, why, sizeof why) ||
+        !slurm_count("SLURM_ARRAY_TASK_MIN", "first index", env->task_min, 0, INT_MAX, &lo, why, sizeof why) ||
+        !slurm_count("SLURM_ARRAY_TASK_COUNT", "count of tasks (shards)", env->task_count, 1, SHARD_MAX, &count, why,
+                     sizeof why) ||
+        (env->task_step &&
+         !slurm_count("SLURM_ARRAY_TASK_STEP", "step", env->task_step, 1, INT_MAX, &step, why, sizeof why)))
+        return fp_fail(err, FP_EPARAM, "--shard slurm: %s", why);
     // The last index of the sequence MIN, MIN+STEP, ... of COUNT indices.
     long long last = (long long)lo + (long long)step * (count - 1);
     if (env->task_max) {

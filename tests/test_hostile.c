@@ -797,23 +797,44 @@ START_TEST(cli_matrix_lock_names_holder) {
 }
 END_TEST
 
-// A different matrix into an old folder warns about the old cells left there (before:
-// nothing said so); a cells folder that is a link out of the run is refused.
+// A different matrix into an old folder is refused, naming both, and the folder is left
+// as it was (before: a warning about the old cells, and results.json became the new
+// matrix's, so the old cells dropped out of report and check: issue 33, case 5); the
+// same matrix file edited notes the cells that are no longer its own. A cells folder
+// that is a link out of the run is refused.
 START_TEST(cli_matrix_stale_cells_and_linked_cells) {
     if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN"))
         return;
     char dir[400];
     tiny_matrix_run("old", dir, sizeof dir);
-    char mpath[400], csv[400], text[1024];
+    char mpath[400], oldpath[400], csv[400], text[1024], index[500], real_old[4096], real_new[4096];
     tmp_path("tiny.csv", csv, sizeof csv);
     snprintf(text, sizeof text,
              "{\"seed\": 2, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
              " \"federation\": {\"clients\": 2, \"rounds\": 1}, \"threads\": 1, \"defenses\": [{\"name\": \"none\"}]}",
              csv);
     write_text(tmp_path("new.json", mpath, sizeof mpath), text);
+    snprintf(index, sizeof index, "%s/results.json", dir);
+    char *before = strdup(read_text(index));
     int rc = RUN("matrix", mpath, "--out", dir);
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err_buf);
+    ck_assert_ptr_nonnull(realpath(tmp_path("old.json", oldpath, sizeof oldpath), real_old));
+    ck_assert_ptr_nonnull(realpath(mpath, real_new));
+    char want[9000];
+    snprintf(want, sizeof want, "/old: this run folder belongs to the matrix %s, not to the matrix %s", real_old,
+             real_new);
+    ck_assert_msg(strstr(err_buf, want) != NULL, "%s", err_buf);
+    ck_assert_ptr_nonnull(strstr(err_buf, "use another --out folder"));
+    ck_assert_str_eq(read_text(index), before); // untouched
+    free(before);
+    // The old matrix's own file, edited (another seed: a new cell), extends the folder and
+    // notes the old cell.
+    write_text(oldpath, text);
+    rc = RUN("matrix", oldpath, "--out", dir);
     ck_assert_msg(rc == 0, "%s", err_buf);
-    ck_assert_msg(strstr(err_buf, "/old/cells holds 1 cell file of another matrix (e.g. cells/none-"), "%s", err_buf);
+    ck_assert_msg(strstr(err_buf, "/old/cells holds 1 cell file not of this matrix as it is now (e.g. cells/none-"),
+                  "%s", err_buf);
     // cells -> a folder outside the run.
     char other[400], cells[500], target[400];
     ck_assert_int_eq(mkdir(tmp_path("elsewhere", other, sizeof other), 0700), 0);

@@ -229,6 +229,32 @@ static int count_cell_files(const char *dir) {
     return n;
 }
 
+// Cell files of dir that diverged and were not retried yet: the next rerun runs them
+// once more (runner/matrix.h).
+static int count_unretried_diverged(const char *dir) {
+    char p[512];
+    snprintf(p, sizeof p, "%s/cells", dir);
+    DIR *d = opendir(p);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        size_t len = strlen(de->d_name);
+        if (len <= 5 || strcmp(de->d_name + len - 5, ".json") != 0)
+            continue;
+        char f[1024];
+        snprintf(f, sizeof f, "%s/cells/%s", dir, de->d_name);
+        cJSON *c = load_json(f);
+        const cJSON *st = cJSON_GetObjectItemCaseSensitive(c, "status");
+        n += cJSON_IsString(st) && strcmp(st->valuestring, "diverged") == 0 &&
+             !cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(c, "run"), "diverged_retries");
+        cJSON_Delete(c);
+    }
+    closedir(d);
+    return n;
+}
+
 static double now_s(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -287,8 +313,9 @@ START_TEST(kill_and_resume_gives_the_same_cells) {
     ck_assert_int_ge(before, 2);
     ck_assert_int_eq(run_and_kill(root, dir, 2, before + 1, 30), 0);
     before = count_cell_files(dir);
+    int retried = count_unretried_diverged(dir);
     ck_assert_msg(standin_run(root, dir, 1, &s, &err) == FP_OK, "%s", err.msg);
-    ck_assert_int_eq(s.skipped, before); // the rerun skips what was done
+    ck_assert_int_eq(s.skipped, before - retried); // the rerun skips what was done, retries what diverged
     ck_assert_int_eq(s.done + s.diverged, 6);
     assert_same_runs(ref, dir);
     // Killed again and again at moments spread over the cells (a pseudo-random 5 to 255 ms
@@ -302,8 +329,9 @@ START_TEST(kill_and_resume_gives_the_same_cells) {
             break;
     ck_assert_int_ge(kills, 5);
     ck_assert_int_lt(kills, 60);
+    retried = count_unretried_diverged(dir2);
     ck_assert_msg(standin_run(root, dir2, 1, &s, &err) == FP_OK, "%s", err.msg);
-    ck_assert_int_eq(s.skipped, 6);
+    ck_assert_int_eq(s.skipped, 6 - retried);
     assert_same_runs(ref, dir2);
     dir = dir2;
     // A finished run reruns nothing.
@@ -364,9 +392,26 @@ START_TEST(diverged_cells_are_marked_never_a_number) {
     ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(probe, "status")->valuestring, "skipped");
     ck_assert(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(probe, "value")));
     matrix_results_free(&r);
-    // Diverged cells are results: a rerun keeps them.
+    // Diverged cells are results, retried once: the first rerun runs them again (the
+    // retry records "diverged_retries" in the cell's "run"), the next keeps them; and a
+    // run that keeps diverged cells does not retry them at all.
+    ck_assert_int_eq(standin_run(root, dir, 1, &s, &err), FP_OK);
+    ck_assert_int_eq(s.skipped, 0);
+    ck_assert_int_eq(s.diverged, 2);
+    ck_assert_int_eq(count_unretried_diverged(dir), 0);
     ck_assert_int_eq(standin_run(root, dir, 1, &s, &err), FP_OK);
     ck_assert_int_eq(s.skipped, 2);
+    const char *kept = TEST_DIR "/diverged-kept";
+    standin_rm(kept);
+    ck_assert_int_eq(standin_run(root, kept, 1, &s, &err), FP_OK);
+    Matrix *m = NULL;
+    MatrixOptions mo = {.registry = &standin_registry, .file = "standin.json"};
+    ck_assert_int_eq(matrix_load(root, &mo, &m, &err), FP_OK);
+    MatrixRunOptions ro = {.jobs = 1, .keep_diverged = 1};
+    ck_assert_int_eq(matrix_run(m, kept, &ro, &s, &err), FP_OK);
+    matrix_free(m);
+    ck_assert_int_eq(s.skipped, 2);
+    ck_assert_int_eq(count_unretried_diverged(kept), 2);
     cJSON_Delete(root);
 }
 END_TEST
