@@ -72,6 +72,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "defenses/accountant_pld.h"
 #include "defenses/accountant.h"
 
@@ -82,6 +83,11 @@
 #define PLD_MAX_FFT (1L << 23)   // the composition window (48 bytes a point in long double)
 #define PLD_TAIL_SIGMAS 38.0     // infinite x-ranges end here: the Gaussian factor is < 1e-310
 #define PLD_SEARCH_REL_TOL 1e-6
+// The largest one-step loss the grid may hold: the masses use γ = e^ε, finite in double
+// only below ln(DBL_MAX) = 709.78. A step whose loss exceeds this with more than its
+// truncation budget (tau_hi) of probability cannot be accounted here (pld_range_error).
+#define PLD_MAX_LOSS 700.0
+#define PLD_SEARCH_PROGRESS_SECONDS 10.0
 
 // FFTW's planner keeps global state and is not thread safe (its executor is): plans are
 // made and destroyed under this lock, the only mutable global of the file.
@@ -96,7 +102,7 @@ struct PldAccountant {
     double grid;
     PldPhase *phases;
     int n, cap;
-    int no_guarantee; // a phase with σ = 0 and q > 0
+    const char *infinite_reason; // a phase whose ε is ∞ (σ = 0, or below PLD_MIN_SIGMA) and q > 0: why
 };
 
 // ---- one step: the loss as a function of x ------------------------------------------
@@ -133,7 +139,9 @@ static double step_x(const Step *st, double eps) {
     double t = e - st->log1mq;
     if (t <= 0.0)
         return -INFINITY;
-    return st->s2 * (log1p(-st->q) + log(expm1(t)) - log(st->q)) + 0.5;
+    // ln(e^t − 1) = t + ln(1 − e^{−t}) above t = 30, where expm1 would overflow (past 709).
+    double log_em1 = t > 30.0 ? t + log1p(-exp(-t)) : log(expm1(t));
+    return st->s2 * (log1p(-st->q) + log_em1 - log(st->q)) + 0.5;
 }
 
 // P(L <= eps), P(L > eps), Q(L <= eps), Q(L > eps) of one step.
@@ -268,15 +276,20 @@ typedef struct {
 } StepPmf;
 
 // The smallest-magnitude ε found by doubling then bisection with tail(ε) <= tau, where tail
-// is P(L > ε) (upper = 1; searching upwards from 0) or P(L <= ε) (upper = 0; downwards).
-static double tail_point(const Step *st, int upper, double tau) {
+// is P(L > ε) (upper = 1; searching upwards from 0) or P(L <= ε) (upper = 0; downwards);
+// NAN when even |ε| = PLD_MAX_LOSS leaves more than tau there (*tail_at_max: that tail).
+static double tail_point(const Step *st, int upper, double tau, double *tail_at_max) {
     double lo = 0.0, hi = upper ? 1.0 : -1.0, v;
-    for (int i = 0; i < 60; i++) {
+    for (;;) {
         step_tails(st, hi, upper ? NULL : &v, upper ? &v : NULL, NULL, NULL);
         if (v <= tau)
             break;
+        if (fabs(hi) >= PLD_MAX_LOSS) {
+            *tail_at_max = v;
+            return NAN;
+        }
         lo = hi;
-        hi *= 2.0;
+        hi = fmax(-PLD_MAX_LOSS, fmin(PLD_MAX_LOSS, 2.0 * hi));
     }
     for (int i = 0; i < 60; i++) {
         double mid = 0.5 * (lo + hi);
@@ -290,7 +303,13 @@ static double tail_point(const Step *st, int upper, double tau) {
 }
 
 static FpStatus step_pmf(const Step *st, double grid, double tau_hi, double tau_lo, StepPmf *out, FpError *err) {
-    double e_lo = tail_point(st, 0, tau_lo), e_hi = tail_point(st, 1, tau_hi);
+    double left = 0.0, e_lo = tail_point(st, 0, tau_lo, &left), e_hi = tail_point(st, 1, tau_hi, &left);
+    if (isnan(e_lo) || isnan(e_hi))
+        return fp_fail(err, FP_EUNSUPPORTED,
+                       "PLD: at sigma %g one step's privacy loss passes %s%g with probability %.3g, above the "
+                       "accountant's truncation budget %.3g (its grid needs e^loss finite in double); use the RDP "
+                       "accountant",
+                       st->s, isnan(e_lo) ? "-" : "", PLD_MAX_LOSS, left, isnan(e_lo) ? tau_lo : tau_hi);
     if (st->q < 1.0 && st->remove)
         e_lo = fmax(e_lo, st->log1mq - grid); // nothing below the infimum
     if (st->q < 1.0 && !st->remove)
@@ -504,6 +523,12 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
         top = fmin(top, (lm_up[m] - log_tau) / lambda_at(m));
         bottom = fmax(bottom, -(lm_dn[m] - log_tau) / lambda_at(m));
     }
+    if (!((top - bottom) / grid < (double)PLD_MAX_FFT)) { // also before the casts below overflow
+        st = fp_fail(err, FP_ENOMEM,
+                     "PLD: the composition needs %.3g grid points at grid %g (more than %ld); use a coarser grid",
+                     (top - bottom) / grid, grid, PLD_MAX_FFT);
+        goto out;
+    }
     long j_lo = (long)floor(bottom / grid) - 1, need = (long)ceil(top / grid) - j_lo + 2;
     long n = 2;
     while (n < need && n <= PLD_MAX_FFT)
@@ -666,7 +691,12 @@ FpStatus pld_accountant_add(PldAccountant *acc, double q, double sigma, long lon
     if (steps == 0 || q == 0.0)
         return FP_OK;
     if (sigma == 0.0) {
-        acc->no_guarantee = 1;
+        acc->infinite_reason = "sigma 0 adds no noise";
+        return FP_OK;
+    }
+    if (sigma < PLD_MIN_SIGMA) {
+        if (!acc->infinite_reason)
+            acc->infinite_reason = PLD_MIN_SIGMA_REASON;
         return FP_OK;
     }
     for (int p = 0; p < acc->n; p++)
@@ -692,8 +722,9 @@ FpStatus pld_accountant_epsilon(const PldAccountant *acc, double delta, PldEpsil
     memset(out, 0, sizeof *out);
     out->grid = acc->grid;
     out->remove_direction = 1;
-    if (acc->no_guarantee) {
+    if (acc->infinite_reason) {
         out->epsilon = INFINITY;
+        out->infinite_reason = acc->infinite_reason;
         return FP_OK;
     }
     if (acc->n == 0)
@@ -741,8 +772,67 @@ FpStatus pld_epsilon(double q, double sigma, long long steps, double delta, doub
     return one_phase_epsilon(q, sigma, steps, delta, PLD_DEFAULT_GRID, eps, err);
 }
 
+// The search's ε at σ; FP_OK with *range_fail set when the accountant cannot account σ
+// (its loss beyond the grid's range or size: FP_EUNSUPPORTED, FP_ENOMEM), any other
+// failure returned. Also the progress line, at most every PLD_SEARCH_PROGRESS_SECONDS.
+typedef struct {
+    double q, delta, target, grid;
+    long long steps;
+    FILE *progress;
+    double t0, next_report;
+    int evals;
+    double fail_sigma;  // where the accountant could not account (0: nowhere yet)
+    FpStatus fail_code;
+} SigmaSearch;
+
+static FpStatus search_eval(SigmaSearch *ss, double sigma, double lo, double *eps, FpError *err) {
+    FpError e = {0};
+    FpStatus st = one_phase_epsilon(ss->q, sigma, ss->steps, ss->delta, ss->grid, eps, &e);
+    ss->evals++;
+    if (st == FP_EUNSUPPORTED || st == FP_ENOMEM) {
+        ss->fail_sigma = sigma;
+        ss->fail_code = st;
+        return st;
+    }
+    if (st != FP_OK) {
+        *err = e;
+        return st;
+    }
+    double now = fp_monotonic_seconds();
+    if (ss->progress && now >= ss->next_report) {
+        fprintf(ss->progress, "PLD sigma search for epsilon %g: sigma in [%.8g, %.8g] after %d accountings (%.0f s)\n",
+                ss->target, lo, sigma, ss->evals, now - ss->t0);
+        fflush(ss->progress);
+        ss->next_report = now + PLD_SEARCH_PROGRESS_SECONDS;
+    }
+    return FP_OK;
+}
+
+// The refusal when the search reached a σ the accountant cannot account. The target's
+// σ is at most RDP's s_rdp (RDP's ε bounds the true ε from above too), and smaller σ only
+// widen the loss, so no σ near the answer can be accounted here. What such a target
+// means: an (ε, δ) guarantee bounds a membership test's true-positive rate by
+// e^ε·FPR + δ, which reaches 1 at FPR = (1 − δ) e^{−ε} <= e^{−ε}. A coarser grid is
+// offered only to a caller that chose the grid (grid > 0).
+static FpStatus search_refusal(const SigmaSearch *ss, double s_rdp, FpError *err) {
+    char rdp[96] = "";
+    if (s_rdp > 0)
+        snprintf(rdp, sizeof rdp, " (the RDP accountant meets it at sigma %.8g)", s_rdp);
+    int grid_bound = ss->fail_code == FP_ENOMEM;
+    double bound = s_rdp > 0 ? s_rdp : ss->fail_sigma, scale = exp10(3.0 - floor(log10(bound)));
+    bound = ceil(bound * scale) / scale; // 4 digits, rounded up: still a bound
+    return fp_fail(err, FP_EPARAM,
+                   "PLD: target epsilon %g needs sigma below %.4g%s, and at sigma %.8g the PLD accountant %s; "
+                   "epsilon %g allows a membership test of true-positive rate 1 at false-positive rate e^-%g: no "
+                   "meaningful protection. Give a smaller target%s or use the RDP accountant",
+                   ss->target, bound, rdp, ss->fail_sigma,
+                   grid_bound ? "needs more grid points than it holds at this grid"
+                              : "cannot hold one step's privacy loss (beyond 700, where e^loss leaves double precision)",
+                   ss->target, ss->target, grid_bound && ss->grid > 0 ? ", a coarser grid" : "");
+}
+
 FpStatus pld_sigma_for_epsilon(double q, long long steps, double delta, double target_eps, double grid,
-                               double *sigma, double *eps_at, FpError *err) {
+                               FILE *progress, double *sigma, double *eps_at, FpError *err) {
     if (!(q >= 0.0 && q <= 1.0))
         return fp_fail(err, FP_EPARAM, "sampling rate q must be in [0, 1], got %g", q);
     if (steps < 1)
@@ -757,17 +847,29 @@ FpStatus pld_sigma_for_epsilon(double q, long long steps, double delta, double t
             *eps_at = 0.0;
         return FP_OK;
     }
+    double t0 = fp_monotonic_seconds();
+    SigmaSearch ss = {q, delta, target_eps, grid, steps, progress, t0, t0 + PLD_SEARCH_PROGRESS_SECONDS, 0, 0, FP_OK};
     // ε is non-increasing in σ. Bracket: ε(lo) > target (lo = 0: no guarantee), ε(hi) <= target.
     // The start: RDP's σ for the target (PLD's ε is at most RDP's, so it usually meets the
     // target already) and 0.8 of it below (PLD usually needs 5-20% less noise).
-    double lo = 0.0, hi = 1.0, e_hi, s_rdp, f_lo = INFINITY;
+    double lo = 0.0, hi = 1.0, e_hi, s_rdp = 0, f_lo = INFINITY;
     FpError e_rdp = {0};
     if (rdp_sigma_for_epsilon(q, steps, delta, target_eps, NULL, 0, &s_rdp, NULL, &e_rdp) == FP_OK && s_rdp > 0)
         hi = s_rdp;
-    FP_TRY(one_phase_epsilon(q, hi, steps, delta, grid, &e_hi, err));
+    else
+        s_rdp = 0;
+#define SEARCH_EVAL(sig, e)                                                                                        \
+    do {                                                                                                           \
+        FpStatus st_ = search_eval(&ss, (sig), lo, (e), err);                                                      \
+        if (st_ == FP_EUNSUPPORTED || st_ == FP_ENOMEM)                                                            \
+            return search_refusal(&ss, s_rdp, err);                                                                \
+        if (st_ != FP_OK)                                                                                          \
+            return st_;                                                                                            \
+    } while (0)
+    SEARCH_EVAL(hi, &e_hi);
     if (e_hi <= target_eps && hi != 1.0) {
         double e_lo;
-        FP_TRY(one_phase_epsilon(q, 0.8 * hi, steps, delta, grid, &e_lo, err));
+        SEARCH_EVAL(0.8 * hi, &e_lo);
         if (e_lo <= target_eps) {
             hi = 0.8 * hi;
             e_hi = e_lo;
@@ -782,7 +884,7 @@ FpStatus pld_sigma_for_epsilon(double q, long long steps, double delta, double t
         hi *= 2.0;
         if (hi > 1e6)
             return fp_fail(err, FP_EPARAM, "target epsilon %g is not reached with sigma up to 1e6", target_eps);
-        FP_TRY(one_phase_epsilon(q, hi, steps, delta, grid, &e_hi, err));
+        SEARCH_EVAL(hi, &e_hi);
     }
     // Illinois false position on log ε − log target (ε is close to 1/σ there), bisecting
     // while ε(lo) is infinite; the bracket [lo, hi] shrinks from both sides every step,
@@ -796,7 +898,7 @@ FpStatus pld_sigma_for_epsilon(double q, long long steps, double delta, double t
         if (!(mid > lo + pad && mid < hi - pad))
             mid = 0.5 * (lo + hi);
         double e;
-        FP_TRY(one_phase_epsilon(q, mid, steps, delta, grid, &e, err));
+        SEARCH_EVAL(mid, &e);
         double f = log(e) - log(target_eps);
         if (e <= target_eps) {
             hi = mid;
@@ -813,6 +915,7 @@ FpStatus pld_sigma_for_epsilon(double q, long long steps, double delta, double t
             side = 1;
         }
     }
+#undef SEARCH_EVAL
     *sigma = hi;
     if (eps_at)
         *eps_at = e_hi;
