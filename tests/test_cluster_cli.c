@@ -459,6 +459,40 @@ START_TEST(train_across_ranks_is_bit_identical) {
 }
 END_TEST
 
+// Every mpirun command runs with leak detection on (mpi_argv): a clean two-rank federation
+// exits 0 with no LeakSanitizer report, Open MPI's own leaks suppressed. In a sanitizer
+// build, the control: the same run without the suppressions fails with LeakSanitizer's
+// report, so the check is live (before, the MPI runs switched it off).
+START_TEST(mpi_runs_keep_leak_detection_on) {
+    if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN")) {
+        fprintf(stderr, "SKIP: FEDPRIV_BIN is not set (make test sets it)\n");
+        return;
+    }
+    const char *mpirun = mpirun_or_skip("mpi_runs_keep_leak_detection_on");
+    if (!mpirun)
+        return;
+    setup_data();
+    const char *dir = TEST_DIR "/leaks", *file = TEST_DIR "/leaks/config.json", *res = TEST_DIR "/leaks/r.json";
+    standin_rm(dir);
+    ck_assert(standin_mkdirs(dir));
+    standin_write_text(file, train_configs[0][1]);
+    const char *argv[MPI_ARGV_MAX], *args[] = {"train", "--config", file, "--out", res, NULL};
+    mpi_argv(argv, mpirun, "2", args);
+    const char *asan = getenv("ASAN_OPTIONS"), *lsan = getenv("LSAN_OPTIONS");
+    ck_assert_msg(!asan || !strstr(asan, "detect_leaks=0"), "ASAN_OPTIONS=%s", asan);
+    ck_assert_msg(lsan && strstr(lsan, "openmpi.lsan.supp"), "LSAN_OPTIONS=%s", lsan ? lsan : "(unset)");
+    int rc = cli_exec(argv, out_buf, err_buf, sizeof out_buf);
+    ck_assert_msg(rc == 0 && !strstr(err_buf, "LeakSanitizer"), "mpirun -n 2 exited %d:\n%s", rc, err_buf);
+#if defined(__SANITIZE_ADDRESS__)
+    unsetenv("LSAN_OPTIONS");
+    rc = cli_exec(argv, out_buf, err_buf, sizeof out_buf);
+    ck_assert_msg(rc != 0 && strstr(err_buf, "ERROR: LeakSanitizer"),
+                  "without the suppressions Open MPI's leaks should fail the run: exit %d:\n%s", rc, err_buf);
+#endif
+    standin_rm(dir);
+}
+END_TEST
+
 Suite *suite_cluster_cli(void) {
     Suite *s = suite_create("cluster_cli");
     TCase *tc = tcase_create("cli");
@@ -466,6 +500,7 @@ Suite *suite_cluster_cli(void) {
     tcase_add_test(tc, cli_every_way_gives_the_same_cells);
     tcase_add_test(tc, mpi_killed_rank_then_rerun_gives_the_same_cells);
     tcase_add_test(tc, train_across_ranks_is_bit_identical);
+    tcase_add_test(tc, mpi_runs_keep_leak_detection_on);
     suite_add_tcase(s, tc);
     return s;
 }
