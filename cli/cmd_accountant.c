@@ -241,8 +241,10 @@ static int run_pld(const Args *a) {
     PldAccountant *acc = NULL;
     PldEpsilon r;
     FpStatus st = pld_accountant_create(grid, &acc, &err);
-    if (st == FP_OK)
+    if (st == FP_OK) {
+        pld_accountant_set_progress(acc, stderr);
         st = pld_accountant_add(acc, a->q, sigma, a->steps, &err);
+    }
     if (st == FP_OK)
         st = pld_accountant_epsilon(acc, a->delta, &r, &err);
     pld_accountant_free(acc);

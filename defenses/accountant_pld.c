@@ -69,6 +69,7 @@
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,7 +104,33 @@ struct PldAccountant {
     PldPhase *phases;
     int n, cap;
     const char *infinite_reason; // a phase whose ε is ∞ (σ = 0, or below PLD_MIN_SIGMA) and q > 0: why
+    FILE *progress;              // pld_accountant_set_progress; NULL: silent
 };
+
+// One accounting's progress line, at most every PLD_SEARCH_PROGRESS_SECONDS (fine grids
+// take tens of seconds: a step's masses at 2^24 points, FFTs of 2^23).
+typedef struct {
+    FILE *f;
+    const char *direction;
+    double t0, next;
+} PldProgress;
+
+static void pld_progress(PldProgress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void pld_progress(PldProgress *p, const char *fmt, ...) {
+    if (!p->f)
+        return;
+    double now = fp_monotonic_seconds();
+    if (now < p->next)
+        return;
+    char what[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    fprintf(p->f, "PLD accountant (%s neighbours): %s (%.0f s)\n", p->direction, what, now - p->t0);
+    fflush(p->f);
+    p->next = now + PLD_SEARCH_PROGRESS_SECONDS;
+}
 
 // ---- one step: the loss as a function of x ------------------------------------------
 
@@ -302,7 +329,8 @@ static double tail_point(const Step *st, int upper, double tau, double *tail_at_
     return hi;
 }
 
-static FpStatus step_pmf(const Step *st, double grid, double tau_hi, double tau_lo, StepPmf *out, FpError *err) {
+static FpStatus step_pmf(const Step *st, double grid, double tau_hi, double tau_lo, PldProgress *pr, StepPmf *out,
+                         FpError *err) {
     double left = 0.0, e_lo = tail_point(st, 0, tau_lo, &left), e_hi = tail_point(st, 1, tau_hi, &left);
     if (isnan(e_lo) || isnan(e_hi))
         return fp_fail(err, FP_EUNSUPPORTED,
@@ -334,6 +362,8 @@ static FpStatus step_pmf(const Step *st, double grid, double tau_hi, double tau_
     // ω_j += γ_j up/(γ_j − γ_{j−1}) = up/(1 − e^{−Δ});  ω_{j−1} += γ_{j−1} down/(γ_j − γ_{j−1}) = down/(e^Δ − 1)
     double f_up = 1.0 / -expm1(-grid), f_down = 1.0 / expm1(grid);
     for (long j = 1; j < n; j++) {
+        if ((j & 0xffff) == 0)
+            pld_progress(pr, "one step's masses, %ld of %ld grid points", j, n);
         double up, down;
         half_bin(st, (double)(j_lo + j - 1) * grid, (double)(j_lo + j) * grid, xs[j - 1], xs[j], &up, &down);
         mass[j] += up * f_up;
@@ -471,7 +501,8 @@ static FpStatus fft_work_size(FftWork *f, long n, FpError *err) {
 }
 
 static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double delta, FftWork *fw, DirResult *res,
-                                  FpError *err) {
+                                  PldProgress *pr, FpError *err) {
+    pr->direction = remove ? "remove" : "add";
     double grid = acc->grid;
     long long total = 0;
     for (int p = 0; p < acc->n; p++)
@@ -492,7 +523,7 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
         const PldPhase *ph = &acc->phases[p];
         Step s1 = {ph->q, ph->sigma, ph->sigma * ph->sigma, log1p(-ph->q), remove};
         st = step_pmf(&s1, grid, PLD_TAIL_SHARE * delta / (double)total, PLD_LOW_SHARE * delta / (double)total,
-                      &pm[p], err);
+                      pr, &pm[p], err);
     }
     for (int p = 0; p < acc->n && st == FP_OK; p++) {
         logm[p] = fp_malloc(sizeof(double) * (size_t)pm[p].n, err);
@@ -571,6 +602,7 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
         for (long i = 0; i < n; i++)
             l2 += (double)(in[i] * in[i]);
         l2 = sqrt(l2);
+        pld_progress(pr, "composing phase %d of %d by FFT", p + 1, acc->n);
         fftwl_execute_dft_r2c(fw->fwd, in, spec);
         for (long i = 0; i <= n / 2; i++)
             prod[i] *= cpow_int(spec[i], acc->phases[p].steps);
@@ -580,6 +612,7 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
         log_f += k * log(l1);
         ksum += k;
     }
+    pld_progress(pr, "the inverse FFT of %ld points", n);
     fftwl_execute_dft_c2r(fw->inv, prod, in);
     for (long i = 0; i < n; i++) { // window order: w[i] is the loss (j_lo + i)Δ
         long idx = (j_lo + i) % n;
@@ -731,9 +764,11 @@ FpStatus pld_accountant_epsilon(const PldAccountant *acc, double delta, PldEpsil
         return FP_OK;
     DirResult rm, ad;
     FftWork fw = {0};
-    FpStatus st = direction_epsilon(acc, 1, delta, &fw, &rm, err);
+    double t0 = fp_monotonic_seconds();
+    PldProgress pr = {acc->progress, "remove", t0, t0 + PLD_SEARCH_PROGRESS_SECONDS};
+    FpStatus st = direction_epsilon(acc, 1, delta, &fw, &rm, &pr, err);
     if (st == FP_OK)
-        st = direction_epsilon(acc, 0, delta, &fw, &ad, err);
+        st = direction_epsilon(acc, 0, delta, &fw, &ad, &pr, err);
     fft_work_release(&fw);
     FP_TRY(st);
     const DirResult *r = rm.epsilon >= ad.epsilon ? &rm : &ad;
@@ -746,6 +781,8 @@ FpStatus pld_accountant_epsilon(const PldAccountant *acc, double delta, PldEpsil
     out->fft_size = r->fft_size;
     return FP_OK;
 }
+
+void pld_accountant_set_progress(PldAccountant *acc, FILE *progress) { acc->progress = progress; }
 
 void pld_accountant_free(PldAccountant *acc) {
     if (!acc)

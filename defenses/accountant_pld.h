@@ -73,6 +73,9 @@ FpStatus pld_accountant_add(PldAccountant *acc, double q, double sigma, long lon
 // truncation budget of probability (σ too small for this accountant at any grid: the
 // masses need e^loss finite).
 FpStatus pld_accountant_epsilon(const PldAccountant *acc, double delta, PldEpsilon *out, FpError *err);
+// Where pld_accountant_epsilon reports an accounting that runs long (fine grids: tens of
+// seconds): a line at most every 10 s; NULL (the default): silent. Borrowed.
+void pld_accountant_set_progress(PldAccountant *acc, FILE *progress);
 void pld_accountant_free(PldAccountant *acc);
 
 // One phase at the default grid: the common case.
