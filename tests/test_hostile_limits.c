@@ -162,6 +162,42 @@ START_TEST(pld_tiny_sigma_is_inf_with_its_reason) {
 }
 END_TEST
 
+// Runs argv (argv[0] a path), stdout to /dev/null, until its stderr holds `want` or
+// `seconds` pass; then kills it. got receives what stderr said (NUL-terminated).
+static void stderr_until(const char *const *argv, const char *want, double seconds, char *got, size_t cap) {
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    fflush(NULL);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int devnull = open("/dev/null", O_WRONLY);
+        dup2(devnull, 1);
+        dup2(fd[1], 2);
+        close(fd[0]);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(fd[1]);
+    size_t len = 0;
+    got[0] = '\0';
+    double t0 = fp_monotonic_seconds();
+    while (!strstr(got, want) && fp_monotonic_seconds() - t0 < seconds && len < cap - 1) {
+        struct pollfd p = {fd[0], POLLIN, 0};
+        if (poll(&p, 1, 200) > 0) {
+            ssize_t r = read(fd[0], got + len, cap - 1 - len);
+            if (r <= 0)
+                break;
+            len += (size_t)r;
+            got[len] = '\0';
+        }
+    }
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    close(fd[0]);
+}
+
 // Case 7: `audit --samples 1000000000000` was about 20 h of silent work. The rule for
 // every size knob: a stated limit, and where the work up to it can outlast seconds, a
 // progress line with the ETA on stderr, at most every 10 s. Past the limit: exit 2.
@@ -179,40 +215,44 @@ START_TEST(audit_huge_samples_shows_progress_and_past_the_limit_is_refused) {
     for (int k = 0; k < 2; k++) {
         const char *argv[] = {getenv("FEDPRIV_BIN"), "audit", "--mechanism", "laplace", "--clip", "1", "--epsilon",
                               "1", knobs[k][0], "1000000000000", "--test", knobs[k][1], NULL};
-        int fd[2];
-        ck_assert_int_eq(pipe(fd), 0);
-        fflush(NULL);
-        pid_t pid = fork();
-        ck_assert_int_ge(pid, 0);
-        if (pid == 0) {
-            int devnull = open("/dev/null", O_WRONLY);
-            dup2(devnull, 1);
-            dup2(fd[1], 2);
-            close(fd[0]);
-            execv(argv[0], (char *const *)argv);
-            _exit(127);
-        }
-        close(fd[1]);
-        char got[4096] = "";
-        size_t len = 0;
-        double t0 = fp_monotonic_seconds(), limit = time_limit(8.0);
-        while (!strstr(got, "ETA") && fp_monotonic_seconds() - t0 < limit && len < sizeof got - 1) {
-            struct pollfd p = {fd[0], POLLIN, 0};
-            if (poll(&p, 1, 200) > 0) {
-                ssize_t r = read(fd[0], got + len, sizeof got - 1 - len);
-                if (r <= 0)
-                    break;
-                len += (size_t)r;
-                got[len] = '\0';
-            }
-        }
-        kill(pid, SIGKILL);
-        int status;
-        waitpid(pid, &status, 0);
-        close(fd[0]);
+        char got[4096];
+        double limit = time_limit(8.0);
+        stderr_until(argv, "ETA", limit, got, sizeof got);
         ck_assert_msg(strstr(got, " of 2000000000000 draws (") && strstr(got, "ETA"),
                       "%s 10^12: no progress line in %.0f s: \"%s\"", knobs[k][0], limit, got);
     }
+}
+END_TEST
+
+// The same rule for the attacks' knobs: DLG at its limits (steps 10^6, restarts 1000:
+// 10^9 inversion steps, days) reports its steps with the ETA at most every 10 s. Needs
+// Fashion-MNIST (make deps: dataset-fashion-mnist); skipped without it.
+START_TEST(dlg_at_its_limits_shows_progress) {
+    if (skip_without_bin("dlg_at_its_limits_shows_progress"))
+        return;
+    make_tmp_dir();
+    char cfg[300], out[300];
+    snprintf(cfg, sizeof cfg, "%s/dlg.json", tmp_dir);
+    snprintf(out, sizeof out, "%s/out", tmp_dir);
+    FILE *f = fopen(cfg, "w");
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 200, \"test_samples\": 100},"
+               " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"}, \"federation\": {\"clients\": 4},"
+               " \"defense\": {\"name\": \"none\"}, \"threads\": 1,"
+               " \"attack\": {\"images\": [0], \"steps\": 1000000, \"restarts\": 1000}}\n");
+    ck_assert_int_eq(fclose(f), 0);
+    const char *argv[] = {getenv("FEDPRIV_BIN"), "attack", "dlg", "--config", cfg, "--out", out, NULL};
+    char got[8192];
+    double limit = time_limit(20.0);
+    stderr_until(argv, "ETA", limit, got, sizeof got);
+    if (strstr(got, "fashion-mnist") && !strstr(got, "inversion steps")) {
+        fprintf(stderr, "SKIP: Fashion-MNIST is not installed (%s) [dlg_at_its_limits_shows_progress]\n", got);
+        remove_tmp_dir();
+        return;
+    }
+    ck_assert_msg(strstr(got, "dlg: ") && strstr(got, " of 1000000000 inversion steps (") && strstr(got, "ETA"),
+                  "no progress line in %.0f s: \"%s\"", limit, got);
+    remove_tmp_dir();
 }
 END_TEST
 
@@ -319,6 +359,7 @@ Suite *suite_hostile_limits(void) {
     tcase_add_test(t, dpsgd_huge_epsilon_is_refused_fast_with_right_advice);
     tcase_add_test(t, pld_tiny_sigma_is_inf_with_its_reason);
     tcase_add_test(t, audit_huge_samples_shows_progress_and_past_the_limit_is_refused);
+    tcase_add_test(t, dlg_at_its_limits_shows_progress);
     tcase_add_test(t, product_binary_does_not_link_check);
     tcase_add_test(t, every_build_compiles_the_simd_paths_the_cpu_runs);
     suite_add_tcase(s, t);
