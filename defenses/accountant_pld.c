@@ -86,9 +86,10 @@
 #define PLD_SEARCH_REL_TOL 1e-6
 // The largest one-step loss the grid may hold: the masses use γ = e^ε, finite in double
 // only below ln(DBL_MAX) = 709.78. A step whose loss exceeds this with more than its
-// truncation budget (tau_hi) of probability cannot be accounted here (pld_range_error).
+// truncation budget (tau_hi) of probability cannot be accounted here (step_pmf:
+// FP_EUNSUPPORTED).
 #define PLD_MAX_LOSS 700.0
-#define PLD_SEARCH_PROGRESS_SECONDS 10.0
+#define PLD_PROGRESS_SECONDS 10.0
 
 // FFTW's planner keeps global state and is not thread safe (its executor is): plans are
 // made and destroyed under this lock, the only mutable global of the file.
@@ -107,7 +108,7 @@ struct PldAccountant {
     FILE *progress;              // pld_accountant_set_progress; NULL: silent
 };
 
-// One accounting's progress line, at most every PLD_SEARCH_PROGRESS_SECONDS (fine grids
+// One accounting's progress line, at most every PLD_PROGRESS_SECONDS (fine grids
 // take tens of seconds: a step's masses at 2^24 points, FFTs of 2^23).
 typedef struct {
     FILE *f;
@@ -129,7 +130,7 @@ static void pld_progress(PldProgress *p, const char *fmt, ...) {
     va_end(ap);
     fprintf(p->f, "PLD accountant (%s neighbours): %s (%.0f s)\n", p->direction, what, now - p->t0);
     fflush(p->f);
-    p->next = now + PLD_SEARCH_PROGRESS_SECONDS;
+    p->next = now + PLD_PROGRESS_SECONDS;
 }
 
 // ---- one step: the loss as a function of x ------------------------------------------
@@ -765,7 +766,7 @@ FpStatus pld_accountant_epsilon(const PldAccountant *acc, double delta, PldEpsil
     DirResult rm, ad;
     FftWork fw = {0};
     double t0 = fp_monotonic_seconds();
-    PldProgress pr = {acc->progress, "remove", t0, t0 + PLD_SEARCH_PROGRESS_SECONDS};
+    PldProgress pr = {acc->progress, "remove", t0, t0 + PLD_PROGRESS_SECONDS};
     FpStatus st = direction_epsilon(acc, 1, delta, &fw, &rm, &pr, err);
     if (st == FP_OK)
         st = direction_epsilon(acc, 0, delta, &fw, &ad, &pr, err);
@@ -809,9 +810,10 @@ FpStatus pld_epsilon(double q, double sigma, long long steps, double delta, doub
     return one_phase_epsilon(q, sigma, steps, delta, PLD_DEFAULT_GRID, eps, err);
 }
 
-// The search's ε at σ; FP_OK with *range_fail set when the accountant cannot account σ
-// (its loss beyond the grid's range or size: FP_EUNSUPPORTED, FP_ENOMEM), any other
-// failure returned. Also the progress line, at most every PLD_SEARCH_PROGRESS_SECONDS.
+// The search's ε at σ. When the accountant cannot account σ (its loss beyond the grid's
+// range, FP_EUNSUPPORTED, or more points than it holds, FP_ENOMEM) that status is
+// returned with σ noted for search_refusal; any other failure goes to err. Also the
+// progress line, at most every PLD_PROGRESS_SECONDS.
 typedef struct {
     double q, delta, target, grid;
     long long steps;
@@ -840,7 +842,7 @@ static FpStatus search_eval(SigmaSearch *ss, double sigma, double lo, double *ep
         fprintf(ss->progress, "PLD sigma search for epsilon %g: sigma in [%.8g, %.8g] after %d accountings (%.0f s)\n",
                 ss->target, lo, sigma, ss->evals, now - ss->t0);
         fflush(ss->progress);
-        ss->next_report = now + PLD_SEARCH_PROGRESS_SECONDS;
+        ss->next_report = now + PLD_PROGRESS_SECONDS;
     }
     return FP_OK;
 }
@@ -885,7 +887,7 @@ FpStatus pld_sigma_for_epsilon(double q, long long steps, double delta, double t
         return FP_OK;
     }
     double t0 = fp_monotonic_seconds();
-    SigmaSearch ss = {q, delta, target_eps, grid, steps, progress, t0, t0 + PLD_SEARCH_PROGRESS_SECONDS, 0, 0, FP_OK};
+    SigmaSearch ss = {q, delta, target_eps, grid, steps, progress, t0, t0 + PLD_PROGRESS_SECONDS, 0, 0, FP_OK};
     // ε is non-increasing in σ. Bracket: ε(lo) > target (lo = 0: no guarantee), ε(hi) <= target.
     // The start: RDP's σ for the target (PLD's ε is at most RDP's, so it usually meets the
     // target already) and 0.8 of it below (PLD usually needs 5-20% less noise).
