@@ -342,6 +342,7 @@ typedef struct InvWorker {
     const Experiment *ex;
     InvJob *jobs;
     int first, stride, n_jobs;
+    InvProgress *progress;
 } InvWorker;
 
 static void *inversion_worker(void *arg) {
@@ -351,7 +352,8 @@ static void *inversion_worker(void *arg) {
         InversionProblem prob = {.model = j->bt->model, .target = j->bt->target, .batch = w->o->batch_size,
                                  .labels = w->o->a->labels != INV_LABELS_LEARNED ? j->bt->labels : NULL,
                                  .seed = w->ex->seed, .stream = (uint32_t)j->batch,
-                                 .first_restart = j->v->first_restart, .local = j->bt->local};
+                                 .first_restart = j->v->first_restart, .local = j->bt->local,
+                                 .progress = w->progress};
         j->st = inversion_run(&prob, &j->v->inv, &j->res, &j->err);
         if (j->st != FP_OK)
             break;
@@ -359,16 +361,23 @@ static void *inversion_worker(void *arg) {
     return NULL;
 }
 
-// Job bi·V + v inverts batch bi with variant v.
-static InvJob *inversions_run(const Experiment *ex, const DlgOptions *o, const Targets *tg, FpError *err) {
+// Job bi·V + v inverts batch bi with variant v; progress (NULL: silent) gets the steps'
+// progress line.
+static InvJob *inversions_run(const Experiment *ex, const DlgOptions *o, const Targets *tg, FILE *progress,
+                              FpError *err) {
     int V = o->attacker.n, n = tg->n_batches * V;
     InvJob *jobs = calloc((size_t)n, sizeof *jobs);
     if (!jobs) {
         fp_fail(err, FP_ENOMEM, "out of memory");
         return NULL;
     }
-    for (int k = 0; k < n; k++)
+    long long steps = 0;
+    for (int k = 0; k < n; k++) {
         jobs[k] = (InvJob){.bt = &tg->t[k / V], .v = &o->attacker.v[k % V], .batch = k / V};
+        steps += (long long)jobs[k].v->inv.steps * jobs[k].v->inv.restarts;
+    }
+    InvProgress pr;
+    inv_progress_init(&pr, progress, o->a->name, steps);
     int T = ex->threads < 1 ? 1 : ex->threads;
     if (T > n)
         T = n;
@@ -382,7 +391,7 @@ static InvJob *inversions_run(const Experiment *ex, const DlgOptions *o, const T
     if (T > FED_MAX_THREADS)
         T = FED_MAX_THREADS; // experiment_load refuses more
     for (int k = 0; k < T; k++)
-        w[k] = (InvWorker){.o = o, .ex = ex, .jobs = jobs, .first = k, .stride = T, .n_jobs = n};
+        w[k] = (InvWorker){.o = o, .ex = ex, .jobs = jobs, .first = k, .stride = T, .n_jobs = n, .progress = &pr};
     for (int k = 1; k < T; k++)
         running[k] = pthread_create(&tid[k], NULL, inversion_worker, &w[k]) == 0;
     inversion_worker(&w[0]);
@@ -392,6 +401,7 @@ static InvJob *inversions_run(const Experiment *ex, const DlgOptions *o, const T
         else // no thread: run its share here
             inversion_worker(&w[k]);
     }
+    inv_progress_free(&pr);
     return jobs;
 }
 
@@ -625,7 +635,7 @@ static FpStatus reference_run(const AttackEnv *env, const DlgOptions *o, const D
     FpError rerr = {0};
     int B = o->batch_size, nb = o->n_images / B;
     FpStatus st = targets_observe(env, o, defense_find("none"), NULL, d, idx, &tg, NULL, &rerr);
-    InvJob *jobs = st == FP_OK ? inversions_run(ex, o, &tg, &rerr) : NULL;
+    InvJob *jobs = st == FP_OK ? inversions_run(ex, o, &tg, env->quiet ? NULL : stderr, &rerr) : NULL;
     if (st == FP_OK && !jobs)
         st = rerr.code ? rerr.code : FP_ENOMEM;
     for (int k = 0; st == FP_OK && k < nb * o->attacker.n; k++)
@@ -713,7 +723,7 @@ FpStatus inversion_attack_run(const AttackEnv *env, const InversionAttack *a, cJ
         cJSON_AddItemToObject(result, "observer_privacy", victims_observer_privacy(&tg.obs[latest]));
     InvJob *jobs = NULL;
     int labels_in_multiset = 0;
-    if (st == FP_OK && !(jobs = inversions_run(ex, &o, &tg, err)))
+    if (st == FP_OK && !(jobs = inversions_run(ex, &o, &tg, env->quiet ? NULL : stderr, err)))
         st = err && err->code ? err->code : FP_ENOMEM;
     for (int k = 0; st == FP_OK && k < n_batches * V; k++)
         if (jobs[k].st != FP_OK) {

@@ -289,6 +289,31 @@ static void adam_signed_step(SignedAdam *a, float *x, const float *g, double lr,
     }
 }
 
+void inv_progress_init(InvProgress *p, FILE *f, const char *name, long long total) {
+    double t0 = fp_monotonic_seconds();
+    *p = (InvProgress){.f = f, .name = name, .t0 = t0, .next = t0 + INV_PROGRESS_SECONDS, .total = total};
+    pthread_mutex_init(&p->lock, NULL);
+}
+
+void inv_progress_add(InvProgress *p, long long steps) {
+    if (!p || !p->f)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->done += steps;
+    double now = fp_monotonic_seconds();
+    if (now >= p->next && p->done < p->total) {
+        double el = now - p->t0, eta = el * (double)(p->total - p->done) / (double)p->done;
+        int hours = eta >= 7200;
+        fprintf(p->f, "%s: %lld of %lld inversion steps (%.0f s, ETA %.0f %s)\n", p->name, p->done, p->total, el,
+                hours ? eta / 3600 : eta, hours ? "h" : "s");
+        fflush(p->f);
+        p->next = now + INV_PROGRESS_SECONDS;
+    }
+    pthread_mutex_unlock(&p->lock);
+}
+
+void inv_progress_free(InvProgress *p) { pthread_mutex_destroy(&p->lock); }
+
 // NaN (a diverged run) ranks after every finite loss.
 static int better(double a, double b) { return !isnan(a) && (isnan(b) || a < b); }
 
@@ -358,6 +383,8 @@ FpStatus inversion_run(const InversionProblem *p, const InversionConfig *cfg, In
             if (cfg->snapshot_every > 0 && (s + 1) % cfg->snapshot_every == 0 &&
                 (s + 1) / cfg->snapshot_every <= n_snap)
                 memcpy(cur_snap + (size_t)((s + 1) / cfg->snapshot_every - 1) * nx, z, sizeof(float) * nx);
+            if (((s + 1) & 15) == 0 || s + 1 == cfg->steps) // counted in sixteens (the lock is shared)
+                inv_progress_add(p->progress, ((s + 1) & 15) ? (s + 1) & 15 : 16);
         }
         lbfgs_free(opt);
         if (st == FP_OK) // the loss at the final point (neither optimiser evaluates it)

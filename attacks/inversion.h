@@ -21,7 +21,9 @@
 #ifndef FEDPRIV_ATTACKS_INVERSION_H
 #define FEDPRIV_ATTACKS_INVERSION_H
 
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "attacks/lbfgs.h"
 #include "models/model.h"
@@ -59,6 +61,22 @@ typedef struct InversionConfig {
     InvAdamConfig adam;    // INV_OPTIMIZER_ADAM_SIGNED (x′ only: labels must be given)
 } InversionConfig;
 
+// The inversion steps of an attack's jobs, shared by its worker threads: a line on f at
+// most every INV_PROGRESS_SECONDS with the steps done of the total and the ETA (steps ×
+// restarts × jobs: up to 10^6 × 1000 per batch, days of work at a millisecond a step).
+#define INV_PROGRESS_SECONDS 10.0
+typedef struct InvProgress {
+    pthread_mutex_t lock;
+    FILE *f;            // NULL: silent
+    const char *name;   // the attack's name, the line's prefix
+    double t0, next;
+    long long done, total;
+} InvProgress;
+
+void inv_progress_init(InvProgress *p, FILE *f, const char *name, long long total);
+void inv_progress_add(InvProgress *p, long long steps);
+void inv_progress_free(InvProgress *p);
+
 typedef struct InversionProblem {
     const Model *model;    // θ: the weights the target gradient was taken at (not modified)
     const float *target;   // g: host, model->table.n_params floats (non-trainable layers ignored)
@@ -69,6 +87,7 @@ typedef struct InversionProblem {
     uint32_t first_restart; // restart r starts from restart stream first_restart + r (attacker
                             // variants draw disjoint starts: attacks/attacker.h)
     InvLocalSteps local;    // the victim's local steps to simulate (zero: one gradient)
+    InvProgress *progress;  // where the steps are counted (borrowed); NULL: silent
 } InversionProblem;
 
 typedef struct InversionResult {

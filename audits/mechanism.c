@@ -15,6 +15,28 @@ AuditConfig audit_config_default(void) {
     return (AuditConfig){.samples = 10000000, .seed = 1, .bins = 50, .alpha = 0.05, .pilot = 0};
 }
 
+// ---- progress -------------------------------------------------------------------------
+
+AuditProgress audit_progress_start(FILE *f, const char *what, long long total) {
+    double t0 = fp_monotonic_seconds();
+    return (AuditProgress){f, what, t0, t0 + AUDIT_PROGRESS_FIRST_SECONDS, 0, total};
+}
+
+void audit_progress_add(AuditProgress *p, long long draws) {
+    p->done += draws;
+    if (!p->f)
+        return;
+    double now = fp_monotonic_seconds();
+    if (now < p->next || p->done >= p->total)
+        return;
+    double el = now - p->t0, eta = el * (double)(p->total - p->done) / (double)p->done;
+    int hours = eta >= 7200;
+    fprintf(p->f, "audit %s: %lld of %lld draws (%.0f s, ETA %.0f %s)\n", p->what, p->done, p->total, el,
+            hours ? eta / 3600 : eta, hours ? "h" : "s");
+    fflush(p->f);
+    p->next = now + AUDIT_PROGRESS_SECONDS;
+}
+
 // ---- Clopper-Pearson ----------------------------------------------------------------
 
 // Lentz's continued fraction for I_x(a, b) (Numerical Recipes §6.4, betacf): converges
@@ -130,7 +152,8 @@ static int bin_of(const float *edges, int n_edges, float y) {
 
 // Draws n outputs at input x from stream s into the accumulators.
 static void draw(const Mech *m, float x, long long n, const RngStream *s, float *buf, double shift, double *s1,
-                 double *s2, float *mn, float *mx, const float *edges, int n_edges, long long *counts) {
+                 double *s2, float *mn, float *mx, const float *edges, int n_edges, long long *counts,
+                 AuditProgress *pr) {
     for (long long done = 0; done < n; done += AUDIT_CHUNK) {
         size_t len = (size_t)(n - done < AUDIT_CHUNK ? n - done : AUDIT_CHUNK);
         for (size_t i = 0; i < len; i++)
@@ -149,6 +172,7 @@ static void draw(const Mech *m, float x, long long n, const RngStream *s, float 
         if (counts)
             for (size_t i = 0; i < len; i++)
                 counts[bin_of(edges, n_edges, buf[i])]++;
+        audit_progress_add(pr, (long long)len);
     }
 }
 
@@ -185,8 +209,9 @@ FpStatus audit_inputs(const Mech *m, const double *given, int n_given, double *o
 FpStatus audit_run(const Mech *m, const AuditConfig *cfg, AuditResult *res, FpError *err) {
     double t0 = fp_monotonic_seconds();
     memset(res, 0, sizeof *res);
-    if (cfg->samples < 100)
-        return fp_fail(err, FP_EPARAM, "audit.samples: must be >= 100, got %lld", cfg->samples);
+    if (cfg->samples < 100 || cfg->samples > AUDIT_MAX_SAMPLES)
+        return fp_fail(err, FP_EPARAM, "audit.samples: must be in [100, %lld], got %lld", AUDIT_MAX_SAMPLES,
+                       cfg->samples);
     if (cfg->bins < 2 || cfg->bins > 400)
         return fp_fail(err, FP_EPARAM, "audit.bins: must be in [2, 400], got %d", cfg->bins);
     if (!(cfg->alpha > 0 && cfg->alpha < 1))
@@ -237,6 +262,7 @@ FpStatus audit_run(const Mech *m, const AuditConfig *cfg, AuditResult *res, FpEr
     free(pool);
 
     // Main sample and moments.
+    AuditProgress pr = audit_progress_start(cfg->progress, "moments and epsilon", N * n_in);
     res->pass_moments = 1;
     double sxx = 0, sxm = 0, sxt = 0, sxv = 0;
     for (int i = 0; i < n_in; i++) {
@@ -253,7 +279,7 @@ FpStatus audit_run(const Mech *m, const AuditConfig *cfg, AuditResult *res, FpEr
         RngStream s = rng_stream(cfg->seed, RNG_AUDIT, (uint32_t)i, 0);
         double s1 = 0, s2 = 0;
         float mn = INFINITY, mx = -INFINITY;
-        draw(m, xf, N, &s, buf, r->mean_theory, &s1, &s2, &mn, &mx, edges, n_edges, counts + (size_t)i * nb);
+        draw(m, xf, N, &s, buf, r->mean_theory, &s1, &s2, &mn, &mx, edges, n_edges, counts + (size_t)i * nb, &pr);
         r->mean = r->mean_theory + s1 / (double)N;
         r->variance = (s2 - s1 * s1 / (double)N) / (double)(N - 1);
         r->min = mn;

@@ -23,11 +23,30 @@
 
 #include <cjson/cJSON.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "core/status.h"
 #include "defenses/mech.h"
 
 #define AUDIT_MAX_INPUTS 16
+// The sizes' limits (also the CLI's) and the progress rule: an audit's work grows with
+// its sample counts without bound (10^12 draws is hours), so a run reports its draws on
+// `progress` at most every AUDIT_PROGRESS_SECONDS, the first AUDIT_PROGRESS_FIRST_SECONDS
+// in (early enough that a mistyped size shows its ETA at once).
+#define AUDIT_MAX_SAMPLES 1000000000000LL
+#define AUDIT_PROGRESS_SECONDS 10.0
+#define AUDIT_PROGRESS_FIRST_SECONDS 2.0
+
+// Draws done of the total, with the elapsed time and the ETA (audit_progress_add).
+typedef struct AuditProgress {
+    FILE *f;            // NULL: silent
+    const char *what;   // the test drawing: "moments and epsilon", "support"
+    double t0, next;
+    long long done, total;
+} AuditProgress;
+
+AuditProgress audit_progress_start(FILE *f, const char *what, long long total);
+void audit_progress_add(AuditProgress *p, long long draws);
 
 typedef struct AuditConfig {
     long long samples;      // N per input (default 10^7)
@@ -37,6 +56,7 @@ typedef struct AuditConfig {
     long long pilot;        // pilot draws per input for the bin edges (default min(N, 2·10^5))
     const double *inputs;   // NULL: the mechanism's default pair (mech_default_inputs)
     int n_inputs;
+    FILE *progress;         // the draws' progress (AuditProgress); NULL: silent
 } AuditConfig;
 
 // Defaults for everything but the inputs.

@@ -12,6 +12,8 @@ SupportConfig support_config_default(void) {
     return (SupportConfig){.samples = 100000, .seed = 1, .alpha = 0.05};
 }
 
+#define SUPPORT_SLICE (1LL << 18) // draws between progress checks (under 0.3 s at the slowest sampler)
+
 // Every word at x against the witness: 1 when none gives it, 0 (and the word) when one does.
 static int confirm_exhaustive(const Mech *m, double x, float y, uint32_t *word) {
     float xf = mech_input(m, x);
@@ -31,8 +33,9 @@ static int confirm_exhaustive(const Mech *m, double x, float y, uint32_t *word) 
 FpStatus audit_support(const Mech *m, const SupportConfig *cfg, SupportResult *res, FpError *err) {
     double t0 = fp_monotonic_seconds();
     memset(res, 0, sizeof *res);
-    if (cfg->samples < 1)
-        return fp_fail(err, FP_EPARAM, "audit.support_samples: must be >= 1, got %lld", cfg->samples);
+    if (cfg->samples < 1 || cfg->samples > AUDIT_MAX_SAMPLES)
+        return fp_fail(err, FP_EPARAM, "audit.support_samples: must be in [1, %lld], got %lld", AUDIT_MAX_SAMPLES,
+                       cfg->samples);
     if (!(cfg->alpha > 0 && cfg->alpha < 1))
         return fp_fail(err, FP_EPARAM, "audit.alpha: must be in (0, 1), got %g", cfg->alpha);
     double inputs[AUDIT_MAX_INPUTS];
@@ -47,6 +50,7 @@ FpStatus audit_support(const Mech *m, const SupportConfig *cfg, SupportResult *r
     // Two-sided interval for each pair's share, Bonferroni over the pairs.
     double a = cfg->alpha / (2.0 * n_in * (n_in - 1));
     int confirmed_one = 0;
+    AuditProgress pr = audit_progress_start(cfg->progress, "support", cfg->samples * n_in * (n_in - 1));
     for (int i = 0; i < n_in; i++)
         for (int j = 0; j < n_in; j++) {
             if (i == j)
@@ -58,7 +62,15 @@ FpStatus audit_support(const Mech *m, const SupportConfig *cfg, SupportResult *r
             p->to = j;
             p->drawn = cfg->samples;
             p->confirmed = -1;
-            p->impossible = mech_support_check(m, inputs[i], inputs[j], cfg->samples, &s, &p->witness);
+            // In slices of the same stream (the same draws as one call), for the progress line.
+            p->impossible = 0;
+            for (long long done = 0; done < cfg->samples && p->impossible >= 0; done += SUPPORT_SLICE) {
+                long long len = cfg->samples - done < SUPPORT_SLICE ? cfg->samples - done : SUPPORT_SLICE;
+                long long bad = mech_support_check(m, inputs[i], inputs[j], (uint64_t)done, len, &s,
+                                                   p->impossible ? NULL : &p->witness);
+                p->impossible = bad < 0 ? -1 : p->impossible + bad;
+                audit_progress_add(&pr, len);
+            }
             if (p->impossible < 0) {
                 res->decidable = 0;
                 p->share = p->share_lo = p->share_hi = NAN;

@@ -236,13 +236,15 @@ static int print_json(cJSON *o) {
 static int run_pld(const Args *a) {
     FpError err = {0};
     double sigma = a->sigma, grid = a->have_grid ? a->grid : PLD_DEFAULT_GRID;
-    if (a->have_target && pld_sigma_for_epsilon(a->q, a->steps, a->delta, a->target, grid, &sigma, NULL, &err) != FP_OK)
+    if (a->have_target && pld_sigma_for_epsilon(a->q, a->steps, a->delta, a->target, grid, stderr, &sigma, NULL, &err) != FP_OK)
         return cli_report_error(CMD, &err);
     PldAccountant *acc = NULL;
     PldEpsilon r;
     FpStatus st = pld_accountant_create(grid, &acc, &err);
-    if (st == FP_OK)
+    if (st == FP_OK) {
+        pld_accountant_set_progress(acc, stderr);
         st = pld_accountant_add(acc, a->q, sigma, a->steps, &err);
+    }
     if (st == FP_OK)
         st = pld_accountant_epsilon(acc, a->delta, &r, &err);
     pld_accountant_free(acc);
@@ -262,6 +264,8 @@ static int run_pld(const Args *a) {
             if (a->have_target)
                 cJSON_AddNumberToObject(o, "target_epsilon", a->target);
             cJSON_AddNumberToObject(o, "epsilon", r.epsilon); // cJSON writes null for inf
+            if (r.infinite_reason)
+                cJSON_AddStringToObject(o, "no_finite_bound", r.infinite_reason);
             cJSON_AddStringToObject(o, "direction", dir);
             cJSON_AddNumberToObject(o, "grid", r.grid);
             cJSON_AddNumberToObject(o, "fft_size", (double)r.fft_size);
@@ -274,6 +278,11 @@ static int run_pld(const Args *a) {
     }
     if (a->have_target)
         printf("sigma %.8g  (smallest noise multiplier with epsilon <= %.9g)\n", sigma, a->target);
+    if (r.infinite_reason) {
+        printf("epsilon inf  (no finite bound: %s; delta %g; q %g, %lld steps; poisson sampling; PLD)\n",
+               r.infinite_reason, a->delta, a->q, a->steps);
+        return CLI_EXIT_OK;
+    }
     printf("epsilon %.9g  (delta %g; q %g, sigma %.8g, %lld steps; poisson sampling; PLD, grid %g)\n", r.epsilon,
            a->delta, a->q, sigma, a->steps, r.grid);
     if (isfinite(r.epsilon) && r.fft_size > 0)

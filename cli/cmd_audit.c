@@ -43,15 +43,15 @@ static void usage(FILE *f) {
             "  --sampler S       safe (default: exact law, proven epsilon) or float (spm, pm, laplace,\n"
             "                    gaussian: the float32 samplers, no guarantee)\n"
             "  --epsilon E       the claimed epsilon, in [1e-9, 15]\n"
-            "  --epsilon E       the claimed epsilon, in [1e-9, 15]\n"
             "  --delta D         gaussian: delta in (0, 1) (default 1e-5)\n"
             "  --clip C          input range [-C, C] (duchi and pm default to [-1, 1]; ldp-fl,\n"
             "  --range LO HI     laplace, gaussian and adaptive-harmony need one; spm and rr take none)\n"
             "  --dim D           adaptive-harmony: the unit size d (default 10)\n"
             "  --input X ...     inputs to compare (default: the range's ends, or -1 and 1)\n"
             "  --test T,...      which tests to run (default all three)\n"
-            "  --samples N       outputs per input for moments and epsilon (default 10000000)\n"
-            "  --support-samples N  outputs per ordered pair for support (default 100000)\n"
+            "  --samples N       outputs per input for moments and epsilon (default 10000000, at most 10^12)\n"
+            "  --support-samples N  outputs per ordered pair for support (default 100000, at most 10^12)\n"
+            "                    (past a few seconds, the draws' progress and ETA go to stderr every 10 s)\n"
             "  --confirm         support: check the first impossible output against all 2^32 words\n"
             "                    (one-word samplers; tens of seconds)\n"
             "  --seed S          run seed (default 1)\n"
@@ -208,7 +208,7 @@ int cmd_audit(int argc, char **argv) {
         } else if (strcmp(a, "--support-samples") == 0) {
             if (!cli_parse_long(CMD, a, v, &ll))
                 goto done;
-            if (ll < 1 || ll > 1000000000000LL) {
+            if (ll < 1 || ll > AUDIT_MAX_SAMPLES) {
                 fp_print_line(stderr, "fedpriv %s: %s: out of range: %s", CMD, a, v);
                 goto done;
             }
@@ -262,7 +262,7 @@ int cmd_audit(int argc, char **argv) {
             if (!cli_parse_long(CMD, a, v, &ll))
                 goto done;
             // Seeds are exact integers below 2^53, as in configs (fl/experiment.h).
-            if (ll < 0 || (a[2] == 'b' && ll > 400) || (a[3] == 'a' && ll > 1000000000000LL) ||
+            if (ll < 0 || (a[2] == 'b' && ll > 400) || (a[3] == 'a' && ll > AUDIT_MAX_SAMPLES) ||
                 (a[3] == 'e' && ll > EXPERIMENT_SEED_MAX)) {
                 fp_print_line(stderr, "fedpriv %s: %s: out of range: %s", CMD, a, v);
                 goto done;
@@ -311,6 +311,7 @@ int cmd_audit(int argc, char **argv) {
         fp_print_line(stderr, "fedpriv %s: --input: give at least two inputs to compare", CMD);
         goto done;
     }
+    cfg.progress = scfg.progress = stderr;
     scfg.seed = cfg.seed;
     scfg.inputs = cfg.inputs;
     scfg.n_inputs = cfg.n_inputs;

@@ -69,9 +69,11 @@
 #include <float.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/clock.h"
 #include "defenses/accountant_pld.h"
 #include "defenses/accountant.h"
 
@@ -82,6 +84,12 @@
 #define PLD_MAX_FFT (1L << 23)   // the composition window (48 bytes a point in long double)
 #define PLD_TAIL_SIGMAS 38.0     // infinite x-ranges end here: the Gaussian factor is < 1e-310
 #define PLD_SEARCH_REL_TOL 1e-6
+// The largest one-step loss the grid may hold: the masses use γ = e^ε, finite in double
+// only below ln(DBL_MAX) = 709.78. A step whose loss exceeds this with more than its
+// truncation budget (tau_hi) of probability cannot be accounted here (step_pmf:
+// FP_EUNSUPPORTED).
+#define PLD_MAX_LOSS 700.0
+#define PLD_PROGRESS_SECONDS 10.0
 
 // FFTW's planner keeps global state and is not thread safe (its executor is): plans are
 // made and destroyed under this lock, the only mutable global of the file.
@@ -96,8 +104,34 @@ struct PldAccountant {
     double grid;
     PldPhase *phases;
     int n, cap;
-    int no_guarantee; // a phase with σ = 0 and q > 0
+    const char *infinite_reason; // a phase whose ε is ∞ (σ = 0, or below PLD_MIN_SIGMA) and q > 0: why
+    FILE *progress;              // pld_accountant_set_progress; NULL: silent
 };
+
+// One accounting's progress line, at most every PLD_PROGRESS_SECONDS (fine grids
+// take tens of seconds: a step's masses at 2^24 points, FFTs of 2^23).
+typedef struct {
+    FILE *f;
+    const char *direction;
+    double t0, next;
+} PldProgress;
+
+static void pld_progress(PldProgress *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void pld_progress(PldProgress *p, const char *fmt, ...) {
+    if (!p->f)
+        return;
+    double now = fp_monotonic_seconds();
+    if (now < p->next)
+        return;
+    char what[128];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    fprintf(p->f, "PLD accountant (%s neighbours): %s (%.0f s)\n", p->direction, what, now - p->t0);
+    fflush(p->f);
+    p->next = now + PLD_PROGRESS_SECONDS;
+}
 
 // ---- one step: the loss as a function of x ------------------------------------------
 
@@ -133,7 +167,9 @@ static double step_x(const Step *st, double eps) {
     double t = e - st->log1mq;
     if (t <= 0.0)
         return -INFINITY;
-    return st->s2 * (log1p(-st->q) + log(expm1(t)) - log(st->q)) + 0.5;
+    // ln(e^t − 1) = t + ln(1 − e^{−t}) above t = 30, where expm1 would overflow (past 709).
+    double log_em1 = t > 30.0 ? t + log1p(-exp(-t)) : log(expm1(t));
+    return st->s2 * (log1p(-st->q) + log_em1 - log(st->q)) + 0.5;
 }
 
 // P(L <= eps), P(L > eps), Q(L <= eps), Q(L > eps) of one step.
@@ -268,15 +304,20 @@ typedef struct {
 } StepPmf;
 
 // The smallest-magnitude ε found by doubling then bisection with tail(ε) <= tau, where tail
-// is P(L > ε) (upper = 1; searching upwards from 0) or P(L <= ε) (upper = 0; downwards).
-static double tail_point(const Step *st, int upper, double tau) {
+// is P(L > ε) (upper = 1; searching upwards from 0) or P(L <= ε) (upper = 0; downwards);
+// NAN when even |ε| = PLD_MAX_LOSS leaves more than tau there (*tail_at_max: that tail).
+static double tail_point(const Step *st, int upper, double tau, double *tail_at_max) {
     double lo = 0.0, hi = upper ? 1.0 : -1.0, v;
-    for (int i = 0; i < 60; i++) {
+    for (;;) {
         step_tails(st, hi, upper ? NULL : &v, upper ? &v : NULL, NULL, NULL);
         if (v <= tau)
             break;
+        if (fabs(hi) >= PLD_MAX_LOSS) {
+            *tail_at_max = v;
+            return NAN;
+        }
         lo = hi;
-        hi *= 2.0;
+        hi = fmax(-PLD_MAX_LOSS, fmin(PLD_MAX_LOSS, 2.0 * hi));
     }
     for (int i = 0; i < 60; i++) {
         double mid = 0.5 * (lo + hi);
@@ -289,8 +330,15 @@ static double tail_point(const Step *st, int upper, double tau) {
     return hi;
 }
 
-static FpStatus step_pmf(const Step *st, double grid, double tau_hi, double tau_lo, StepPmf *out, FpError *err) {
-    double e_lo = tail_point(st, 0, tau_lo), e_hi = tail_point(st, 1, tau_hi);
+static FpStatus step_pmf(const Step *st, double grid, double tau_hi, double tau_lo, PldProgress *pr, StepPmf *out,
+                         FpError *err) {
+    double left = 0.0, e_lo = tail_point(st, 0, tau_lo, &left), e_hi = tail_point(st, 1, tau_hi, &left);
+    if (isnan(e_lo) || isnan(e_hi))
+        return fp_fail(err, FP_EUNSUPPORTED,
+                       "PLD: at sigma %g one step's privacy loss passes %s%g with probability %.3g, above the "
+                       "accountant's truncation budget %.3g (its grid needs e^loss finite in double); use the RDP "
+                       "accountant",
+                       st->s, isnan(e_lo) ? "-" : "", PLD_MAX_LOSS, left, isnan(e_lo) ? tau_lo : tau_hi);
     if (st->q < 1.0 && st->remove)
         e_lo = fmax(e_lo, st->log1mq - grid); // nothing below the infimum
     if (st->q < 1.0 && !st->remove)
@@ -315,6 +363,8 @@ static FpStatus step_pmf(const Step *st, double grid, double tau_hi, double tau_
     // ω_j += γ_j up/(γ_j − γ_{j−1}) = up/(1 − e^{−Δ});  ω_{j−1} += γ_{j−1} down/(γ_j − γ_{j−1}) = down/(e^Δ − 1)
     double f_up = 1.0 / -expm1(-grid), f_down = 1.0 / expm1(grid);
     for (long j = 1; j < n; j++) {
+        if ((j & 0xffff) == 0)
+            pld_progress(pr, "one step's masses, %ld of %ld grid points", j, n);
         double up, down;
         half_bin(st, (double)(j_lo + j - 1) * grid, (double)(j_lo + j) * grid, xs[j - 1], xs[j], &up, &down);
         mass[j] += up * f_up;
@@ -452,7 +502,8 @@ static FpStatus fft_work_size(FftWork *f, long n, FpError *err) {
 }
 
 static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double delta, FftWork *fw, DirResult *res,
-                                  FpError *err) {
+                                  PldProgress *pr, FpError *err) {
+    pr->direction = remove ? "remove" : "add";
     double grid = acc->grid;
     long long total = 0;
     for (int p = 0; p < acc->n; p++)
@@ -473,7 +524,7 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
         const PldPhase *ph = &acc->phases[p];
         Step s1 = {ph->q, ph->sigma, ph->sigma * ph->sigma, log1p(-ph->q), remove};
         st = step_pmf(&s1, grid, PLD_TAIL_SHARE * delta / (double)total, PLD_LOW_SHARE * delta / (double)total,
-                      &pm[p], err);
+                      pr, &pm[p], err);
     }
     for (int p = 0; p < acc->n && st == FP_OK; p++) {
         logm[p] = fp_malloc(sizeof(double) * (size_t)pm[p].n, err);
@@ -503,6 +554,12 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
     for (int m = 0; m < LAMBDA_COUNT; m++) {
         top = fmin(top, (lm_up[m] - log_tau) / lambda_at(m));
         bottom = fmax(bottom, -(lm_dn[m] - log_tau) / lambda_at(m));
+    }
+    if (!((top - bottom) / grid < (double)PLD_MAX_FFT)) { // also before the casts below overflow
+        st = fp_fail(err, FP_ENOMEM,
+                     "PLD: the composition needs %.3g grid points at grid %g (more than %ld); use a coarser grid",
+                     (top - bottom) / grid, grid, PLD_MAX_FFT);
+        goto out;
     }
     long j_lo = (long)floor(bottom / grid) - 1, need = (long)ceil(top / grid) - j_lo + 2;
     long n = 2;
@@ -546,6 +603,7 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
         for (long i = 0; i < n; i++)
             l2 += (double)(in[i] * in[i]);
         l2 = sqrt(l2);
+        pld_progress(pr, "composing phase %d of %d by FFT", p + 1, acc->n);
         fftwl_execute_dft_r2c(fw->fwd, in, spec);
         for (long i = 0; i <= n / 2; i++)
             prod[i] *= cpow_int(spec[i], acc->phases[p].steps);
@@ -555,6 +613,7 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
         log_f += k * log(l1);
         ksum += k;
     }
+    pld_progress(pr, "the inverse FFT of %ld points", n);
     fftwl_execute_dft_c2r(fw->inv, prod, in);
     for (long i = 0; i < n; i++) { // window order: w[i] is the loss (j_lo + i)Δ
         long idx = (j_lo + i) % n;
@@ -666,7 +725,12 @@ FpStatus pld_accountant_add(PldAccountant *acc, double q, double sigma, long lon
     if (steps == 0 || q == 0.0)
         return FP_OK;
     if (sigma == 0.0) {
-        acc->no_guarantee = 1;
+        acc->infinite_reason = "sigma 0 adds no noise";
+        return FP_OK;
+    }
+    if (sigma < PLD_MIN_SIGMA) {
+        if (!acc->infinite_reason)
+            acc->infinite_reason = PLD_MIN_SIGMA_REASON;
         return FP_OK;
     }
     for (int p = 0; p < acc->n; p++)
@@ -692,17 +756,20 @@ FpStatus pld_accountant_epsilon(const PldAccountant *acc, double delta, PldEpsil
     memset(out, 0, sizeof *out);
     out->grid = acc->grid;
     out->remove_direction = 1;
-    if (acc->no_guarantee) {
+    if (acc->infinite_reason) {
         out->epsilon = INFINITY;
+        out->infinite_reason = acc->infinite_reason;
         return FP_OK;
     }
     if (acc->n == 0)
         return FP_OK;
     DirResult rm, ad;
     FftWork fw = {0};
-    FpStatus st = direction_epsilon(acc, 1, delta, &fw, &rm, err);
+    double t0 = fp_monotonic_seconds();
+    PldProgress pr = {acc->progress, "remove", t0, t0 + PLD_PROGRESS_SECONDS};
+    FpStatus st = direction_epsilon(acc, 1, delta, &fw, &rm, &pr, err);
     if (st == FP_OK)
-        st = direction_epsilon(acc, 0, delta, &fw, &ad, err);
+        st = direction_epsilon(acc, 0, delta, &fw, &ad, &pr, err);
     fft_work_release(&fw);
     FP_TRY(st);
     const DirResult *r = rm.epsilon >= ad.epsilon ? &rm : &ad;
@@ -715,6 +782,8 @@ FpStatus pld_accountant_epsilon(const PldAccountant *acc, double delta, PldEpsil
     out->fft_size = r->fft_size;
     return FP_OK;
 }
+
+void pld_accountant_set_progress(PldAccountant *acc, FILE *progress) { acc->progress = progress; }
 
 void pld_accountant_free(PldAccountant *acc) {
     if (!acc)
@@ -741,8 +810,68 @@ FpStatus pld_epsilon(double q, double sigma, long long steps, double delta, doub
     return one_phase_epsilon(q, sigma, steps, delta, PLD_DEFAULT_GRID, eps, err);
 }
 
+// The search's ε at σ. When the accountant cannot account σ (its loss beyond the grid's
+// range, FP_EUNSUPPORTED, or more points than it holds, FP_ENOMEM) that status is
+// returned with σ noted for search_refusal; any other failure goes to err. Also the
+// progress line, at most every PLD_PROGRESS_SECONDS.
+typedef struct {
+    double q, delta, target, grid;
+    long long steps;
+    FILE *progress;
+    double t0, next_report;
+    int evals;
+    double fail_sigma;  // where the accountant could not account (0: nowhere yet)
+    FpStatus fail_code;
+} SigmaSearch;
+
+static FpStatus search_eval(SigmaSearch *ss, double sigma, double lo, double *eps, FpError *err) {
+    FpError e = {0};
+    FpStatus st = one_phase_epsilon(ss->q, sigma, ss->steps, ss->delta, ss->grid, eps, &e);
+    ss->evals++;
+    if (st == FP_EUNSUPPORTED || st == FP_ENOMEM) {
+        ss->fail_sigma = sigma;
+        ss->fail_code = st;
+        return st;
+    }
+    if (st != FP_OK) {
+        *err = e;
+        return st;
+    }
+    double now = fp_monotonic_seconds();
+    if (ss->progress && now >= ss->next_report) {
+        fprintf(ss->progress, "PLD sigma search for epsilon %g: sigma in [%.8g, %.8g] after %d accountings (%.0f s)\n",
+                ss->target, lo, sigma, ss->evals, now - ss->t0);
+        fflush(ss->progress);
+        ss->next_report = now + PLD_PROGRESS_SECONDS;
+    }
+    return FP_OK;
+}
+
+// The refusal when the search reached a σ the accountant cannot account. The target's
+// σ is at most RDP's s_rdp (RDP's ε bounds the true ε from above too), and smaller σ only
+// widen the loss, so no σ near the answer can be accounted here. What such a target
+// means: an (ε, δ) guarantee bounds a membership test's true-positive rate by
+// e^ε·FPR + δ, which reaches 1 at FPR = (1 − δ) e^{−ε} <= e^{−ε}. A coarser grid is
+// offered only to a caller that chose the grid (grid > 0).
+static FpStatus search_refusal(const SigmaSearch *ss, double s_rdp, FpError *err) {
+    char rdp[96] = "";
+    if (s_rdp > 0)
+        snprintf(rdp, sizeof rdp, " (the RDP accountant meets it at sigma %.8g)", s_rdp);
+    int grid_bound = ss->fail_code == FP_ENOMEM;
+    double bound = s_rdp > 0 ? s_rdp : ss->fail_sigma, scale = exp10(3.0 - floor(log10(bound)));
+    bound = ceil(bound * scale) / scale; // 4 digits, rounded up: still a bound
+    return fp_fail(err, FP_EPARAM,
+                   "PLD: target epsilon %g needs sigma below %.4g%s, and at sigma %.8g the PLD accountant %s; "
+                   "epsilon %g allows a membership test of true-positive rate 1 at false-positive rate e^-%g: no "
+                   "meaningful protection. Give a smaller target%s or use the RDP accountant",
+                   ss->target, bound, rdp, ss->fail_sigma,
+                   grid_bound ? "needs more grid points than it holds at this grid"
+                              : "cannot hold one step's privacy loss (beyond 700, where e^loss leaves double precision)",
+                   ss->target, ss->target, grid_bound && ss->grid > 0 ? ", a coarser grid" : "");
+}
+
 FpStatus pld_sigma_for_epsilon(double q, long long steps, double delta, double target_eps, double grid,
-                               double *sigma, double *eps_at, FpError *err) {
+                               FILE *progress, double *sigma, double *eps_at, FpError *err) {
     if (!(q >= 0.0 && q <= 1.0))
         return fp_fail(err, FP_EPARAM, "sampling rate q must be in [0, 1], got %g", q);
     if (steps < 1)
@@ -757,17 +886,29 @@ FpStatus pld_sigma_for_epsilon(double q, long long steps, double delta, double t
             *eps_at = 0.0;
         return FP_OK;
     }
+    double t0 = fp_monotonic_seconds();
+    SigmaSearch ss = {q, delta, target_eps, grid, steps, progress, t0, t0 + PLD_PROGRESS_SECONDS, 0, 0, FP_OK};
     // ε is non-increasing in σ. Bracket: ε(lo) > target (lo = 0: no guarantee), ε(hi) <= target.
     // The start: RDP's σ for the target (PLD's ε is at most RDP's, so it usually meets the
     // target already) and 0.8 of it below (PLD usually needs 5-20% less noise).
-    double lo = 0.0, hi = 1.0, e_hi, s_rdp, f_lo = INFINITY;
+    double lo = 0.0, hi = 1.0, e_hi, s_rdp = 0, f_lo = INFINITY;
     FpError e_rdp = {0};
     if (rdp_sigma_for_epsilon(q, steps, delta, target_eps, NULL, 0, &s_rdp, NULL, &e_rdp) == FP_OK && s_rdp > 0)
         hi = s_rdp;
-    FP_TRY(one_phase_epsilon(q, hi, steps, delta, grid, &e_hi, err));
+    else
+        s_rdp = 0;
+#define SEARCH_EVAL(sig, e)                                                                                        \
+    do {                                                                                                           \
+        FpStatus st_ = search_eval(&ss, (sig), lo, (e), err);                                                      \
+        if (st_ == FP_EUNSUPPORTED || st_ == FP_ENOMEM)                                                            \
+            return search_refusal(&ss, s_rdp, err);                                                                \
+        if (st_ != FP_OK)                                                                                          \
+            return st_;                                                                                            \
+    } while (0)
+    SEARCH_EVAL(hi, &e_hi);
     if (e_hi <= target_eps && hi != 1.0) {
         double e_lo;
-        FP_TRY(one_phase_epsilon(q, 0.8 * hi, steps, delta, grid, &e_lo, err));
+        SEARCH_EVAL(0.8 * hi, &e_lo);
         if (e_lo <= target_eps) {
             hi = 0.8 * hi;
             e_hi = e_lo;
@@ -782,7 +923,7 @@ FpStatus pld_sigma_for_epsilon(double q, long long steps, double delta, double t
         hi *= 2.0;
         if (hi > 1e6)
             return fp_fail(err, FP_EPARAM, "target epsilon %g is not reached with sigma up to 1e6", target_eps);
-        FP_TRY(one_phase_epsilon(q, hi, steps, delta, grid, &e_hi, err));
+        SEARCH_EVAL(hi, &e_hi);
     }
     // Illinois false position on log ε − log target (ε is close to 1/σ there), bisecting
     // while ε(lo) is infinite; the bracket [lo, hi] shrinks from both sides every step,
@@ -796,7 +937,7 @@ FpStatus pld_sigma_for_epsilon(double q, long long steps, double delta, double t
         if (!(mid > lo + pad && mid < hi - pad))
             mid = 0.5 * (lo + hi);
         double e;
-        FP_TRY(one_phase_epsilon(q, mid, steps, delta, grid, &e, err));
+        SEARCH_EVAL(mid, &e);
         double f = log(e) - log(target_eps);
         if (e <= target_eps) {
             hi = mid;
@@ -813,6 +954,7 @@ FpStatus pld_sigma_for_epsilon(double q, long long steps, double delta, double t
             side = 1;
         }
     }
+#undef SEARCH_EVAL
     *sigma = hi;
     if (eps_at)
         *eps_at = e_hi;

@@ -30,11 +30,21 @@
 #ifndef FEDPRIV_DEFENSES_ACCOUNTANT_PLD_H
 #define FEDPRIV_DEFENSES_ACCOUNTANT_PLD_H
 
+#include <stdio.h>
+
 #include "core/status.h"
 
 // The loss grid Δ used when none is given: ε within ~1e-4 relative of the exact value
 // for thousands of steps (tests/test_accountant_pld.c), in well under a second.
 #define PLD_DEFAULT_GRID 1e-4
+
+// Below this noise multiplier, sqrt(DBL_MIN), σ² underflows double precision and one
+// step's privacy loss, about 1/(2σ²) at the mixture's mean (remove direction), is above
+// 2e307: ε is INFINITY, the only bound a double can state (as for σ = 0).
+#define PLD_MIN_SIGMA 1.4916681462400413e-154
+#define PLD_MIN_SIGMA_REASON                                                                                   \
+    "sigma below 1.49e-154 (sqrt of the smallest normal double): one step's privacy loss, about "              \
+    "1/(2 sigma^2), is beyond the double range"
 
 // How ε was reached, for the direction that attains it (all δ terms at that ε).
 typedef struct PldEpsilon {
@@ -46,6 +56,7 @@ typedef struct PldEpsilon {
     double delta_roundoff;   // bound on the FFT and power round-off (L1 norm)
     double grid;             // Δ
     long fft_size;           // N of the transforms
+    const char *infinite_reason; // epsilon = INFINITY: why (a static string), else NULL
 } PldEpsilon;
 
 typedef struct PldAccountant PldAccountant;
@@ -55,10 +66,16 @@ FpStatus pld_accountant_create(double grid, PldAccountant **out, FpError *err);
 // Adds `steps` compositions of the mechanism (q in [0,1], sigma >= 0 finite, steps >= 0).
 FpStatus pld_accountant_add(PldAccountant *acc, double q, double sigma, long long steps, FpError *err);
 // The (ε, δ) bound of everything added so far; out->epsilon = INFINITY when a phase has
-// σ = 0 and q > 0. FP_EPARAM for δ outside (0, 1) or a δ below what the error budget at
-// this grid allows (the message says so); FP_ENOMEM when the window needs more than
-// 2^26 grid points (use a coarser grid).
+// σ = 0 or σ < PLD_MIN_SIGMA, and q > 0 (out->infinite_reason says which). FP_EPARAM for
+// δ outside (0, 1) or a δ below what the error budget at this grid allows (the message
+// says so); FP_ENOMEM when a step or the window needs more grid points than the limits
+// (use a coarser grid); FP_EUNSUPPORTED when one step's loss passes 700 with more than its
+// truncation budget of probability (σ too small for this accountant at any grid: the
+// masses need e^loss finite).
 FpStatus pld_accountant_epsilon(const PldAccountant *acc, double delta, PldEpsilon *out, FpError *err);
+// Where pld_accountant_epsilon reports an accounting that runs long (fine grids: tens of
+// seconds): a line at most every 10 s; NULL (the default): silent. Borrowed.
+void pld_accountant_set_progress(PldAccountant *acc, FILE *progress);
 void pld_accountant_free(PldAccountant *acc);
 
 // One phase at the default grid: the common case.
@@ -68,9 +85,15 @@ FpStatus pld_epsilon(double q, double sigma, long long steps, double delta, doub
 // target; Illinois false position) whose PLD ε over
 // `steps` steps at rate q and the given grid (<= 0: default) is <= target_eps; the
 // returned σ was computed to meet the target (never overshoots); *eps_at (may be NULL)
-// is its ε. q = 0 gives σ = 0.
+// is its ε. q = 0 gives σ = 0. A target whose σ the accountant cannot account (one
+// step's loss beyond its range, or more grid points than it holds: targets in the
+// hundreds at the default grid and above) is refused with FP_EPARAM at the first such σ,
+// the message giving RDP's σ for it, what the target means, and a coarser grid only when
+// the caller chose the grid (grid > 0). progress (NULL: silent)
+// gets a line at most every 10 s: a search takes one accounting per step, each up to
+// seconds.
 FpStatus pld_sigma_for_epsilon(double q, long long steps, double delta, double target_eps, double grid,
-                               double *sigma, double *eps_at, FpError *err);
+                               FILE *progress, double *sigma, double *eps_at, FpError *err);
 
 // The exact hockey-stick divergence δ(ε) of ONE step in one direction (remove = 1: P the
 // mixture), by the closed form with erfc: what the discrete PLD interpolates at grid points.

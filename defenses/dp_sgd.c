@@ -223,8 +223,8 @@ static FpStatus dpsgd_create(const cJSON *params, const char *path, const Defens
                                                                             : RDP_SAMPLING_POISSON,
                                                               s->q_acct, steps, delta_acc, s->epsilon_target, NULL, 0,
                                                               &sigma_acc, NULL, &e2)
-                              : pld_sigma_for_epsilon(s->q_acct, steps, delta_acc, s->epsilon_target, 0, &sigma_acc, NULL,
-                                                      &e2);
+                              : pld_sigma_for_epsilon(s->q_acct, steps, delta_acc, s->epsilon_target, 0,
+                                                      setup->progress, &sigma_acc, NULL, &e2);
             if (cs != FP_OK) {
                 st = fp_fail(err, FP_EPARAM, "%s: %s", jv_path(p, sizeof p, path, "epsilon"), e2.msg);
                 goto fail;

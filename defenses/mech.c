@@ -289,8 +289,8 @@ void mech_law(const Mech *m, double x, MechLaw *law) {
 
 int mech_possible(const Mech *m, double x, float y) { return m->sampler->possible(m, x, y); }
 
-long long mech_support_check(const Mech *m, double x_from, double x_to, long long n, const RngStream *s,
-                             float *witness) {
+long long mech_support_check(const Mech *m, double x_from, double x_to, uint64_t first, long long n,
+                             const RngStream *s, float *witness) {
     enum { CHUNK = 4096 };
     float buf[CHUNK];
     float xf = mech_input(m, x_from);
@@ -299,7 +299,7 @@ long long mech_support_check(const Mech *m, double x_from, double x_to, long lon
         size_t len = (size_t)(n - done < CHUNK ? n - done : CHUNK);
         for (size_t i = 0; i < len; i++)
             buf[i] = xf;
-        mech_perturb(m, buf, len, s, (uint64_t)done);
+        mech_perturb(m, buf, len, s, first + (uint64_t)done);
         for (size_t i = 0; i < len; i++) {
             int p = mech_possible(m, x_to, buf[i]);
             if (p < 0)

@@ -299,11 +299,11 @@ float mech_input(const Mech *m, double x);
 
 // Whether output y can occur at input x: 1 yes, 0 no, -1 undecidable.
 int mech_possible(const Mech *m, double x, float y);
-// Draws n outputs at x_from (elements 0..n-1 of stream s, as mech_perturb draws them) and
-// counts those that cannot occur at x_to; *witness (may be NULL) is the first such output.
-// -1 when the sampler cannot decide.
-long long mech_support_check(const Mech *m, double x_from, double x_to, long long n, const RngStream *s,
-                             float *witness);
+// Draws n outputs at x_from (elements first..first+n-1 of stream s, as mech_perturb draws
+// them) and counts those that cannot occur at x_to; *witness (may be NULL) is the first
+// such output. -1 when the sampler cannot decide.
+long long mech_support_check(const Mech *m, double x_from, double x_to, uint64_t first, long long n,
+                             const RngStream *s, float *witness);
 
 // The output law at input x: a mixture of at most MECH_LAW_MAX pieces.
 typedef enum {

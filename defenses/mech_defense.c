@@ -20,7 +20,7 @@ static void float_reason(const Mech *m, const char *path, char *out, size_t size
     mech_default_inputs(m, &lo, &hi);
     const long long n = 2000;
     RngStream s = rng_stream(1, RNG_AUDIT, 0, 2);
-    long long bad = mech_support_check(m, hi, lo, n, &s, NULL);
+    long long bad = mech_support_check(m, hi, lo, 0, n, &s, NULL);
     char measured[160];
     if (bad < 0)
         snprintf(measured, sizeof measured, "its outputs come from 2^64 word pairs, so the support audit cannot "

@@ -164,10 +164,10 @@ END_TEST
 START_TEST(sigma_search) {
     double target, sigma, at;
     ck_assert_int_eq(pld_epsilon(0.004, 3.0, 1000, 1e-5, &target, NULL), FP_OK);
-    ck_assert_int_eq(pld_sigma_for_epsilon(0.004, 1000, 1e-5, target, 0, &sigma, &at, NULL), FP_OK);
+    ck_assert_int_eq(pld_sigma_for_epsilon(0.004, 1000, 1e-5, target, 0, NULL, &sigma, &at, NULL), FP_OK);
     ck_assert_double_le(at, target);
     ck_assert_double_le(fabs(sigma - 3.0) / 3.0, 1e-5);
-    ck_assert_int_eq(pld_sigma_for_epsilon(0.0, 1000, 1e-5, 1.0, 0, &sigma, &at, NULL), FP_OK);
+    ck_assert_int_eq(pld_sigma_for_epsilon(0.0, 1000, 1e-5, 1.0, 0, NULL, &sigma, &at, NULL), FP_OK);
     ck_assert_double_eq(sigma, 0.0);
 }
 END_TEST

@@ -82,50 +82,65 @@ static const char *mpirun_or_skip(const char *test) {
     return NULL;
 }
 
-// The argv of `mpirun [--allow-run-as-root] --oversubscribe -n R fedpriv ARGS...` (args
-// NULL-terminated, at most 8).
-static void mpi_argv(const char *argv[16], const char *mpirun, const char *ranks, const char *const *args) {
-    int k = 0;
-    argv[k++] = mpirun;
-    if (geteuid() == 0)
-        argv[k++] = "--allow-run-as-root";
-    argv[k++] = "--oversubscribe";
-    argv[k++] = "-n";
-    argv[k++] = ranks;
-    argv[k++] = getenv("FEDPRIV_BIN");
-    for (int i = 0; args[i] && k < 15; i++)
-        argv[k++] = args[i];
-    argv[k] = NULL;
-}
-
-// Under SANITIZE=1: Open MPI keeps allocations from MPI_Init past MPI_Finalize. With
-// leaks = 1 they are told apart from ours by tests/openmpi.lsan.supp (slow unwinding, so
-// that the stacks reach Open MPI's libraries: costly, so for one run); otherwise the
-// leak check is off and ASan checks everything else. No effect on other builds.
-static void sanitizer_env_for_mpi(int leaks) {
-    if (!leaks) {
-        setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
-        unsetenv("LSAN_OPTIONS");
-        return;
-    }
+// Under SANITIZE=1: Open MPI keeps allocations from MPI_Init past MPI_Finalize on
+// purpose, and LeakSanitizer would report them and fail a clean run. They are told apart
+// from ours by tests/openmpi.lsan.supp, which names Open MPI's libraries and components:
+// the components stay loaded so that their frames keep their names (no dlclose), and the
+// stacks are unwound slowly so that they reach those libraries (Debian builds them
+// without frame pointers). Leak detection stays on. No effect on other builds. Set by
+// mpi_argv, the one builder of every mpirun command here, for the commands that follow.
+static void sanitizer_env_for_mpi(void) {
     char supp[PATH_MAX], opts[PATH_MAX + 128];
     ck_assert_ptr_nonnull(realpath("tests/openmpi.lsan.supp", supp));
     snprintf(opts, sizeof opts, "suppressions=%s:print_suppressions=0:fast_unwind_on_malloc=0", supp);
     unsetenv("ASAN_OPTIONS");
     setenv("LSAN_OPTIONS", opts, 1);
+    setenv("OMPI_MCA_mca_base_component_disable_dlclose", "1", 1);
+}
+
+#define MPI_ARGV_MAX 24
+
+// Appends `-n R fedpriv ARGS...` (args NULL-terminated) to argv at *k.
+static void mpi_argv_app(const char *argv[MPI_ARGV_MAX], int *k, const char *ranks, const char *const *args) {
+    argv[(*k)++] = "-n";
+    argv[(*k)++] = ranks;
+    argv[(*k)++] = getenv("FEDPRIV_BIN");
+    for (int i = 0; args[i]; i++) {
+        ck_assert_int_lt(*k, MPI_ARGV_MAX - 4);
+        argv[(*k)++] = args[i];
+    }
+    argv[*k] = NULL;
+}
+
+// The argv of `mpirun [--allow-run-as-root] --oversubscribe -n R fedpriv ARGS...` (args
+// NULL-terminated), then `: -n R2 fedpriv ARGS2...` when args2 is not NULL (two
+// programs in one job); and the sanitizer environment it runs under.
+static void mpi_argv_mpmd(const char *argv[MPI_ARGV_MAX], const char *mpirun, const char *ranks,
+                          const char *const *args, const char *ranks2, const char *const *args2) {
+    sanitizer_env_for_mpi();
+    int k = 0;
+    argv[k++] = mpirun;
+    if (geteuid() == 0)
+        argv[k++] = "--allow-run-as-root";
+    argv[k++] = "--oversubscribe";
+    mpi_argv_app(argv, &k, ranks, args);
+    if (args2) {
+        argv[k++] = ":";
+        mpi_argv_app(argv, &k, ranks2, args2);
+    }
+}
+
+static void mpi_argv(const char *argv[MPI_ARGV_MAX], const char *mpirun, const char *ranks, const char *const *args) {
+    mpi_argv_mpmd(argv, mpirun, ranks, args, NULL, NULL);
 }
 
 // `mpirun -n R fedpriv matrix FILE --out DIR`; the exit status.
 static int mpi_matrix(const char *mpirun, int ranks, const char *file, const char *dir) {
     char n[8];
     snprintf(n, sizeof n, "%d", ranks);
-    const char *argv[16], *args[] = {"matrix", file, "--out", dir, NULL};
+    const char *argv[MPI_ARGV_MAX], *args[] = {"matrix", file, "--out", dir, NULL};
     mpi_argv(argv, mpirun, n, args);
-    sanitizer_env_for_mpi(ranks == 2);
-    int rc = cli_exec(argv, out_buf, err_buf, sizeof out_buf);
-    unsetenv("ASAN_OPTIONS");
-    unsetenv("LSAN_OPTIONS");
-    return rc;
+    return cli_exec(argv, out_buf, err_buf, sizeof out_buf);
 }
 
 // One process, then every other way: shards 1/3..3/3 (--shard 1/3, then tasks of an
@@ -270,9 +285,8 @@ START_TEST(mpi_killed_rank_then_rerun_gives_the_same_cells) {
     const char *ref = TEST_DIR "/slow-one", *dir = TEST_DIR "/slow-mpi";
     standin_rm(ref);
     standin_rm(dir);
-    const char *argv[16], *args[] = {"matrix", SLOW_MATRIX, "--out", dir, NULL};
+    const char *argv[MPI_ARGV_MAX], *args[] = {"matrix", SLOW_MATRIX, "--out", dir, NULL};
     mpi_argv(argv, mpirun, "2", args);
-    sanitizer_env_for_mpi(0);
     fflush(NULL);
     pid_t job = fork();
     ck_assert_int_ge(job, 0);
@@ -341,12 +355,9 @@ static int train_ranks(const char *mpirun, int ranks, const char *file, const ch
     const char *args[] = {"train", "--config", file, "--out", res, "--save-model", model, extra, NULL};
     if (!mpirun)
         return cli_run(args, out_buf, err_buf, sizeof out_buf);
-    const char *argv[16];
+    const char *argv[MPI_ARGV_MAX];
     mpi_argv(argv, mpirun, n, args);
-    sanitizer_env_for_mpi(0);
-    int rc = cli_exec(argv, out_buf, err_buf, sizeof out_buf);
-    unsetenv("ASAN_OPTIONS");
-    return rc;
+    return cli_exec(argv, out_buf, err_buf, sizeof out_buf);
 }
 
 // fedpriv train with 1 process and under mpirun -n 2 and 3: the same final weights, bit for
@@ -408,11 +419,9 @@ START_TEST(train_across_ranks_is_bit_identical) {
         snprintf(adir[r - 1], sizeof adir[r - 1], TEST_DIR "/train-client/attack%d", r);
         standin_rm(adir[r - 1]);
         const char *args[] = {"attack", "basic-mia", "--config", afile, "--out", adir[r - 1], NULL};
-        const char *argv[16];
+        const char *argv[MPI_ARGV_MAX];
         mpi_argv(argv, mpirun, "2", args);
-        sanitizer_env_for_mpi(0);
         int rc = r == 1 ? cli_run(args, out_buf, err_buf, sizeof out_buf) : cli_exec(argv, out_buf, err_buf, sizeof out_buf);
-        unsetenv("ASAN_OPTIONS");
         ck_assert_msg(rc == 0, "basic-mia with %d rank(s) exited %d:\n%s", r, rc, err_buf);
     }
     char pa[400], pb[400];
@@ -431,20 +440,11 @@ START_TEST(train_across_ranks_is_bit_identical) {
     // MPMD launch is given a config that does not exist) stops every rank, none waits: it
     // says why, and rank 0 names it.
     {
-        const char *argv[24];
-        int k = 0;
-        argv[k++] = mpirun;
-        if (geteuid() == 0)
-            argv[k++] = "--allow-run-as-root";
-        const char *const tail[] = {"--oversubscribe", "-n", "1", getenv("FEDPRIV_BIN"), "train", "--config",
-                                    TEST_DIR "/train-server/config.json", ":", "-n", "1", getenv("FEDPRIV_BIN"),
-                                    "train", "--config", TEST_DIR "/train-server/absent.json", NULL};
-        for (int i = 0; tail[i]; i++)
-            argv[k++] = tail[i];
-        argv[k] = NULL;
-        sanitizer_env_for_mpi(0);
+        const char *argv[MPI_ARGV_MAX];
+        const char *const good[] = {"train", "--config", TEST_DIR "/train-server/config.json", NULL};
+        const char *const absent[] = {"train", "--config", TEST_DIR "/train-server/absent.json", NULL};
+        mpi_argv_mpmd(argv, mpirun, "1", good, "1", absent);
         int rc = cli_exec(argv, out_buf, err_buf, sizeof out_buf);
-        unsetenv("ASAN_OPTIONS");
         ck_assert_int_ne(rc, 0);
         ck_assert_msg(strstr(err_buf, "(rank 1 of 2): " TEST_DIR "/train-server/absent.json"), "%s", err_buf);
         ck_assert_msg(strstr(err_buf, "fedpriv train: rank 1 of 2 could not load the experiment"), "%s", err_buf);
@@ -459,6 +459,40 @@ START_TEST(train_across_ranks_is_bit_identical) {
 }
 END_TEST
 
+// Every mpirun command runs with leak detection on (mpi_argv): a clean two-rank federation
+// exits 0 with no LeakSanitizer report, Open MPI's own leaks suppressed. In a sanitizer
+// build, the control: the same run without the suppressions fails with LeakSanitizer's
+// report, so the check is live (before, the MPI runs switched it off).
+START_TEST(mpi_runs_keep_leak_detection_on) {
+    if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN")) {
+        fprintf(stderr, "SKIP: FEDPRIV_BIN is not set (make test sets it)\n");
+        return;
+    }
+    const char *mpirun = mpirun_or_skip("mpi_runs_keep_leak_detection_on");
+    if (!mpirun)
+        return;
+    setup_data();
+    const char *dir = TEST_DIR "/leaks", *file = TEST_DIR "/leaks/config.json", *res = TEST_DIR "/leaks/r.json";
+    standin_rm(dir);
+    ck_assert(standin_mkdirs(dir));
+    standin_write_text(file, train_configs[0][1]);
+    const char *argv[MPI_ARGV_MAX], *args[] = {"train", "--config", file, "--out", res, NULL};
+    mpi_argv(argv, mpirun, "2", args);
+    const char *asan = getenv("ASAN_OPTIONS"), *lsan = getenv("LSAN_OPTIONS");
+    ck_assert_msg(!asan || !strstr(asan, "detect_leaks=0"), "ASAN_OPTIONS=%s", asan);
+    ck_assert_msg(lsan && strstr(lsan, "openmpi.lsan.supp"), "LSAN_OPTIONS=%s", lsan ? lsan : "(unset)");
+    int rc = cli_exec(argv, out_buf, err_buf, sizeof out_buf);
+    ck_assert_msg(rc == 0 && !strstr(err_buf, "LeakSanitizer"), "mpirun -n 2 exited %d:\n%s", rc, err_buf);
+#if defined(__SANITIZE_ADDRESS__)
+    unsetenv("LSAN_OPTIONS");
+    rc = cli_exec(argv, out_buf, err_buf, sizeof out_buf);
+    ck_assert_msg(rc != 0 && strstr(err_buf, "ERROR: LeakSanitizer"),
+                  "without the suppressions Open MPI's leaks should fail the run: exit %d:\n%s", rc, err_buf);
+#endif
+    standin_rm(dir);
+}
+END_TEST
+
 Suite *suite_cluster_cli(void) {
     Suite *s = suite_create("cluster_cli");
     TCase *tc = tcase_create("cli");
@@ -466,6 +500,7 @@ Suite *suite_cluster_cli(void) {
     tcase_add_test(tc, cli_every_way_gives_the_same_cells);
     tcase_add_test(tc, mpi_killed_rank_then_rerun_gives_the_same_cells);
     tcase_add_test(tc, train_across_ranks_is_bit_identical);
+    tcase_add_test(tc, mpi_runs_keep_leak_detection_on);
     suite_add_tcase(s, tc);
     return s;
 }
