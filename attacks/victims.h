@@ -27,7 +27,9 @@
 #define VICTIM_KEYS "observe", "local", "observer"
 
 typedef struct VictimOptions {
-    int client;            // the first victim's client id (default 0)
+    int client;            // the first victim's client id (default: the lowest-numbered client that
+                           // takes part, in the declared round or in any)
+    int client_defaulted;  // 1: observe.client was not given
     int round;             // 0-based observed round, -1 = each victim's first participation
     int federation_local;  // 1: the federation's local procedure; 0: one step (probe)
     FedObserver observer;
