@@ -324,13 +324,13 @@ FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const
                       // fresh model (a reference or shadow model, trained by worker threads,
                       // some read back from a rank's own cache) trains whole on each rank.
                       .comm = fresh ? NULL : ex->comm,
-                      // The local-model hook only where the raw client model is the target:
-                      // with it, ranks cannot split the clients.
                       // A client target's reference federations replay the target's
                       // participants round by round: the server, who sampled them, knows
                       // the schedule, and the client's model then comes from the same round
                       // after the same global updates in every model (attacks/target.h).
                       .replay_sampling = fresh && h->client >= 0, .sampling_seed = ex->seed,
+                      // The local-model hook only where the raw client model is the target:
+                      // with it, ranks cannot split the clients.
                       .hooks = {.ctx = h, .on_upload = hook_upload,
                                 .on_local_model = h->client >= 0 && h->view == MIA_CLIENT_RAW ? hook_local : NULL,
                                 .on_global = hook_global}};

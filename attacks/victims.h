@@ -15,6 +15,10 @@
 // releases after that round: every participant's upload and the server's noise in it;
 // the attack inverts the global model's change).
 //
+// observe.client defaults to the lowest-numbered client the server samples (in the
+// declared round, or in any): the engine's sampler on the experiment's seed, the
+// participants `fedpriv train` lists.
+//
 // Attack keys (with the attack's own): "observe": {"round": r (1-based), "client": c},
 // "local": "probe" (default) | "federation", "observer": "server" (default) | "public".
 #ifndef FEDPRIV_ATTACKS_VICTIMS_H
