@@ -609,6 +609,9 @@ static void describe_config(const DlgOptions *o, cJSON *result) {
     cJSON_AddStringToObject(cfg, "observer", fed_observer_name(o->victims.observer));
     cJSON *oc = cJSON_AddObjectToObject(cfg, "observe");
     cJSON_AddNumberToObject(oc, "client", o->victims.client);
+    cJSON_AddStringToObject(oc, "client_rule", o->victims.client_defaulted
+                                                   ? "default: the lowest-numbered client that takes part"
+                                                   : "observe.client");
     if (o->victims.round >= 0)
         cJSON_AddNumberToObject(oc, "round", o->victims.round + 1);
     else

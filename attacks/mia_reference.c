@@ -79,6 +79,8 @@ static char *procedure_text(const AttackEnv *env, const MiaTarget *t) {
     cJSON_AddNumberToObject(tg, "client", t->cfg.client);
     cJSON_AddNumberToObject(tg, "view", t->cfg.view);
     cJSON_AddNumberToObject(tg, "central_epochs", t->cfg.central_epochs);
+    if (t->cfg.kind == MIA_TARGET_CLIENT) // its federations replay the target's participants
+        cJSON_AddNumberToObject(tg, "sampling_seed", (double)ex->seed);
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
     return s;

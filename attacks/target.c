@@ -32,6 +32,40 @@ uint64_t mia_derived_seed(uint64_t seed, RngPurpose purpose, uint32_t round, uin
 static const char *const kind_names[] = {"global", "client", "central", NULL};
 static const char *const view_names[] = {"uploaded", "raw", NULL};
 
+// The client target's client: the one given, which the server must sample in some round,
+// or by default the lowest-numbered client it samples. Who is sampled is the engine's
+// own sampler on the experiment's seed (fed_sampled_clients), i.e. the participants that
+// `fedpriv train` lists; a defense's self-sampling may still keep the client out, which
+// the target's training says.
+static FpStatus pick_client(const AttackEnv *env, MiaTargetConfig *cfg, FpError *err) {
+    const FedConfig *fc = &env->ex->fed;
+    char p[256];
+    unsigned char *ever = fp_malloc((size_t)fc->clients, err);
+    if (!ever)
+        return FP_ENOMEM;
+    fed_sampled_clients(fc, env->ex->seed, ever);
+    int first = -1, taking_part = 0;
+    for (int k = fc->clients - 1; k >= 0; k--)
+        if (ever[k]) {
+            first = k;
+            taking_part++;
+        }
+    int given = cfg->client >= 0, ok = given ? ever[cfg->client] : first >= 0;
+    free(ever);
+    jv_path(p, sizeof p, env->path, "target_client");
+    if (!ok && first < 0)
+        return fp_fail(err, FP_EPARAM, "%s: the server samples no client in the federation's %d rounds (raise "
+                       "federation.sample_rate or rounds)", p, fc->rounds);
+    if (!ok)
+        return fp_fail(err, FP_EPARAM, "%s: client %d is never sampled in the federation's %d rounds (%d of %d "
+                       "clients take part; the lowest-numbered is client %d)", p, cfg->client, fc->rounds,
+                       taking_part, fc->clients, first);
+    cfg->client_defaulted = !given;
+    if (!given)
+        cfg->client = first;
+    return FP_OK;
+}
+
 FpStatus mia_target_parse(const AttackEnv *env, MiaTargetConfig *cfg, FpError *err) {
     const cJSON *j = env->attack_json;
     const char *path = env->path;
@@ -42,8 +76,8 @@ FpStatus mia_target_parse(const AttackEnv *env, MiaTargetConfig *cfg, FpError *e
     long long v;
     FP_TRY(jv_choice(j, path, "target", kind_names, MIA_TARGET_GLOBAL, &c, err));
     cfg->kind = (MiaTargetKind)c;
-    FP_TRY(jv_int(j, path, "target_client", JV_OPTIONAL, 0, 0, 1000000, &v, err));
-    cfg->client = (int)v;
+    FP_TRY(jv_int(j, path, "target_client", JV_OPTIONAL, -1, 0, 1000000, &v, err));
+    cfg->client = (int)v; // -1: not given
     FP_TRY(jv_choice(j, path, "client_model", view_names, MIA_CLIENT_UPLOADED, &c, err));
     cfg->view = (MiaClientView)c;
     FP_TRY(jv_int(j, path, "members", JV_OPTIONAL, 0, 0, 1 << 30, &v, err));
@@ -53,6 +87,8 @@ FpStatus mia_target_parse(const AttackEnv *env, MiaTargetConfig *cfg, FpError *e
     if (cfg->kind == MIA_TARGET_CLIENT && cfg->client >= ex->fed.clients)
         return fp_fail(err, FP_EPARAM, "%s: client %d does not exist (federation.clients is %d)",
                        jv_path(p, sizeof p, path, "target_client"), cfg->client, ex->fed.clients);
+    if (cfg->kind == MIA_TARGET_CLIENT)
+        FP_TRY(pick_client(env, cfg, err));
     if (cfg->kind != MIA_TARGET_CLIENT) { // meaningless there: keep the cache key canonical
         cfg->client = 0;
         cfg->view = MIA_CLIENT_UPLOADED;
@@ -288,6 +324,11 @@ FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const
                       // fresh model (a reference or shadow model, trained by worker threads,
                       // some read back from a rank's own cache) trains whole on each rank.
                       .comm = fresh ? NULL : ex->comm,
+                      // A client target's reference federations replay the target's
+                      // participants round by round: the server, who sampled them, knows
+                      // the schedule, and the client's model then comes from the same round
+                      // after the same global updates in every model (attacks/target.h).
+                      .replay_sampling = fresh && h->client >= 0, .sampling_seed = ex->seed,
                       // The local-model hook only where the raw client model is the target:
                       // with it, ranks cannot split the clients.
                       .hooks = {.ctx = h, .on_upload = hook_upload,
@@ -307,9 +348,10 @@ FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const
                 *err = h->err;
         }
         if (st == FP_OK && h->client >= 0) {
-            if (!h->captured_round)
-                st = fp_fail(err, FP_EPARAM, "%s.target_client: client %d never took part in training (raise "
-                             "federation.sample_rate or rounds)", env->path, h->client);
+            if (!h->captured_round) // the server sampled it (pick_client): the defense kept it out
+                st = fp_fail(err, FP_EPARAM, "%s.target_client: client %d never took part in %s federation: the "
+                             "defense's self-sampling kept it out of every round it was sampled in", env->path,
+                             h->client, fresh ? "a reference" : "the target's");
             else
                 model_set_params(m, h->captured);
         }
@@ -628,6 +670,11 @@ void mia_target_describe(const MiaTarget *t, cJSON *result) {
     cJSON_AddStringToObject(o, "kind", kind_names[t->cfg.kind]);
     if (t->cfg.kind == MIA_TARGET_CLIENT) {
         cJSON_AddNumberToObject(o, "client", t->cfg.client);
+        cJSON_AddStringToObject(o, "client_rule", t->cfg.client_defaulted
+                                                      ? "default: the lowest-numbered client the server samples"
+                                                      : "target_client");
+        cJSON_AddStringToObject(o, "reference_sampling", "shadow and reference federations replay the target "
+                                                         "federation's participants round by round");
         cJSON_AddStringToObject(o, "client_model", t->cfg.view == MIA_CLIENT_UPLOADED
                                                        ? "uploaded (after the defense, as the server receives it)"
                                                        : "raw (the local model before the defense)");

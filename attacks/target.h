@@ -25,11 +25,17 @@
 //             experiment's defense (default). Members: the pieces of the clients that
 //             took part in at least one round, but the adversary's (with q < 1 a client
 //             the server never samples trains on nothing: its records are not members).
-//   "client"  one client's model ("target_client", default 0): as the server receives
-//             it, i.e. the upload after the defense turned back into weights
-//             ("client_model": "uploaded", default), or the raw local model before the
-//             defense ("raw"), from the last round that client took part in.
-//             Members: that client's piece.
+//   "client"  one client's model ("target_client"): as the server receives it, i.e. the
+//             upload after the defense turned back into weights ("client_model":
+//             "uploaded", default), or the raw local model before the defense ("raw"),
+//             from the last round that client took part in. Members: that client's
+//             piece. The client must be one the server samples in some round (the
+//             engine's sampler, fed_sampled_clients: the participants `fedpriv train`
+//             lists for the seed); by default it is the lowest-numbered such client.
+//             Its shadow and reference federations replay the target federation's
+//             participants round by round (FedSetup.replay_sampling), so the client
+//             takes part in each of them exactly when it did in the target's and its
+//             model comes from the same round.
 //   "central" one model trained centrally with local_train on all the client data for
 //             "central_epochs" (default rounds × local_epochs) epochs; no defense applies.
 // A shadow model is trained by exactly the same procedure (same fl/ code, same defense,
@@ -62,6 +68,8 @@ typedef enum { MIA_CLIENT_UPLOADED = 0, MIA_CLIENT_RAW = 1 } MiaClientView;
 typedef struct MiaTargetConfig {
     MiaTargetKind kind;
     int client;            // the target client (kind client)
+    int client_defaulted;  // 1: "target_client" was not given (client: the lowest-numbered one sampled);
+                           // not part of the cache key (the client is)
     MiaClientView view;
     int members;           // requested eval members (0 = as many as balance allows)
     int central_epochs;    // 0 = rounds × local_epochs

@@ -13,6 +13,7 @@ FpStatus victims_parse(const AttackEnv *env, int n_victims, VictimOptions *o, Fp
     char p[256];
     memset(o, 0, sizeof *o);
     o->round = -1;
+    o->client = -1; // not given
     static const char *const locals[] = {"probe", "federation", NULL};
     FP_TRY(jv_choice(j, env->path, "local", locals, 0, &o->federation_local, err));
     const char *observers[FED_OBSERVERS + 1] = {NULL};
@@ -28,7 +29,7 @@ FpStatus victims_parse(const AttackEnv *env, int n_victims, VictimOptions *o, Fp
         static const char *const keys[] = {"round", "client", NULL};
         long long v;
         FP_TRY(jv_keys(ob, op, keys, err));
-        FP_TRY(jv_int(ob, op, "client", JV_OPTIONAL, 0, 0, ex->fed.clients - 1, &v, err));
+        FP_TRY(jv_int(ob, op, "client", JV_OPTIONAL, -1, 0, ex->fed.clients - 1, &v, err));
         o->client = (int)v;
         if (cJSON_GetObjectItemCaseSensitive(ob, "round")) { // 1-based, as results number rounds
             FP_TRY(jv_int(ob, op, "round", JV_REQUIRED, 1, 1, ex->fed.rounds, &v, err));
@@ -49,6 +50,15 @@ FpStatus victims_parse(const AttackEnv *env, int n_victims, VictimOptions *o, Fp
         st = fp_fail(err, FP_ENOMEM, "out of memory");
     if (st == FP_OK && o->round < 0)
         fed_sampled_clients(&ex->fed, ex->seed, ever);
+    // Default: the lowest-numbered client that takes part (in the declared round, or ever).
+    o->client_defaulted = o->client < 0;
+    for (int k = 0; st == FP_OK && o->client < 0 && k < K; k++)
+        if (o->round >= 0 ? n_round > 0 && in_round[0] == k : ever[k])
+            o->client = k;
+    if (st == FP_OK && o->client < 0)
+        st = o->round >= 0 ? fp_fail(err, FP_EPARAM, "%s: no client takes part in round %d", op, o->round + 1)
+                           : fp_fail(err, FP_EPARAM, "%s: the server samples no client in the federation's %d rounds",
+                                     op, ex->fed.rounds);
     for (int v = 0; st == FP_OK && v < n_victims; v++) {
         int client = (o->client + v) % K, found = 0;
         for (int s = 0; o->round >= 0 && s < n_round; s++)

@@ -15,6 +15,10 @@
 // releases after that round: every participant's upload and the server's noise in it;
 // the attack inverts the global model's change).
 //
+// observe.client defaults to the lowest-numbered client the server samples (in the
+// declared round, or in any): the engine's sampler on the experiment's seed, the
+// participants `fedpriv train` lists.
+//
 // Attack keys (with the attack's own): "observe": {"round": r (1-based), "client": c},
 // "local": "probe" (default) | "federation", "observer": "server" (default) | "public".
 #ifndef FEDPRIV_ATTACKS_VICTIMS_H
@@ -27,7 +31,9 @@
 #define VICTIM_KEYS "observe", "local", "observer"
 
 typedef struct VictimOptions {
-    int client;            // the first victim's client id (default 0)
+    int client;            // the first victim's client id (default: the lowest-numbered client that
+                           // takes part, in the declared round or in any)
+    int client_defaulted;  // 1: observe.client was not given
     int round;             // 0-based observed round, -1 = each victim's first participation
     int federation_local;  // 1: the federation's local procedure; 0: one step (probe)
     FedObserver observer;

@@ -276,6 +276,9 @@ cJSON *fed_rounds_json(const Federation *f, int with_timings) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "round", res->round);
         cJSON_AddNumberToObject(o, "participants", res->participants);
+        cJSON *ids = cJSON_AddArrayToObject(o, "participant_ids");
+        for (int s = 0; s < res->participants; s++)
+            cJSON_AddItemToArray(ids, cJSON_CreateNumber(res->clients[s]));
         jnum_add(o, "test_accuracy", res->test_accuracy);
         jnum_add(o, "test_loss", res->test_loss);
         if (!isnan(res->test_mae))

@@ -295,6 +295,9 @@ void fed_free(Federation *f) {
     free(f->sample_chosen);
     free(f->participations);
     free(f->global_host);
+    if (f->results)
+        for (int r = 0; r < f->s.cfg.rounds; r++)
+            free((void *)f->results[r].clients);
     free(f->results);
     free(f->server_idx);
     free(f->client_samples);
@@ -380,7 +383,8 @@ void fed_sampled_clients(const FedConfig *c, uint64_t seed, unsigned char *ever)
 // The participants of round `round`: the server's sampling, then the defense's own
 // client self-sampling (e.g. Adaptive-Harmony's restrictive sampling).
 static int sample_clients(Federation *f, int round) {
-    int n = server_sample(&f->s.cfg, f->s.seed, round, f->sample_perm, f->sample_chosen, f->round_clients);
+    uint64_t seed = f->s.replay_sampling ? f->s.sampling_seed : f->s.seed;
+    int n = server_sample(&f->s.cfg, seed, round, f->sample_perm, f->sample_chosen, f->round_clients);
     if (f->s.defense->participates) {
         int kept = 0;
         for (int s = 0; s < n; s++) {
@@ -610,6 +614,11 @@ FpStatus fed_round_finish(Federation *f, FpError *err) {
     f->round_open = 0;
     FedRoundResult *res = &f->results[r];
     memset(res, 0, sizeof *res);
+    int *ids = malloc(sizeof(int) * (size_t)(n > 0 ? n : 1));
+    if (!ids)
+        return fp_fail(err, FP_ENOMEM, "out of memory recording round %d", r + 1);
+    memcpy(ids, f->round_clients, sizeof(int) * (size_t)n);
+    res->clients = ids;
     res->train_seconds = fp_monotonic_seconds() - f->round_t0;
     res->round = r + 1;
     res->participants = n;

@@ -110,6 +110,9 @@ typedef struct FedRoundResult {
     double train_seconds;     // local training, defense and aggregation (no evaluation)
     PrivacyRecord privacy;
     UploadSummary upload;     // what the defense applied to the round's uploads
+    const int *clients;       // the ids of its participants (increasing; `participants` of them): the
+                              // server's sampling after the defense's self-sampling, as the engine ran
+                              // it. Owned by the federation.
 } FedRoundResult;
 
 typedef struct Federation Federation;
@@ -134,6 +137,10 @@ typedef struct FedSetup {
                                     // audit canary records, handed to the defense in its DefenseRound; only
                                     // for a defense with record_canaries (fed_create refuses them otherwise)
     DefenseMemo *memo;              // optional, borrowed: the experiment's memo (DefenseSetup.memo)
+    int replay_sampling;            // 1: the server samples clients from sampling_seed's RNG_CLIENT_SAMPLE
+    uint64_t sampling_seed;         // stream instead of seed's: the same participants, round by round, as
+                                    // the federation of that seed (a membership target's reference
+                                    // federations replay its schedule: attacks/target.h)
     Comm *comm;                     // optional, borrowed (core/comm.h): several ranks run this one
                                     // federation, each forming a share of every round's uploads
                                     // (see "One federation across ranks"); NULL or one rank: alone
@@ -155,7 +162,10 @@ cJSON *fed_defense_json(const Federation *f);
 int fed_client_participations(const Federation *f, int client);
 // The clients the server's sampler picks at least once in the planned rounds (ever[k] =
 // 1, k < cfg->clients), before any self-sampling of the defense: a pure function of the
-// config and the seed, the same sampling fed_round_begin does.
+// config and the seed, the same sampling fed_round_begin does (server_sample in fl/fed.c,
+// the one sampler), so these are exactly the clients a `fedpriv train` of that config
+// and seed lists as participants (its rounds' participant_ids) when the defense does no
+// self-sampling. Not for a secure-RNG seed (its sampling is fresh OS randomness).
 void fed_sampled_clients(const FedConfig *cfg, uint64_t seed, unsigned char *ever);
 // The server's sampling of round `round` (0-based) into clients (room for cfg->clients,
 // increasing order); returns how many, or -1 out of memory.
