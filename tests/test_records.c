@@ -18,7 +18,10 @@
 #include "defenses/clip.h"
 #include "fl/experiment.h"
 #include "fl/fed.h"
+#include "reports/export.h"
+#include "runner/check.h"
 #include "tests/defense_fixtures.h"
+#include "tests/matrix_standins.h"
 
 #define DEMO_CLIENTS 1000
 #define DEMO_ROUNDS 20
@@ -208,6 +211,65 @@ START_TEST(slack_beyond_delta_not_proven) {
 }
 END_TEST
 
+// What results read: `fedpriv check` bounds each record's own label ("guarantee" the
+// record's, "upload_guarantee" the upload observer's), and the export carries both. The
+// stand-in "clientdp" is proven for the aggregates, none for the upload observer.
+#define RECORDS_DIR "build/test-records"
+START_TEST(check_and_export_read_each_records_label) {
+    ck_assert(standin_mkdirs(RECORDS_DIR));
+    ck_assert(standin_write_csv(RECORDS_DIR "/blobs.csv"));
+    standin_rm(RECORDS_DIR "/run");
+    cJSON *root = standin_matrix_seeds(RECORDS_DIR "/blobs.csv", "[3]",
+                                       "[{\"name\": \"clientdp\", \"epsilon\": [1, 4]}, {\"name\": \"none\"}]",
+                                       "[{\"name\": \"probe\"}]");
+    MatrixSummary sum;
+    FpError err = {0};
+    ck_assert_msg(standin_run(root, RECORDS_DIR "/run", 1, &sum, &err) == FP_OK, "%s", err.msg);
+    cJSON_Delete(root);
+    static const struct {
+        const char *bounds;
+        int violations;
+        const char *first; // in the first violation's message
+    } cases[] = {
+        {"[{\"defense\": \"clientdp\", \"guarantee\": \"proven\"}]", 0, NULL},
+        {"[{\"defense\": \"clientdp\", \"upload_guarantee\": \"none\"}]", 0, NULL},
+        {"[{\"defense\": \"clientdp\", \"upload_guarantee\": \"proven\"}]", 2,
+         "guarantee none, needs proven (stand-in: the server sees each clipped update)"},
+        {"[{\"defense\": \"none\", \"upload_guarantee\": \"none\"}]", 1, "no upload observer's record"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[400];
+        snprintf(text, sizeof text, "{\"bounds\": %s}", cases[i].bounds);
+        cJSON *b = cJSON_Parse(text);
+        CheckResult r;
+        ck_assert_msg(check_baseline(RECORDS_DIR "/run", b, "b.json", &r, &err) == FP_OK, "%s", err.msg);
+        cJSON_Delete(b);
+        ck_assert_msg(r.n_violations == cases[i].violations, "%s: %d violations", text, r.n_violations);
+        if (cases[i].first) {
+            const char *msg = NULL;
+            for (int k = 0; k < r.n_items && !msg; k++)
+                if (!r.items[k].ok)
+                    msg = r.items[k].message;
+            ck_assert_msg(msg && strstr(msg, cases[i].first), "%s: %s", text, msg ? msg : "(none)");
+        }
+        check_result_free(&r);
+    }
+    cJSON *b = cJSON_Parse("{\"bounds\": [{\"defense\": \"none\", \"guarantee\": \"none\","
+                           " \"upload_guarantee\": \"none\"}]}");
+    CheckResult r;
+    ck_assert_int_eq(check_baseline(RECORDS_DIR "/run", b, "b.json", &r, &err), FP_EPARAM);
+    ck_assert_ptr_nonnull(strstr(err.msg, "bounds[0].upload_guarantee"));
+    cJSON_Delete(b);
+    HtmlBuf o;
+    hb_init(&o);
+    ck_assert_msg(report_export(RECORDS_DIR "/run", EXPORT_CSV, &o, &err) == FP_OK, "%s", err.msg);
+    ck_assert_ptr_nonnull(o.s);
+    ck_assert_ptr_nonnull(strstr(o.s, ",epsilon_sound,guarantee,epsilon_upload,upload_guarantee,"));
+    ck_assert_ptr_nonnull(strstr(o.s, ",1,proven,inf,none,client,"));
+    hb_free(&o);
+}
+END_TEST
+
 Suite *suite_records(void) {
     Suite *s = suite_create("records");
     TCase *t = tcase_create("demo");
@@ -218,6 +280,7 @@ Suite *suite_records(void) {
     tcase_add_test(t, server_noise_and_fixed_cohort_targets_met);
     tcase_add_test(t, unknown_cohorts_stay_below_target);
     tcase_add_test(t, slack_beyond_delta_not_proven);
+    tcase_add_test(t, check_and_export_read_each_records_label);
     suite_add_tcase(s, t);
     return s;
 }
