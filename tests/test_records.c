@@ -161,6 +161,25 @@ START_TEST(server_noise_and_fixed_cohort_targets_met) {
 }
 END_TEST
 
+// dp-fedasgp corrected: its ε per upload is what its safe sampler proves, and the grids'
+// rounding put that up to 1e-4 above it (0.50005 for 0.5, 2.00004 for 2).
+START_TEST(asgp_per_upload_proof_meets_epsilon) {
+    Table t;
+    table_init(&t, 2000, 10);
+    DefenseSetup su = setup_for(&t, 100, 20, 0.1, 600);
+    for (int i = 0; i < 3; i++) {
+        char json[160];
+        snprintf(json, sizeof json, "{\"name\":\"dp-fedasgp\",\"epsilon\":%g,\"max_selected_fraction\":0.02}",
+                 calib_eps[i]);
+        const DefenseOps *ops;
+        void *st = make_defense(json, &su, &ops);
+        double per = describe_number(ops, st, "epsilon_sound_per_upload");
+        ck_assert_msg(per <= calib_eps[i] && per >= 0.99 * calib_eps[i], "%s: %.9g per upload", json, per);
+        ops->destroy(st);
+    }
+}
+END_TEST
+
 // Without the planned cohorts (a caller that does not know them) the calibration keeps the
 // account that holds whatever the counts: never above the target.
 START_TEST(unknown_cohorts_stay_below_target) {
@@ -321,6 +340,7 @@ Suite *suite_records(void) {
     tcase_add_test(t, client_noise_target_met);
     tcase_add_test(t, server_noise_and_fixed_cohort_targets_met);
     tcase_add_test(t, unknown_cohorts_stay_below_target);
+    tcase_add_test(t, asgp_per_upload_proof_meets_epsilon);
     tcase_add_test(t, slack_beyond_delta_not_proven);
     tcase_add_test(t, check_and_export_read_each_records_label);
     tcase_add_test(t, cli_train_meets_target);
