@@ -409,12 +409,13 @@ static double upload_epsilon(const ClipGaussian *g, int rounds, int *covered) {
 // A target ε meets the record: the z above solves a simpler account than the record
 // reports (with client shares and Bernoulli sampling, joint convexity at rate q, for any
 // counts; elsewhere without the sum's τ term or with the inflation bounded in closed form),
-// so it lands below the target (0.762 for 2). The record's own account after all rounds,
-// on the cohorts the server's sampling draws (seen_k: counts of the seed alone, never of
-// the data, so z a function of them is a fixed mechanism given them, and given its count
-// a round's cohort is a uniform subset), is decreasing in z: the smallest z on a relative
-// grid of 1e-7 whose record is at most the target. The record ends there when the rounds
-// run with the cohorts planned; a round whose count differs is accounted as it ran.
+// so it lands below the target (1.698 for 2 in the demo federation). The record's own
+// account after all rounds, on the cohorts the server's sampling draws (seen_k: counts of
+// the seed alone, never of the data, so z a function of them is a fixed mechanism given
+// them, and given its count a round's cohort is a uniform subset), is decreasing in z: the
+// smallest z on a relative grid of 1e-7 whose record is at most the target. The record
+// ends there when the rounds run with the cohorts planned; a round whose count differs is
+// accounted as it ran.
 static void calibrate_to_record(ClipGaussian *g) {
     const double target = g->epsilon;
     int covered;

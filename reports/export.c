@@ -113,7 +113,8 @@ FpStatus report_export(const char *dir, ExportFormat fmt, HtmlBuf *o, FpError *e
         if (!c)
             continue;
         const cJSON *priv = cJSON_GetObjectItemCaseSensitive(c, "privacy");
-        const cJSON *upload = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(priv, "sound"), "upload");
+        const cJSON *sound = cJSON_GetObjectItemCaseSensitive(priv, "sound");
+        const cJSON *upload = cJSON_GetObjectItemCaseSensitive(sound, "upload");
         const cJSON *params = cJSON_GetObjectItemCaseSensitive(e, "params");
         char *ptext = cJSON_GetArraySize(params) > 0 ? cJSON_PrintUnformatted(params) : NULL;
         Field f[N_COLUMNS] = {

@@ -66,7 +66,8 @@ static void demo_record(Demo *d, const char *json, PrivacyRecord *rec) {
         fprintf(stderr, "%s%s: z %.6g; aggregate %s %.6g (conditional %.6g); upload %s %.6g (conditional %.6g)\n",
                 json, d->su.cohort_size ? " (fixed cohort)" : "", describe_number(ops, st, "noise_multiplier"),
                 guarantee_name(rec->guarantee), rec->epsilon_total_sound, rec->epsilon_total_conditional,
-                guarantee_name(rec->upload_guarantee), rec->epsilon_total_upload, rec->epsilon_total_upload_conditional);
+                guarantee_name(rec->upload_guarantee), rec->epsilon_total_upload,
+                rec->epsilon_total_upload_conditional);
     ops->destroy(st);
 }
 
