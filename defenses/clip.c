@@ -261,12 +261,6 @@ static double noise_phi(const ClipGaussian *g) {
     return clip_noise_inflation(&g->noise, std, g->clip, 0);
 }
 
-// Draws of the discrete Gaussian table over `rounds` rounds that a neighbouring pair's
-// outputs depend on: d per round on the server; with client shares every client's d.
-static double noise_draws(const ClipGaussian *g, int rounds) {
-    return (double)g->noise.d * rounds * (g->server_noise ? 1 : g->n_clients);
-}
-
 // The round's cohort size: m with fixed-size sampling, the one end_round saw with
 // Bernoulli sampling, -1 when unknown.
 static int round_cohort(const ClipGaussian *g, int r) {
@@ -274,6 +268,24 @@ static int round_cohort(const ClipGaussian *g, int r) {
         return g->cohort;
     return g->seen_k && r >= 0 && r < g->rounds ? g->seen_k[r] : -1;
 }
+
+// Draws of the discrete Gaussian table over `rounds` rounds that the released aggregates
+// depend on: d per round on the server; with client shares the d of each of the round's k
+// participants (the server's d when k = 0; every client's when k is unknown): clients not
+// sampled draw nothing the release holds.
+static double noise_draws(const ClipGaussian *g, int rounds) {
+    if (g->server_noise)
+        return (double)g->noise.d * rounds;
+    double n = 0;
+    for (int r = 0; r < rounds; r++) {
+        int k = round_cohort(g, r);
+        n += k < 0 ? g->n_clients : k > 0 ? k : 1;
+    }
+    return (double)g->noise.d * n;
+}
+
+// The draws one client's uploads hold over `rounds` rounds: its share's d per round.
+static double upload_draws(const ClipGaussian *g, int rounds) { return (double)g->noise.d * rounds; }
 
 // The multiplier of the sum of k >= 1 client shares for replace-one neighbours (2C), with
 // the rounding's inflation, as if the sum were one Gaussian: corrected z/2 (k shares of
@@ -403,7 +415,7 @@ static double aggregate_epsilon(const ClipGaussian *g, long long rounds, int *co
 }
 
 static double upload_epsilon(const ClipGaussian *g, int rounds, int *covered) {
-    return clip_noise_epsilon(&g->noise, g->delta, noise_draws(g, rounds), upload_epsilon_at, g, rounds, covered);
+    return clip_noise_epsilon(&g->noise, g->delta, upload_draws(g, rounds), upload_epsilon_at, g, rounds, covered);
 }
 
 // A target ε meets the record: the z above solves a simpler account than the record

@@ -126,14 +126,17 @@ START_TEST(server_noise_upload_record_is_none) {
 }
 END_TEST
 
-// The record's ε within [0.99 target, target] for each target and sampling.
+// The record's ε within [0.99 target, target] for each target and sampling, proven: the
+// table's slack counts the draws the release holds (the participants' d, not every
+// client's: at ε 8 over the demo's 10^9 it did not fit in δ/2).
 static void assert_meets(Demo *d, const char *fmt, const double *targets, int n) {
     for (int i = 0; i < n; i++) {
         char json[200];
         snprintf(json, sizeof json, fmt, targets[i]);
         PrivacyRecord rec;
         demo_record(d, json, &rec);
-        double e = isfinite(rec.epsilon_total_sound) ? rec.epsilon_total_sound : rec.epsilon_total_conditional;
+        double e = rec.epsilon_total_sound;
+        ck_assert_msg(rec.guarantee == GUARANTEE_PROVEN, "%s: %s", json, guarantee_name(rec.guarantee));
         ck_assert_msg(e <= targets[i] && e >= 0.99 * targets[i], "%s: record %.6g for target %g", json, e,
                       targets[i]);
     }
