@@ -201,6 +201,8 @@ typedef enum {
 // which clients took part); epsilon_total_upload, when upload_notion is set, the bound
 // for one who sees a client's own uploads and knows it took part (the server without
 // secure aggregation, an eavesdropper on the uplink): no sampling amplification there.
+// Each is labelled by its own proof when upload_own_label is set (below): the settling then
+// applies the one rule to each record apart.
 typedef struct PrivacyRecord {
     const char *unit;              // "scalar", "layer", "upload", "client", "record"
     double epsilon_round_nominal;  // the paper's ε for one round

@@ -659,7 +659,8 @@ START_TEST(cli_every_record_has_a_guarantee) {
         {"{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":1}", {"proven", "proven"}},
         {"{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":1,\"sampler\":\"float\"}", {"none", "none"}},
         // Client shares of z = 8 (of z = 1, the upload observer's ε, about 45 after 3 rounds, is
-        // beyond what the table's precision certifies: conditional from the second round on).
+        // beyond what the table's precision certifies: its own record is conditional from the
+        // second round on, the aggregate's stays proven).
         {"{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":8,\"noise\":\"client\"}", {"proven", "proven"}},
         {"{\"name\":\"gaussian-dpfedavg\",\"variant\":\"paper\",\"epsilon\":1}", {"proven", "proven"}},
         {"{\"name\":\"fedsmp\",\"noise_multiplier\":8}", {"proven", "proven"}},
