@@ -139,7 +139,10 @@ cJSON *victims_observer_privacy(const FedObservation *ob) {
     const cJSON *delta = cJSON_GetObjectItemCaseSensitive(sound, "delta");
     if (delta)
         cJSON_AddItemToObject(j, "delta", cJSON_Duplicate(delta, 1));
-    const cJSON *g = cJSON_GetObjectItemCaseSensitive(rec, "guarantee");
+    // The figure's own record's label (sound.upload has its own), else the record's.
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(fig, "guarantee");
+    if (!cJSON_IsString(g))
+        g = cJSON_GetObjectItemCaseSensitive(rec, "guarantee");
     cJSON_AddStringToObject(j, "guarantee", cJSON_IsString(g) ? g->valuestring : "none");
     const cJSON *notion = cJSON_GetObjectItemCaseSensitive(fig, "notion");
     cJSON_AddStringToObject(j, "notion", cJSON_IsString(notion) ? notion->valuestring : "");

@@ -346,13 +346,22 @@ static void avp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) 
     };
     // Δs >= 2C bounds any change of the clipped weights, not only a record's.
     rec->record_bound_covers_client = s->sens >= 2 * s->clip;
-    if (s->sens_assumption[0])
+    // Two records, each labelled by its own proof (the sensitivity rule is both's).
+    rec->upload_own_label = 1;
+    rec->upload_guarantee = GUARANTEE_PROVEN;
+    if (s->sens_assumption[0]) {
         privacy_assume(rec, s->sens_assumption);
+        privacy_assume_upload(rec, s->sens_assumption);
+    }
     if (!s->noise.safe) {
-        rec->guarantee = GUARANTEE_NONE;
+        rec->guarantee = rec->upload_guarantee = GUARANTEE_NONE;
         privacy_assume(rec, CLIP_NOISE_FLOAT_REASON);
-    } else if (!covered_sound || !covered_upload) {
-        privacy_assume(rec, CLIP_NOISE_SLACK_ASSUMPTION);
+        privacy_assume_upload(rec, CLIP_NOISE_FLOAT_REASON);
+    } else {
+        if (!covered_sound)
+            privacy_assume(rec, CLIP_NOISE_SLACK_ASSUMPTION);
+        if (!covered_upload)
+            privacy_assume_upload(rec, CLIP_NOISE_SLACK_ASSUMPTION);
     }
 }
 

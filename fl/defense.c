@@ -16,18 +16,27 @@ const char *guarantee_name(Guarantee g) {
     return (unsigned)g < sizeof names / sizeof names[0] ? names[g] : "none";
 }
 
-void privacy_assume(PrivacyRecord *rec, const char *sentence) {
+// Appends sentence to one label's list (once); a full list makes the label NONE.
+static void assume_in(const char **list, Guarantee *g, const char *sentence) {
     if (!sentence)
         return;
     for (int i = 0; i < PRIVACY_MAX_ASSUMPTIONS; i++) {
-        if (!rec->assumptions[i]) {
-            rec->assumptions[i] = sentence;
+        if (!list[i]) {
+            list[i] = sentence;
             return;
         }
-        if (strcmp(rec->assumptions[i], sentence) == 0)
+        if (strcmp(list[i], sentence) == 0)
             return;
     }
-    rec->guarantee = GUARANTEE_NONE; // it cannot say all it assumes
+    *g = GUARANTEE_NONE; // it cannot say all it assumes
+}
+
+void privacy_assume(PrivacyRecord *rec, const char *sentence) {
+    assume_in(rec->assumptions, &rec->guarantee, sentence);
+}
+
+void privacy_assume_upload(PrivacyRecord *rec, const char *sentence) {
+    assume_in(rec->upload_assumptions, &rec->upload_guarantee, sentence);
 }
 
 typedef struct MemoEntry {
@@ -123,20 +132,33 @@ static void settle_figure(Guarantee g, double *fig, double *cond) {
         *fig = INFINITY;
 }
 
-void privacy_record_settle(PrivacyRecord *rec) {
+// One label by the rule: PROVEN with assumptions is CONDITIONAL, CONDITIONAL without any
+// is NONE, and a figure that is not a number has none.
+static Guarantee settle_label(Guarantee g, const char *const *assumptions, double fig) {
     int n = 0;
-    while (n < PRIVACY_MAX_ASSUMPTIONS && rec->assumptions[n])
+    while (n < PRIVACY_MAX_ASSUMPTIONS && assumptions[n])
         n++;
-    if ((unsigned)rec->guarantee > GUARANTEE_PROVEN)
-        rec->guarantee = GUARANTEE_NONE;
-    if (rec->guarantee == GUARANTEE_PROVEN && n > 0)
-        rec->guarantee = GUARANTEE_CONDITIONAL; // a bound that needs assumptions is not proven
-    if (rec->guarantee == GUARANTEE_CONDITIONAL && n == 0)
-        rec->guarantee = GUARANTEE_NONE;        // nor is one that does not say what it needs
-    if (isnan(rec->epsilon_total_sound))
-        rec->guarantee = GUARANTEE_NONE;
+    if ((unsigned)g > GUARANTEE_PROVEN)
+        g = GUARANTEE_NONE;
+    if (g == GUARANTEE_PROVEN && n > 0)
+        g = GUARANTEE_CONDITIONAL; // a bound that needs assumptions is not proven
+    if (g == GUARANTEE_CONDITIONAL && n == 0)
+        g = GUARANTEE_NONE;        // nor is one that does not say what it needs
+    return isnan(fig) ? GUARANTEE_NONE : g;
+}
+
+void privacy_record_settle(PrivacyRecord *rec) {
+    rec->guarantee = settle_label(rec->guarantee, rec->assumptions, rec->epsilon_total_sound);
     settle_figure(rec->guarantee, &rec->epsilon_total_sound, &rec->epsilon_total_conditional);
-    settle_figure(rec->guarantee, &rec->epsilon_total_upload, &rec->epsilon_total_upload_conditional);
+    if (!rec->upload_own_label) { // one bound for both observers: one label
+        rec->upload_guarantee = rec->guarantee;
+        memcpy(rec->upload_assumptions, rec->assumptions, sizeof rec->assumptions);
+    } else {
+        rec->upload_guarantee = rec->upload_notion ? settle_label(rec->upload_guarantee, rec->upload_assumptions,
+                                                                  rec->epsilon_total_upload)
+                                                   : GUARANTEE_NONE;
+    }
+    settle_figure(rec->upload_guarantee, &rec->epsilon_total_upload, &rec->epsilon_total_upload_conditional);
     if (rec->coordinate_notion)
         settle_figure(rec->guarantee, &rec->epsilon_total_coordinate, &rec->epsilon_total_coordinate_conditional);
     else

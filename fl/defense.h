@@ -70,6 +70,9 @@ typedef struct DefenseSetup {
     int cohort_size;         // fixed-size sampling: the m = max(1, round(q·N)) clients drawn
                              // uniformly without replacement each round; 0: Bernoulli sampling
                              // (each client independently with probability q)
+    const int *planned_cohorts; // Bernoulli sampling: per round (rounds entries) the number of clients the
+                             // server's sampling draws, a function of the seed alone (never of the data), what a
+                             // calibration to a target ε can account; read during create only; NULL when not known
     int local_epochs;
     int local_steps;         // > 0: every client takes that many local steps a round (else local_epochs passes)
     int batch_size;
@@ -198,6 +201,8 @@ typedef enum {
 // which clients took part); epsilon_total_upload, when upload_notion is set, the bound
 // for one who sees a client's own uploads and knows it took part (the server without
 // secure aggregation, an eavesdropper on the uplink): no sampling amplification there.
+// Each is labelled by its own proof when upload_own_label is set (below): the settling then
+// applies the one rule to each record apart.
 typedef struct PrivacyRecord {
     const char *unit;              // "scalar", "layer", "upload", "client", "record"
     double epsilon_round_nominal;  // the paper's ε for one round
@@ -212,8 +217,15 @@ typedef struct PrivacyRecord {
     const char *assumptions[PRIVACY_MAX_ASSUMPTIONS]; // NULL-terminated sentences: what a
                                    // conditional bound assumes, or why there is none
     double epsilon_total_upload;   // the upload observer's (ε, δ) (read when upload_notion is set)
-    double epsilon_total_upload_conditional; // its bound under `assumptions` (set by the settling)
+    double epsilon_total_upload_conditional; // its bound under its assumptions (set by the settling)
     const char *upload_notion;     // NULL: the defense states no separate upload-observer bound
+    // The upload observer's bound is its own record when upload_own_label is set: labelled
+    // by upload_guarantee and upload_assumptions (privacy_assume_upload), settled by the
+    // same rule, so that what its proof lacks never turns the aggregate's figure into ∞
+    // nor the other way round. 0: it shares guarantee and assumptions (one bound for both).
+    int upload_own_label;
+    Guarantee upload_guarantee;
+    const char *upload_assumptions[PRIVACY_MAX_ASSUMPTIONS];
     // Two narrower neighbour relations a training audit can test (audits/training.h), each
     // implied by the unit's and stated only where the defense proves it:
     double epsilon_total_coordinate;   // two uploads of one client that differ in one
@@ -233,6 +245,8 @@ const char *guarantee_name(Guarantee g);
 // sentence already listed is not repeated. Beyond PRIVACY_MAX_ASSUMPTIONS the record
 // cannot state what it assumes and its guarantee becomes NONE.
 void privacy_assume(PrivacyRecord *rec, const char *sentence);
+// The same for the upload observer's own record (upload_own_label).
+void privacy_assume_upload(PrivacyRecord *rec, const char *sentence);
 
 // The one rule (see PrivacyRecord): after it, epsilon_total_sound and
 // epsilon_total_upload are proven bounds or INFINITY. Call it once per record.

@@ -188,8 +188,10 @@ Federation *experiment_federation(Experiment *ex, const FedHooks *hooks, int qui
 
 // sound.upload or sound.coordinate: a figure for another observer or a narrower
 // neighbour relation, shown only when the defense states its notion.
+// `assumptions` (the record's own label, or NULL when it shares the record's): its
+// "guarantee" and "assumptions" beside it, in the shape of the record's.
 static void add_narrower_figure(cJSON *snd, const char *key, double eps, double eps_conditional, const char *notion,
-                                Guarantee g) {
+                                Guarantee g, const char *const *assumptions) {
     if (!notion)
         return;
     cJSON *o = cJSON_AddObjectToObject(snd, key);
@@ -197,6 +199,12 @@ static void add_narrower_figure(cJSON *snd, const char *key, double eps, double 
     if (g == GUARANTEE_CONDITIONAL)
         jnum_add(o, "epsilon_total_conditional", eps_conditional);
     cJSON_AddStringToObject(o, "notion", notion);
+    if (assumptions) {
+        cJSON_AddStringToObject(o, "guarantee", guarantee_name(g));
+        cJSON *as = cJSON_AddArrayToObject(o, "assumptions");
+        for (int i = 0; i < PRIVACY_MAX_ASSUMPTIONS && assumptions[i]; i++)
+            cJSON_AddItemToArray(as, cJSON_CreateString(assumptions[i]));
+    }
 }
 
 cJSON *privacy_record_json(const PrivacyRecord *p) {
@@ -212,10 +220,11 @@ cJSON *privacy_record_json(const PrivacyRecord *p) {
     cJSON_AddStringToObject(snd, "notion", p->sound_notion ? p->sound_notion : "");
     if (p->guarantee == GUARANTEE_CONDITIONAL)
         jnum_add(snd, "epsilon_total_conditional", p->epsilon_total_conditional);
+    // The upload observer's record always states its label (its own, or the record's it shares).
     add_narrower_figure(snd, "upload", p->epsilon_total_upload, p->epsilon_total_upload_conditional,
-                        p->upload_notion, p->guarantee);
+                        p->upload_notion, p->upload_guarantee, p->upload_assumptions);
     add_narrower_figure(snd, "coordinate", p->epsilon_total_coordinate, p->epsilon_total_coordinate_conditional,
-                        p->coordinate_notion, p->guarantee);
+                        p->coordinate_notion, p->guarantee, NULL);
     if (p->unit && strcmp(p->unit, "record") == 0)
         cJSON_AddBoolToObject(snd, "covers_client", p->record_bound_covers_client);
     cJSON_AddStringToObject(j, "guarantee", guarantee_name(p->guarantee));

@@ -190,7 +190,20 @@ static FpStatus make_defense(Federation *f, FpError *err) {
         cJSON_AddStringToObject(dflt, "name", f->s.defense->name);
         djson = dflt;
     }
+    // The server's Bernoulli cohort sizes, drawn from the seed alone: what a calibration
+    // to a target ε accounts (DefenseSetup.planned_cohorts).
+    int *planned = c->sampling == SAMPLING_FIXED ? NULL : malloc(sizeof(int) * (size_t)(c->rounds > 0 ? c->rounds : 1));
+    int *scratch = planned ? malloc(sizeof(int) * (size_t)c->clients) : NULL;
+    for (int r = 0; scratch && r < c->rounds; r++)
+        if ((planned[r] = fed_server_sample(c, setup->seed, r, scratch)) < 0) {
+            free(scratch);
+            scratch = NULL;
+        }
+    f->dsetup.planned_cohorts = scratch ? planned : NULL;
+    free(scratch);
     FpStatus st = f->s.defense->create(djson, "defense", &f->dsetup, &f->defense_state, err);
+    f->dsetup.planned_cohorts = NULL;
+    free(planned);
     cJSON_Delete(dflt);
     if (st != FP_OK) {
         f->defense_state = NULL;

@@ -9,10 +9,15 @@
 #include "core/json_number.h"
 #include "reports/results.h"
 
+// epsilon_sound and guarantee are the record's own (the released aggregates' observer),
+// epsilon_upload and upload_guarantee the upload observer's record, labelled by its own proof.
 static const char *const columns[] = {"cell",      "setting", "defense", "variant", "params", "epsilon",
-                                      "epsilon_nominal", "epsilon_sound", "guarantee", "unit", "seed",
-                                      "status",    "attack",  "metric",  "value"};
+                                      "epsilon_nominal", "epsilon_sound", "guarantee", "epsilon_upload",
+                                      "upload_guarantee", "unit", "seed", "status",    "attack",  "metric",  "value"};
 #define N_COLUMNS (int)(sizeof columns / sizeof columns[0])
+// The columns a row's entries fill in.
+enum { COL_STATUS = 13, COL_ATTACK, COL_METRIC, COL_VALUE };
+_Static_assert(COL_VALUE + 1 == N_COLUMNS, "the row columns are the last four");
 
 // One row's fields: text, or a number (is_num) written by the non-finite rule.
 typedef struct Field {
@@ -85,8 +90,8 @@ static void numbers(HtmlBuf *o, ExportFormat fmt, Field *f, const cJSON *obj, ch
         if (cJSON_IsObject(it))
             numbers(o, fmt, f, it, path, len + n, cap);
         else if (jnum_is_value(it) || cJSON_IsNull(it)) {
-            f[13] = (Field){.text = path};
-            f[14] = (Field){.num = jnum_value(it), .is_num = 1};
+            f[COL_METRIC] = (Field){.text = path};
+            f[COL_VALUE] = (Field){.num = jnum_value(it), .is_num = 1};
             emit(o, fmt, f);
         }
         path[len] = 0;
@@ -108,6 +113,8 @@ FpStatus report_export(const char *dir, ExportFormat fmt, HtmlBuf *o, FpError *e
         if (!c)
             continue;
         const cJSON *priv = cJSON_GetObjectItemCaseSensitive(c, "privacy");
+        const cJSON *sound = cJSON_GetObjectItemCaseSensitive(priv, "sound");
+        const cJSON *upload = cJSON_GetObjectItemCaseSensitive(sound, "upload");
         const cJSON *params = cJSON_GetObjectItemCaseSensitive(e, "params");
         char *ptext = cJSON_GetArraySize(params) > 0 ? cJSON_PrintUnformatted(params) : NULL;
         Field f[N_COLUMNS] = {
@@ -120,6 +127,8 @@ FpStatus report_export(const char *dir, ExportFormat fmt, HtmlBuf *o, FpError *e
             {.num = results_cell_metric(c, "epsilon_nominal"), .is_num = 1},
             {.num = results_cell_metric(c, "epsilon_sound"), .is_num = 1},
             {.text = jstr(priv, "guarantee", "")},
+            {.num = results_cell_metric(c, "epsilon_upload"), .is_num = 1},
+            {.text = jstr(upload, "guarantee", "")},
             {.text = jstr(priv, "unit", "")},
             {.num = jnum_value(cJSON_GetObjectItemCaseSensitive(e, "seed")), .is_num = 1},
             {.text = cell_status_name(r.status[i])},
@@ -129,8 +138,8 @@ FpStatus report_export(const char *dir, ExportFormat fmt, HtmlBuf *o, FpError *e
         };
         static const char *const model_metrics[] = {"model_accuracy", "model_loss"};
         for (int q = 0; q < 2; q++) {
-            f[13] = (Field){.text = model_metrics[q]};
-            f[14] = (Field){.num = results_cell_metric(c, model_metrics[q]), .is_num = 1};
+            f[COL_METRIC] = (Field){.text = model_metrics[q]};
+            f[COL_VALUE] = (Field){.num = results_cell_metric(c, model_metrics[q]), .is_num = 1};
             emit(o, fmt, f);
         }
         for (int k = 0; k < matrix_attack_count(&r); k++) {
@@ -138,11 +147,11 @@ FpStatus report_export(const char *dir, ExportFormat fmt, HtmlBuf *o, FpError *e
             if (!a)
                 continue;
             const cJSON *ix = matrix_index_attack(&r, k);
-            f[12] = (Field){.text = jstr(ix, "label", jstr(ix, "name", ""))};
-            f[11] = (Field){.text = jstr(a, "status", "")};
+            f[COL_ATTACK] = (Field){.text = jstr(ix, "label", jstr(ix, "name", ""))};
+            f[COL_STATUS] = (Field){.text = jstr(a, "status", "")};
             if (strcmp(jstr(a, "status", ""), "done") != 0) {
-                f[13] = (Field){.text = jstr(a, "headline", "")};
-                f[14] = (Field){.num = NAN, .is_num = 1};
+                f[COL_METRIC] = (Field){.text = jstr(a, "headline", "")};
+                f[COL_VALUE] = (Field){.num = NAN, .is_num = 1};
                 emit(o, fmt, f);
                 continue;
             }

@@ -200,7 +200,7 @@ void section_privacy(Report *R) {
                "runs), <span class=\"g-conditional\">conditional</span> (the sound ε is ∞; the bound under it holds "
                "if the listed assumptions do) or <span class=\"g-none\">none</span> (with the reasons). <b>Upload "
                "observer</b>: the bound against the server or an eavesdropper who sees a client's own uploads, when "
-               "the defense states one. ∞ = no guarantee, — = not defined.</p>");
+               "the defense states one, with its own guarantee (its proof is not the aggregate's). ∞ = no guarantee, — = not defined.</p>");
     hb_puts(o, "<table><thead><tr><th>Defense setting</th><th>Unit</th><th>Nominal ε (per round)</th>"
                "<th>Nominal ε (total)</th><th>Nominal notion</th><th>Guarantee</th><th>Sound ε (total)</th><th>δ</th>"
                "<th>Sound notion</th><th>Upload observer ε</th><th>σ</th></tr></thead><tbody>");
@@ -243,6 +243,10 @@ void section_privacy(Report *R) {
             hb_puts(o, "\">");
             put_sound(o, up);
             hb_puts(o, "</span>");
+            if (cJSON_GetObjectItemCaseSensitive(up, "guarantee")) { // its own record's label
+                hb_puts(o, "<br>");
+                put_guarantee(o, up);
+            }
         } else
             hb_puts(o, "—");
         hb_puts(o, "</td><td class=\"num\">");

@@ -38,6 +38,7 @@ typedef struct Bound {
     const char *max_key;       // attack bounds: "at_most" names another key of the same result
     double at_most, at_least;
     int min_guarantee;         // the weakest guarantee a selected setting may have (-1 = any)
+    int upload_record;         // 1: min_guarantee bounds the upload observer's record ("upload_guarantee")
     long long min_cells;
 } Bound;
 
@@ -178,7 +179,7 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
     static const char *const keys[] = {"label",  "defense", "audit",     "variant", "epsilon_min", "epsilon_max",
                                        "params", "attack",  "observer",  "metric",    "statistic", "at_most",
                                        "at_least",
-                                       "guarantee", "min_cells", NULL};
+                                       "guarantee", "upload_guarantee", "min_cells", NULL};
     if (!cJSON_IsObject(b))
         return fp_fail(err, FP_EPARAM, "%s: must be an object", path);
     FP_TRY(jv_keys(b, path, keys, err));
@@ -209,15 +210,22 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
         FP_TRY(jv_choice(b, path, "observer", observers, 0, &o, err));
         out->observer = observers[o];
     }
-    // "guarantee": the weakest guarantee a selected setting's privacy record may have; a
-    // bound of its own, or beside a metric's limits.
+    // "guarantee": the weakest guarantee a selected setting's privacy record may have (the
+    // record's own, the released aggregates' observer), or "upload_guarantee" that of the
+    // upload observer's record (sound.upload, labelled by its own proof); a bound of its
+    // own, or beside a metric's limits.
     static const char *const guarantees[] = {"none", "conditional", "proven", NULL};
     out->min_guarantee = -1;
-    if (cJSON_GetObjectItemCaseSensitive(b, "guarantee")) {
+    out->upload_record = cJSON_GetObjectItemCaseSensitive(b, "upload_guarantee") != NULL;
+    const char *gkey = out->upload_record ? "upload_guarantee" : "guarantee";
+    if (out->upload_record && cJSON_GetObjectItemCaseSensitive(b, "guarantee"))
+        return fp_fail(err, FP_EPARAM, "%s: give one of \"guarantee\" and \"upload_guarantee\" per bound",
+                       jv_path(p, sizeof p, path, "upload_guarantee"));
+    if (cJSON_GetObjectItemCaseSensitive(b, gkey)) {
         if (out->is_audit || out->attack)
-            return fp_fail(err, FP_EPARAM, "%s: \"guarantee\" bounds a cell's privacy record (no \"audit\" or "
-                           "\"attack\")", jv_path(p, sizeof p, path, "guarantee"));
-        FP_TRY(jv_choice(b, path, "guarantee", guarantees, 0, &out->min_guarantee, err));
+            return fp_fail(err, FP_EPARAM, "%s: \"%s\" bounds a cell's privacy record (no \"audit\" or "
+                           "\"attack\")", jv_path(p, sizeof p, path, gkey), gkey);
+        FP_TRY(jv_choice(b, path, gkey, guarantees, 0, &out->min_guarantee, err));
     }
     int limits = cJSON_GetObjectItemCaseSensitive(b, "at_most") || cJSON_GetObjectItemCaseSensitive(b, "at_least");
     out->metric_given = cJSON_GetObjectItemCaseSensitive(b, "metric") != NULL;
@@ -288,7 +296,7 @@ static FpStatus parse_bound(const cJSON *b, int i, Bound *out, FpError *err) {
         snprintf(out->name, sizeof out->name, "bound %d (%s %.64s%s%.64s%s: %s%.64s%s)", i + 1,
                  out->is_audit ? "audit" : "defense", out->select, out->variant ? " " : "",
                  out->variant ? out->variant : "", sel, out->attack ? out->attack : "", out->attack ? " " : "",
-                 out->metric ? out->metric : "guarantee");
+                 out->metric ? out->metric : out->upload_record ? "upload guarantee" : "guarantee");
     }
     return FP_OK;
 }
@@ -523,6 +531,8 @@ static void check_cells(CheckResult *r, const Bound *b, const MatrixResults *mr)
             const char *weakest = NULL, *why = NULL;
             for (int j = 0; j < set->n_runs; j++) {
                 const cJSON *priv = cJSON_GetObjectItemCaseSensitive(mr->cells[set->runs[j]], "privacy");
+                if (priv && b->upload_record) // no upload record: no label (absent, below none)
+                    priv = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(priv, "sound"), "upload");
                 const char *g = jstr(priv, "guarantee");
                 const cJSON *as = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(priv, "assumptions"), 0);
                 missing |= !priv;
@@ -534,7 +544,8 @@ static void check_cells(CheckResult *r, const Bound *b, const MatrixResults *mr)
             }
             const char *need = guarantee_name((Guarantee)b->min_guarantee);
             if (missing)
-                add_check(r, b, where, 0, "%s: no privacy record (needs a %s guarantee)", where, need);
+                add_check(r, b, where, 0, "%s: no %s record (needs a %s guarantee)", where,
+                          b->upload_record ? "upload observer's" : "privacy", need);
             else if (rank < b->min_guarantee)
                 add_check(r, b, where, 0, "%s: guarantee %.32s, needs %s%s%.300s%s", where, weakest ? weakest : "absent",
                           need, why ? " (" : "", why ? why : "", why ? ")" : "");

@@ -15,7 +15,7 @@ import re
 import sys
 
 COLUMNS = ["cell", "setting", "defense", "variant", "params", "epsilon", "epsilon_nominal", "epsilon_sound",
-           "guarantee", "unit", "seed", "status", "attack", "metric", "value"]
+           "guarantee", "epsilon_upload", "upload_guarantee", "unit", "seed", "status", "attack", "metric", "value"]
 
 
 def escape(text):
@@ -81,6 +81,8 @@ def expected(run):
                          "epsilon_nominal": num(priv.get("nominal", {}).get("epsilon_total")),
                          "epsilon_sound": num(priv.get("sound", {}).get("epsilon_total")),
                          "guarantee": priv.get("guarantee", ""), "unit": priv.get("unit", ""),
+                         "epsilon_upload": num(priv.get("sound", {}).get("upload", {}).get("epsilon_total")),
+                         "upload_guarantee": priv.get("sound", {}).get("upload", {}).get("guarantee", ""),
                          "defense": e["defense"], "setting": e["label"]}
         want[(e["id"], "", "model_accuracy")] = num(c["model"].get("test_accuracy"))
         want[(e["id"], "", "model_loss")] = num(c["model"].get("test_loss"))
@@ -112,10 +114,10 @@ def compare(name, rows, parse, want, cols, text=lambda s: s):
         if c is None:
             problems.append(f"{name}: unknown cell {r['cell']}")
             continue
-        for col in ("epsilon", "seed", "epsilon_nominal", "epsilon_sound"):
+        for col in ("epsilon", "seed", "epsilon_nominal", "epsilon_sound", "epsilon_upload"):
             if not same(parse(r[col]), c[col]):
                 problems.append(f"{name}: {key} {col} = {r[col]!r}, the run has {c[col]!r}")
-        for col in ("guarantee", "unit", "defense", "setting"):
+        for col in ("guarantee", "upload_guarantee", "unit", "defense", "setting"):
             if r[col] != text(c[col]):
                 problems.append(f"{name}: {key} {col} = {r[col]!r}, the run has {c[col]!r}")
     for key in want.keys() - got.keys():

@@ -101,6 +101,11 @@ static void clientdp_privacy(const void *state, int rounds_done, PrivacyRecord *
                            .epsilon_total_nominal = s->epsilon, .nominal_notion = "stand-in client-level (eps, delta)",
                            .epsilon_total_sound = s->epsilon, .delta = 1e-5, .sound_notion = "stand-in RDP",
                            .sigma = s->sigma, .guarantee = GUARANTEE_PROVEN};
+    // The upload observer's own record, as gaussian-dpfedavg's with server noise: none.
+    rec->epsilon_total_upload = INFINITY;
+    rec->upload_notion = "none: the server sees the update";
+    rec->upload_own_label = 1;
+    privacy_assume_upload(rec, "stand-in: the server sees each clipped update");
 }
 static void clientdp_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "epsilon", ((const StandinDefense *)state)->epsilon);

@@ -417,7 +417,10 @@ START_TEST(asgp_corrected_capped_and_sound) {
     const int c_cap = 100;
     ck_assert_double_eq(describe_number(ops, st, "max_selected"), c_cap);
     double b = sqrt((double)c_cap) * 2.0 / (4 * 0.9); // ΔS = 2C, ε3 = 0.9ε
-    ck_assert_double_eq_tol(describe_number(ops, st, "laplace_scale"), b, 1e-12);
+    // widened by the safe sampler's excess over ε (at most 1e-3; tests/test_records.c)
+    double scale = describe_number(ops, st, "laplace_scale");
+    ck_assert(scale >= b && scale <= b * (1 + 1e-3));
+    b = scale;
     float in[D], u[D];
     spaced_values(in, D, 5e-6, 4); // norm 0.51 < C
     double *x = malloc(sizeof(double) * D * TRIALS);

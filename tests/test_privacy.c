@@ -88,6 +88,16 @@ static void assert_conditional_on(const PrivacyRecord *r, const char *a0, const 
     ck_assert(isinf(r->epsilon_total_sound));
 }
 
+// The upload observer's own record conditional on exactly a0: each record is labelled by
+// its own proof (before, the upload's assumption made the whole record conditional and its
+// aggregate figure ∞).
+static void assert_upload_conditional_on(const PrivacyRecord *r, const char *a0) {
+    ck_assert_int_eq(r->upload_guarantee, GUARANTEE_CONDITIONAL);
+    ck_assert_str_eq(r->upload_assumptions[0], a0);
+    ck_assert_ptr_null(r->upload_assumptions[1]);
+    ck_assert(isinf(r->epsilon_total_upload));
+}
+
 // The safe sampler's inflation of a multiplier (defenses/clip.h ClipNoise): noise of std
 // `ratio`·Δ on d coordinates, S grid steps from the defense's describe().
 static double safe_phi(const DefenseOps *ops, void *st, double ratio, size_t d, int replace) {
@@ -218,11 +228,14 @@ START_TEST(client_noise_sum_carries_z_for_every_cohort) {
         double phi = safe_phi(ops, st, 1.0, D, 0);
         ck_assert(phi > 1 && phi < 1.005); // S capped at 16384 for 20000 coordinates: 1 + √20000/32768
         // The upload observer's ε for shares of z/√10 (about 40) is beyond what the table's
-        // precision certifies: the record's only assumption.
-        assert_conditional_on(&rec, CLIP_NOISE_SLACK_ASSUMPTION, NULL);
+        // precision certifies: its own record's only assumption. The aggregate's, no round
+        // seen (joint convexity), is beyond it too, by its own account.
+        assert_upload_conditional_on(&rec, CLIP_NOISE_SLACK_ASSUMPTION);
         Phase unseen = {RDP_SAMPLING_POISSON_REPLACE, 0.24, kls(ops, st, 0.5 / phi, 10, D), 3};
         int covered;
         double want = safe_account_phases(&unseen, 1, 3.0 * D * 10, &covered);
+        ck_assert(!covered);
+        assert_conditional_on(&rec, CLIP_NOISE_SLACK_ASSUMPTION, NULL);
         ck_assert_double_eq_tol(rec.epsilon_total_conditional, want, 1e-12);
         ck_assert_ptr_nonnull(strstr(rec.sound_notion, "replace one"));
         ck_assert_ptr_nonnull(strstr(rec.sound_notion, "Kairouz"));
@@ -245,8 +258,13 @@ START_TEST(client_noise_sum_carries_z_for_every_cohort) {
         ck_assert_double_eq_tol(rec.epsilon_total_upload_conditional, up, 1e-9 * up);
         Phase realised[2] = {{RDP_SAMPLING_FIXED, 0.2, kls(ops, st, 0.5 / phi, 2, D), 1},
                              {RDP_SAMPLING_FIXED, 0.3, kls(ops, st, 0.5 / phi, 3, D), 1}};
-        want = safe_account_phases(realised, 2, 3.0 * D * 10, &covered);
-        ck_assert_double_eq_tol(rec.epsilon_total_conditional, want, 1e-12);
+        // The table's draws the release holds: the participants' d (the server's in the
+        // empty round), 2 + 1 + 3 of them, not every client's.
+        want = safe_account_phases(realised, 2, 6.0 * D, &covered);
+        ck_assert(covered); // the aggregate's slack fits: proven, the upload's record apart
+        ck_assert_int_eq(rec.guarantee, GUARANTEE_PROVEN);
+        assert_upload_conditional_on(&rec, CLIP_NOISE_SLACK_ASSUMPTION);
+        ck_assert_double_eq_tol(rec.epsilon_total_sound, want, 1e-12);
         ck_assert(want >= 5.043);
         ck_assert_double_eq_tol(account(RDP_SAMPLING_POISSON, 0.24, 1.0, 3, 1e-5), 4.31802636, 1e-6);
         ops->destroy(st);
@@ -271,17 +289,20 @@ START_TEST(fixed_cohort_accounted_without_replacement) {
     PrivacyRecord rec;
     defense_privacy(ops, st, 3, &rec);
     // The sum of the 2 discrete Gaussian shares (Kairouz, Liu, Steinke 2021) in Thm 9 at
-    // 2/10; the record's one assumption is the table's precision, for the upload observer's
-    // ε of about 35 (shares of z/√2 against 2C).
-    assert_conditional_on(&rec, CLIP_NOISE_SLACK_ASSUMPTION, NULL);
+    // 2/10, proven; the upload observer's own record is conditional on the table's
+    // precision, for its ε of about 35 (shares of z/√2 against 2C).
+    assert_upload_conditional_on(&rec, CLIP_NOISE_SLACK_ASSUMPTION);
+    ck_assert_int_eq(rec.guarantee, GUARANTEE_PROVEN);
+    ck_assert_ptr_null(rec.assumptions[0]);
     int covered;
-    // ε 15 over 3000 draws: δ/64 is set aside for the table.
+    // ε 15 over 600 draws (the 2 participants' d in each of 3 rounds; before, every
+    // client's, 3000 and δ/64): the first share, δ/1024, holds the table's slack.
     double m = kls(ops, st, 0.5 / safe_phi(ops, st, 1.0, 100, 0), 2, 100);
-    double want = safe_account(RDP_SAMPLING_FIXED, 0.2, m, 3, 3000, &covered);
+    double want = safe_account(RDP_SAMPLING_FIXED, 0.2, m, 3, 600, &covered);
     ck_assert(covered);
-    ck_assert_double_eq_tol(rec.epsilon_total_conditional, want, 1e-12);
-    ck_assert(want > account(RDP_SAMPLING_FIXED, 0.2, m, 3, SAFE_DELTA));
-    ck_assert(rec.epsilon_total_conditional >= 5.043);
+    ck_assert_double_eq_tol(rec.epsilon_total_sound, want, 1e-12);
+    ck_assert_double_eq(want, account(RDP_SAMPLING_FIXED, 0.2, m, 3, SAFE_DELTA)); // the first share
+    ck_assert(rec.epsilon_total_sound >= 5.043);
     ck_assert_ptr_nonnull(strstr(rec.sound_notion, "replace one"));
     ck_assert_double_eq(describe_number(ops, st, "aggregation_denominator"), 2);
     ops->destroy(st);
@@ -638,7 +659,8 @@ START_TEST(cli_every_record_has_a_guarantee) {
         {"{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":1}", {"proven", "proven"}},
         {"{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":1,\"sampler\":\"float\"}", {"none", "none"}},
         // Client shares of z = 8 (of z = 1, the upload observer's ε, about 45 after 3 rounds, is
-        // beyond what the table's precision certifies: conditional from the second round on).
+        // beyond what the table's precision certifies: its own record is conditional from the
+        // second round on, the aggregate's stays proven).
         {"{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":8,\"noise\":\"client\"}", {"proven", "proven"}},
         {"{\"name\":\"gaussian-dpfedavg\",\"variant\":\"paper\",\"epsilon\":1}", {"proven", "proven"}},
         {"{\"name\":\"fedsmp\",\"noise_multiplier\":8}", {"proven", "proven"}},
