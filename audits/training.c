@@ -6,6 +6,7 @@
 // clipped gradient is a Dirac, sampled inside the clients like their own records.
 #include "audits/training.h"
 
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -563,6 +564,14 @@ static int runs_resume(const char *dir, const char *fingerprint, Canary *runs, i
     return 0;
 }
 
+// A journal line that could not be written ends the audit: appending after a half-written
+// line would leave a record in the middle that a resume stops at, and an audit that goes
+// on without its journal could not be resumed.
+static FpStatus journal_failed(const char *dir, FpError *err) {
+    int saved = errno;
+    return fp_fail(err, FP_EIO, "%s/multi-run.txt: write failed: %s", dir, strerror(saved ? saved : EIO));
+}
+
 static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
     const TrainingAuditConfig *cfg = a->cfg;
     Experiment *ex = a->ex;
@@ -580,6 +589,8 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
         char fp[64];
         runs_fingerprint(a, fp, sizeof fp);
         resumed = runs_resume(cfg->state_dir, fp, runs, R - 1, &kept, quiet);
+        if (kept && ferror(kept)) // the fingerprint line did not reach the file
+            st = journal_failed(cfg->state_dir, err);
     }
     RngStream seeds = rng_stream(ex->seed, RNG_AUDIT, STREAM_RUNS, 0);
     for (int r = 0; r < R && st == FP_OK; r++) {
@@ -591,15 +602,15 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
         // audit could not be rerun bit for bit.
         uint64_t run_seed = (((hi << 32) | lo) & ~RNG_SEED_SECURE) | (ex->seed & RNG_SEED_SECURE);
         st = train_with_canaries(a, run_seed, &runs[r], 1, err);
-        if (st == FP_OK && kept && r < R - 1) {
-            fprintf(kept, "run %d: %.17g %.17g\n", r, runs[r].score[SCORE_SIGNED], runs[r].score[SCORE_MAGNITUDE]);
-            fflush(kept);
-        }
+        if (st == FP_OK && kept && r < R - 1 &&
+            (fprintf(kept, "run %d: %.17g %.17g\n", r, runs[r].score[SCORE_SIGNED], runs[r].score[SCORE_MAGNITUDE]) < 0 ||
+             fflush(kept) != 0))
+            st = journal_failed(cfg->state_dir, err);
         if (!quiet && (R < 10 || (r + 1) % (R / 10) == 0))
             fprintf(stderr, "audit-training: run %d/%d\n", r + 1, R);
     }
-    if (kept)
-        fclose(kept);
+    if (kept && fclose(kept) != 0 && st == FP_OK)
+        st = journal_failed(cfg->state_dir, err);
     if (st == FP_OK)
         cJSON_AddNumberToObject(res, "runs_resumed", resumed);
     if (st == FP_OK) {
