@@ -13,9 +13,11 @@
 //      the same audit result.
 // Which n: every n when a scenario has at most FAULT_BUDGET counted calls of the kind,
 // else FAULT_BUDGET values: the first FAULT_BUDGET / 4 (start-up) and the rest evenly
-// spaced up to the count. FEDPRIV_FAULT_EVERY=1 tries every n (minutes to hours). Under
-// the sanitizers the budget is a quarter. The control test shows the checks fail on a
-// program that truncates a file and reports success.
+// spaced up to the count; under the sanitizers the budget is a quarter.
+// FEDPRIV_FAULT_BUDGET=K tries K values instead, FEDPRIV_FAULT_EVERY=1 every n (minutes
+// to hours); CK_RUN_CASE=NAME runs one scenario (control, export, report, audit, matrix).
+// The control test shows the checks fail on a program that truncates a file and reports
+// success.
 // Skipped when FEDPRIV_BIN is unset (like every CLI test); fails when the shim is missing.
 #include <check.h>
 #include <cjson/cJSON.h>
@@ -179,9 +181,10 @@ static Outcome run_mode(const char *mode, const char *const *args) {
 
 // The values of n tried for count counted calls: see the banner.
 static int pick_ns(long count, long *ns, int cap) {
-    const char *every = getenv("FEDPRIV_FAULT_EVERY");
+    const char *every = getenv("FEDPRIV_FAULT_EVERY"), *want = getenv("FEDPRIV_FAULT_BUDGET");
     int all = every && strcmp(every, "1") == 0;
-    int budget = FAULT_BUDGET < cap ? FAULT_BUDGET : cap;
+    int budget = want && atoi(want) >= 4 ? atoi(want) : FAULT_BUDGET;
+    budget = budget < cap ? budget : cap;
     int k = 0;
     if (all || count <= budget) {
         for (long n = 1; n <= count && k < cap; n++)
@@ -430,8 +433,8 @@ static void run_scenario(const Scenario *sc, int kind) {
     ck_assert_msg(base.rc == 0, "%s: the run without faults exits %d: %s", sc->name, base.rc, err_buf);
     long count = base.count[kind];
     ck_assert_msg(count > 0, "%s: no %s calls counted (is the shim working?)", sc->name, kind_names[kind]);
-    long ns[4096];
-    int k = pick_ns(count, ns, 4096), fired = 0;
+    static long ns[1 << 16];
+    int k = pick_ns(count, ns, 1 << 16), fired = 0;
     for (int i = 0; i < k; i++) {
         char mode[64];
         snprintf(mode, sizeof mode, "%s:%ld", kind_names[kind], ns[i]);
@@ -740,20 +743,26 @@ START_TEST(checks_catch_a_truncating_program) {
 }
 END_TEST
 
+// One test case per scenario, so that CK_RUN_CASE=matrix (for one) runs it alone.
 Suite *suite_fault(void) {
     Suite *s = suite_create("fault");
-    TCase *t = tcase_create("fault");
-    tcase_add_checked_fixture(t, make_tmp_dir, remove_tmp_dir);
-    tcase_set_timeout(t, 600);
-    tcase_add_test(t, checks_catch_a_truncating_program);
-    tcase_add_test(t, export_alloc);
-    tcase_add_test(t, export_io);
-    tcase_add_test(t, report_alloc);
-    tcase_add_test(t, report_io);
-    tcase_add_test(t, audit_resume_alloc);
-    tcase_add_test(t, audit_resume_io);
-    tcase_add_test(t, matrix_alloc);
-    tcase_add_test(t, matrix_io);
-    suite_add_tcase(s, t);
+    const struct {
+        const char *name;
+        const TTest *tests[2];
+    } cases[] = {
+        {"control", {checks_catch_a_truncating_program, NULL}},
+        {"export", {export_alloc, export_io}},
+        {"report", {report_alloc, report_io}},
+        {"audit", {audit_resume_alloc, audit_resume_io}},
+        {"matrix", {matrix_alloc, matrix_io}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TCase *t = tcase_create(cases[i].name);
+        tcase_add_checked_fixture(t, make_tmp_dir, remove_tmp_dir);
+        tcase_set_timeout(t, 600);
+        for (int k = 0; k < 2 && cases[i].tests[k]; k++)
+            tcase_add_test(t, cases[i].tests[k]);
+        suite_add_tcase(s, t);
+    }
     return s;
 }
