@@ -213,7 +213,12 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
     uint32_t *dc_coords = NULL;
     if (a->records)
         FP_TRY(record_canaries(a, cn, n_canaries, K, &dc, &dc_coords, err));
-    model_init(a->model, seed);
+    FpStatus init = model_init(a->model, seed, err);
+    if (init != FP_OK) {
+        free(dc);
+        free(dc_coords);
+        return init;
+    }
     FedSetup s = {.cfg = ex->fed, .seed = seed, .threads = ex->threads, .backend = ex->backend, .global = a->model,
                   .train = ex->train, .test = ex->test, .defense = ex->defense, .defense_json = ex->defense_json,
                   .quiet = 1, .canaries = dc, .memo = ex->memo};

@@ -306,7 +306,7 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
         if (!aex.model)
             st = err.code ? err.code : FP_ENOMEM;
         else
-            model_init(aex.model, c->seed); // the attack's model from this cell's seed
+            st = model_init(aex.model, c->seed, &err); // the attack's model from this cell's seed
     }
     if (st == FP_OK) {
         char refdir[4200];
@@ -389,8 +389,10 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
     cex.defense = c->ops;
     cex.defense_json = c->defense;
     cex.model = model_clone(m->base.model, m->base.backend, &ferr);
-    if (cex.model)
-        model_init(cex.model, c->seed);
+    if (cex.model && model_init(cex.model, c->seed, &ferr) != FP_OK) {
+        model_free(cex.model);
+        cex.model = NULL;
+    }
     Federation *f = cex.model ? experiment_federation(&cex, NULL, !verbose, &ferr) : NULL;
     FpStatus fst = f ? fed_run(f, 0, &ferr) : (ferr.code ? ferr.code : FP_ENOMEM);
     cJSON *model = cJSON_AddObjectToObject(j, "model");
