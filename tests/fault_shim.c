@@ -11,7 +11,8 @@
 //   unset, or anything else  nothing fails; the calls are only counted
 //   FEDPRIV_FAULT_REPORT=F   at exit, F gets "alloc A io B\n" (the calls counted); when the
 //                            fault fired, first a line "fired KIND N FUNCTION OBJECT+0xOFFSET"
-//                            (addr2line -f -e OBJECT OFFSET names the caller)
+//                            then " from 0x..." for the callers further up in the same object
+//                            (addr2line -f -i -e OBJECT OFFSET... names them)
 // Each fault fires once (the N-th call only; the calls after it succeed).
 //
 // What is counted. Only calls made from fedpriv's own code (the main executable's text)
@@ -49,6 +50,7 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <link.h>
 #include <stdarg.h>
@@ -222,6 +224,8 @@ __attribute__((constructor(101))) static void shim_init(void) {
     }
     int first = 1;
     dl_iterate_phdr(add_object, &first);
+    void *warm[2];
+    backtrace(warm, 2); // loads the unwinder now, not inside a failing call
     pthread_atfork(NULL, NULL, in_child);
     atexit(write_report);
     __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
@@ -248,9 +252,16 @@ static int should_fail(int kind, const char *fn, const void *ret) {
     if (report_path[0]) {
         int fd = real_open(report_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
         if (fd >= 0) {
-            char line[4400];
-            int len = snprintf(line, sizeof line, "fired %s %ld %s %s+0x%lx\n", kind_names[kind], n, fn,
+            char line[4800];
+            int len = snprintf(line, sizeof line, "fired %s %ld %s %s+0x%lx", kind_names[kind], n, fn,
                                r->object[0] ? r->object : "fedpriv", (unsigned long)((uintptr_t)ret - r->base));
+            void *frames[12];
+            int depth = backtrace(frames, 12); // loaded by the constructor: no allocation here
+            for (int i = 2; i < depth && len < (int)sizeof line - 40; i++)
+                if (counted_caller(frames[i]) == r)
+                    len += snprintf(line + len, sizeof line - (size_t)len, " from 0x%lx",
+                                    (unsigned long)((uintptr_t)frames[i] - 1 - r->base));
+            line[len++] = '\n';
             real_write(fd, line, (size_t)len);
             close(fd);
         }
