@@ -263,13 +263,14 @@ FpStatus mia_mlp_scores(int dim, const float *x_train, const int32_t *y_train, i
         for (int i = 0; i < n_test; i++)
             for (int k = 0; k < dim; k++)
                 te->x[(size_t)i * dim + k] = (float)((x_test[(size_t)i * dim + k] - mean[k]) / sd[k]);
-        model_init(m, mia_derived_seed(seed, RNG_ATTACK, 3, attack_id));
+        st = model_init(m, mia_derived_seed(seed, RNG_ATTACK, 3, attack_id), err);
         for (int i = 0; i < nmax; i++)
             idx[i] = (uint32_t)i;
         LocalTrainConfig lc = {.epochs = c->epochs, .batch_size = c->batch_size, .lr = c->lr,
                                .momentum = c->momentum, .weight_decay = c->weight_decay};
         RngStream shuffle = rng_stream(seed, RNG_ATTACK, 2, attack_id);
-        st = local_train(m, t, tr, idx, n_train, &lc, &shuffle, mom, err);
+        if (st == FP_OK)
+            st = local_train(m, t, tr, idx, n_train, &lc, &shuffle, mom, err);
     }
     if (st == FP_OK)
         st = mia_logits(m, te, idx, n_test, 1, z, err);

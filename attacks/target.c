@@ -269,10 +269,12 @@ FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const
     Model *m = model_clone(ex->model, be, err);
     if (!m)
         return err ? err->code : FP_ENOMEM;
-    if (fresh)
-        model_init(m, seed);
+    FpStatus st = fresh ? model_init(m, seed, err) : FP_OK;
+    if (st != FP_OK) {
+        model_free(m);
+        return st;
+    }
     size_t np = m->table.n_params;
-    FpStatus st = FP_OK;
     if (cfg->kind == MIA_TARGET_CENTRAL) {
         Tape *t = tape_create(be);
         float *mom = be->alloc(np * sizeof(float));

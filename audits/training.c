@@ -6,6 +6,7 @@
 // clipped gradient is a Dirac, sampled inside the clients like their own records.
 #include "audits/training.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -219,7 +220,12 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
     uint32_t *dc_coords = NULL;
     if (a->records)
         FP_TRY(record_canaries(a, cn, n_canaries, K, &dc, &dc_coords, err));
-    model_init(a->model, seed);
+    FpStatus init = model_init(a->model, seed, err);
+    if (init != FP_OK) {
+        free(dc);
+        free(dc_coords);
+        return init;
+    }
     FedSetup s = {.cfg = ex->fed, .seed = seed, .threads = ex->threads, .backend = ex->backend, .global = a->model,
                   .train = ex->train, .test = ex->test, .defense = ex->defense, .defense_json = ex->defense_json,
                   .quiet = 1, .canaries = dc, .memo = ex->memo};
@@ -721,6 +727,14 @@ static int runs_resume(const char *dir, const char *fingerprint, Canary *runs, i
     return 0;
 }
 
+// A journal line that could not be written ends the audit: appending after a half-written
+// line would leave a record in the middle that a resume stops at, and an audit that goes
+// on without its journal could not be resumed.
+static FpStatus journal_failed(const char *dir, FpError *err) {
+    int saved = errno;
+    return fp_fail(err, FP_EIO, "%s/multi-run.txt: write failed: %s", dir, strerror(saved ? saved : EIO));
+}
+
 static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
     const TrainingAuditConfig *cfg = a->cfg;
     Experiment *ex = a->ex;
@@ -741,6 +755,8 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
         if (resumed < 0) {
             st = FP_EFORMAT;
             resumed = 0;
+        } else if (kept && ferror(kept)) { // the fingerprint line did not reach the file
+            st = journal_failed(cfg->state_dir, err);
         }
     }
     RngStream seeds = rng_stream(ex->seed, RNG_AUDIT, STREAM_RUNS, 0);
@@ -753,15 +769,15 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
         // audit could not be rerun bit for bit.
         uint64_t run_seed = (((hi << 32) | lo) & ~RNG_SEED_SECURE) | (ex->seed & RNG_SEED_SECURE);
         st = train_with_canaries(a, run_seed, &runs[r], 1, err);
-        if (st == FP_OK && kept && r < R - 1) {
-            fprintf(kept, "run %d: %.17g %.17g\n", r, runs[r].score[SCORE_SIGNED], runs[r].score[SCORE_MAGNITUDE]);
-            fflush(kept);
-        }
+        if (st == FP_OK && kept && r < R - 1 &&
+            (fprintf(kept, "run %d: %.17g %.17g\n", r, runs[r].score[SCORE_SIGNED], runs[r].score[SCORE_MAGNITUDE]) < 0 ||
+             fflush(kept) != 0))
+            st = journal_failed(cfg->state_dir, err);
         if (!quiet && (R < 10 || (r + 1) % (R / 10) == 0))
             fprintf(stderr, "audit-training: run %d/%d\n", r + 1, R);
     }
-    if (kept)
-        fclose(kept);
+    if (kept && fclose(kept) != 0 && st == FP_OK)
+        st = journal_failed(cfg->state_dir, err);
     if (st == FP_OK)
         cJSON_AddNumberToObject(res, "runs_resumed", resumed);
     if (st == FP_OK) {

@@ -47,7 +47,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "dlg_closure: %s\n", err.msg);
         return 2;
     }
-    model_init(m, 1);
+    model_init(m, 1, NULL);
     size_t np = m->table.n_params;
     float *target = malloc(np * sizeof(float));
     RngStream rs = rng_stream(7, RNG_ATTACK, 0, 0);

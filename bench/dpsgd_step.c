@@ -92,7 +92,7 @@ int main(int argc, char **argv) {
     cJSON_Delete(mj);
     if (!m)
         return fail("model", &err);
-    model_init(m, 1);
+    model_init(m, 1, NULL);
     size_t np = m->table.n_params;
     int n = batch * steps;
     if (n > d->n)

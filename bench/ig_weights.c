@@ -26,7 +26,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ig_weights: %s\n", err.msg);
         return 2;
     }
-    model_init(m, strtoull(argv[3], NULL, 10));
+    model_init(m, strtoull(argv[3], NULL, 10), NULL);
     FILE *f = fopen(argv[4], "wb");
     size_t np = m->table.n_params;
     if (!f || fwrite(m->params, sizeof(float), np, f) != np || fclose(f) != 0) {

@@ -1,6 +1,8 @@
 // fedpriv: how much does a differential-privacy defense for federated learning
 // actually protect, and what does it cost? One binary, one subcommand per task.
+#include <cjson/cJSON.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -38,7 +40,23 @@ static void usage(FILE *f) {
         fprintf(f, "  %-12s %s\n", commands[i].name, commands[i].help);
 }
 
+// cJSON reports a failed allocation only by returning NULL, and every result fedpriv
+// writes is built by cJSON_Add* calls that do not check it: a member would silently go
+// missing from results.json, a cell or an audit result that then reads "done". So a
+// cJSON allocation that fails ends the process with one line (exit 1). Nothing is left
+// half-written: the atomic writers serialise before they create their temporary file,
+// and a rerun resumes (cells, claims and partial folders of a dead process are cleaned).
+static void *json_malloc(size_t n) {
+    void *p = malloc(n);
+    if (!p) {
+        fp_print_line(stderr, "fedpriv: out of memory (%zu bytes for a JSON document)", n);
+        exit(CLI_EXIT_FAIL);
+    }
+    return p;
+}
+
 int main(int argc, char **argv) {
+    cJSON_InitHooks(&(cJSON_Hooks){.malloc_fn = json_malloc, .free_fn = free});
     if (argc < 2) {
         usage(stderr);
         return CLI_EXIT_BADINPUT;

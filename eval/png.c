@@ -60,8 +60,10 @@ static FpStatus read_body(PngReader *r, const char *path, int *c, int *h, int *w
     r->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &r->sink, on_png_error, on_png_warning);
     if (!r->png || !(r->info = png_create_info_struct(r->png)))
         return fp_fail(err, FP_ENOMEM, "%s: cannot allocate the PNG decoder", path);
-    if (setjmp(r->sink.jump))
-        return fp_fail(err, FP_EFORMAT, "%s: corrupt or truncated PNG (%s)", path, r->sink.msg);
+    if (setjmp(r->sink.jump)) // libpng has no error codes: its allocation failures say "Out of memory"
+        return strcasestr(r->sink.msg, "memory") ? fp_fail(err, FP_ENOMEM, "%s: out of memory decoding PNG", path)
+                                                 : fp_fail(err, FP_EFORMAT, "%s: corrupt or truncated PNG (%s)", path,
+                                                           r->sink.msg);
     png_init_io(r->png, r->file);
     png_set_sig_bytes(r->png, 8);
     png_set_user_limits(r->png, PNG_MAX_SIDE, PNG_MAX_SIDE);

@@ -161,7 +161,11 @@ FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const
         experiment_free(ex);
         return err ? err->code : FP_EPARAM;
     }
-    model_init(ex->model, ex->seed);
+    st = model_init(ex->model, ex->seed, err);
+    if (st != FP_OK) {
+        experiment_free(ex);
+        return st;
+    }
     if (!(ex->memo = defense_memo_create())) {
         experiment_free(ex);
         return fp_fail(err, FP_ENOMEM, "out of memory loading the experiment");

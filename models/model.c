@@ -184,16 +184,17 @@ static void generic_init(Model *m, float *host, uint64_t seed) {
     }
 }
 
-void model_init(Model *m, uint64_t seed) {
-    float *host = malloc(m->table.n_params * sizeof(float));
+FpStatus model_init(Model *m, uint64_t seed, FpError *err) {
+    float *host = fp_malloc(m->table.n_params * sizeof(float), err);
     if (!host)
-        return;
+        return FP_ENOMEM;
     if (m->ops->init && m->cfg.init == INIT_DEFAULT)
         m->ops->init(m, host, seed);
     else
         generic_init(m, host, seed);
     model_set_params(m, host);
     free(host);
+    return FP_OK;
 }
 
 FpStatus model_param_vars(const Model *m, Tape *t, int requires_grad, Var **p) {

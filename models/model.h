@@ -3,7 +3,7 @@
 // noise are flat loops. Models live on a backend (the buffer is device memory there).
 //
 //   Model *m = model_create(cfg_json, "model", &shape, backend, &err);
-//   model_init(m, seed);                       // RNG_INIT stream
+//   model_init(m, seed, &err);                 // RNG_INIT stream
 //   Var *p[m->table.n_layers]; model_param_vars(m, tape, 1, p);
 //   Var *logits = model_forward(m, tape, p, x, 1);
 #ifndef FEDPRIV_MODELS_MODEL_H
@@ -76,7 +76,8 @@ Model *model_create(const cJSON *json, const char *path, const DataShape *in, co
 // A model of the same architecture (parameters copied) on the same or another backend.
 Model *model_clone(const Model *src, const Backend *be, FpError *err);
 void model_free(Model *m);
-void model_init(Model *m, uint64_t seed);
+// The initial weights from seed; FP_ENOMEM (the weights untouched) when out of memory.
+FpStatus model_init(Model *m, uint64_t seed, FpError *err);
 
 // Parameter I/O with the host (n_params floats).
 void model_get_params(const Model *m, float *host);

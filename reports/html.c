@@ -156,6 +156,11 @@ void rep_inline_png(Report *R, const char *adir, const char *file, const char *a
     if (!why && png_read_memory(path, contents, len, &img, &c, &h, &w, &err) != FP_OK)
         why = err.msg;
     free(img);
+    if (rerr.code == FP_ENOMEM || err.code == FP_ENOMEM) { // not the image's fault: the report fails
+        free(contents);
+        R->out.oom = 1;
+        return;
+    }
     if (why) {
         rep_problem(R, "%s: %s: %s", where, rel, why);
         free(contents);

@@ -104,8 +104,10 @@ static void add_warning(RunSummary *S, const char *kind, int setting, int attack
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     RunWarning *w = realloc(S->warnings, sizeof(RunWarning) * (size_t)(S->n_warnings + 1));
-    if (!w)
+    if (!w) {
+        S->oom = 1;
         return;
+    }
     S->warnings = w;
     RunWarning *x = &w[S->n_warnings];
     snprintf(x->kind, sizeof x->kind, "%s", kind);
@@ -113,6 +115,8 @@ static void add_warning(RunSummary *S, const char *kind, int setting, int attack
     x->attack = attack;
     if ((x->message = strdup(msg)))
         S->n_warnings++;
+    else
+        S->oom = 1;
 }
 
 // The columns: per attack of the index, its headline and the secondary metrics that at
@@ -500,6 +504,10 @@ FpStatus run_summary_build(const MatrixResults *r, RunSummary *S, FpError *err) 
     warn_attacks(S);
     warn_notions(S);
     warn_noise_point(S);
+    if (S->oom) { // a report or results.json without one of its warnings would read as complete
+        run_summary_free(S);
+        return fp_fail(err, FP_ENOMEM, "out of memory summarising the run");
+    }
     return FP_OK;
 }
 

@@ -129,6 +129,7 @@ typedef struct RunSummary {
     int n_seeds;            // most runs of one setting
     int n_warnings;
     RunWarning *warnings;
+    int oom;                // a warning could not be stored (run_summary_build then fails)
 } RunSummary;
 
 // Builds the summary of a loaded run (r must outlive it).

@@ -544,7 +544,7 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
         as->proto = model_create(as->model_json, p, &m->base.shape, m->base.backend, err);
         if (!as->proto)
             TRY(err ? err->code : FP_EPARAM);
-        model_init(as->proto, m->base.seed);
+        TRY(model_init(as->proto, m->base.seed, err));
     }
     for (int i = 0; i < m->n_cells; i++) {
         Cell *c = &m->cells[i];

@@ -109,16 +109,22 @@ FpStatus matrix_index_write(Matrix *m, const char *dir, int force, FpError *err)
 
 // The last look, now with the values: per setting, every metric over the seeds and the
 // warnings (reports/summary.h), read back from the cell files. A run that cannot be
-// summarised keeps the index without "summary" (fedpriv report summarises it again).
+// summarised keeps the index without "summary" (fedpriv report summarises it again);
+// running out of memory on the way is an error, not a run without a summary.
 static FpStatus index_write_final(Matrix *m, const char *dir, FpError *err) {
     FP_TRY(index_write_loop(m, dir, NULL, err));
     MatrixResults mr;
     RunSummary rs;
     FpError serr = {0};
-    if (matrix_results_load(dir, &mr, &serr) != FP_OK)
-        return FP_OK;
-    FpStatus st = FP_OK;
-    if (run_summary_build(&mr, &rs, &serr) == FP_OK) {
+    FpStatus st = matrix_results_load(dir, &mr, &serr);
+    if (st != FP_OK)
+        return st == FP_ENOMEM ? fp_fail(err, st, "%s", serr.msg) : FP_OK;
+    st = run_summary_build(&mr, &rs, &serr);
+    if (st == FP_ENOMEM)
+        st = fp_fail(err, st, "%s", serr.msg);
+    else if (st != FP_OK)
+        st = FP_OK;
+    else {
         cJSON *sj = run_summary_json(&rs);
         st = sj ? index_write_loop(m, dir, sj, err) : fp_fail(err, FP_ENOMEM, "out of memory");
         cJSON_Delete(sj);
@@ -324,7 +330,7 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
         if (!aex.model)
             st = err.code ? err.code : FP_ENOMEM;
         else
-            model_init(aex.model, c->seed); // the attack's model from this cell's seed
+            st = model_init(aex.model, c->seed, &err); // the attack's model from this cell's seed
     }
     if (st == FP_OK) {
         char refdir[4200];
@@ -408,8 +414,10 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
     cex.defense = c->ops;
     cex.defense_json = c->defense;
     cex.model = model_clone(m->base.model, m->base.backend, &ferr);
-    if (cex.model)
-        model_init(cex.model, c->seed);
+    if (cex.model && model_init(cex.model, c->seed, &ferr) != FP_OK) {
+        model_free(cex.model);
+        cex.model = NULL;
+    }
     Federation *f = cex.model ? experiment_federation(&cex, NULL, !verbose, &ferr) : NULL;
     FpStatus fst = f ? fed_run(f, 0, &ferr) : (ferr.code ? ferr.code : FP_ENOMEM);
     cJSON *model = cJSON_AddObjectToObject(j, "model");

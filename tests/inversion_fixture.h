@@ -23,7 +23,7 @@ static inline Model *tiny_lenet_init(int h, int w, uint64_t seed, const char *in
     Model *m = model_create(mj, "model", &sh, backend_cpu(), &err);
     cJSON_Delete(mj);
     ck_assert_msg(m != NULL, "%s", err.msg);
-    model_init(m, seed);
+    ck_assert_int_eq(model_init(m, seed, NULL), FP_OK);
     return m;
 }
 

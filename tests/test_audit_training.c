@@ -99,7 +99,7 @@ static cJSON *audit_in(const char *fed, const char *defense, const char *audit_j
     ex.shape = (DataShape){1, 6, 6, 3, 0};
     ex.model = model_create(mj, "model", &ex.shape, backend_cpu(), &err);
     ck_assert_msg(ex.model != NULL, "%s", err.msg);
-    model_init(ex.model, seed);
+    ck_assert_int_eq(model_init(ex.model, seed, NULL), FP_OK);
     ex.defense = defense_find(cJSON_GetObjectItem(dj, "name")->valuestring);
     ck_assert_ptr_nonnull(ex.defense);
     ex.defense_json = dj;
@@ -142,7 +142,7 @@ START_TEST(crafted_upload_goes_through_the_defense) {
     cJSON *mj = cJSON_Parse("{\"name\":\"mlp\",\"hidden\":[8]}");
     DataShape in = {1, 6, 6, 3, 0};
     Model *m = model_create(mj, "model", &in, backend_cpu(), NULL);
-    model_init(m, 3);
+    ck_assert_int_eq(model_init(m, 3, NULL), FP_OK);
     // The float sampler: its draws are the stream's normals, which the test recomputes.
     cJSON *dj = cJSON_Parse("{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":1.5,\"clip\":0.5,"
                             "\"noise\":\"client\",\"sampler\":\"float\"}");

@@ -48,7 +48,7 @@ static Model *blob_model(const Backend *be, const char *model_json) {
     FpError err = {0};
     Model *m = model_create(mj, "model", &in, be, &err);
     ck_assert_msg(m != NULL, "%s", err.msg);
-    model_init(m, 5);
+    ck_assert_int_eq(model_init(m, 5, NULL), FP_OK);
     cJSON_Delete(mj);
     return m;
 }

@@ -46,7 +46,7 @@ static Model *make_model(const char *json, const Dataset *d, const Backend *be) 
     Model *m = model_create(j, "model", &in, be, &err);
     cJSON_Delete(j);
     ck_assert_msg(m != NULL, "%s: %s", json, err.msg);
-    model_init(m, 11);
+    ck_assert_int_eq(model_init(m, 11, NULL), FP_OK);
     return m;
 }
 

@@ -66,7 +66,7 @@ static void fix_init(Fix *fx, double sigma, double clip) {
     fx->m = model_create(mj, "model", &in, backend_cpu(), &err);
     cJSON_Delete(mj);
     ck_assert_msg(fx->m != NULL, "%s", err.msg);
-    model_init(fx->m, 5);
+    ck_assert_int_eq(model_init(fx->m, 5, NULL), FP_OK);
     fx->np = fx->m->table.n_params;
     ck_assert_uint_le(fx->np, sizeof fx->c / sizeof fx->c[0]);
     fx->t = tape_create(fx->m->be);

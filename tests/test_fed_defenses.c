@@ -485,8 +485,8 @@ START_TEST(asgp_dynamic_weights) {
     Model *m[2] = {model_create(mj, "model", &shape, be, &err), model_create(mj, "model", &shape, be, &err)};
     cJSON_Delete(mj);
     ck_assert_msg(m[0] && m[1], "%s", err.msg);
-    model_init(m[0], 1);
-    model_init(m[1], 2);
+    ck_assert_int_eq(model_init(m[0], 1, NULL), FP_OK);
+    ck_assert_int_eq(model_init(m[1], 2, NULL), FP_OK);
     size_t np = m[0]->table.n_params;
     uint32_t idx[2][15];
     int nloc[2] = {10, 15};

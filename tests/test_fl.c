@@ -50,7 +50,7 @@ START_TEST(model_shapes) {
         Model *m = model_create(j, "model", &cases[k].in, backend_cpu(), &err);
         ck_assert_msg(m != NULL, "%s: %s", cases[k].json, err.msg);
         ck_assert_uint_eq(m->table.n_params, cases[k].params);
-        model_init(m, 3);
+        ck_assert_int_eq(model_init(m, 3, NULL), FP_OK);
         Tape *t = tape_create(backend_cpu());
         Var *p[64];
         model_param_vars(m, t, 1, p);
@@ -74,7 +74,7 @@ START_TEST(resnet18_forward_and_bn_stats) {
     ck_assert_ptr_nonnull(m);
     ck_assert_uint_gt(m->table.n_params, 11000000);
     ck_assert_uint_lt(m->table.n_trainable, m->table.n_params); // running stats are not trainable
-    model_init(m, 1);
+    ck_assert_int_eq(model_init(m, 1, NULL), FP_OK);
     Tape *t = tape_create(backend_cpu());
     Var *p[256];
     model_param_vars(m, t, 1, p);
@@ -105,7 +105,7 @@ START_TEST(save_reload_bit_identical) {
     cJSON *j = parse("{\"name\":\"cnn-mnist\"}");
     DataShape in = {1, 28, 28, 10, 0};
     Model *a = model_create(j, "model", &in, backend_cpu(), NULL), *b = model_create(j, "model", &in, backend_cpu(), NULL);
-    model_init(a, 42);
+    ck_assert_int_eq(model_init(a, 42, NULL), FP_OK);
     char path[] = "/tmp/fedpriv-test-weights-XXXXXX";
     int fd = mkstemp(path);
     close(fd);
@@ -144,7 +144,7 @@ START_TEST(local_training_converges) {
     cJSON *j = parse("{\"name\":\"mlp\",\"hidden\":[16]}");
     DataShape in = {1, 6, 6, 4, 0};
     Model *m = model_create(j, "model", &in, backend_cpu(), NULL);
-    model_init(m, 5);
+    ck_assert_int_eq(model_init(m, 5, NULL), FP_OK);
     double acc0, loss0, acc1, loss1;
     ck_assert_int_eq(model_evaluate(m, d, 1, &acc0, &loss0, NULL, NULL), FP_OK);
     uint32_t *idx = malloc(sizeof(uint32_t) * 400);
@@ -173,7 +173,7 @@ static float *run_fed(int threads, uint64_t seed, const char *fed_json, FpStatus
     cJSON *mj = parse("{\"name\":\"mlp\",\"hidden\":[12]}"), *fj = parse(fed_json);
     DataShape in = {1, 6, 6, 3, 0};
     Model *m = model_create(mj, "model", &in, backend_cpu(), NULL);
-    model_init(m, seed);
+    ck_assert_int_eq(model_init(m, seed, NULL), FP_OK);
     FedSetup s = {.seed = seed, .threads = threads, .backend = backend_cpu(), .global = m, .train = train,
                   .test = test, .quiet = 1};
     FpError err = {0};
@@ -225,7 +225,7 @@ START_TEST(divergence_is_reported) {
     cJSON *mj = parse("{\"name\":\"mlp\",\"hidden\":[8]}"), *fj = parse("{\"clients\":2,\"rounds\":5,\"lr\":1e3}");
     DataShape in = {1, 1, 4, 0, 1};
     Model *m = model_create(mj, "model", &in, backend_cpu(), NULL);
-    model_init(m, 1);
+    ck_assert_int_eq(model_init(m, 1, NULL), FP_OK);
     FedSetup s = {.seed = 1, .threads = 1, .backend = backend_cpu(), .global = m, .train = train, .test = test,
                   .quiet = 1};
     FpError err = {0};

@@ -415,7 +415,7 @@ static int child_model_save(void *arg) {
     cJSON_Delete(cfg);
     if (!m)
         return 3;
-    model_init(m, 1);
+    ck_assert_int_eq(model_init(m, 1, NULL), FP_OK);
     FpStatus st = model_save(m, path, &err);
     model_free(m);
     return st == FP_EIO ? 0 : 1;

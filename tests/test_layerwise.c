@@ -32,7 +32,7 @@ static Model *make_model(const char *json, int T, int F, FpError *err) {
     Model *m = model_create(j, "model", &sh, backend_cpu(), err);
     cJSON_Delete(j);
     if (m)
-        model_init(m, 5);
+        ck_assert_int_eq(model_init(m, 5, NULL), FP_OK);
     return m;
 }
 

@@ -234,7 +234,7 @@ START_TEST(spm_shrinkage_in_training) {
         FpError err = {0};
         Model *m = model_create(mj, "model", &in, backend_cpu(), &err);
         ck_assert_msg(m != NULL, "%s", err.msg);
-        model_init(m, 7);
+        ck_assert_int_eq(model_init(m, 7, NULL), FP_OK);
         size_t np = m->table.n_params;
         LocalCapture cap = {.np = np, .clients = clients, .local = calloc(np * (size_t)clients, sizeof(float)),
                             .seen = calloc((size_t)clients, sizeof(int))};

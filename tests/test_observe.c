@@ -62,7 +62,7 @@ static void fed_kit(FedKit *k, const char *fed_json, const char *defense_json, c
     cJSON *mj = cJSON_Parse("{\"name\":\"mlp\",\"hidden\":[10]}"), *fj = cJSON_Parse(fed_json);
     DataShape in = {1, 6, 6, 3, 0};
     k->model = model_create(mj, "model", &in, backend_cpu(), NULL);
-    model_init(k->model, 7);
+    ck_assert_int_eq(model_init(k->model, 7, NULL), FP_OK);
     k->defense = defense_json ? cJSON_Parse(defense_json) : NULL;
     FedSetup s = {.seed = 7, .threads = threads, .backend = backend_cpu(), .global = k->model, .train = k->train,
                   .test = k->test, .defense = ops ? ops : ops_of(k->defense), .defense_json = k->defense,

@@ -125,28 +125,38 @@ static void cpu_expand(size_t n, const float *b, size_t inner, size_t nb, float 
     }
 }
 
+// Outputs per block of the column sums: the accumulators live on the stack, since a
+// backend op has no way to report a failed allocation.
+#define SUM_BLOCK 512
+
 static void cpu_sum_broadcast(size_t n, const float *x, size_t inner, size_t nb, float *y) {
     // Accumulate in double per output so large reductions stay accurate.
-    double *acc = calloc(nb, sizeof(double));
     if (inner == 1 && n % nb == 0) { // column sums of (n/nb, nb): rows in order, vectorised
-        for (size_t r = 0; r < n; r += nb)
-            for (size_t j = 0; j < nb; j++)
-                acc[j] += x[r + j];
-        for (size_t j = 0; j < nb; j++)
-            y[j] = (float)acc[j];
-        free(acc);
+        double acc[SUM_BLOCK];
+        for (size_t j0 = 0; j0 < nb; j0 += SUM_BLOCK) {
+            size_t w = nb - j0 < SUM_BLOCK ? nb - j0 : SUM_BLOCK;
+            for (size_t j = 0; j < w; j++)
+                acc[j] = 0;
+            for (size_t r = j0; r < n; r += nb)
+                for (size_t j = 0; j < w; j++)
+                    acc[j] += x[r + j];
+            for (size_t j = 0; j < w; j++)
+                y[j0 + j] = (float)acc[j];
+        }
         return;
     }
-    for (size_t i0 = 0, j = 0; i0 < n; i0 += inner, j = (j + 1 == nb) ? 0 : j + 1) {
-        size_t end = i0 + inner < n ? i0 + inner : n;
-        float s = 0.0f;
-        for (size_t i = i0; i < end; i++)
-            s += x[i];
-        acc[j] += s;
+    // Output j sums the runs of `inner` elements at i0 = (k nb + j) inner, k = 0, 1, ...
+    for (size_t j = 0; j < nb; j++) {
+        double acc = 0;
+        for (size_t i0 = j * inner; i0 < n; i0 += nb * inner) {
+            size_t end = i0 + inner < n ? i0 + inner : n;
+            float s = 0.0f;
+            for (size_t i = i0; i < end; i++)
+                s += x[i];
+            acc += s;
+        }
+        y[j] = (float)acc;
     }
-    for (size_t j = 0; j < nb; j++)
-        y[j] = (float)acc[j];
-    free(acc);
 }
 
 static void cpu_softmax(int rows, int cols, const float *x, float *y) {
