@@ -320,13 +320,14 @@ static const char *tree_problem(const char *dir) {
     return tree_problem_buf;
 }
 
-// Deletes the members that differ between two clean runs: timings, processes, hosts; and
+// Deletes the members that differ between two clean runs: timings, processes, hosts, when
+// a folder was first written (matrix-owner.json's "since"); and
 // where an attack's applicability reference came from (the no-defense cell of the run, or
 // the attack's own reference run when that cell had not finished: the same numbers).
 static void drop_volatile(cJSON *j) {
     if (j && j->string && strcmp(j->string, "applicability") == 0)
         cJSON_DeleteItemFromObjectCaseSensitive(j, "reference");
-    static const char *const exact[] = {"pid", "host", "tag", "started", "runs_resumed", NULL};
+    static const char *const exact[] = {"pid", "host", "tag", "started", "since", "runs_resumed", NULL};
     for (cJSON *c = j ? j->child : NULL, *next; c; c = next) {
         next = c->next;
         int drop = 0;
