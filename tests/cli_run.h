@@ -12,6 +12,7 @@
 #include <check.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <sys/time.h>
 #include <sys/types.h>
@@ -91,5 +92,39 @@ static inline int cli_count_lines(const char *s) {
         n += *s == '\n';
     return n;
 }
+
+// Whether FEDPRIV_BIN names a binary to run (the end-to-end tests skip without one).
+static inline int cli_have_bin(void) {
+    const char *bin = getenv("FEDPRIV_BIN");
+    return bin && *bin;
+}
+
+// Returns from the calling test, saying so, when rc is cli_run's -1 (FEDPRIV_BIN unset).
+#define SKIP_WITHOUT_BIN(rc)                                                                                  \
+    do {                                                                                                       \
+        if ((rc) == -1) {                                                                                      \
+            fprintf(stderr, "SKIP: FEDPRIV_BIN is not set\n");                                                 \
+            return;                                                                                            \
+        }                                                                                                      \
+    } while (0)
+#define SKIP_UNLESS_BIN() SKIP_WITHOUT_BIN(cli_have_bin() ? 0 : -1)
+
+// NULL when s is one line of printable text (no byte below 0x20 or DEL but the final
+// newline), else what is wrong.
+static inline const char *cli_unclean_line(const char *s) {
+    if (cli_count_lines(s) != 1)
+        return "not exactly one line";
+    size_t n = strlen(s);
+    for (size_t i = 0; i + 1 < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return "a raw control byte";
+    return NULL;
+}
+
+#define assert_one_clean_line(s)                                                                              \
+    do {                                                                                                       \
+        const char *why_ = cli_unclean_line(s);                                                                \
+        ck_assert_msg(why_ == NULL, "%s in: %s", why_, s);                                                     \
+    } while (0)
 
 #endif

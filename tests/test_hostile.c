@@ -6,7 +6,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 
 #include "cli/cli.h"
 #include "cli_run.h"
+#include "scratch.h"
 #include "core/jsonv.h"
 #include "core/status.h"
 #include "fl/experiment.h"
@@ -27,63 +27,18 @@
 
 static char tmp_dir[256];
 
-static void make_tmp_dir(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/fedpriv-hostile-XXXXXX", base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-}
+static void make_tmp_dir(void) { scratch_make(tmp_dir, sizeof tmp_dir, "hostile"); }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    chmod(path, 0700); // a read-only folder a test made must still go
-    return remove(path);
-}
+static void remove_tmp_dir(void) { scratch_remove(tmp_dir); }
 
-static void remove_tmp_dir(void) {
-    chmod(tmp_dir, 0700);
-    nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
-static const char *tmp_path(const char *name, char *buf, size_t n) {
-    snprintf(buf, n, "%s/%s", tmp_dir, name);
-    return buf;
-}
-
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
-
-// A small, learnable CSV classification set (3 classes, 4 features).
-static void write_tiny_csv(const char *path) {
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "a,b,c,d,label\n");
-    for (int i = 0; i < 240; i++) {
-        int y = i % 3;
-        fprintf(f, "%g,%g,%g,%g,%d\n", y + 0.1 * (i % 7), 0.5 * y - 0.05 * (i % 5), ((i * 7) % 11) / 11.0,
-                (double)(y == 2), y);
-    }
-    ck_assert_int_eq(fclose(f), 0);
-}
+static char text_buf[1 << 16]; // what read_text read last
 
 // The tiny CSV in tmp_dir and a config that trains on it. federation and defense are
 // JSON objects (NULL: two clients, one round; no defense); tail ends the top-level
 // object (NULL: ", \"seed\": 3, \"threads\": 1").
 static const char *tiny_config(char *buf, size_t n, const char *federation, const char *defense, const char *tail) {
     char csv[400];
-    tmp_path("tiny.csv", csv, sizeof csv);
+    scratch_path(tmp_dir, "tiny.csv", csv, sizeof csv);
     if (access(csv, F_OK) != 0)
         write_tiny_csv(csv);
     snprintf(buf, n,
@@ -99,32 +54,6 @@ static char out_buf[OUT_CAP], err_buf[OUT_CAP];
 
 // Runs the binary; returns its status, or -1 (the caller then skips).
 #define RUN(...) cli_run((const char *const[]){__VA_ARGS__, NULL}, out_buf, err_buf, OUT_CAP)
-#define SKIP_WITHOUT_BIN(rc)                                                                                  \
-    do {                                                                                                       \
-        if ((rc) == -1) {                                                                                      \
-            fprintf(stderr, "SKIP: FEDPRIV_BIN is not set\n");                                                 \
-            return;                                                                                            \
-        }                                                                                                      \
-    } while (0)
-
-// NULL when s is one line of printable text (no byte below 0x20 or DEL but the final
-// newline), else what is wrong.
-static const char *unclean_line(const char *s) {
-    if (cli_count_lines(s) != 1)
-        return "not exactly one line";
-    size_t n = strlen(s);
-    for (size_t i = 0; i + 1 < n; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return "a raw control byte";
-    return NULL;
-}
-
-#define assert_one_clean_line(s)                                                                              \
-    do {                                                                                                       \
-        const char *why_ = unclean_line(s);                                                                    \
-        ck_assert_msg(why_ == NULL, "%s in: %s", why_, s);                                                     \
-    } while (0)
-
 // ---- 5. one formatter escapes control characters ---------------------------------------
 
 START_TEST(formatter_escapes_controls) {
@@ -155,16 +84,16 @@ END_TEST
 
 // Control test: the checker of the CLI tests sees a raw control byte and a second line.
 START_TEST(clean_line_check_catches_raw_bytes) {
-    ck_assert_ptr_null(unclean_line("fedpriv train: x\n"));
-    ck_assert_ptr_nonnull(unclean_line("fedpriv train: \x1b]0;x\x07\n"));
-    ck_assert_ptr_nonnull(unclean_line("fedpriv train: x\nfedpriv train: ok\n"));
+    ck_assert_ptr_null(cli_unclean_line("fedpriv train: x\n"));
+    ck_assert_ptr_nonnull(cli_unclean_line("fedpriv train: \x1b]0;x\x07\n"));
+    ck_assert_ptr_nonnull(cli_unclean_line("fedpriv train: x\nfedpriv train: ok\n"));
 }
 END_TEST
 
 START_TEST(cli_defense_name_is_escaped) {
     char cfg[2048], path[400];
     tiny_config(cfg, sizeof cfg, NULL, "{\"name\": \"\\u001b]0;pwned\\u0007x\\nfedpriv train: ok\"}", NULL);
-    write_text(tmp_path("esc.json", path, sizeof path), cfg);
+    write_text(scratch_path(tmp_dir, "esc.json", path, sizeof path), cfg);
     int rc = RUN("train", "--config", path);
     SKIP_WITHOUT_BIN(rc);
     ck_assert_int_eq(rc, 2);
@@ -176,7 +105,7 @@ END_TEST
 // A run folder of a one-cell matrix (no attack), for check and report.
 static void tiny_matrix_run(const char *name, char *dir, size_t n) {
     char csv[400], mpath[400], text[2048];
-    tmp_path("tiny.csv", csv, sizeof csv);
+    scratch_path(tmp_dir, "tiny.csv", csv, sizeof csv);
     if (access(csv, F_OK) != 0)
         write_tiny_csv(csv);
     snprintf(text, sizeof text,
@@ -186,7 +115,7 @@ static void tiny_matrix_run(const char *name, char *dir, size_t n) {
              csv);
     snprintf(mpath, sizeof mpath, "%s/%s.json", tmp_dir, name);
     write_text(mpath, text);
-    tmp_path(name, dir, n);
+    scratch_path(tmp_dir, name, dir, n);
     int rc = RUN("matrix", mpath, "--out", dir);
     ck_assert_msg(rc == 0, "matrix: %d: %s", rc, err_buf);
 }
@@ -196,7 +125,7 @@ START_TEST(cli_check_label_is_escaped) {
         return;
     char dir[400], base[400];
     tiny_matrix_run("run", dir, sizeof dir);
-    write_text(tmp_path("base.json", base, sizeof base),
+    write_text(scratch_path(tmp_dir, "base.json", base, sizeof base),
                "{\"bounds\": [{\"label\": \"\\u001b[2J\\u001b]0;owned\\u0007\\nall bounds hold\","
                " \"defense\": \"none\", \"metric\": \"model_accuracy\", \"at_least\": 2}]}");
     int rc = RUN("check", dir, "--baseline", base);
@@ -251,7 +180,7 @@ START_TEST(strict_json_rejects) {
         ck_assert_ptr_null(j);
         ck_assert_msg(strstr(err.msg, cases[k].want) != NULL, "case %zu: got \"%s\", want \"%s\"", k, err.msg,
                       cases[k].want);
-        ck_assert_ptr_null(unclean_line(strcat(err.msg, "\n")));
+        ck_assert_ptr_null(cli_unclean_line(strcat(err.msg, "\n")));
     }
     // Depth: 600 nested arrays.
     char deep[1300];
@@ -356,18 +285,19 @@ END_TEST
 START_TEST(cli_duplicate_keys_every_file) {
     char cfg[2048], path[400], mpath[400], bpath[400], dir[400];
     tiny_config(cfg, sizeof cfg, "{\"clients\": 2,\n \"clients\": 3, \"rounds\": 1}", NULL, NULL);
-    write_text(tmp_path("dup.json", path, sizeof path), cfg);
+    write_text(scratch_path(tmp_dir, "dup.json", path, sizeof path), cfg);
     int rc = RUN("train", "--config", path);
     SKIP_WITHOUT_BIN(rc);
     ck_assert_int_eq(rc, 2);
     assert_one_clean_line(err_buf);
     ck_assert_ptr_nonnull(strstr(err_buf, "dup.json:3:2: federation.clients: duplicate key (first at line 2"));
-    write_text(tmp_path("m.json", mpath, sizeof mpath), "{\"defenses\": [{\"name\": \"none\"}], \"seed\": 1, \"seed\": 1}");
-    rc = RUN("matrix", mpath, "--out", tmp_path("mout", dir, sizeof dir));
+    write_text(scratch_path(tmp_dir, "m.json", mpath, sizeof mpath),
+               "{\"defenses\": [{\"name\": \"none\"}], \"seed\": 1, \"seed\": 1}");
+    rc = RUN("matrix", mpath, "--out", scratch_path(tmp_dir, "mout", dir, sizeof dir));
     ck_assert_int_eq(rc, 2);
     ck_assert_ptr_nonnull(strstr(err_buf, "m.json:1:45: seed: duplicate key (first at line 1, column 34)"));
     ck_assert_int_eq(access(dir, F_OK), -1); // nothing ran
-    write_text(tmp_path("b.json", bpath, sizeof bpath), "{\"bounds\": [], \"bounds\": []}");
+    write_text(scratch_path(tmp_dir, "b.json", bpath, sizeof bpath), "{\"bounds\": [], \"bounds\": []}");
     rc = RUN("check", tmp_dir, "--baseline", bpath);
     ck_assert_int_eq(rc, 2);
     ck_assert_ptr_nonnull(strstr(err_buf, "b.json:1:16: bounds: duplicate key"));
@@ -380,11 +310,12 @@ END_TEST
 START_TEST(cli_seeds_exact) {
     char cfg[2048], path[400], out[400];
     tiny_config(cfg, sizeof cfg, NULL, NULL, ", \"seed\": 9007199254740991");
-    write_text(tmp_path("seed.json", path, sizeof path), cfg);
-    int rc = RUN("train", "--config", path, "--out", tmp_path("seed-result.json", out, sizeof out));
+    write_text(scratch_path(tmp_dir, "seed.json", path, sizeof path), cfg);
+    int rc = RUN("train", "--config", path, "--out", scratch_path(tmp_dir, "seed-result.json", out, sizeof out));
     SKIP_WITHOUT_BIN(rc);
     ck_assert_msg(rc == 0, "%s", err_buf);
-    ck_assert_msg(strstr(read_text(out), "\"seed\":\t9007199254740991,") != NULL, "%s", read_text(out));
+    ck_assert_msg(strstr(read_text(out, text_buf, sizeof text_buf), "\"seed\":\t9007199254740991,") != NULL, "%s",
+                  read_text(out, text_buf, sizeof text_buf));
     tiny_config(cfg, sizeof cfg, NULL, NULL, ", \"seed\": 9007199254740992");
     write_text(path, cfg);
     rc = RUN("train", "--config", path);
@@ -427,7 +358,7 @@ END_TEST
 START_TEST(cli_threads_honoured_or_rejected) {
     char cfg[2048], path[400], out[400];
     tiny_config(cfg, sizeof cfg, NULL, NULL, ", \"threads\": 200");
-    write_text(tmp_path("t200.json", path, sizeof path), cfg);
+    write_text(scratch_path(tmp_dir, "t200.json", path, sizeof path), cfg);
     int rc = RUN("train", "--config", path);
     SKIP_WITHOUT_BIN(rc);
     ck_assert_int_eq(rc, 2);
@@ -442,9 +373,9 @@ START_TEST(cli_threads_honoured_or_rejected) {
         assert_one_clean_line(err_buf);
         ck_assert_ptr_nonnull(strstr(err_buf, "--threads must be an integer in [1, 16]"));
     }
-    rc = RUN("train", "--config", path, "--threads", "16", "--out", tmp_path("t16.json", out, sizeof out));
+    rc = RUN("train", "--config", path, "--threads", "16", "--out", scratch_path(tmp_dir, "t16.json", out, sizeof out));
     ck_assert_msg(rc == 0, "%s", err_buf);
-    ck_assert_ptr_nonnull(strstr(read_text(out), "\"threads\":\t16,"));
+    ck_assert_ptr_nonnull(strstr(read_text(out, text_buf, sizeof text_buf), "\"threads\":\t16,"));
 }
 END_TEST
 
@@ -463,12 +394,12 @@ START_TEST(cli_numbers_out_of_range) {
     ck_assert_ptr_nonnull(strstr(err_buf, "--delta: 1e-400 is too close to 0 to represent"));
     // A CSV value beyond float32.
     char csv[400], cfg[2048], path[400];
-    write_text(tmp_path("big.csv", csv, sizeof csv), "a,label\n1,0\n1e308,1\n2,0\n");
+    write_text(scratch_path(tmp_dir, "big.csv", csv, sizeof csv), "a,label\n1,0\n1e308,1\n2,0\n");
     tiny_config(cfg, sizeof cfg, NULL, NULL, NULL);
     char *p = strstr(cfg, "tiny.csv");
     memcpy(p, "big.csv\"", 8);
     memmove(p + 7, p + 8, strlen(p + 8) + 1);
-    write_text(tmp_path("big.json", path, sizeof path), cfg);
+    write_text(scratch_path(tmp_dir, "big.json", path, sizeof path), cfg);
     rc = RUN("train", "--config", path);
     ck_assert_int_eq(rc, 2);
     assert_one_clean_line(err_buf);
@@ -520,7 +451,7 @@ static void write_idx_pair(const char *dir, const char *prefix, int n, int h, in
 // failed: unsupported", matrix failed every cell and exited 1).
 START_TEST(cli_dataset_shapes_checked_at_load) {
     char dir[400], cfg[1024], path[400], mpath[400], out[400];
-    tmp_path("idx", dir, sizeof dir);
+    scratch_path(tmp_dir, "idx", dir, sizeof dir);
     ck_assert_int_eq(mkdir(dir, 0700), 0);
     write_idx_pair(dir, "train", 40, 28, 28);
     write_idx_pair(dir, "t10k", 20, 28, 29);
@@ -528,8 +459,8 @@ START_TEST(cli_dataset_shapes_checked_at_load) {
              "{\"seed\": 1, \"dataset\": {\"name\": \"mnist\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
              " \"federation\": {\"clients\": 2, \"rounds\": 1}, \"threads\": 1%s}",
              dir, "");
-    write_text(tmp_path("shape.json", path, sizeof path), cfg);
-    int rc = RUN("train", "--config", path, "--out", tmp_path("shape-result.json", out, sizeof out));
+    write_text(scratch_path(tmp_dir, "shape.json", path, sizeof path), cfg);
+    int rc = RUN("train", "--config", path, "--out", scratch_path(tmp_dir, "shape-result.json", out, sizeof out));
     SKIP_WITHOUT_BIN(rc);
     ck_assert_int_eq(rc, 2);
     assert_one_clean_line(err_buf);
@@ -542,13 +473,13 @@ START_TEST(cli_dataset_shapes_checked_at_load) {
              "{\"seed\": 1, \"dataset\": {\"name\": \"mnist\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
              " \"federation\": {\"clients\": 2, \"rounds\": 1}, \"threads\": 1, \"defenses\": [{\"name\": \"none\"}]}",
              dir);
-    write_text(tmp_path("shape-matrix.json", mpath, sizeof mpath), cfg);
-    rc = RUN("matrix", mpath, "--out", tmp_path("shape-run", out, sizeof out));
+    write_text(scratch_path(tmp_dir, "shape-matrix.json", mpath, sizeof mpath), cfg);
+    rc = RUN("matrix", mpath, "--out", scratch_path(tmp_dir, "shape-run", out, sizeof out));
     ck_assert_int_eq(rc, 2);
     ck_assert_ptr_nonnull(strstr(err_buf, "they must match"));
     // The same files with matching shapes train.
     write_idx_pair(dir, "t10k", 20, 28, 28);
-    rc = RUN("train", "--config", path, "--out", tmp_path("shape-result.json", out, sizeof out));
+    rc = RUN("train", "--config", path, "--out", scratch_path(tmp_dir, "shape-result.json", out, sizeof out));
     ck_assert_msg(rc == 0, "%s", err_buf);
 }
 END_TEST
@@ -585,7 +516,7 @@ static const DefenseOps *count_find(const char *name) {
 
 static cJSON *count_matrix(const char *defenses) {
     char csv[400];
-    tmp_path("tiny.csv", csv, sizeof csv);
+    scratch_path(tmp_dir, "tiny.csv", csv, sizeof csv);
     if (access(csv, F_OK) != 0)
         write_tiny_csv(csv);
     size_t n = strlen(defenses) + 1024;
@@ -677,9 +608,9 @@ END_TEST
 // about 30 MB (release) to 60 MB (ASan).
 START_TEST(cli_matrix_bomb_fails_fast) {
     char mpath[400], spath[400], dir[400], csv[400];
-    tmp_path("tiny.csv", csv, sizeof csv);
+    scratch_path(tmp_dir, "tiny.csv", csv, sizeof csv);
     write_tiny_csv(csv);
-    FILE *f = fopen(tmp_path("bomb.json", mpath, sizeof mpath), "w");
+    FILE *f = fopen(scratch_path(tmp_dir, "bomb.json", mpath, sizeof mpath), "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
                " \"threads\": 1, \"defenses\": [", csv);
@@ -692,18 +623,20 @@ START_TEST(cli_matrix_bomb_fails_fast) {
     fprintf(f, "]}\n");
     ck_assert_int_eq(fclose(f), 0);
     // The baseline: one entry, refused at load for an unknown attack.
-    f = fopen(tmp_path("small.json", spath, sizeof spath), "w");
+    f = fopen(scratch_path(tmp_dir, "small.json", spath, sizeof spath), "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
                " \"threads\": 1, \"defenses\": [{\"name\": \"gaussian-dpfedavg\", \"clip\": 1, \"epsilon\": [0.5, 1]}],"
                " \"attacks\": [{\"name\": \"no-such-attack\"}]}\n", csv);
     ck_assert_int_eq(fclose(f), 0);
     struct rusage base, bomb;
-    const char *const small_args[] = {"matrix", spath, "--out", tmp_path("small-run", dir, sizeof dir), NULL};
+    const char *const small_args[] = {"matrix", spath, "--out",
+                                      scratch_path(tmp_dir, "small-run", dir, sizeof dir), NULL};
     int rc = cli_run_usage(small_args, out_buf, err_buf, OUT_CAP, &base);
     SKIP_WITHOUT_BIN(rc);
     ck_assert_int_eq(rc, 2);
-    const char *const bomb_args[] = {"matrix", mpath, "--out", tmp_path("bomb-run", dir, sizeof dir), NULL};
+    const char *const bomb_args[] = {"matrix", mpath, "--out",
+                                     scratch_path(tmp_dir, "bomb-run", dir, sizeof dir), NULL};
     rc = cli_run_usage(bomb_args, out_buf, err_buf, OUT_CAP, &bomb);
     ck_assert_int_eq(rc, 2);
     assert_one_clean_line(err_buf);
@@ -725,8 +658,8 @@ END_TEST
 START_TEST(cli_outputs_checked_before_work) {
     char cfg[2048], path[400], ro[400], out[500];
     tiny_config(cfg, sizeof cfg, "{\"clients\": 2, \"rounds\": 3, \"batch_size\": 16}", NULL, NULL);
-    write_text(tmp_path("cfg.json", path, sizeof path), cfg);
-    tmp_path("ro", ro, sizeof ro);
+    write_text(scratch_path(tmp_dir, "cfg.json", path, sizeof path), cfg);
+    scratch_path(tmp_dir, "ro", ro, sizeof ro);
     ck_assert_int_eq(mkdir(ro, 0500), 0);
     if (access(ro, W_OK) == 0) { // root writes into a read-only folder; not into sysfs
         snprintf(ro, sizeof ro, "/sys");
@@ -765,7 +698,7 @@ START_TEST(cli_matrix_lock_names_holder) {
     if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN"))
         return;
     char dir[400], lock[500], mpath[400], csv[400], text[1024], host[256] = "";
-    tmp_path("held", dir, sizeof dir);
+    scratch_path(tmp_dir, "held", dir, sizeof dir);
     ck_assert_int_eq(mkdir(dir, 0700), 0);
     snprintf(lock, sizeof lock, "%s/.lock", dir);
     int fd = open(lock, O_RDWR | O_CREAT, 0600);
@@ -775,13 +708,13 @@ START_TEST(cli_matrix_lock_names_holder) {
     char line[400];
     int n = snprintf(line, sizeof line, "pid %ld on %s since 2030-01-02T03:04:05Z\n", (long)getpid(), host);
     ck_assert_int_eq(write(fd, line, (size_t)n), n);
-    tmp_path("tiny.csv", csv, sizeof csv);
+    scratch_path(tmp_dir, "tiny.csv", csv, sizeof csv);
     write_tiny_csv(csv);
     snprintf(text, sizeof text,
              "{\"seed\": 1, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
              " \"federation\": {\"clients\": 2, \"rounds\": 1}, \"threads\": 1, \"defenses\": [{\"name\": \"none\"}]}",
              csv);
-    write_text(tmp_path("m.json", mpath, sizeof mpath), text);
+    write_text(scratch_path(tmp_dir, "m.json", mpath, sizeof mpath), text);
     int rc = RUN("matrix", mpath, "--out", dir);
     ck_assert_int_eq(rc, 2);
     assert_one_clean_line(err_buf);
@@ -793,7 +726,7 @@ START_TEST(cli_matrix_lock_names_holder) {
     rc = RUN("matrix", mpath, "--out", dir);
     ck_assert_msg(rc == 0, "%s", err_buf);
     snprintf(want, sizeof want, " on %s since ", host);
-    ck_assert_ptr_nonnull(strstr(read_text(lock), want));
+    ck_assert_ptr_nonnull(strstr(read_text(lock, text_buf, sizeof text_buf), want));
 }
 END_TEST
 
@@ -808,25 +741,25 @@ START_TEST(cli_matrix_stale_cells_and_linked_cells) {
     char dir[400];
     tiny_matrix_run("old", dir, sizeof dir);
     char mpath[400], oldpath[400], csv[400], text[1024], index[500], real_old[4096], real_new[4096];
-    tmp_path("tiny.csv", csv, sizeof csv);
+    scratch_path(tmp_dir, "tiny.csv", csv, sizeof csv);
     snprintf(text, sizeof text,
              "{\"seed\": 2, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
              " \"federation\": {\"clients\": 2, \"rounds\": 1}, \"threads\": 1, \"defenses\": [{\"name\": \"none\"}]}",
              csv);
-    write_text(tmp_path("new.json", mpath, sizeof mpath), text);
+    write_text(scratch_path(tmp_dir, "new.json", mpath, sizeof mpath), text);
     snprintf(index, sizeof index, "%s/results.json", dir);
-    char *before = strdup(read_text(index));
+    char *before = strdup(read_text(index, text_buf, sizeof text_buf));
     int rc = RUN("matrix", mpath, "--out", dir);
     ck_assert_int_eq(rc, 2);
     assert_one_clean_line(err_buf);
-    ck_assert_ptr_nonnull(realpath(tmp_path("old.json", oldpath, sizeof oldpath), real_old));
+    ck_assert_ptr_nonnull(realpath(scratch_path(tmp_dir, "old.json", oldpath, sizeof oldpath), real_old));
     ck_assert_ptr_nonnull(realpath(mpath, real_new));
     char want[9000];
     snprintf(want, sizeof want, "/old: this run folder belongs to the matrix %s, not to the matrix %s", real_old,
              real_new);
     ck_assert_msg(strstr(err_buf, want) != NULL, "%s", err_buf);
     ck_assert_ptr_nonnull(strstr(err_buf, "use another --out folder"));
-    ck_assert_str_eq(read_text(index), before); // untouched
+    ck_assert_str_eq(read_text(index, text_buf, sizeof text_buf), before); // untouched
     free(before);
     // The old matrix's own file, edited (another seed: a new cell), extends the folder and
     // notes the old cell.
@@ -837,8 +770,8 @@ START_TEST(cli_matrix_stale_cells_and_linked_cells) {
                   "%s", err_buf);
     // cells -> a folder outside the run.
     char other[400], cells[500], target[400];
-    ck_assert_int_eq(mkdir(tmp_path("elsewhere", other, sizeof other), 0700), 0);
-    tmp_path("linked", dir, sizeof dir);
+    ck_assert_int_eq(mkdir(scratch_path(tmp_dir, "elsewhere", other, sizeof other), 0700), 0);
+    scratch_path(tmp_dir, "linked", dir, sizeof dir);
     ck_assert_int_eq(mkdir(dir, 0700), 0);
     snprintf(cells, sizeof cells, "%s/cells", dir);
     ck_assert_ptr_nonnull(realpath(other, target));
@@ -854,7 +787,7 @@ END_TEST
 START_TEST(cli_no_cuda_device_exit_2) {
     char cfg[2048], path[400];
     tiny_config(cfg, sizeof cfg, NULL, NULL, NULL);
-    write_text(tmp_path("cfg.json", path, sizeof path), cfg);
+    write_text(scratch_path(tmp_dir, "cfg.json", path, sizeof path), cfg);
     setenv("CUDA_VISIBLE_DEVICES", "", 1); // hides any GPU from the child
     int rc = RUN("train", "--config", path, "--device", "cuda");
     SKIP_WITHOUT_BIN(rc);

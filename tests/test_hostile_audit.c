@@ -7,7 +7,6 @@
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli_run.h"
+#include "scratch.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
 
@@ -23,47 +23,14 @@
 
 static char tmp_dir[256];
 
-static void make_tmp_dir(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/fedpriv-hostile-audit-XXXXXX", base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-}
+static void make_tmp_dir(void) { scratch_make(tmp_dir, sizeof tmp_dir, "hostile-audit"); }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
-static void remove_tmp_dir(void) { nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
-static const char *tmp_path(const char *name, char *buf, size_t n) {
-    snprintf(buf, n, "%s/%s", tmp_dir, name);
-    return buf;
-}
-
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
-// The file's bytes (at most 64 KiB), malloc'd.
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    char *buf = malloc(1 << 16);
-    ck_assert_ptr_nonnull(buf);
-    size_t n = fread(buf, 1, (1 << 16) - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
+static void remove_tmp_dir(void) { scratch_remove(tmp_dir); }
 
 // A small, learnable CSV classification set (3 classes, 6 features: with 4, logreg's
 // default initialisation U(±1/√fan_in) would be "uniform"'s U(±0.5) exactly); `shift`
 // moves one feature, so that two sets differ in their values only.
-static void write_tiny_csv(const char *path, double shift) {
+static void write_audit_csv(const char *path, double shift) {
     FILE *f = fopen(path, "w");
     ck_assert_ptr_nonnull(f);
     fprintf(f, "a,b,c,d,e,f,label\n");
@@ -85,16 +52,16 @@ static const char *audit_config_with(const char *name, const char *csv, const ch
     static char path[400];
     char def_csv[400], text[2048];
     if (!csv) {
-        csv = tmp_path("tiny.csv", def_csv, sizeof def_csv);
+        csv = scratch_path(tmp_dir, "tiny.csv", def_csv, sizeof def_csv);
         if (access(csv, F_OK) != 0)
-            write_tiny_csv(csv, 0);
+            write_audit_csv(csv, 0);
     }
     snprintf(text, sizeof text,
              "{\"seed\": 3, \"threads\": 1, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": %s,\n"
              " \"federation\": {\"clients\": 4, \"rounds\": 1, \"batch_size\": 16},\n"
              " \"defense\": %s,\n \"attack\": %s}\n",
              csv, model, defense, attack);
-    write_text(tmp_path(name, path, sizeof path), text);
+    write_text(scratch_path(tmp_dir, name, path, sizeof path), text);
     return path;
 }
 
@@ -110,31 +77,6 @@ static const char *audit_config(const char *name, const char *csv, const char *m
 static char out_buf[OUT_CAP], err_buf[OUT_CAP];
 
 #define RUN(...) cli_run((const char *const[]){__VA_ARGS__, NULL}, out_buf, err_buf, OUT_CAP)
-#define SKIP_WITHOUT_BIN(rc)                                                                                  \
-    do {                                                                                                       \
-        if ((rc) == -1) {                                                                                      \
-            fprintf(stderr, "SKIP: FEDPRIV_BIN is not set\n");                                                 \
-            return;                                                                                            \
-        }                                                                                                      \
-    } while (0)
-
-// NULL when s is one line of printable text (no byte below 0x20 or DEL but the final
-// newline), else what is wrong.
-static const char *unclean_line(const char *s) {
-    if (cli_count_lines(s) != 1)
-        return "not exactly one line";
-    size_t n = strlen(s);
-    for (size_t i = 0; i + 1 < n; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return "a raw control byte";
-    return NULL;
-}
-
-#define assert_one_clean_line(s)                                                                              \
-    do {                                                                                                       \
-        const char *why_ = unclean_line(s);                                                                    \
-        ck_assert_msg(why_ == NULL, "%s in: %s", why_, s);                                                     \
-    } while (0)
 
 static cJSON *load_result(const char *out_dir) {
     char path[600];
@@ -182,8 +124,8 @@ static void cut_after(const char *out_dir, int runs) {
 // one line, and gives B's uninterrupted test exactly.
 START_TEST(cli_resume_refuses_another_init) {
     char out_a[400], out_b[400];
-    tmp_path("out-a", out_a, sizeof out_a);
-    tmp_path("out-b", out_b, sizeof out_b);
+    scratch_path(tmp_dir, "out-a", out_a, sizeof out_a);
+    scratch_path(tmp_dir, "out-b", out_b, sizeof out_b);
     char cfg[400]; // audit_config's buffer is reused by the next call
     snprintf(cfg, sizeof cfg, "%s",
              audit_config("b.json", NULL, "{\"name\": \"logreg\", \"init\": \"uniform\"}", MULTI_RUN));
@@ -217,7 +159,7 @@ END_TEST
 // from (a resume).
 START_TEST(cli_resume_follows_the_data_not_the_spelling) {
     char out[400], csv2[400], csv3[400];
-    tmp_path("out", out, sizeof out);
+    scratch_path(tmp_dir, "out", out, sizeof out);
     const char *cfg = audit_config("a.json", NULL, LOGREG, MULTI_RUN);
     int rc = RUN("audit-training", "--config", cfg, "--out", out);
     SKIP_WITHOUT_BIN(rc);
@@ -226,8 +168,8 @@ START_TEST(cli_resume_follows_the_data_not_the_spelling) {
     char *ta = test_text(a);
     // The same data under another path, the model's default spelled out, the defense's
     // keys in another order: resumed.
-    tmp_path("copy.csv", csv2, sizeof csv2);
-    write_tiny_csv(csv2, 0);
+    scratch_path(tmp_dir, "copy.csv", csv2, sizeof csv2);
+    write_audit_csv(csv2, 0);
     cut_after(out, 6);
     cJSON *c = audit(audit_config_with("c.json", csv2, "{\"init\": \"default\", \"name\": \"logreg\"}",
                                        "{\"epsilon\": 4, \"name\": \"gaussian-dpfedavg\"}", MULTI_RUN), out);
@@ -236,16 +178,17 @@ START_TEST(cli_resume_follows_the_data_not_the_spelling) {
     char *tc = test_text(c);
     ck_assert_str_eq(tc, ta);
     // Other values under that path (as many samples, as many parameters): starts over.
-    write_tiny_csv(csv2, 0.25);
+    write_audit_csv(csv2, 0.25);
     cut_after(out, 6);
     cJSON *d = audit(audit_config("d.json", csv2, LOGREG, MULTI_RUN), out);
     ck_assert_msg(strstr(err_buf, "holds the runs of another configuration"), "%s", err_buf);
     ck_assert_int_eq((int)num(d, "runs_resumed"), 0);
     char *td = test_text(d);
-    tmp_path("fresh.csv", csv3, sizeof csv3);
-    write_tiny_csv(csv3, 0.25);
+    scratch_path(tmp_dir, "fresh.csv", csv3, sizeof csv3);
+    write_audit_csv(csv3, 0.25);
     char fresh[400];
-    cJSON *e = audit(audit_config("e.json", csv3, LOGREG, MULTI_RUN), tmp_path("out-fresh", fresh, sizeof fresh));
+    cJSON *e = audit(audit_config("e.json", csv3, LOGREG, MULTI_RUN),
+                     scratch_path(tmp_dir, "out-fresh", fresh, sizeof fresh));
     char *te = test_text(e);
     ck_assert_str_eq(td, te);
     free(ta);
@@ -266,7 +209,7 @@ END_TEST
 // result and the file are the uninterrupted audit's, bit for bit.
 START_TEST(cli_resume_retrains_nonfinite_scores) {
     char out[400], path[600];
-    tmp_path("out", out, sizeof out);
+    scratch_path(tmp_dir, "out", out, sizeof out);
     const char *cfg = audit_config("a.json", NULL, LOGREG, MULTI_RUN);
     int rc = RUN("audit-training", "--config", cfg, "--out", out);
     SKIP_WITHOUT_BIN(rc);
@@ -274,7 +217,7 @@ START_TEST(cli_resume_retrains_nonfinite_scores) {
     cJSON *a = load_result(out);
     char *ta = test_text(a);
     snprintf(path, sizeof path, "%s/multi-run.txt", out);
-    char *orig = read_text(path);
+    char *orig = read_text_alloc(path, 1 << 16);
     // Run 10 (line 12) is in the scored half (runs 8-15 of 16); run 3 (line 5) chooses the test.
     static const struct {
         int run, field;
@@ -319,7 +262,7 @@ START_TEST(cli_resume_retrains_nonfinite_scores) {
         char *tr = test_text(r);
         ck_assert_str_eq(tr, ta);
         ck_assert_double_eq(num(r, "epsilon_lower_bound"), num(a, "epsilon_lower_bound"));
-        char *now = read_text(path);
+        char *now = read_text_alloc(path, 1 << 16);
         ck_assert_str_eq(now, orig); // the runs from the bad line on, written again
         free(now);
         free(tr);
@@ -353,7 +296,7 @@ START_TEST(cli_audit_keys_out_of_range) {
         {AUDIT8 "\"confidence\": 1}", "attack.confidence: must be in [0.5, 0.999999], got 1"},
     };
     char out[400], res[600];
-    tmp_path("out", out, sizeof out);
+    scratch_path(tmp_dir, "out", out, sizeof out);
     snprintf(res, sizeof res, "%s/result.json", out);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         // What an accepted config runs: a multi-run audit of 8 runs.

@@ -11,7 +11,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,6 +24,7 @@
 
 #include "attacks/refcache.h"
 #include "cli_run.h"
+#include "scratch.h"
 #include "core/files.h"
 #include "core/jsonv.h"
 #include "runner/cell_store.h"
@@ -33,45 +33,17 @@
 
 static char tmp_dir[256];
 
-static void make_tmp_dir(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/fedpriv-hfiles-XXXXXX", base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-}
+static void make_tmp_dir(void) { scratch_make(tmp_dir, sizeof tmp_dir, "hfiles"); }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) { return remove(path); }
+static void remove_tmp_dir(void) { scratch_remove(tmp_dir); }
 
-static void remove_tmp_dir(void) { nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
-static const char *tmp_path(const char *name, char *buf, size_t n) {
-    snprintf(buf, n, "%s/%s", tmp_dir, name);
-    return buf;
-}
-
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    static char buf[1 << 16];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
+static char text_buf[1 << 16]; // what read_text read last
 
 static double now_seconds(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec + 1e-9 * t.tv_nsec;
 }
-
-static int have_bin(void) { return getenv("FEDPRIV_BIN") && *getenv("FEDPRIV_BIN"); }
 
 static char out_buf[1 << 16], err_buf[1 << 16];
 
@@ -124,30 +96,17 @@ static void assert_refused(int rc, const char *needle) {
                   err_buf);
 }
 
-// A small, learnable CSV classification set (3 classes, 4 features).
-static void write_tiny_csv(const char *path) {
-    FILE *f = fopen(path, "w");
-    ck_assert_ptr_nonnull(f);
-    fprintf(f, "a,b,c,d,label\n");
-    for (int i = 0; i < 240; i++) {
-        int y = i % 3;
-        fprintf(f, "%g,%g,%g,%g,%d\n", y + 0.1 * (i % 7), 0.5 * y - 0.05 * (i % 5), ((i * 7) % 11) / 11.0,
-                (double)(y == 2), y);
-    }
-    ck_assert_int_eq(fclose(f), 0);
-}
-
 // The multi-run audit of case 33.1 on the tiny set: 16 runs of a one-round federation.
 static const char *write_multi_run_config(char *path, size_t n) {
     char csv[400], text[1024];
-    write_tiny_csv(tmp_path("tiny.csv", csv, sizeof csv));
+    write_tiny_csv(scratch_path(tmp_dir, "tiny.csv", csv, sizeof csv));
     snprintf(text, sizeof text,
              "{\"seed\": 3, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
              " \"federation\": {\"clients\": 4, \"rounds\": 1, \"batch_size\": 4}, \"threads\": 1,"
              " \"defense\": {\"name\": \"gaussian-dpfedavg\", \"epsilon\": 4},"
              " \"attack\": {\"name\": \"audit-training\", \"method\": \"multi-run\", \"runs\": 16}}",
              csv);
-    write_text(tmp_path("multi-run.json", path, n), text);
+    write_text(scratch_path(tmp_dir, "multi-run.json", path, n), text);
     return path;
 }
 
@@ -155,7 +114,7 @@ static const char *write_multi_run_config(char *path, size_t n) {
 // run trains in milliseconds and stores two entries in DIR/reference-models.
 static const char *write_lira_matrix(char *path, size_t n) {
     char csv[400], text[1024];
-    tmp_path("mix.csv", csv, sizeof csv);
+    scratch_path(tmp_dir, "mix.csv", csv, sizeof csv);
     FILE *f = fopen(csv, "w");
     ck_assert_ptr_nonnull(f);
     for (int j = 0; j < 8; j++)
@@ -177,7 +136,7 @@ static const char *write_lira_matrix(char *path, size_t n) {
              " \"batch_size\": 20}, \"threads\": 1, \"defenses\": [{\"name\": \"none\"}],"
              " \"attacks\": [{\"name\": \"lira\", \"shadow_models\": 2}]}",
              csv);
-    write_text(tmp_path("lira.json", path, n), text);
+    write_text(scratch_path(tmp_dir, "lira.json", path, n), text);
     return path;
 }
 
@@ -217,46 +176,46 @@ static int count_entries(const char *dir) {
 // victim byte for byte as it was; a link to another audit's file is not resumed from or
 // rewritten either, nor is a hard link written in place.
 START_TEST(audit_multi_run_link_not_written_through) {
-    if (!have_bin())
+    if (!cli_have_bin())
         return;
     char cfg[400], victim[400], mt[400], planted[500];
     write_multi_run_config(cfg, sizeof cfg);
-    write_text(tmp_path("victim.txt", victim, sizeof victim), "IMPORTANT\n");
-    ck_assert_int_eq(mkdir(tmp_path("MT", mt, sizeof mt), 0700), 0);
+    write_text(scratch_path(tmp_dir, "victim.txt", victim, sizeof victim), "IMPORTANT\n");
+    ck_assert_int_eq(mkdir(scratch_path(tmp_dir, "MT", mt, sizeof mt), 0700), 0);
     snprintf(planted, sizeof planted, "%s/multi-run.txt", mt);
     ck_assert_int_eq(symlink(victim, planted), 0);
     assert_refused(RUN("audit-training", "--config", cfg, "--out", mt), "multi-run.txt");
-    ck_assert_str_eq(read_text(victim), "IMPORTANT\n");
+    ck_assert_str_eq(read_text(victim, text_buf, sizeof text_buf), "IMPORTANT\n");
     // A link to another audit's file: that audit's runs are neither resumed nor rewritten.
     char other[400], theirs[500];
     static char before[1 << 16];
-    ck_assert_int_eq(mkdir(tmp_path("other", other, sizeof other), 0700), 0);
+    ck_assert_int_eq(mkdir(scratch_path(tmp_dir, "other", other, sizeof other), 0700), 0);
     int rc = RUN("audit-training", "--config", cfg, "--out", other);
     ck_assert_msg(rc == 0, "%s", err_buf);
     snprintf(theirs, sizeof theirs, "%s/multi-run.txt", other);
-    snprintf(before, sizeof before, "%s", read_text(theirs));
+    snprintf(before, sizeof before, "%s", read_text(theirs, text_buf, sizeof text_buf));
     ck_assert_ptr_nonnull(strstr(before, "run 14: "));
     ck_assert_int_eq(unlink(planted), 0);
     ck_assert_int_eq(symlink(theirs, planted), 0);
     assert_refused(RUN("audit-training", "--config", cfg, "--out", mt), "multi-run.txt");
-    ck_assert_str_eq(read_text(theirs), before);
+    ck_assert_str_eq(read_text(theirs, text_buf, sizeof text_buf), before);
     // A hard link to it: read maybe, but never cut or rewritten in place.
     ck_assert_int_eq(unlink(planted), 0);
     ck_assert_int_eq(link(theirs, planted), 0);
     assert_refused(RUN("audit-training", "--config", cfg, "--out", mt), "hard link");
-    ck_assert_str_eq(read_text(theirs), before);
+    ck_assert_str_eq(read_text(theirs, text_buf, sizeof text_buf), before);
 }
 END_TEST
 
 // DIR/reference-models as a link to a folder outside: `matrix` and `attack lira` wrote
 // every cache entry there. Now both refuse it up front, and the folder stays empty.
 START_TEST(reference_models_link_refused) {
-    if (!have_bin())
+    if (!cli_have_bin())
         return;
     char mpath[400], outside[400], dir[400], refs[500];
     write_lira_matrix(mpath, sizeof mpath);
-    ck_assert_int_eq(mkdir(tmp_path("outside", outside, sizeof outside), 0700), 0);
-    ck_assert_int_eq(mkdir(tmp_path("LL", dir, sizeof dir), 0700), 0);
+    ck_assert_int_eq(mkdir(scratch_path(tmp_dir, "outside", outside, sizeof outside), 0700), 0);
+    ck_assert_int_eq(mkdir(scratch_path(tmp_dir, "LL", dir, sizeof dir), 0700), 0);
     snprintf(refs, sizeof refs, "%s/reference-models", dir);
     ck_assert_int_eq(symlink(outside, refs), 0);
     assert_refused(RUN("matrix", mpath, "--out", dir), "reference-models");
@@ -264,33 +223,33 @@ START_TEST(reference_models_link_refused) {
     // The same for `attack lira` (its config: the matrix's experiment with one attack).
     char cfg[400], *csv_at = NULL;
     static char text[1 << 16];
-    snprintf(text, sizeof text, "%s", read_text(mpath));
+    snprintf(text, sizeof text, "%s", read_text(mpath, text_buf, sizeof text_buf));
     csv_at = strstr(text, ", \"defenses\"");
     ck_assert_ptr_nonnull(csv_at);
     snprintf(csv_at, sizeof text - (size_t)(csv_at - text), ", \"attack\": {\"shadow_models\": 2}}");
-    write_text(tmp_path("lira-attack.json", cfg, sizeof cfg), text);
+    write_text(scratch_path(tmp_dir, "lira-attack.json", cfg, sizeof cfg), text);
     assert_refused(RUN("attack", "lira", "--config", cfg, "--out", dir), "reference-models");
     ck_assert_int_eq(count_entries(outside), 0);
     // A link as an entry: refused by name, the file it points to untouched.
     char victim[400], entry[600];
-    write_text(tmp_path("victim.txt", victim, sizeof victim), "IMPORTANT\n");
+    write_text(scratch_path(tmp_dir, "victim.txt", victim, sizeof victim), "IMPORTANT\n");
     ck_assert_int_eq(unlink(refs), 0);
     ck_assert_int_eq(mkdir(refs, 0700), 0);
     snprintf(entry, sizeof entry, "%s/0123456789abcdef0123456789abcdef.ref", refs);
     ck_assert_int_eq(symlink(victim, entry), 0);
     assert_refused(RUN("matrix", mpath, "--out", dir), "0123456789abcdef0123456789abcdef.ref");
-    ck_assert_str_eq(read_text(victim), "IMPORTANT\n");
+    ck_assert_str_eq(read_text(victim, text_buf, sizeof text_buf), "IMPORTANT\n");
 }
 END_TEST
 
 // A cell file or the lock as a link to a file outside: refused, never written through.
 START_TEST(cell_and_lock_links_refused) {
-    if (!have_bin())
+    if (!cli_have_bin())
         return;
     char mpath[400], dir[400], cells[500], victim[400], path[600];
     write_lira_matrix(mpath, sizeof mpath);
-    write_text(tmp_path("victim.txt", victim, sizeof victim), "IMPORTANT\n");
-    ck_assert_int_eq(mkdir(tmp_path("LC", dir, sizeof dir), 0700), 0);
+    write_text(scratch_path(tmp_dir, "victim.txt", victim, sizeof victim), "IMPORTANT\n");
+    ck_assert_int_eq(mkdir(scratch_path(tmp_dir, "LC", dir, sizeof dir), 0700), 0);
     snprintf(cells, sizeof cells, "%s/cells", dir);
     ck_assert_int_eq(mkdir(cells, 0700), 0);
     static const char *const names[] = {"x.json", "x.running"};
@@ -304,7 +263,7 @@ START_TEST(cell_and_lock_links_refused) {
     unlink(path); // left by the runs above
     ck_assert_int_eq(symlink(victim, path), 0);
     assert_refused(RUN("matrix", mpath, "--out", dir), ".lock");
-    ck_assert_str_eq(read_text(victim), "IMPORTANT\n");
+    ck_assert_str_eq(read_text(victim, text_buf, sizeof text_buf), "IMPORTANT\n");
 }
 END_TEST
 
@@ -312,9 +271,9 @@ END_TEST
 // nothing it refuses.
 START_TEST(opener_refuses_links_for_every_mode) {
     char dir[400], victim[400], path[600];
-    tmp_path("d", dir, sizeof dir);
+    scratch_path(tmp_dir, "d", dir, sizeof dir);
     ck_assert_int_eq(mkdir(dir, 0700), 0);
-    write_text(tmp_path("victim.txt", victim, sizeof victim), "IMPORTANT\n");
+    write_text(scratch_path(tmp_dir, "victim.txt", victim, sizeof victim), "IMPORTANT\n");
     snprintf(path, sizeof path, "%s/f", dir);
     ck_assert_int_eq(symlink(victim, path), 0);
     static const int modes[] = {O_RDONLY, O_WRONLY | O_CREAT, O_RDWR | O_CREAT | O_TRUNC, O_WRONLY | O_APPEND,
@@ -332,7 +291,7 @@ START_TEST(opener_refuses_links_for_every_mode) {
     FpError err = {0};
     ck_assert_int_eq(fp_open_beneath(dir, "f", O_WRONLY | O_TRUNC, NULL, &err), -1);
     ck_assert_msg(strstr(err.msg, "hard link"), "%s", err.msg);
-    ck_assert_str_eq(read_text(victim), "IMPORTANT\n");
+    ck_assert_str_eq(read_text(victim, text_buf, sizeof text_buf), "IMPORTANT\n");
     int fd = fp_open_beneath(dir, "f", O_RDONLY, NULL, &err); // reading it is harmless
     ck_assert_int_ge(fd, 0);
     close(fd);
@@ -360,12 +319,12 @@ END_TEST
 // The FIFO cases of the issue, each in a run of the binary killed after 20 s: exit 2 and
 // a line naming the file, at once.
 START_TEST(fifo_in_run_folder_refused_promptly) {
-    if (!have_bin())
+    if (!cli_have_bin())
         return;
     char cfg[400], dir[400], path[1000], mpath[400];
     // OUT/multi-run.txt under audit-training.
     write_multi_run_config(cfg, sizeof cfg);
-    ck_assert_int_eq(mkdir(tmp_path("MF", dir, sizeof dir), 0700), 0);
+    ck_assert_int_eq(mkdir(scratch_path(tmp_dir, "MF", dir, sizeof dir), 0700), 0);
     snprintf(path, sizeof path, "%s/multi-run.txt", dir);
     ck_assert_int_eq(mkfifo(path, 0600), 0);
     double t0 = now_seconds();
@@ -374,7 +333,7 @@ START_TEST(fifo_in_run_folder_refused_promptly) {
     // DIR/reference-models/HASH.ref, DIR/cells/ID.json and ID.running under matrix: the
     // matrix run first, then each file replaced by a FIFO.
     write_lira_matrix(mpath, sizeof mpath);
-    tmp_path("LF", dir, sizeof dir);
+    scratch_path(tmp_dir, "LF", dir, sizeof dir);
     int rc = RUN("matrix", mpath, "--out", dir);
     ck_assert_msg(rc == 0, "%s", err_buf);
     char refs[500], name[300], cells[500];
@@ -389,7 +348,7 @@ START_TEST(fifo_in_run_folder_refused_promptly) {
     ck_assert(first_entry(cells, ".json", name, sizeof name));
     snprintf(path, sizeof path, "%s/%s", cells, name);
     static char kept[1 << 16];
-    snprintf(kept, sizeof kept, "%s", read_text(path));
+    snprintf(kept, sizeof kept, "%s", read_text(path, text_buf, sizeof text_buf));
     ck_assert_int_eq(unlink(path), 0);
     ck_assert_int_eq(mkfifo(path, 0600), 0);
     assert_refused(RUN("matrix", mpath, "--out", dir), name);
@@ -416,7 +375,7 @@ START_TEST(fifo_in_run_folder_refused_promptly) {
     assert_refused(RUN("matrix", mpath, "--out", dir), ".lock");
     // A FIFO given as a config (jv_load_file) is not waited on either.
     char fifo[400];
-    ck_assert_int_eq(mkfifo(tmp_path("config.fifo", fifo, sizeof fifo), 0600), 0);
+    ck_assert_int_eq(mkfifo(scratch_path(tmp_dir, "config.fifo", fifo, sizeof fifo), 0600), 0);
     assert_refused(RUN("train", "--config", fifo), "config.fifo");
 }
 END_TEST
@@ -425,7 +384,7 @@ END_TEST
 // once with the file named (or, for a cell's status, pending).
 START_TEST(fifo_library_reads_do_not_block) {
     char dir[400], path[600];
-    tmp_path("d", dir, sizeof dir);
+    scratch_path(tmp_dir, "d", dir, sizeof dir);
     ck_assert_int_eq(mkdir(dir, 0700), 0);
     alarm(10); // a blocking open ends the test with SIGALRM instead of hanging it
     // refcache_load: seen in open() at attacks/refcache.c.
@@ -474,7 +433,7 @@ END_TEST
 // (past the format's 1 GiB limit) are refused in well under a second, naming the file.
 START_TEST(sparse_4gb_ref_refused_without_reading) {
     char dir[400], path[600];
-    tmp_path("d", dir, sizeof dir);
+    scratch_path(tmp_dir, "d", dir, sizeof dir);
     ck_assert_int_eq(mkdir(dir, 0700), 0);
     const char *id = "{\"sparse\":1}";
     refcache_path(dir, id, path, sizeof path);
@@ -530,7 +489,7 @@ static void forge_logit(const char *path, int n_query, int n_classes, int k, flo
 
 START_TEST(forged_nonfinite_entry_is_damaged) {
     char dir[400], path[600];
-    tmp_path("d", dir, sizeof dir);
+    scratch_path(tmp_dir, "d", dir, sizeof dir);
     ck_assert_int_eq(mkdir(dir, 0700), 0);
     const char *id = "{\"forged\":1}";
     uint32_t q[3] = {1, 2, 5};
@@ -563,11 +522,11 @@ END_TEST
 // End to end: the forged entry in a matrix's cache is reported (without --verbose),
 // retrained and overwritten; the cell is done, not diverged.
 START_TEST(forged_nonfinite_entry_retrained_in_matrix) {
-    if (!have_bin())
+    if (!cli_have_bin())
         return;
     char mpath[400], dir[400], refs[500], name[300], path[900], cells[500], cell[300], cpath[900];
     write_lira_matrix(mpath, sizeof mpath);
-    tmp_path("LN", dir, sizeof dir);
+    scratch_path(tmp_dir, "LN", dir, sizeof dir);
     int rc = RUN("matrix", mpath, "--out", dir);
     ck_assert_msg(rc == 0, "%s", err_buf);
     snprintf(refs, sizeof refs, "%s/reference-models", dir);
@@ -610,11 +569,11 @@ END_TEST
 // docs/attacks-mia.md: a damaged entry "is reported on stderr, trained again and
 // overwritten". A matrix run without --verbose said nothing.
 START_TEST(damaged_entry_reported_without_verbose) {
-    if (!have_bin())
+    if (!cli_have_bin())
         return;
     char mpath[400], dir[400], refs[500], name[300], path[900], cells[500], cell[300], cpath[900];
     write_lira_matrix(mpath, sizeof mpath);
-    tmp_path("LD", dir, sizeof dir);
+    scratch_path(tmp_dir, "LD", dir, sizeof dir);
     int rc = RUN("matrix", mpath, "--out", dir);
     ck_assert_msg(rc == 0, "%s", err_buf);
     snprintf(refs, sizeof refs, "%s/reference-models", dir);

@@ -9,7 +9,6 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,10 +20,15 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "scratch.h"
 #include "core/clock.h"
 
 static char out_buf[1 << 16], err_buf[1 << 16];
 static char tmp_dir[256];
+
+static void make_tmp_dir(void) { scratch_make(tmp_dir, sizeof tmp_dir, "limits"); }
+
+static void remove_tmp_dir(void) { scratch_remove(tmp_dir); }
 
 // The wall-time limit of a run that must be fast: `seconds` in the release build, times
 // CK_TIMEOUT_MULTIPLIER (make test SANITIZE=1 sets 3; ASan and UBSan are that much slower).
@@ -41,16 +45,6 @@ static int skip_without_bin(const char *test) {
     fprintf(stderr, "SKIP: FEDPRIV_BIN is not set (make test sets it) [%s]\n", test);
     return 1;
 }
-
-static void make_tmp_dir(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/fedpriv-limits-XXXXXX", base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) { return remove(path); }
-
-static void remove_tmp_dir(void) { nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 // A dp-sgd federation on a 200-row CSV (4 clients, 2 rounds of 8 local steps at rate about
 // 1/4: the accountant's q 0.25, 16 steps) whose defense is `defense`; the config's path.

@@ -8,7 +8,6 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,48 +18,19 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "scratch.h"
 #include "runner/shard.h"
 
 // ---- helpers ------------------------------------------------------------------------
 
 static char tmp_dir[256];
 
-static void make_tmp_dir(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/fedpriv-hmatrix-XXXXXX", base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-}
+static void make_tmp_dir(void) { scratch_make(tmp_dir, sizeof tmp_dir, "hmatrix"); }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) { return remove(path); }
-
-static void remove_tmp_dir(void) { nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
-static const char *tmp_path(const char *name, char *buf, size_t n) {
-    snprintf(buf, n, "%s/%s", tmp_dir, name);
-    return buf;
-}
-
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
-
-// The file's text (malloc'd; free it).
-static char *read_text(const char *path) {
-    FILE *f = fopen(path, "rb");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    char *buf = malloc(1 << 20);
-    ck_assert_ptr_nonnull(buf);
-    size_t n = fread(buf, 1, (1 << 20) - 1, f);
-    buf[n] = 0;
-    fclose(f);
-    return buf;
-}
+static void remove_tmp_dir(void) { scratch_remove(tmp_dir); }
 
 static cJSON *read_json(const char *path) {
-    char *text = read_text(path);
+    char *text = read_text_alloc(path, 1 << 20);
     cJSON *j = cJSON_Parse(text);
     free(text);
     ck_assert_msg(j != NULL, "%s: not JSON", path);
@@ -86,7 +56,7 @@ static void write_csv(const char *path, double scale) {
 static const char *write_matrix(const char *name, const char *head, const char *csv_name, double lr,
                                 const char *defenses, const char *attacks, char *path, size_t n) {
     char csv[400], file[100], text[4096];
-    tmp_path(csv_name, csv, sizeof csv);
+    scratch_path(tmp_dir, csv_name, csv, sizeof csv);
     if (access(csv, F_OK) != 0)
         write_csv(csv, strstr(csv_name, "huge") ? 1e30 : 1.0);
     snprintf(text, sizeof text,
@@ -95,7 +65,7 @@ static const char *write_matrix(const char *name, const char *head, const char *
              " \"defenses\": %s, \"attacks\": %s}",
              head, csv, lr, defenses, attacks);
     snprintf(file, sizeof file, "%s.json", name);
-    write_text(tmp_path(file, path, n), text);
+    write_text(scratch_path(tmp_dir, file, path, n), text);
     return path;
 }
 
@@ -106,20 +76,6 @@ static const char *write_matrix(const char *name, const char *head, const char *
 static char out_buf[OUT_CAP], err_buf[OUT_CAP];
 
 #define RUN(...) cli_run((const char *const[]){__VA_ARGS__, NULL}, out_buf, err_buf, OUT_CAP)
-#define BIN_OR_SKIP()                                                                                          \
-    do {                                                                                                       \
-        if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN")) {                                               \
-            fprintf(stderr, "SKIP: FEDPRIV_BIN is not set\n");                                                 \
-            return;                                                                                            \
-        }                                                                                                      \
-    } while (0)
-
-// s is one line of printable text.
-static void assert_one_clean_line(const char *s) {
-    ck_assert_msg(cli_count_lines(s) == 1, "not one line: %s", s);
-    for (size_t i = 0; s[i] && s[i + 1]; i++)
-        ck_assert_msg((unsigned char)s[i] >= 0x20 && s[i] != 0x7f, "raw control byte in: %s", s);
-}
 
 // "this run folder belongs to the matrix A, not to the matrix B" for the files a and b.
 static const char *belongs_line(const char *a, const char *b, char *buf, size_t n) {
@@ -156,26 +112,26 @@ static void hold_shard(const char *dir, int k, int n, const char *matrix, int fd
 // report, check and status. Now m2 is refused with one line naming both matrices, and the
 // folder is as m1 left it.
 START_TEST(second_matrix_shard_refused) {
-    BIN_OR_SKIP();
+    SKIP_UNLESS_BIN();
     char m1[400], m2[400], mx[400], index[500], line[2 * PATH_MAX + 100];
     write_matrix("m1", "\"seed\": 3", "tiny.csv", 0.1, TWO_CELLS, "[]", m1, sizeof m1);
     write_matrix("m2", "\"seed\": 4", "tiny.csv", 0.1, TWO_CELLS, "[]", m2, sizeof m2);
-    tmp_path("MX", mx, sizeof mx);
+    scratch_path(tmp_dir, "MX", mx, sizeof mx);
     int rc = RUN("matrix", m1, "--out", mx, "--shard", "1/2");
     ck_assert_msg(rc == 0, "%s", err_buf);
     snprintf(index, sizeof index, "%s/results.json", mx);
-    char *before = read_text(index);
+    char *before = read_text_alloc(index, 1 << 20);
     rc = RUN("matrix", m2, "--out", mx, "--shard", "2/2");
     ck_assert_int_eq(rc, 2);
     assert_one_clean_line(err_buf);
     ck_assert_msg(strstr(err_buf, belongs_line(m1, m2, line, sizeof line)), "%s", err_buf);
     ck_assert_ptr_nonnull(strstr(err_buf, "use another --out folder"));
-    char *after = read_text(index);
+    char *after = read_text_alloc(index, 1 << 20);
     ck_assert_str_eq(after, before); // m1's index, untouched
     // Refused before its data are loaded (which may take long): m3's data file is missing.
     char m3[400];
     write_matrix("m3", "\"seed\": 3", "tiny.csv", 0.1, TWO_CELLS, "[]", m3, sizeof m3);
-    char *text = read_text(m3), *at = strstr(text, "tiny.csv");
+    char *text = read_text_alloc(m3, 1 << 20), *at = strstr(text, "tiny.csv");
     ck_assert_ptr_nonnull(at);
     memcpy(at, "nope.csv", 8);
     write_text(m3, text);
@@ -200,12 +156,12 @@ END_TEST
 // matrix gets the folder; the other is refused naming both, and results.json is the
 // winner's alone (before: both ran, and the index was whichever wrote last).
 START_TEST(two_matrices_at_once_one_wins) {
-    BIN_OR_SKIP();
+    SKIP_UNLESS_BIN();
     char m1[400], m2[400], mx[400], errfile[400], line[2 * PATH_MAX + 100];
     write_matrix("m1", "\"seed\": 3", "tiny.csv", 0.1, TWO_CELLS, "[]", m1, sizeof m1);
     write_matrix("m2", "\"seed\": 4", "tiny.csv", 0.1, TWO_CELLS, "[]", m2, sizeof m2);
-    tmp_path("MX", mx, sizeof mx);
-    tmp_path("m1.err", errfile, sizeof errfile);
+    scratch_path(tmp_dir, "MX", mx, sizeof mx);
+    scratch_path(tmp_dir, "m1.err", errfile, sizeof errfile);
     fflush(NULL);
     pid_t pid = fork();
     ck_assert_int_ge(pid, 0);
@@ -224,7 +180,7 @@ START_TEST(two_matrices_at_once_one_wins) {
     ck_assert_int_eq(waitpid(pid, &status, 0), pid);
     ck_assert(WIFEXITED(status));
     int rc1 = WEXITSTATUS(status);
-    char *err1 = read_text(errfile);
+    char *err1 = read_text_alloc(errfile, 1 << 20);
     ck_assert_msg((rc1 == 0 && rc2 == 2) || (rc1 == 2 && rc2 == 0), "m1: %d (%s), m2: %d (%s)", rc1, err1, rc2,
                   err_buf);
     const char *winner = rc1 == 0 ? m1 : m2, *loser = rc1 == 0 ? m2 : m1;
@@ -252,10 +208,10 @@ END_TEST
 // another path with the same name extends the folder, another name is refused (before:
 // "name" was an unknown key).
 START_TEST(same_matrix_extended_resumes) {
-    BIN_OR_SKIP();
+    SKIP_UNLESS_BIN();
     char m[400], mx[400];
     write_matrix("m", "\"seed\": 3", "tiny.csv", 0.1, "[{\"name\": \"none\"}]", "[]", m, sizeof m);
-    tmp_path("MX", mx, sizeof mx);
+    scratch_path(tmp_dir, "MX", mx, sizeof mx);
     ck_assert_msg(RUN("matrix", m, "--out", mx) == 0, "%s", err_buf);
     write_matrix("m", "\"seed\": 3", "tiny.csv", 0.1, TWO_CELLS, "[]", m, sizeof m);
     int rc = RUN("matrix", m, "--out", mx);
@@ -273,7 +229,7 @@ START_TEST(same_matrix_extended_resumes) {
                  sizeof a);
     write_matrix("named-b", "\"name\": \"study\", \"seed\": 3", "tiny.csv", 0.1, TWO_CELLS, "[]", b, sizeof b);
     write_matrix("named-c", "\"name\": \"other\", \"seed\": 3", "tiny.csv", 0.1, TWO_CELLS, "[]", c, sizeof c);
-    tmp_path("NX", nx, sizeof nx);
+    scratch_path(tmp_dir, "NX", nx, sizeof nx);
     ck_assert_msg(RUN("matrix", a, "--out", nx) == 0, "%s", err_buf);
     rc = RUN("matrix", b, "--out", nx);
     ck_assert_msg(rc == 0, "%s", err_buf);
@@ -296,11 +252,11 @@ END_TEST
 // as another matrix (before: "shard 1/2 is already running", as if it were mA's), and mA's
 // own shard 1/2 twice names the matrix and the live holder.
 START_TEST(shard_lock_names_the_matrix) {
-    BIN_OR_SKIP();
+    SKIP_UNLESS_BIN();
     char ma[400], mb[400], mx[400], line[2 * PATH_MAX + 100], real[PATH_MAX], want[PATH_MAX + 300];
     write_matrix("mA", "\"seed\": 3", "tiny.csv", 0.1, TWO_CELLS, "[]", ma, sizeof ma);
     write_matrix("mB", "\"seed\": 4", "tiny.csv", 0.1, TWO_CELLS, "[]", mb, sizeof mb);
-    tmp_path("MX", mx, sizeof mx);
+    scratch_path(tmp_dir, "MX", mx, sizeof mx);
     ck_assert_msg(RUN("matrix", ma, "--out", mx, "--shard", "2/2") == 0, "%s", err_buf);
     ck_assert_ptr_nonnull(realpath(ma, real));
     snprintf(want, sizeof want, "the matrix %s", real);
@@ -325,7 +281,7 @@ START_TEST(shard_lock_names_the_matrix) {
     ck_assert_msg(RUN("matrix", ma, "--out", mx, "--shard", "1/2") == 0, "%s", err_buf);
     char p[500];
     snprintf(p, sizeof p, "%s/.lock-shard-1-of-2", mx);
-    char *note = read_text(p);
+    char *note = read_text_alloc(p, 1 << 20);
     snprintf(want, sizeof want, ", shard 1/2 of the matrix %s\n", real);
     ck_assert_msg(strstr(note, want) && strncmp(note, "pid ", 4) == 0, "%s", note);
     free(note);
@@ -335,18 +291,18 @@ END_TEST
 // The owner record is read like every file of a run folder (never through a link, never
 // a FIFO): a link planted as DIR/matrix-owner.json is refused, and its target untouched.
 START_TEST(owner_record_not_followed) {
-    BIN_OR_SKIP();
+    SKIP_UNLESS_BIN();
     char m[400], mx[400], victim[400], link_path[500];
     write_matrix("m", "\"seed\": 3", "tiny.csv", 0.1, "[{\"name\": \"none\"}]", "[]", m, sizeof m);
-    write_text(tmp_path("victim.txt", victim, sizeof victim), "IMPORTANT\n");
-    ck_assert_int_eq(mkdir(tmp_path("MX", mx, sizeof mx), 0700), 0);
+    write_text(scratch_path(tmp_dir, "victim.txt", victim, sizeof victim), "IMPORTANT\n");
+    ck_assert_int_eq(mkdir(scratch_path(tmp_dir, "MX", mx, sizeof mx), 0700), 0);
     snprintf(link_path, sizeof link_path, "%s/matrix-owner.json", mx);
     ck_assert_int_eq(symlink(victim, link_path), 0);
     int rc = RUN("matrix", m, "--out", mx);
     ck_assert_int_eq(rc, 2);
     assert_one_clean_line(err_buf);
     ck_assert_msg(strstr(err_buf, "matrix-owner.json") && strstr(err_buf, "symbolic link"), "%s", err_buf);
-    char *text = read_text(victim);
+    char *text = read_text_alloc(victim, 1 << 20);
     ck_assert_str_eq(text, "IMPORTANT\n");
     free(text);
     char index[500];
@@ -362,13 +318,13 @@ END_TEST
 // has ended; with no shard naming itself it says the holder is unknown (before: it named
 // the dead PID as the writer).
 START_TEST(full_run_blocked_by_shard_names_live_holder) {
-    BIN_OR_SKIP();
+    SKIP_UNLESS_BIN();
     char m[400], mx[400], p[500];
     write_matrix("m", "\"seed\": 3", "tiny.csv", 0.1, TWO_CELLS, "[]", m, sizeof m);
-    tmp_path("MX", mx, sizeof mx);
+    scratch_path(tmp_dir, "MX", mx, sizeof mx);
     ck_assert_msg(RUN("matrix", m, "--out", mx) == 0, "%s", err_buf);
     snprintf(p, sizeof p, "%s/.lock", mx);
-    char *note = read_text(p);
+    char *note = read_text_alloc(p, 1 << 20);
     long dead = 0;
     ck_assert_int_eq(sscanf(note, "pid %ld on ", &dead), 1); // that run's process, gone now
     ck_assert_int_ne(kill((pid_t)dead, 0), 0);
@@ -441,7 +397,7 @@ START_TEST(slurm_task_count_zero) {
     setenv("SLURM_ARRAY_TASK_MAX", "0", 1);
     setenv("SLURM_ARRAY_TASK_COUNT", "0", 1);
     setenv("SLURM_ARRAY_TASK_STEP", "1", 1);
-    int rc = RUN("matrix", m, "--out", tmp_path("MX", mx, sizeof mx), "--shard", "slurm");
+    int rc = RUN("matrix", m, "--out", scratch_path(tmp_dir, "MX", mx, sizeof mx), "--shard", "slurm");
     static const char *const vars[] = {"SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX",
                                        "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_STEP"};
     for (int i = 0; i < 5; i++)
@@ -482,10 +438,10 @@ static int cell_retries(const cJSON *cell) {
 // keeps it as it is (before: diverged cells were never retried, and a damaged cache entry
 // that made a cell diverge stayed for good).
 START_TEST(diverged_cell_retried_once) {
-    BIN_OR_SKIP();
+    SKIP_UNLESS_BIN();
     char m[400], mx[400], kx[400];
     write_matrix("m", "\"seed\": 3", "huge.csv", 1000, "[{\"name\": \"none\"}]", "[]", m, sizeof m);
-    tmp_path("MX", mx, sizeof mx);
+    scratch_path(tmp_dir, "MX", mx, sizeof mx);
     int rc = RUN("matrix", m, "--out", mx);
     ck_assert_msg(rc == 0, "%s", err_buf);
     ck_assert_msg(strstr(err_buf, "1 cells: 0 done, 1 diverged, 0 failed (0 finished earlier)"), "%s", err_buf);
@@ -506,7 +462,7 @@ START_TEST(diverged_cell_retried_once) {
     ck_assert_msg(rc == 0, "%s", err_buf);
     ck_assert_msg(strstr(err_buf, "1 already finished, 0 to run"), "%s", err_buf);
     // --keep-diverged: not retried, the file as it was.
-    tmp_path("KX", kx, sizeof kx);
+    scratch_path(tmp_dir, "KX", kx, sizeof kx);
     ck_assert_msg(RUN("matrix", m, "--out", kx) == 0, "%s", err_buf);
     cJSON *first = only_cell(kx);
     rc = RUN("matrix", m, "--out", kx, "--keep-diverged");

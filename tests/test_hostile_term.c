@@ -8,7 +8,6 @@
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +17,7 @@
 #include <unistd.h>
 
 #include "cli_run.h"
+#include "scratch.h"
 #include "core/status.h"
 #include "defenses/registry.h"
 
@@ -25,27 +25,9 @@
 
 static char tmp_dir[256];
 
-static void make_tmp_dir(void) {
-    const char *base = getenv("TMPDIR");
-    snprintf(tmp_dir, sizeof tmp_dir, "%s/fedpriv-hostile-term-XXXXXX", base && *base ? base : "/tmp");
-    ck_assert_ptr_nonnull(mkdtemp(tmp_dir));
-}
+static void make_tmp_dir(void) { scratch_make(tmp_dir, sizeof tmp_dir, "hostile-term"); }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) { return remove(path); }
-
-static void remove_tmp_dir(void) { nftw(tmp_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
-
-static const char *tmp_path(const char *name, char *buf, size_t n) {
-    snprintf(buf, n, "%s/%s", tmp_dir, name);
-    return buf;
-}
-
-static void write_text(const char *path, const char *text) {
-    FILE *f = fopen(path, "w");
-    ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
-    fputs(text, f);
-    ck_assert_int_eq(fclose(f), 0);
-}
+static void remove_tmp_dir(void) { scratch_remove(tmp_dir); }
 
 static cJSON *load_json(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -70,13 +52,6 @@ static void save_json(const char *path, const cJSON *j) {
 static char out_buf[OUT_CAP], err_buf[OUT_CAP];
 
 #define RUN(...) cli_run((const char *const[]){__VA_ARGS__, NULL}, out_buf, err_buf, OUT_CAP)
-#define SKIP_WITHOUT_BIN()                                                                                   \
-    do {                                                                                                       \
-        if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN")) {                                               \
-            fprintf(stderr, "SKIP: FEDPRIV_BIN is not set\n");                                                 \
-            return;                                                                                            \
-        }                                                                                                      \
-    } while (0)
 
 // NULL when s is `lines` lines of text with no control character a terminal acts on: no
 // byte below 0x20 but the newlines, no DEL, no C1 control (U+0080-U+009F, as UTF-8 or as
@@ -120,18 +95,9 @@ static const char *unclean_text(const char *s, int lines) {
 // client noise. No attack.
 static void tiny_run(const char *name, char *dir, size_t n) {
     char csv[400], mpath[400], text[2048];
-    tmp_path("tiny.csv", csv, sizeof csv);
-    if (access(csv, F_OK) != 0) {
-        FILE *f = fopen(csv, "w");
-        ck_assert_ptr_nonnull(f);
-        fprintf(f, "a,b,c,d,label\n");
-        for (int i = 0; i < 240; i++) {
-            int y = i % 3;
-            fprintf(f, "%g,%g,%g,%g,%d\n", y + 0.1 * (i % 7), 0.5 * y - 0.05 * (i % 5), ((i * 7) % 11) / 11.0,
-                    (double)(y == 2), y);
-        }
-        ck_assert_int_eq(fclose(f), 0);
-    }
+    scratch_path(tmp_dir, "tiny.csv", csv, sizeof csv);
+    if (access(csv, F_OK) != 0)
+        write_tiny_csv(csv);
     snprintf(text, sizeof text,
              "{\"seed\": 3, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"}, \"model\": {\"name\": \"logreg\"},"
              " \"federation\": {\"clients\": 2, \"rounds\": 1, \"batch_size\": 16}, \"threads\": 1,"
@@ -140,7 +106,7 @@ static void tiny_run(const char *name, char *dir, size_t n) {
              csv);
     snprintf(mpath, sizeof mpath, "%s/%s.json", tmp_dir, name);
     write_text(mpath, text);
-    tmp_path(name, dir, n);
+    scratch_path(tmp_dir, name, dir, n);
     int rc = RUN("matrix", mpath, "--out", dir);
     ck_assert_msg(rc == 0, "matrix: %d: %s", rc, err_buf);
 }
@@ -163,7 +129,7 @@ static void cell_path(const char *dir, const char *id, const char *ext, char *bu
 // label the runner builds from SLURM_ARRAY_JOB_ID: "slurm $SLURM_ARRAY_JOB_ID_$TASK"),
 // as the issue wrote them: one header and two cell lines, nothing raw.
 START_TEST(cli_matrix_status_escaped) {
-    SKIP_WITHOUT_BIN();
+    SKIP_UNLESS_BIN();
     char dir[400], ixp[500], id0[128], id1[128], p[600];
     tiny_run("st", dir, sizeof dir);
     snprintf(ixp, sizeof ixp, "%s/results.json", dir);
@@ -216,11 +182,11 @@ END_TEST
 // ---- 4. check --format github and json ------------------------------------------------------
 
 START_TEST(cli_check_github_escaped) {
-    SKIP_WITHOUT_BIN();
+    SKIP_UNLESS_BIN();
     char dir[400], base[400];
     tiny_run("gh", dir, sizeof dir);
     // One bound that holds (an `ok:` line), one violated (an ::error annotation).
-    write_text(tmp_path("base.json", base, sizeof base),
+    write_text(scratch_path(tmp_dir, "base.json", base, sizeof base),
                "{\"bounds\": [{\"label\": \"gauss \\u001b]0;pwned\\u0007\\u001b[2J\\nfake line: all done\","
                " \"defense\": \"none\", \"metric\": \"model_accuracy\", \"at_least\": 0},"
                " {\"label\": \"gauss \\u001b]0;pwned\\u0007\\u001b[2J\\nfake line: all done, 100%\","
@@ -265,7 +231,7 @@ static int sh(const char *cmd) {
 // run with its control characters escaped; JSONL reads back exactly
 // (tests/export_roundtrip.py, run from the repository root as `make test` does).
 START_TEST(cli_export_escaped) {
-    SKIP_WITHOUT_BIN();
+    SKIP_UNLESS_BIN();
     char dir[400], ixp[500], id0[128], p[600];
     tiny_run("ex", dir, sizeof dir);
     snprintf(ixp, sizeof ixp, "%s/results.json", dir);
@@ -286,11 +252,11 @@ START_TEST(cli_export_escaped) {
     ck_assert_msg(strstr(out_buf, "," HOSTILE_ESCAPED "\\u0085,none,"), "%s", out_buf);
     ck_assert_msg(strstr(out_buf, ",\"u\\x07,\"\"q\"\"\\r\\nfake,row\\x1b[1m\","), "%s", out_buf);
     char csv[500], jsonl[500], cmd[2000], file[500];
-    write_text(tmp_path("out.csv", csv, sizeof csv), out_buf);
+    write_text(scratch_path(tmp_dir, "out.csv", csv, sizeof csv), out_buf);
     // -o FILE writes the same bytes as standard output.
     static char first[OUT_CAP];
     snprintf(first, sizeof first, "%s", out_buf);
-    ck_assert_int_eq(RUN("export", dir, "-o", tmp_path("file.csv", file, sizeof file)), 0);
+    ck_assert_int_eq(RUN("export", dir, "-o", scratch_path(tmp_dir, "file.csv", file, sizeof file)), 0);
     FILE *f = fopen(file, "rb");
     ck_assert_ptr_nonnull(f);
     size_t n = fread(out_buf, 1, OUT_CAP - 1, f);
@@ -299,7 +265,7 @@ START_TEST(cli_export_escaped) {
     ck_assert_str_eq(out_buf, first);
     ck_assert_int_eq(RUN("export", dir, "--format", "jsonl"), 0);
     assert_clean(out_buf, 4);
-    write_text(tmp_path("out.jsonl", jsonl, sizeof jsonl), out_buf);
+    write_text(scratch_path(tmp_dir, "out.jsonl", jsonl, sizeof jsonl), out_buf);
     snprintf(cmd, sizeof cmd, "python3 tests/export_roundtrip.py %s %s %s >&2", dir, csv, jsonl);
     ck_assert_int_eq(sh(cmd), 0);
     // An option is quoted in the error line escaped.
@@ -332,10 +298,10 @@ START_TEST(defenses_declare_their_params) {
 END_TEST
 
 START_TEST(cli_check_params_typo_exit_2) {
-    SKIP_WITHOUT_BIN();
+    SKIP_UNLESS_BIN();
     char dir[400], base[400];
     tiny_run("pt", dir, sizeof dir);
-    tmp_path("params.json", base, sizeof base);
+    scratch_path(tmp_dir, "params.json", base, sizeof base);
     write_text(base, "{\"bounds\": [{\"defense\": \"gaussian-dpfedavg\", \"params\": {\"nosie\": \"client\"},"
                      " \"metric\": \"model_accuracy\", \"at_least\": 0}]}");
     ck_assert_int_eq(RUN("check", dir, "--baseline", base), 2);
@@ -394,7 +360,7 @@ static void assert_refused(const char *dir, const char *base, const char *cell_f
     ck_assert_int_eq(RUN("check", dir, "--baseline", base), 2);
     assert_clean(err_buf, 1);
     ck_assert_msg(strstr(err_buf, want), "want \"%s\" in: %s", want, err_buf);
-    tmp_path("report.html", html, sizeof html);
+    scratch_path(tmp_dir, "report.html", html, sizeof html);
     ck_assert_int_eq(RUN("report", dir, "-o", html), 2);
     assert_clean(err_buf, 1);
     ck_assert_msg(strstr(err_buf, want), "want \"%s\" in: %s", want, err_buf);
@@ -402,9 +368,9 @@ static void assert_refused(const char *dir, const char *base, const char *cell_f
 }
 
 START_TEST(cli_tampered_metrics_refused) {
-    SKIP_WITHOUT_BIN();
+    SKIP_UNLESS_BIN();
     char dir[400], base[400], cell[600];
-    write_text(tmp_path("acc.json", base, sizeof base),
+    write_text(scratch_path(tmp_dir, "acc.json", base, sizeof base),
                "{\"bounds\": [{\"defense\": \"*\", \"metric\": \"model_accuracy\", \"at_least\": 0}]}");
     static const struct {
         const char *object, *key, *value, *what;
