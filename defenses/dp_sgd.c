@@ -115,12 +115,14 @@ static FpStatus account(const DpSgd *s, double sigma, long long rounds, double d
     return st;
 }
 
-// account() as a ClipEpsilonAt (an accountant that cannot state a bound states none).
+// account() as a ClipEpsilonAt (an accountant that cannot state a bound states none; one
+// that ran out of memory, NaN).
 static double epsilon_at(const void *ctx, long long rounds, double delta) {
     const DpSgd *s = ctx;
     double eps;
     FpError e = {0};
-    return account(s, s->sigma, rounds, delta, &eps, &e) == FP_OK ? eps : INFINITY;
+    FpStatus st = account(s, s->sigma, rounds, delta, &eps, &e);
+    return st == FP_OK ? eps : st == FP_ENOMEM ? NAN : INFINITY;
 }
 
 // The keys create() accepts, also what takes_param answers from.
