@@ -366,7 +366,8 @@ static double cached_epsilon(const DpSgd *s, int rounds, int *covered) {
         eps = clip_noise_epsilon(&s->noise, s->delta, draws, epsilon_at, s, rounds, covered);
         memo[0] = eps;
         memo[1] = *covered;
-        defense_memo_put(s->memo, key, memo, 2);
+        if (!isnan(eps)) // an account that ran out of memory is not one to reuse
+            defense_memo_put(s->memo, key, memo, 2);
     }
     if (rounds <= s->rounds) {
         s->eps_cache[rounds] = eps;
