@@ -267,23 +267,21 @@ static double sound_epsilon_at(const void *ctx, long long rounds, double delta) 
     if (rounds <= 0)
         return 0;
     double eps = INFINITY;
+    FpStatus st;
     if (rounds == s->acc_rounds) {
-        if (rdp_accountant_epsilon(s->acc, delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
-            eps = INFINITY;
-        return eps;
+        st = rdp_accountant_epsilon(s->acc, delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL);
+    } else {
+        double orders[RDP_EXTENDED_ORDER_COUNT];
+        int no = rdp_extended_orders(orders);
+        RdpAccountant *acc = NULL;
+        st = rdp_accountant_create(orders, no, &acc, NULL);
+        for (int m = 1; m <= (int)rounds && st == FP_OK; m++)
+            st = add_round(acc, s, m);
+        if (st == FP_OK)
+            st = rdp_accountant_epsilon(acc, delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL);
+        rdp_accountant_free(acc);
     }
-    double orders[RDP_EXTENDED_ORDER_COUNT];
-    int no = rdp_extended_orders(orders);
-    RdpAccountant *acc = NULL;
-    if (rdp_accountant_create(orders, no, &acc, NULL) == FP_OK) {
-        int ok = 1;
-        for (int m = 1; m <= (int)rounds && ok; m++)
-            ok = add_round(acc, s, m) == FP_OK;
-        if (!ok || rdp_accountant_epsilon(acc, delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
-            eps = INFINITY;
-    }
-    rdp_accountant_free(acc);
-    return eps;
+    return st == FP_OK ? eps : st == FP_ENOMEM ? NAN : INFINITY; // NaN: see ClipEpsilonAt
 }
 
 // The upload observer's ε after `rounds` rounds (no amplification): the exact
@@ -296,15 +294,13 @@ static double upload_epsilon_at(const void *ctx, long long rounds, double delta)
         return 0;
     double *ratio = malloc(sizeof(double) * (size_t)rounds), e = INFINITY;
     if (!ratio)
-        return INFINITY;
+        return NAN;
     for (int m = 1; m <= (int)rounds; m++)
         ratio[m - 1] = round_multiplier(s, m);
     FpStatus st = s->noise.safe ? gaussian_rdp_epsilon(ratio, (int)rounds, delta, &e, NULL, NULL)
                                 : gaussian_exact_epsilon(ratio, (int)rounds, delta, &e, NULL);
-    if (st != FP_OK)
-        e = INFINITY;
     free(ratio);
-    return e;
+    return st == FP_OK ? e : st == FP_ENOMEM ? NAN : INFINITY;
 }
 
 // The accounts with the safe sampler's slack over the client's own draws (the others'

@@ -314,13 +314,14 @@ static double aggregate_epsilon_at(const void *ctx, long long rounds, double del
     if (g->z <= 0)
         return INFINITY;
     double orders[RDP_EXTENDED_ORDER_COUNT], eps = INFINITY;
-    int n = rdp_extended_orders(orders), ok = 1;
+    int n = rdp_extended_orders(orders);
     RdpAccountant *acc = NULL;
-    if (rdp_accountant_create(orders, n, &acc, NULL) != FP_OK)
-        return INFINITY;
+    FpStatus st = rdp_accountant_create(orders, n, &acc, NULL);
+    if (st != FP_OK)
+        return st == FP_ENOMEM ? NAN : INFINITY;
     if (g->server_noise) {
-        ok = rdp_accountant_add_sampled(acc, server_sampling(g), g->q, corrected_sigma(g, g->z) / noise_phi(g), rounds,
-                                        NULL) == FP_OK;
+        st = rdp_accountant_add_sampled(acc, server_sampling(g), g->q, corrected_sigma(g, g->z) / noise_phi(g), rounds,
+                                        NULL);
     } else {
         // Client shares. Per round, given its cohort size k (fixed, or a Bernoulli count,
         // whose law does not depend on the data under replace-one neighbours; given k the
@@ -333,31 +334,31 @@ static double aggregate_epsilon_at(const void *ctx, long long rounds, double del
         // grows with k and is taken at N).
         int N = g->n_clients;
         long long *count = calloc((size_t)N + 1, sizeof(long long)), unknown = 0;
-        ok = count != NULL;
-        for (long long r = 0; ok && r < rounds; r++) {
+        st = count ? FP_OK : FP_ENOMEM;
+        for (long long r = 0; st == FP_OK && r < rounds; r++) {
             int k = round_cohort(g, (int)r);
             if (k >= 0 && k <= N)
                 count[k]++;
             else
                 unknown++;
         }
-        for (int k = 1; ok && k <= N; k++)
+        for (int k = 1; st == FP_OK && k <= N; k++)
             if (count[k] > 0)
-                ok = rdp_accountant_add_sampled(acc, RDP_SAMPLING_FIXED, (double)k / N, share_sum_multiplier(g, k),
-                                                count[k], NULL) == FP_OK;
-        if (ok && unknown > 0) {
+                st = rdp_accountant_add_sampled(acc, RDP_SAMPLING_FIXED, (double)k / N, share_sum_multiplier(g, k),
+                                                count[k], NULL);
+        if (st == FP_OK && unknown > 0) {
             double m = fmin(share_sum_gauss_multiplier(g, 1), share_sum_gauss_multiplier(g, N));
             if (g->noise.safe)
                 m = dgauss_sum_multiplier(m, g->noise.table.sigma, N, (double)g->noise.d);
-            ok = !isnan(m) &&
-                 rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON_REPLACE, g->q, m, unknown, NULL) == FP_OK;
+            st = isnan(m) ? FP_EPARAM
+                          : rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON_REPLACE, g->q, m, unknown, NULL);
         }
         free(count);
     }
-    if (!ok || rdp_accountant_epsilon(acc, delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL) != FP_OK)
-        eps = INFINITY;
+    if (st == FP_OK)
+        st = rdp_accountant_epsilon(acc, delta, RDP_CONVERSION_BALLE2020, &eps, NULL, NULL);
     rdp_accountant_free(acc);
-    return eps;
+    return st == FP_OK ? eps : st == FP_ENOMEM ? NAN : INFINITY;
 }
 
 // The upload observer's multipliers with client noise: round r's share std client_std(k_r)
@@ -391,7 +392,7 @@ static double upload_epsilon_with(const void *ctx, long long rounds, double delt
         return 0;
     double *ratio = malloc(sizeof(double) * (size_t)rounds), eps = INFINITY;
     if (!ratio)
-        return INFINITY;
+        return NAN;
     int n = upload_ratios(g, rounds, ratio);
     FpStatus st = FP_OK;
     if (n == 0)
@@ -401,7 +402,7 @@ static double upload_epsilon_with(const void *ctx, long long rounds, double delt
     else
         st = gaussian_rdp_epsilon(ratio, n, delta, &eps, NULL, NULL);
     free(ratio);
-    return st == FP_OK ? eps : INFINITY;
+    return st == FP_OK ? eps : st == FP_ENOMEM ? NAN : INFINITY;
 }
 
 static double upload_epsilon_at(const void *ctx, long long rounds, double delta) {
@@ -428,26 +429,36 @@ static double upload_epsilon(const ClipGaussian *g, int rounds, int *covered) {
 // smallest z on a relative grid of 1e-7 whose record is at most the target. The record
 // ends there when the rounds run with the cohorts planned; a round whose count differs is
 // accounted as it ran.
-static void calibrate_to_record(ClipGaussian *g) {
-    const double target = g->epsilon;
+// 1 when the record at g->z meets target; an account that ran out of memory (NaN) sets
+// *oom, which ends the search (a bisection on NaN would settle on a wrong z).
+static int record_meets(const ClipGaussian *g, double target, int *oom) {
     int covered;
+    double e = aggregate_epsilon(g, g->rounds, &covered);
+    *oom |= isnan(e);
+    return e <= target;
+}
+
+static FpStatus calibrate_to_record(ClipGaussian *g, FpError *err) {
+    const double target = g->epsilon;
+    int oom = 0;
     double hi = g->z, lo;
-    for (int i = 0; i < 60 && !(aggregate_epsilon(g, g->rounds, &covered) <= target); i++)
+    for (int i = 0; i < 60 && !record_meets(g, target, &oom) && !oom; i++)
         g->z = hi *= 1.25;
-    if (!(aggregate_epsilon(g, g->rounds, &covered) <= target))
-        return; // no larger z meets it either: keep the search's (the record then says so)
-    lo = hi;
-    do {
-        g->z = lo /= 1.5;
-    } while (lo > 1e-6 && aggregate_epsilon(g, g->rounds, &covered) <= target);
-    while (hi / lo > 1 + 1e-7) {
-        g->z = sqrt(lo * hi);
-        if (aggregate_epsilon(g, g->rounds, &covered) <= target)
-            hi = g->z;
-        else
-            lo = g->z;
-    }
-    g->z = hi;
+    if (!oom && record_meets(g, target, &oom)) {
+        lo = hi;
+        do {
+            g->z = lo /= 1.5;
+        } while (lo > 1e-6 && record_meets(g, target, &oom) && !oom);
+        while (!oom && hi / lo > 1 + 1e-7) {
+            g->z = sqrt(lo * hi);
+            if (record_meets(g, target, &oom))
+                hi = g->z;
+            else
+                lo = g->z;
+        }
+        g->z = hi;
+    } // else no larger z meets it either: keep the search's (the record then says so)
+    return oom ? fp_fail(err, FP_ENOMEM, "out of memory while accounting privacy") : FP_OK;
 }
 
 FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const DefenseSetup *setup, int paper,
@@ -531,7 +542,7 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
             g->seen_k[r] = plan ? setup->planned_cohorts[r] : -1;
     }
     if (!paper && g->epsilon > 0 && g->rounds > 0)
-        calibrate_to_record(g);
+        FP_TRY(calibrate_to_record(g, err));
     if (g->server_noise)
         g->server_std = g->z * g->clip;
     return FP_OK;

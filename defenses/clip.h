@@ -88,7 +88,10 @@ void clip_noise_describe(const ClipNoise *n, cJSON *out);
 // (1 + e^ε)·draws·tv: the δ the table's distance to N_Z(0, σ²) adds over `draws` draws
 // (0 for the float sampler).
 double clip_noise_delta_slack(const ClipNoise *n, double eps, double draws);
-// An account's ε after `rounds` rounds at δ (a defense's function over its state).
+// An account's ε after `rounds` rounds at δ (a defense's function over its state):
+// INFINITY when the account states no bound, NaN (never INFINITY) when it could not be
+// computed for lack of memory, which the privacy slot passes on (fl/defense.h) and a
+// calibration search turns into FP_ENOMEM.
 typedef double (*ClipEpsilonAt)(const void *ctx, long long rounds, double delta);
 // The ε of an account at δ with the safe sampler's slack inside it: the account runs at
 // δ(1 − f) for the first share f of δ in 2^-10, 2^-6, 2^-3, 2^-1 whose slack over `draws`

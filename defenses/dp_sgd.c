@@ -115,12 +115,14 @@ static FpStatus account(const DpSgd *s, double sigma, long long rounds, double d
     return st;
 }
 
-// account() as a ClipEpsilonAt (an accountant that cannot state a bound states none).
+// account() as a ClipEpsilonAt (an accountant that cannot state a bound states none; one
+// that ran out of memory, NaN).
 static double epsilon_at(const void *ctx, long long rounds, double delta) {
     const DpSgd *s = ctx;
     double eps;
     FpError e = {0};
-    return account(s, s->sigma, rounds, delta, &eps, &e) == FP_OK ? eps : INFINITY;
+    FpStatus st = account(s, s->sigma, rounds, delta, &eps, &e);
+    return st == FP_OK ? eps : st == FP_ENOMEM ? NAN : INFINITY;
 }
 
 // The keys create() accepts, also what takes_param answers from.
@@ -364,7 +366,8 @@ static double cached_epsilon(const DpSgd *s, int rounds, int *covered) {
         eps = clip_noise_epsilon(&s->noise, s->delta, draws, epsilon_at, s, rounds, covered);
         memo[0] = eps;
         memo[1] = *covered;
-        defense_memo_put(s->memo, key, memo, 2);
+        if (!isnan(eps)) // an account that ran out of memory is not one to reuse
+            defense_memo_put(s->memo, key, memo, 2);
     }
     if (rounds <= s->rounds) {
         s->eps_cache[rounds] = eps;

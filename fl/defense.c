@@ -165,10 +165,17 @@ void privacy_record_settle(PrivacyRecord *rec) {
         rec->epsilon_total_coordinate = rec->epsilon_total_coordinate_conditional = NAN;
 }
 
-void defense_privacy(const DefenseOps *ops, const void *state, int rounds_done, PrivacyRecord *rec) {
+FpStatus defense_privacy(const DefenseOps *ops, const void *state, int rounds_done, PrivacyRecord *rec,
+                         FpError *err) {
     *rec = (PrivacyRecord){.sigma = -1};
     ops->privacy(state, rounds_done, rec);
+    // NaN is never an ε: the slot's convention for an account that ran out of memory
+    // (DefenseOps.privacy), which settling would otherwise show as a complete "no guarantee".
+    if (isnan(rec->epsilon_total_sound) || isnan(rec->epsilon_round_nominal) || isnan(rec->epsilon_total_nominal) ||
+        (rec->upload_notion && isnan(rec->epsilon_total_upload)))
+        return fp_fail(err, FP_ENOMEM, "out of memory while accounting privacy");
     privacy_record_settle(rec);
+    return FP_OK;
 }
 
 // The keys create() accepts, also what takes_param answers from.

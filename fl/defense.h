@@ -302,7 +302,10 @@ typedef struct DefenseOps {
     // Called once per round after aggregation: update schedules and accounting.
     void (*end_round)(void *state, int round, int n_participants);
     // The privacy spent after `rounds_done` rounds (see PrivacyRecord for how to fill it;
-    // callers go through defense_privacy()).
+    // callers go through defense_privacy()). An account that could not be computed for
+    // lack of memory writes NaN (never a legitimate ε) into the ε it could not compute
+    // (epsilon_total_sound, epsilon_total_upload or a nominal ε), never INFINITY, which
+    // would claim a complete "no guarantee": defense_privacy() turns it into FP_ENOMEM.
     void (*privacy)(const void *state, int rounds_done, PrivacyRecord *rec);
     // Optional: add the resolved parameters (variant, ε, clip, ...) to a JSON object.
     void (*describe)(const void *state, cJSON *out);
@@ -313,8 +316,11 @@ typedef struct DefenseOps {
 } DefenseOps;
 
 // The privacy record of a defense after rounds_done rounds, settled
-// (privacy_record_settle): what the engine and every result report.
-void defense_privacy(const DefenseOps *ops, const void *state, int rounds_done, PrivacyRecord *rec);
+// (privacy_record_settle): what the engine and every result report. FP_ENOMEM ("out of
+// memory while accounting privacy") when the defense's account ran out of memory (a NaN ε,
+// see DefenseOps.privacy); *rec is then not a result.
+FpStatus defense_privacy(const DefenseOps *ops, const void *state, int rounds_done, PrivacyRecord *rec,
+                         FpError *err);
 
 // Looks a defense up by name (defenses/registry.h defense_find, or a test's stand-ins);
 // NULL when there is none of that name.

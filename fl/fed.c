@@ -636,7 +636,7 @@ FpStatus fed_round_finish(Federation *f, FpError *err) {
     res->round = r + 1;
     res->participants = n;
     res->upload = summarize_uploads(f, n);
-    defense_privacy(f->s.defense, f->defense_state, r + 1, &res->privacy);
+    FP_TRY(defense_privacy(f->s.defense, f->defense_state, r + 1, &res->privacy, err));
     f->rounds_done = r + 1;
     if (!all_finite(f->global_host, np)) {
         res->test_accuracy = res->test_loss = res->test_mae = res->test_mape = NAN;

@@ -74,7 +74,7 @@ static FpStatus take(Federation *f, int slot, FedObservation *o, FpError *err) {
     o->local_steps = local_train_steps(&o->local, o->n_local);
     o->participants = f->n_round;
     PrivacyRecord pr;
-    defense_privacy(f->s.defense, f->defense_state, r + 1, &pr);
+    FP_TRY(defense_privacy(f->s.defense, f->defense_state, r + 1, &pr, err));
     o->privacy = privacy_record_json(&pr);
     o->upload = malloc(np * sizeof(float));
     o->global = malloc(np * sizeof(float));
@@ -97,7 +97,7 @@ static FpStatus take_release(Federation *f, FedObservation *o, FpError *err) {
     memcpy(o->upload, f->global_host, np * sizeof(float));
     cJSON_Delete(o->privacy);
     PrivacyRecord pr;
-    defense_privacy(f->s.defense, f->defense_state, o->round + 1, &pr);
+    FP_TRY(defense_privacy(f->s.defense, f->defense_state, o->round + 1, &pr, err));
     if (!(o->privacy = privacy_record_json(&pr)))
         return fp_fail(err, FP_ENOMEM, "out of memory keeping an observed release");
     for (size_t i = 0; i < np; i++)

@@ -440,7 +440,7 @@ static void dpsgd_state(const char *json, DefenseMemo *memo, const ParamTable *t
     ck_assert_msg(ops->create(params, "defense", &setup, &state, &err) == FP_OK, "%s", err.msg);
     ops->describe(state, desc);
     *sigma = cJSON_GetObjectItem(desc, "noise_multiplier")->valuedouble;
-    defense_privacy(ops, state, 2, rec);
+    defense_privacy(ops, state, 2, rec, NULL);
     ops->destroy(state);
     cJSON_Delete(params);
     cJSON_Delete(desc);

@@ -781,7 +781,7 @@ START_TEST(records_state_the_data_dependent_parts) {
         fx.ops->end_round(fx.state, 0, 1);
         PrivacyRecord raw, rec;
         fx.ops->privacy(fx.state, 1, &raw);
-        defense_privacy(fx.ops, fx.state, 1, &rec);
+        defense_privacy(fx.ops, fx.state, 1, &rec, NULL);
         int n = 0;
         while (n < PRIVACY_MAX_ASSUMPTIONS && rec.assumptions[n])
             n++;
@@ -816,7 +816,7 @@ START_TEST(records_state_the_data_dependent_parts) {
     fixture_perturb(&fx, 1, up);
     fx.ops->end_round(fx.state, 0, 1);
     PrivacyRecord rec;
-    defense_privacy(fx.ops, fx.state, 1, &rec);
+    defense_privacy(fx.ops, fx.state, 1, &rec, NULL);
     ck_assert_int_eq(rec.guarantee, GUARANTEE_NONE);
     ck_assert(isinf(rec.epsilon_total_sound));
     ck_assert_str_eq(rec.assumptions[0], DLAP_FLOAT_REASON);

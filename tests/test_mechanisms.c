@@ -578,7 +578,7 @@ START_TEST(scalar_defenses_perturb_trainable_scalars) {
         ck_assert(memcmp(again, up, 40 * sizeof(float)) != 0);
         // The table carries 4 batch-norm statistics unperturbed: the bound is conditional.
         PrivacyRecord pr;
-        defense_privacy(ops, d, 3, &pr);
+        defense_privacy(ops, d, 3, &pr, NULL);
         ck_assert_str_eq(pr.unit, "scalar");
         ck_assert_double_eq(pr.epsilon_round_nominal, d->mech.spec.eps);
         ck_assert_double_eq_tol(pr.epsilon_total_nominal, 3 * d->mech.spec.eps, 1e-12);
@@ -629,7 +629,7 @@ START_TEST(float_sampler_records) {
             ck_assert_msg(ops->create(o, "defense", &setup, &st, &e) == FP_OK, "%s: %s", text, e.msg);
             cJSON_Delete(o);
             PrivacyRecord pr;
-            defense_privacy(ops, st, 2, &pr);
+            defense_privacy(ops, st, 2, &pr, NULL);
             int spm = strcmp(cfg[c][0], "spm") == 0;
             if (fl || spm) {
                 ck_assert_int_eq(pr.guarantee, GUARANTEE_NONE);
@@ -745,7 +745,7 @@ START_TEST(harmony_client_side) {
     }
     ck_assert_double_le(fabs(in - 0.75 * n), 6 * sqrt(n * 0.75 * 0.25));
     PrivacyRecord pr;
-    defense_privacy(ops, dc, 4, &pr);
+    defense_privacy(ops, dc, 4, &pr, NULL);
     ck_assert_str_eq(pr.unit, "layer");
     ck_assert_double_eq(pr.epsilon_round_nominal, 2);
     // L = 2 units, 4 rounds; conditional: the table's 4 batch-norm statistics are unperturbed

@@ -224,7 +224,7 @@ START_TEST(client_noise_sum_carries_z_for_every_cohort) {
         // of Wang et al. at rate k/N, multiplier z/2 (the rounding's φ). No round seen yet:
         // joint convexity at rate q with the sum's τ at k = N.
         PrivacyRecord rec;
-        defense_privacy(ops, st, 3, &rec);
+        defense_privacy(ops, st, 3, &rec, NULL);
         double phi = safe_phi(ops, st, 1.0, D, 0);
         ck_assert(phi > 1 && phi < 1.005); // S capped at 16384 for 20000 coordinates: 1 + √20000/32768
         // The upload observer's ε for shares of z/√10 (about 40) is beyond what the table's
@@ -251,7 +251,7 @@ START_TEST(client_noise_sum_carries_z_for_every_cohort) {
         ops->end_round(st, 0, 2);
         ops->end_round(st, 1, 0);
         ops->end_round(st, 2, 3);
-        defense_privacy(ops, st, 3, &rec);
+        defense_privacy(ops, st, 3, &rec, NULL);
         double seen[2] = {0.5 / sqrt(2.0) / safe_phi(ops, st, 0.5 / sqrt(2.0), D, 1),
                           0.5 / sqrt(3.0) / safe_phi(ops, st, 0.5 / sqrt(3.0), D, 1)};
         ck_assert_int_eq(gaussian_rdp_epsilon(seen, 2, SAFE_DELTA, &up, NULL, NULL), FP_OK);
@@ -287,7 +287,7 @@ START_TEST(fixed_cohort_accounted_without_replacement) {
     const DefenseOps *ops;
     void *st = make_defense("{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":1,\"noise\":\"client\"}", &su, &ops);
     PrivacyRecord rec;
-    defense_privacy(ops, st, 3, &rec);
+    defense_privacy(ops, st, 3, &rec, NULL);
     // The sum of the 2 discrete Gaussian shares (Kairouz, Liu, Steinke 2021) in Thm 9 at
     // 2/10, proven; the upload observer's own record is conditional on the table's
     // precision, for its ε of about 35 (shares of z/√2 against 2C).
@@ -309,7 +309,7 @@ START_TEST(fixed_cohort_accounted_without_replacement) {
     // A target ε is met under the same account (z found for the fixed cohort); with the
     // server's noise and a fixed cohort the safe sampler's bound is proven.
     st = make_defense("{\"name\":\"gaussian-dpfedavg\",\"epsilon\":3}", &su, &ops);
-    defense_privacy(ops, st, 3, &rec);
+    defense_privacy(ops, st, 3, &rec, NULL);
     ck_assert_int_eq(rec.guarantee, GUARANTEE_PROVEN);
     ck_assert_ptr_null(rec.assumptions[0]);
     ck_assert(rec.epsilon_total_sound <= 3 && rec.epsilon_total_sound > 2.99);
@@ -321,7 +321,7 @@ START_TEST(fixed_cohort_accounted_without_replacement) {
     ops->destroy(st);
     // Control: the float sampler proves nothing.
     st = make_defense("{\"name\":\"gaussian-dpfedavg\",\"epsilon\":3,\"sampler\":\"float\"}", &su, &ops);
-    defense_privacy(ops, st, 3, &rec);
+    defense_privacy(ops, st, 3, &rec, NULL);
     ck_assert_int_eq(rec.guarantee, GUARANTEE_NONE);
     ck_assert_str_eq(rec.assumptions[0], CLIP_NOISE_FLOAT_REASON);
     ck_assert(isinf(rec.epsilon_total_sound));
@@ -340,7 +340,7 @@ START_TEST(bernoulli_server_noise_proven_by_general_bound) {
     const DefenseOps *ops;
     void *st = make_defense("{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":1.5}", &su, &ops);
     PrivacyRecord rec;
-    defense_privacy(ops, st, 3, &rec);
+    defense_privacy(ops, st, 3, &rec, NULL);
     ck_assert_int_eq(rec.guarantee, GUARANTEE_PROVEN);
     ck_assert_ptr_null(rec.assumptions[0]);
     int covered;
@@ -354,7 +354,7 @@ START_TEST(bernoulli_server_noise_proven_by_general_bound) {
     ops->destroy(st);
     // A target ε is met under the proven account.
     st = make_defense("{\"name\":\"gaussian-dpfedavg\",\"epsilon\":2}", &su, &ops);
-    defense_privacy(ops, st, 3, &rec);
+    defense_privacy(ops, st, 3, &rec, NULL);
     ck_assert_int_eq(rec.guarantee, GUARANTEE_PROVEN);
     ck_assert(rec.epsilon_total_sound <= 2 && rec.epsilon_total_sound > 1.99);
     ops->destroy(st);
@@ -373,7 +373,7 @@ START_TEST(paper_variant_accounts_each_rounds_cohort) {
     double sigma = sqrt(2 * (log(1.25) + 1)); // eq. 2 with ΔS = C = 1, ε = 1
     double phi = safe_phi(ops, st, sigma, 100, 0);
     PrivacyRecord rec;
-    defense_privacy(ops, st, 3, &rec);
+    defense_privacy(ops, st, 3, &rec, NULL);
     // Proven: the shares' sum by Kairouz, Liu, Steinke 2021, every account for the discrete
     // Gaussian's curve; unseen rounds: the client alone (k = 1) with the sum's τ at k = N.
     ck_assert_int_eq(rec.guarantee, GUARANTEE_PROVEN);
@@ -384,7 +384,7 @@ START_TEST(paper_variant_accounts_each_rounds_cohort) {
     ops->end_round(st, 0, 2);
     ops->end_round(st, 1, 4);
     ops->end_round(st, 2, 0);
-    defense_privacy(ops, st, 3, &rec);
+    defense_privacy(ops, st, 3, &rec, NULL);
     double orders[RDP_EXTENDED_ORDER_COUNT], eps;
     int n = rdp_extended_orders(orders);
     RdpAccountant *acc;
@@ -469,7 +469,7 @@ START_TEST(asgp_corrected_weights_from_counts_only) {
         for (size_t i = 0; i < np; i++)
             dev = fmax(dev, fabs(out[i] - (10 / 25.0 * u[v][0][i] + 15 / 25.0 * u[v][1][i])));
         PrivacyRecord rec;
-        defense_privacy(ops, st, 2, &rec);
+        defense_privacy(ops, st, 2, &rec, NULL);
         if (v == 0) {
             ck_assert_msg(dev < 1e-6, "corrected: the aggregate is %g away from the n_i/n mean", dev);
             // The safe sampler: proven, its grids' and laws' cost within 0.1% of 1 per upload.
@@ -533,7 +533,7 @@ START_TEST(avp_sensitivity_defaults_to_2c) {
         ops->describe(st, d);
         const cJSON *sched = cJSON_GetObjectItem(d, "sigma_schedule");
         PrivacyRecord rec;
-        defense_privacy(ops, st, 2, &rec);
+        defense_privacy(ops, st, 2, &rec, NULL);
         // The safe sampler: each upload is one discrete Gaussian on the grid, its
         // multiplier divided by the rounding's inflation (two uploads within 2C). At ε 44
         // the table's distance to the ideal law is not covered by δ: conditional on that
@@ -565,7 +565,7 @@ START_TEST(avp_sensitivity_defaults_to_2c) {
         d = cJSON_CreateObject();
         ops->describe(st, d);
         sched = cJSON_GetObjectItem(d, "sigma_schedule");
-        defense_privacy(ops, st, 2, &rec);
+        defense_privacy(ops, st, 2, &rec, NULL);
         ck_assert_int_eq(rec.guarantee, GUARANTEE_CONDITIONAL);
         ck_assert_ptr_nonnull(strstr(rec.assumptions[0], "2C/min|D_k|"));
         double proven = avp_release_account(sched, 2, 0.1, 10, 1e-5);
@@ -578,7 +578,7 @@ START_TEST(avp_sensitivity_defaults_to_2c) {
     const DefenseOps *ops;
     void *sp = make_defense("{\"name\":\"avp\",\"epsilon\":1}", &su, &ops);
     PrivacyRecord pr;
-    defense_privacy(ops, sp, 2, &pr);
+    defense_privacy(ops, sp, 2, &pr, NULL);
     ck_assert_int_eq(pr.guarantee, GUARANTEE_PROVEN);
     ck_assert_ptr_null(pr.assumptions[0]);
     {
@@ -600,17 +600,17 @@ START_TEST(avp_sensitivity_defaults_to_2c) {
     // A sensitivity of at least 2C needs no assumption; one below it does.
     void *st = make_defense("{\"name\":\"nbafl\",\"sensitivity\":12,\"epsilon\":1}", &su, &ops);
     PrivacyRecord rec;
-    defense_privacy(ops, st, 2, &rec);
+    defense_privacy(ops, st, 2, &rec, NULL);
     ck_assert_int_eq(rec.guarantee, GUARANTEE_PROVEN);
     ops->destroy(st);
     // Control: the float sampler proves nothing.
     st = make_defense("{\"name\":\"nbafl\",\"sensitivity\":12,\"sampler\":\"float\"}", &su, &ops);
-    defense_privacy(ops, st, 2, &rec);
+    defense_privacy(ops, st, 2, &rec, NULL);
     ck_assert_int_eq(rec.guarantee, GUARANTEE_NONE);
     ck_assert_str_eq(rec.assumptions[0], CLIP_NOISE_FLOAT_REASON);
     ops->destroy(st);
     st = make_defense("{\"name\":\"nbafl\",\"sensitivity\":9}", &su, &ops);
-    defense_privacy(ops, st, 2, &rec);
+    defense_privacy(ops, st, 2, &rec, NULL);
     ck_assert_ptr_nonnull(strstr(rec.assumptions[0], "as given"));
     ops->destroy(st);
     FpError err = {0};

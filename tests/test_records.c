@@ -61,7 +61,7 @@ static void demo_record(Demo *d, const char *json, PrivacyRecord *rec) {
     void *st = make_defense(json, &d->su, &ops);
     for (int r = 0; r < DEMO_ROUNDS; r++)
         ops->end_round(st, r, d->k[r]);
-    defense_privacy(ops, st, DEMO_ROUNDS, rec);
+    defense_privacy(ops, st, DEMO_ROUNDS, rec, NULL);
     if (getenv("FP_RECORDS_FIGURES"))
         fprintf(stderr, "%s%s: z %.6g; aggregate %s %.6g (conditional %.6g); upload %s %.6g (conditional %.6g)\n",
                 json, d->su.cohort_size ? " (fixed cohort)" : "", describe_number(ops, st, "noise_multiplier"),
