@@ -87,13 +87,22 @@ static const char *mpirun_or_skip(const char *test) {
 // from ours by tests/openmpi.lsan.supp, which names Open MPI's libraries and components:
 // the components stay loaded so that their frames keep their names (no dlclose), and the
 // stacks are unwound slowly so that they reach those libraries (Debian builds them
-// without frame pointers). Leak detection stays on. No effect on other builds. Set by
-// mpi_argv, the one builder of every mpirun command here, for the commands that follow.
-static void sanitizer_env_for_mpi(void) {
+// without frame pointers). Leak detection stays on for jobs of up to two ranks, every
+// command here but two. In jobs of three ranks on the 2-core test machine, LeakSanitizer's
+// own tracer was seen to crash at exit ("Tracer caught signal 11 ... LeakSanitizer has
+// encountered a fatal error") after a run that had finished cleanly: a limit of the
+// sanitizer's stop-the-world under oversubscription, not a leak. Those jobs run with the
+// leak check off; ASan checks everything else, and the same code is leak-checked in the
+// two-rank jobs. No effect on other builds. Set by mpi_argv, the one builder of every
+// mpirun command here, for the commands that follow.
+static void sanitizer_env_for_mpi(int total_ranks) {
     char supp[PATH_MAX], opts[PATH_MAX + 128];
     ck_assert_ptr_nonnull(realpath("tests/openmpi.lsan.supp", supp));
     snprintf(opts, sizeof opts, "suppressions=%s:print_suppressions=0:fast_unwind_on_malloc=0", supp);
-    unsetenv("ASAN_OPTIONS");
+    if (total_ranks > 2)
+        setenv("ASAN_OPTIONS", "detect_leaks=0", 1);
+    else
+        unsetenv("ASAN_OPTIONS");
     setenv("LSAN_OPTIONS", opts, 1);
     setenv("OMPI_MCA_mca_base_component_disable_dlclose", "1", 1);
 }
@@ -117,7 +126,7 @@ static void mpi_argv_app(const char *argv[MPI_ARGV_MAX], int *k, const char *ran
 // programs in one job); and the sanitizer environment it runs under.
 static void mpi_argv_mpmd(const char *argv[MPI_ARGV_MAX], const char *mpirun, const char *ranks,
                           const char *const *args, const char *ranks2, const char *const *args2) {
-    sanitizer_env_for_mpi();
+    sanitizer_env_for_mpi(atoi(ranks) + (args2 ? atoi(ranks2) : 0));
     int k = 0;
     argv[k++] = mpirun;
     if (geteuid() == 0)
@@ -459,7 +468,7 @@ START_TEST(train_across_ranks_is_bit_identical) {
 }
 END_TEST
 
-// Every mpirun command runs with leak detection on (mpi_argv): a clean two-rank federation
+// Every mpirun command of up to two ranks runs with leak detection on (mpi_argv): a clean two-rank federation
 // exits 0 with no LeakSanitizer report, Open MPI's own leaks suppressed. In a sanitizer
 // build, the control: the same run without the suppressions fails with LeakSanitizer's
 // report, so the check is live (before, the MPI runs switched it off).
