@@ -290,25 +290,15 @@ static void adam_signed_step(SignedAdam *a, float *x, const float *g, double lr,
 }
 
 void inv_progress_init(InvProgress *p, FILE *f, const char *name, long long total) {
-    double t0 = fp_monotonic_seconds();
-    *p = (InvProgress){.f = f, .name = name, .t0 = t0, .next = t0 + INV_PROGRESS_SECONDS, .total = total};
+    p->steps = fp_progress_start(f, total, INV_PROGRESS_SECONDS, INV_PROGRESS_SECONDS, "inversion steps", "%s", name);
     pthread_mutex_init(&p->lock, NULL);
 }
 
 void inv_progress_add(InvProgress *p, long long steps) {
-    if (!p || !p->f)
+    if (!p || !p->steps.f)
         return;
     pthread_mutex_lock(&p->lock);
-    p->done += steps;
-    double now = fp_monotonic_seconds();
-    if (now >= p->next && p->done < p->total) {
-        double el = now - p->t0, eta = el * (double)(p->total - p->done) / (double)p->done;
-        int hours = eta >= 7200;
-        fprintf(p->f, "%s: %lld of %lld inversion steps (%.0f s, ETA %.0f %s)\n", p->name, p->done, p->total, el,
-                hours ? eta / 3600 : eta, hours ? "h" : "s");
-        fflush(p->f);
-        p->next = now + INV_PROGRESS_SECONDS;
-    }
+    fp_progress_add(&p->steps, steps);
     pthread_mutex_unlock(&p->lock);
 }
 

@@ -26,6 +26,7 @@
 #include <stdio.h>
 
 #include "attacks/lbfgs.h"
+#include "core/progress.h"
 #include "models/model.h"
 
 typedef enum { INV_DISTANCE_L2 = 0, INV_DISTANCE_COSINE = 1 } InvDistance;
@@ -66,11 +67,8 @@ typedef struct InversionConfig {
 // restarts × jobs: up to 10^6 × 1000 per batch, days of work at a millisecond a step).
 #define INV_PROGRESS_SECONDS 10.0
 typedef struct InvProgress {
-    pthread_mutex_t lock;
-    FILE *f;            // NULL: silent
-    const char *name;   // the attack's name, the line's prefix
-    double t0, next;
-    long long done, total;
+    pthread_mutex_t lock; // the jobs' threads add to one count
+    FpProgress steps;     // core/progress.h; labelled with the attack's name
 } InvProgress;
 
 void inv_progress_init(InvProgress *p, FILE *f, const char *name, long long total);

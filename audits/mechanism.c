@@ -17,24 +17,8 @@ AuditConfig audit_config_default(void) {
 
 // ---- progress -------------------------------------------------------------------------
 
-AuditProgress audit_progress_start(FILE *f, const char *what, long long total) {
-    double t0 = fp_monotonic_seconds();
-    return (AuditProgress){f, what, t0, t0 + AUDIT_PROGRESS_FIRST_SECONDS, 0, total};
-}
-
-void audit_progress_add(AuditProgress *p, long long draws) {
-    p->done += draws;
-    if (!p->f)
-        return;
-    double now = fp_monotonic_seconds();
-    if (now < p->next || p->done >= p->total)
-        return;
-    double el = now - p->t0, eta = el * (double)(p->total - p->done) / (double)p->done;
-    int hours = eta >= 7200;
-    fprintf(p->f, "audit %s: %lld of %lld draws (%.0f s, ETA %.0f %s)\n", p->what, p->done, p->total, el,
-            hours ? eta / 3600 : eta, hours ? "h" : "s");
-    fflush(p->f);
-    p->next = now + AUDIT_PROGRESS_SECONDS;
+FpProgress audit_progress_start(FILE *f, const char *what, long long total) {
+    return fp_progress_start(f, total, AUDIT_PROGRESS_FIRST_SECONDS, AUDIT_PROGRESS_SECONDS, "draws", "audit %s", what);
 }
 
 // ---- Clopper-Pearson ----------------------------------------------------------------
@@ -153,7 +137,7 @@ static int bin_of(const float *edges, int n_edges, float y) {
 // Draws n outputs at input x from stream s into the accumulators.
 static void draw(const Mech *m, float x, long long n, const RngStream *s, float *buf, double shift, double *s1,
                  double *s2, float *mn, float *mx, const float *edges, int n_edges, long long *counts,
-                 AuditProgress *pr) {
+                 FpProgress *pr) {
     for (long long done = 0; done < n; done += AUDIT_CHUNK) {
         size_t len = (size_t)(n - done < AUDIT_CHUNK ? n - done : AUDIT_CHUNK);
         for (size_t i = 0; i < len; i++)
@@ -172,7 +156,7 @@ static void draw(const Mech *m, float x, long long n, const RngStream *s, float 
         if (counts)
             for (size_t i = 0; i < len; i++)
                 counts[bin_of(edges, n_edges, buf[i])]++;
-        audit_progress_add(pr, (long long)len);
+        fp_progress_add(pr, (long long)len);
     }
 }
 
@@ -262,7 +246,7 @@ FpStatus audit_run(const Mech *m, const AuditConfig *cfg, AuditResult *res, FpEr
     free(pool);
 
     // Main sample and moments.
-    AuditProgress pr = audit_progress_start(cfg->progress, "moments and epsilon", N * n_in);
+    FpProgress pr = audit_progress_start(cfg->progress, "moments and epsilon", N * n_in);
     res->pass_moments = 1;
     double sxx = 0, sxm = 0, sxt = 0, sxv = 0;
     for (int i = 0; i < n_in; i++) {

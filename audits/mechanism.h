@@ -25,6 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "core/progress.h"
 #include "core/status.h"
 #include "defenses/mech.h"
 
@@ -37,16 +38,9 @@
 #define AUDIT_PROGRESS_SECONDS 10.0
 #define AUDIT_PROGRESS_FIRST_SECONDS 2.0
 
-// Draws done of the total, with the elapsed time and the ETA (audit_progress_add).
-typedef struct AuditProgress {
-    FILE *f;            // NULL: silent
-    const char *what;   // the test drawing: "moments and epsilon", "support"
-    double t0, next;
-    long long done, total;
-} AuditProgress;
-
-AuditProgress audit_progress_start(FILE *f, const char *what, long long total);
-void audit_progress_add(AuditProgress *p, long long draws);
+// Draws done of the total, with the elapsed time and the ETA (core/progress.h), labelled
+// "audit WHAT" for the test drawing ("moments and epsilon", "support").
+FpProgress audit_progress_start(FILE *f, const char *what, long long total);
 
 typedef struct AuditConfig {
     long long samples;      // N per input (default 10^7)
@@ -56,7 +50,7 @@ typedef struct AuditConfig {
     long long pilot;        // pilot draws per input for the bin edges (default min(N, 2·10^5))
     const double *inputs;   // NULL: the mechanism's default pair (mech_default_inputs)
     int n_inputs;
-    FILE *progress;         // the draws' progress (AuditProgress); NULL: silent
+    FILE *progress;         // the draws' progress (audit_progress_start); NULL: silent
 } AuditConfig;
 
 // Defaults for everything but the inputs.

@@ -50,7 +50,7 @@ FpStatus audit_support(const Mech *m, const SupportConfig *cfg, SupportResult *r
     // Two-sided interval for each pair's share, Bonferroni over the pairs.
     double a = cfg->alpha / (2.0 * n_in * (n_in - 1));
     int confirmed_one = 0;
-    AuditProgress pr = audit_progress_start(cfg->progress, "support", cfg->samples * n_in * (n_in - 1));
+    FpProgress pr = audit_progress_start(cfg->progress, "support", cfg->samples * n_in * (n_in - 1));
     for (int i = 0; i < n_in; i++)
         for (int j = 0; j < n_in; j++) {
             if (i == j)
@@ -69,7 +69,7 @@ FpStatus audit_support(const Mech *m, const SupportConfig *cfg, SupportResult *r
                 long long bad = mech_support_check(m, inputs[i], inputs[j], (uint64_t)done, len, &s,
                                                    p->impossible ? NULL : &p->witness);
                 p->impossible = bad < 0 ? -1 : p->impossible + bad;
-                audit_progress_add(&pr, len);
+                fp_progress_add(&pr, len);
             }
             if (p->impossible < 0) {
                 res->decidable = 0;

@@ -32,7 +32,7 @@ typedef struct SupportConfig {
     const double *inputs;   // NULL: the mechanism's default pair (mech_default_inputs)
     int n_inputs;
     int confirm;            // 1: exhaustive check of the first witness over 2^32 words
-    FILE *progress;         // the draws' progress (AuditProgress); NULL: silent
+    FILE *progress;         // the draws' progress (audit_progress_start); NULL: silent
 } SupportConfig;
 
 SupportConfig support_config_default(void);
