@@ -114,6 +114,16 @@ static int train_run(Comm *comm, const char *config, const char *out, const char
         if (!ex.test->n_classes)
             cJSON_AddNumberToObject(fin, "test_mae", last->test_mae);
         cJSON_AddItemToObject(fin, "privacy", privacy_record_json(&last->privacy));
+        // Finite but exploded (fl/experiment.h): the status stays "ok" (the run finished),
+        // the result and stderr say what its accuracy is.
+        cJSON *boom = fed_loss_explosion_json(f, ex.test->n_classes);
+        if (boom) {
+            if (lead)
+                fp_print_line(stderr, "fedpriv train: warning: %s",
+                              cJSON_GetObjectItemCaseSensitive(boom, "message")->valuestring);
+            cJSON_AddItemToArray(cJSON_AddArrayToObject(res, "warnings"), cJSON_Duplicate(boom, 1));
+            cJSON_AddItemToObject(fin, "loss_exploded", boom);
+        }
         if (lead && save && model_save(ex.model, save, &err) != FP_OK)
             rc = cli_report_error("train", &err);
     } else if (st == FP_EDIVERGED) {

@@ -282,6 +282,39 @@ cJSON *upload_summary_json(const UploadSummary *u) {
     return j;
 }
 
+cJSON *fed_loss_explosion_json(const Federation *f, int n_classes) {
+    if (n_classes < 2)
+        return NULL;
+    double threshold = FED_LOSS_EXPLODED_FACTOR * log((double)n_classes), peak = -INFINITY, first_loss = NAN;
+    int first = 0;
+    for (int r = 0; r < fed_rounds_done(f); r++) {
+        double loss = fed_round_result(f, r)->test_loss;
+        if (!isfinite(loss))
+            continue; // a non-finite loss is a divergence, reported as such
+        if (loss > threshold && first == 0) {
+            first = r + 1;
+            first_loss = loss;
+        }
+        if (loss > peak)
+            peak = loss;
+    }
+    if (first == 0)
+        return NULL;
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddStringToObject(j, "kind", "loss_exploded");
+    cJSON_AddNumberToObject(j, "round", first);
+    jnum_add(j, "test_loss", first_loss);
+    jnum_add(j, "peak_test_loss", peak);
+    jnum_add(j, "threshold", threshold);
+    char msg[320];
+    snprintf(msg, sizeof msg,
+             "the test loss exploded: %.4g in round %d, peak %.4g, above %.0f x ln %d = %.3g (the loss of a uniform "
+             "guess); the weights stayed finite, but this accuracy is not a trained model's",
+             first_loss, first, peak, FED_LOSS_EXPLODED_FACTOR, n_classes, threshold);
+    cJSON_AddStringToObject(j, "message", msg);
+    return j;
+}
+
 cJSON *fed_rounds_json(const Federation *f, int with_timings) {
     cJSON *arr = cJSON_CreateArray();
     for (int r = 0; r < fed_rounds_done(f); r++) {

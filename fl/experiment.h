@@ -64,6 +64,19 @@ void experiment_describe(const Experiment *ex, const Federation *f, cJSON *resul
 // Rounds as JSON: [{"round", "test_accuracy", "test_loss", ("test_mae"), "participants",
 // "privacy": {...}, "uploads": {...}}, ...] and the final record.
 cJSON *fed_rounds_json(const Federation *f, int with_timings);
+
+// A classification run whose test loss explodes while staying finite: the rule that
+// marks it, for every result that shows its accuracy (train's result, a matrix cell,
+// the report). A model that answers uniformly at random over K classes has a test
+// loss of ln K; a run is "loss_exploded" when some round's test loss exceeds
+// FED_LOSS_EXPLODED_FACTOR · ln K (SPM as published at 5 clients passes it in round 7
+// and ends at 6·10^11, docs/reproductions/spm.md). The weights are finite, so the
+// run is not "diverged", but its accuracy is no model's: it is marked, never a plain ok.
+#define FED_LOSS_EXPLODED_FACTOR 10.0
+// {"kind": "loss_exploded", "round": first round over the threshold, "test_loss": its
+// loss, "peak_test_loss", "threshold", "message"}, or NULL when the rule does not fire
+// (or there are no classes: a regression run has no uniform guess to compare with).
+cJSON *fed_loss_explosion_json(const Federation *f, int n_classes);
 cJSON *privacy_record_json(const PrivacyRecord *p);
 // What a defense applied to one upload: {"noise", "noise_scale", "server_noise_scale",
 // "clip_norm", "clip", "epsilon"} (noise and clip_norm "none" when absent, clip and

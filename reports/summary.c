@@ -375,6 +375,33 @@ static void warn_chance(RunSummary *S) {
     }
 }
 
+// Runs of a setting whose test loss exploded while the weights stayed finite
+// (fl/experiment.h, FED_LOSS_EXPLODED_FACTOR): their accuracy is not a trained model's,
+// whether or not it sits near chance.
+static void warn_exploded(RunSummary *S) {
+    for (int i = 0; i < S->n_settings; i++) {
+        const SettingSummary *s = &S->settings[i];
+        int n = 0, first = 0;
+        const cJSON *example = NULL;
+        for (int j = 0; j < s->runs->n_runs; j++) {
+            const cJSON *boom = jget(jget(S->r->cells[s->runs->runs[j]], "model"), "loss_exploded");
+            if (!cJSON_IsObject(boom))
+                continue;
+            n++;
+            if (!example) {
+                example = boom;
+                first = j;
+            }
+        }
+        if (!example)
+            continue;
+        const cJSON *msg = jget(example, "message");
+        add_warning(S, "loss_exploded", i, -1, "%s: %d of %d run%s exploded; run %d: %s", s->label, n,
+                    s->runs->n_runs, s->runs->n_runs == 1 ? "" : "s", first + 1,
+                    cJSON_IsString(msg) ? msg->valuestring : "the test loss exploded");
+    }
+}
+
 static void warn_attacks(RunSummary *S) {
     if (S->baseline < 0) {
         if (S->n_attacks > 0)
@@ -501,6 +528,7 @@ FpStatus run_summary_build(const MatrixResults *r, RunSummary *S, FpError *err) 
         any_loss |= S->settings[i].loss.stat.n > 0;
     S->regression = !any_acc && any_loss;
     warn_chance(S);
+    warn_exploded(S);
     warn_attacks(S);
     warn_notions(S);
     warn_noise_point(S);

@@ -430,6 +430,9 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
         if (!m->base.test->n_classes)
             jnum_add(model, "test_mae", last && fst == FP_OK ? last->test_mae : NAN);
         cJSON_AddItemToObject(model, "rounds", fed_rounds_json(f, 1));
+        cJSON *boom = fst == FP_OK ? fed_loss_explosion_json(f, m->base.test->n_classes) : NULL;
+        if (boom)
+            cJSON_AddItemToObject(model, "loss_exploded", boom);
         if (last)
             cJSON_AddItemToObject(j, "privacy", privacy_record_json(&last->privacy));
     }

@@ -94,7 +94,9 @@ def final(r):
         return "—"
     if r["status"] == "diverged":
         return f"diverged (round {r['diverged_round']})"
-    return f"{100 * r['final']['test_accuracy']:.2f}"
+    s = f"{100 * r['final']['test_accuracy']:.2f}"
+    boom = r["final"].get("loss_exploded")
+    return s + f" (loss exploded, round {boom['round']})" if boom else s
 
 def best(r):
     if r is None:

@@ -36,7 +36,9 @@ def final_acc(r):
         return "(missing)"
     if r.get("status") != "ok":
         return f"diverged (round {r.get('diverged_round')})"
-    return f"{100 * r['final']['test_accuracy']:.2f}"
+    s = f"{100 * r['final']['test_accuracy']:.2f}"
+    boom = r["final"].get("loss_exploded")  # fl/experiment.h: the loss-explosion rule
+    return s + f" (loss exploded, round {boom['round']})" if boom else s
 
 
 def fmt_eps(x):
