@@ -114,7 +114,7 @@ TEST_SRC ?= $(sort $(wildcard tests/test_*.c))
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/%.o) $(BUILD)/tests/runner.o
 TEST_BIN := $(BUILD)/fedpriv-tests
 
-.PHONY: all deps deps-check test run-tests demo bench clean summary pkgs-present FORCE print-build
+.PHONY: all deps deps-check test run-tests demo bench clean summary pkgs-present FORCE print-build print-link-flags print-compile-flags
 
 all: fedpriv
 
@@ -201,6 +201,13 @@ deps-check:
 # The folder this configuration builds into (bench/link.sh links against its library).
 print-build:
 	@echo $(BUILD)
+
+# The flags a program linked against that library needs (bench/link.sh): one list, the
+# one this Makefile links fedpriv with, whatever backends and libraries it found.
+print-link-flags:
+	@echo $(LDFLAGS) $(LDLIBS)
+print-compile-flags:
+	@echo $(filter-out -MMD -MP,$(CFLAGS))
 
 summary:
 	@echo "fedpriv build: CPU backend ✓ (OpenBLAS)   CUDA backend $(if $(filter 1,$(HAVE_CUDA)),✓ ($(NVCC)),✗ ($(if $(filter 0,$(CUDA)),CUDA=0,no nvcc)))   MPI $(if $(filter 1,$(HAVE_MPI)),✓ ($(MPICC)),✗ ($(if $(filter 0,$(MPI)),MPI=0,no mpicc)))   sanitizers $(if $(filter 1,$(SANITIZE)),✓,off)"

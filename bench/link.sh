@@ -10,15 +10,10 @@ if [ ! -f "$lib" ]; then
   echo "bench/link.sh: $lib is missing (make failed? run make to see why)" >&2
   exit 2
 fi
-cuda_libs=""
-if ar t "$lib" | grep -q '\.cu\.o$'; then
-  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
-  cuda_home=${nvcc%/bin/nvcc}
-  cuda_libs="-L$cuda_home/lib64 -Wl,-rpath,$cuda_home/lib64 -lcudnn -lcudart -lstdc++ -ldl"
-fi
-mpi_libs=""
-if nm "$lib" 2>/dev/null | grep -q ' U MPI_Init_thread$'; then # built with MPI (core/comm.c)
-  mpi_libs=$(mpicc --showme:link)
-fi
-cc -std=c11 -D_GNU_SOURCE -O2 -I. $(pkg-config --cflags libcjson openblas) "$1" "$lib" \
-  $(pkg-config --libs vips libcjson libpng zlib openblas fftw3l) $cuda_libs $mpi_libs -lm -pthread ${BENCH_LDFLAGS:-} -o "$2"
+# The compile and link flags come from the Makefile, so a library it gains (or a backend
+# it found: CUDA, Open MPI) is never missing here. (A `nm | grep -q` probe under pipefail
+# used to fail with SIGPIPE and silently drop Open MPI's flags.)
+cflags=$(make -s --no-print-directory print-compile-flags)
+ldflags=$(make -s --no-print-directory print-link-flags)
+# shellcheck disable=SC2086
+cc $cflags -O2 "$1" "$lib" $ldflags ${BENCH_LDFLAGS:-} -o "$2"
