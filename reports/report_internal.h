@@ -1,5 +1,6 @@
-// What the report's section files share (reports/html.c, html_matrix.c, html_plots.c,
-// html_sections.c). Not for other modules: use reports/html.h.
+// What the report's files share: the page (reports/html.c) calls the sections
+// (html_verdict.c, html_matrix.c, html_plots.c, html_sections.c), and they all use the
+// helpers of report_util.c. Not for other modules: use reports/html.h.
 #ifndef FEDPRIV_REPORTS_REPORT_INTERNAL_H
 #define FEDPRIV_REPORTS_REPORT_INTERNAL_H
 
