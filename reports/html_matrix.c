@@ -179,7 +179,7 @@ static void attack_cell(Report *R, int si, int k) {
     hb_puts(o, " title=\"");
     rep_stat_title(o, h, n);
     hb_puts(o, "\">");
-    rep_put_stat(o, &h->stat);
+    rep_put_stat(o, h);
     if (h->stat.missing)
         hb_printf(o, "<small>%d of %d seeds without a value</small>", h->stat.missing, n);
     for (int q = 1; q < c->n_keys; q++) {
@@ -189,7 +189,7 @@ static void attack_cell(Report *R, int si, int k) {
         hb_puts(o, "<small>");
         hb_escape(o, c->scales[q] ? c->scales[q]->name : c->keys[q]);
         hb_puts(o, " ");
-        rep_put_stat(o, &m->stat);
+        rep_put_stat(o, m);
         hb_puts(o, "</small>");
     }
     warn_mark(o, S, si, k);
@@ -237,10 +237,12 @@ void section_matrix(Report *R) {
     const RunSummary *S = &R->S;
     HtmlBuf *o = &R->out;
     hb_puts(o, "<h2 id=\"matrix\">Attack × defense matrix</h2>");
-    hb_printf(o, "<p class=\"note\">One row per defense setting; values are means over %d seed%s", S->n_seeds,
-              S->n_seeds == 1 ? "" : "s");
-    if (S->n_seeds > 1)
-        hb_puts(o, " ± the half-width of their 95% confidence interval (Student t; hover for the per-seed values)");
+    hb_printf(o, "<p class=\"note\">One row per defense setting; values are means over its seeds (the Seeds "
+                 "column; up to %d here). Intervals: <b>[low, high]</b> is the Wilson 95%% interval of a proportion "
+                 "(accuracy: correct test examples; recovered: images) pooled over the seeds; <b>± h</b> the "
+                 "half-width of a Student-t 95%% interval, shown from %d seeds; with two seeds the two values "
+                 "(low–high), no interval. Hover for the per-seed values",
+              S->n_seeds, STATS_MIN_SEEDS_FOR_T);
     hb_puts(o, ". <b>Nominal ε</b> is what the defense's paper claims, in its own unit and notion; <b>sound ε</b> is "
                "an (ε, δ) bound after the last round with its guarantee: <span class=\"badge g-proven\">proven</span> "
                "for the code as it runs, <span class=\"badge g-conditional\">conditional</span> on stated assumptions "
@@ -312,7 +314,7 @@ void section_matrix(Report *R) {
             hb_puts(o, " title=\"");
             rep_stat_title(o, m, s->runs->n_runs);
             hb_puts(o, "\">");
-            rep_put_stat(o, &m->stat);
+            rep_put_stat(o, m);
             hb_puts(o, "</td>");
         }
         for (int k = 0; k < S->n_attacks; k++)

@@ -54,7 +54,11 @@ void rep_put_seed(HtmlBuf *o, double v) {
         rep_put_num(o, v);
 }
 
-void rep_put_stat(HtmlBuf *o, const SeedStat *s) {
+// Three decimals, without "-0.000".
+static void put3(HtmlBuf *o, double v) { hb_printf(o, "%.3f", fabs(v) < 5e-4 ? 0.0 : v); }
+
+void rep_put_stat(HtmlBuf *o, const MetricSummary *m) {
+    const SeedStat *s = &m->stat;
     if (s->n == 0) {
         hb_puts(o, "—");
         return;
@@ -63,9 +67,23 @@ void rep_put_stat(HtmlBuf *o, const SeedStat *s) {
         rep_put_num(o, s->mean);
         return;
     }
-    hb_printf(o, "%.3f", fabs(s->mean) < 5e-4 ? 0.0 : s->mean);
-    if (isfinite(s->ci_high))
-        hb_printf(o, "<span class=\"ci\"> ± %.3f</span>", (s->ci_high - s->ci_low) / 2);
+    put3(o, s->mean);
+    MetricInterval iv = metric_interval(m);
+    if (iv.kind == INTERVAL_STUDENT_T)
+        hb_printf(o, "<span class=\"ci\"> ± %.3f</span>", (iv.high - iv.low) / 2);
+    else if (iv.kind == INTERVAL_WILSON) {
+        hb_puts(o, "<span class=\"ci\"> [");
+        put3(o, iv.low);
+        hb_puts(o, ", ");
+        put3(o, iv.high);
+        hb_puts(o, "]</span>");
+    } else if (s->n == 2 && isfinite(s->min) && isfinite(s->max)) { // two seeds: both values, no interval
+        hb_puts(o, "<span class=\"ci\"> ");
+        put3(o, s->min);
+        hb_puts(o, "–");
+        put3(o, s->max);
+        hb_puts(o, "</span>");
+    }
 }
 
 void rep_stat_title(HtmlBuf *o, const MetricSummary *m, int n) {
@@ -82,13 +100,21 @@ void rep_stat_title(HtmlBuf *o, const MetricSummary *m, int n) {
             hb_puts(o, i ? ", " : "");
             hb_puts(o, t);
         }
-        if (isfinite(m->stat.ci_low))
-            hb_printf(o, "; mean %.4g, 95%% CI [%.4g, %.4g] (Student t over %d seeds)", m->stat.mean, m->stat.ci_low,
-                      m->stat.ci_high, m->stat.n);
     } else if (n == 1 && !isnan(m->values[0])) {
         snprintf(t, sizeof t, "%.6g", m->values[0]);
-        hb_printf(o, "%s (one seed: no interval)", t);
+        hb_printf(o, "%s (one seed)", t);
     }
+    MetricInterval iv = metric_interval(m);
+    if (iv.kind == INTERVAL_WILSON)
+        hb_printf(o, "; %.0f of %.0f pooled over %d seed%s, Wilson 95%% interval [%.4g, %.4g]", m->successes, m->trials,
+                  m->stat.n, m->stat.n == 1 ? "" : "s", iv.low, iv.high);
+    else if (iv.kind == INTERVAL_STUDENT_T)
+        hb_printf(o, "; mean %.4g, 95%% CI [%.4g, %.4g] (Student t over %d seeds)", m->stat.mean, iv.low, iv.high,
+                  m->stat.n);
+    else if (m->stat.n == 2)
+        hb_puts(o, "; two seeds: their values, no interval (a t-interval needs 3)");
+    else if (m->stat.n == 1)
+        hb_puts(o, ": no interval");
 }
 
 void rep_put_status(HtmlBuf *o, const char *status, const char *message) {
