@@ -12,10 +12,11 @@
 
 #include "core/version.h"
 #include "reports/report_internal.h"
+#include "reports/verdict.h"
 
 static const char *css =
     "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#222;margin:24px auto;"
-    "max-width:1240px;padding:0 16px}"
+    "max-width:1600px;padding:0 16px}"
     "h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #ddd;"
     "padding-bottom:4px}h3{font-size:15px;margin:16px 0 6px}"
     "table{border-collapse:collapse;margin:6px 0}th,td{border:1px solid #d6d6d6;padding:4px 8px;text-align:left;"
@@ -45,32 +46,20 @@ static const char *css =
     "details{margin:6px 0}summary{cursor:pointer;color:#335}"
     "pre{background:#f7f7f7;border:1px solid #e3e3e3;padding:8px;overflow:auto;font-size:12px;max-height:360px}"
     "dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px}dt{font-weight:600}dd{margin:0}"
-    "ul.why{margin:2px 0 0 16px;padding:0;font-size:12px;color:#555}";
-
-// ---- warnings ------------------------------------------------------------------------------------
-
-void section_warnings(Report *R) {
-    const RunSummary *S = &R->S;
-    HtmlBuf *o = &R->out;
-    hb_puts(o, "<h2 id=\"warnings\">Warnings</h2>");
-    if (S->n_warnings == 0) {
-        hb_puts(o, "<p class=\"note\">None: every setting learned above chance, every attack leaks without a "
-                   "defense, the nominal ε share one unit and notion, and no defense adds its noise after an "
-                   "attack's observation point.</p>");
-        return;
-    }
-    hb_printf(o, "<div class=\"warnings\"><b>%d warning%s</b> — read these before the numbers below (also in "
-                 "<code>results.json</code>, <code>summary.warnings</code>).<ul>",
-              S->n_warnings, S->n_warnings == 1 ? "" : "s");
-    for (int i = 0; i < S->n_warnings; i++) {
-        hb_puts(o, "<li><span class=\"wkind\">");
-        hb_escape(o, S->warnings[i].kind);
-        hb_puts(o, "</span>");
-        hb_escape(o, S->warnings[i].message);
-        hb_puts(o, "</li>");
-    }
-    hb_puts(o, "</ul></div>");
-}
+    "ul.why{margin:2px 0 0 16px;padding:0;font-size:12px;color:#555}"
+    // The verdict: one line of figures under each word; it fits 1,280 px without a scroll.
+    "h2#verdict{margin-top:14px}table.verdict{width:100%;font-size:13px;line-height:1.3}"
+    "table.verdict th,table.verdict td{padding:3px 6px}table.verdict th.view{text-align:center;background:#e6ebf3}"
+    "table.verdict td.name{white-space:normal;min-width:150px}table.verdict td.num small,td.v small{display:block;"
+    "font-size:11px;color:#444;white-space:normal}td.eps{font-size:12px;max-width:250px}"
+    ".v-leaks{background:#f8d0d0}.v-leaks b{color:#8b0000}.v-protects{background:#d8f0dc}.v-protects b{color:#14532d}"
+    ".v-unmeasurable{background:#f0f0f0}.v-unmeasurable b{color:#666;font-weight:400;font-style:italic}"
+    ".v-none b{color:#777;font-weight:400}p.rule{margin:4px 0 0}"
+    "details.wgroup{margin:2px 0}details.wgroup ul{margin:2px 0 6px}"
+    // The matrix: headers and names wrap, the table takes the page's width.
+    "table.matrix{width:100%;font-size:12.5px}table.matrix th,table.matrix td{padding:3px 5px}"
+    "table.matrix td.name{white-space:normal;min-width:120px}table.matrix th.family{text-align:center;"
+    "background:#e6ebf3}";
 
 // ---- the page ------------------------------------------------------------------------------------
 
@@ -91,7 +80,9 @@ FpStatus report_write_html(const char *dir, const char *out_path, const ReportOp
             rep_problem(&R, "cell \"%.120s\" failed: %.400s", rep_str(matrix_index_cell(&R.r, i), "label", "?"),
                         c ? rep_str(c, "message", "") : "");
         }
-    // The body first: problems found while writing it go in the box at the top.
+    // The body first: problems found while writing it go in the box after the verdict.
+    section_verdict(&R);
+    size_t after_verdict = R.out.len;
     section_warnings(&R);
     section_matrix(&R);
     section_tradeoff(&R);
@@ -132,16 +123,18 @@ FpStatus report_write_html(const char *dir, const char *out_path, const ReportOp
                      "%d pending</p>",
               R.S.n_settings, R.S.n_attacks, R.S.n_seeds, R.S.n_seeds == 1 ? "" : "s", R.r.n, counts[CELL_DONE],
               counts[CELL_DIVERGED], counts[CELL_FAILED], counts[CELL_PENDING]);
-    hb_puts(&page, "<p class=\"note\"><a href=\"#warnings\">Warnings</a> · <a href=\"#matrix\">Matrix</a> · "
+    hb_puts(&page, "<p class=\"note\"><a href=\"#verdict\">Verdict</a> · <a href=\"#warnings\">Warnings</a> · "
+                   "<a href=\"#matrix\">Matrix</a> · "
                    "<a href=\"#tradeoff\">Privacy–utility</a> · <a href=\"#curves\">Accuracy and ROC curves</a> · "
                    "<a href=\"#reconstructions\">Reconstructions</a> · <a href=\"#privacy\">Privacy spent</a> · "
                    "<a href=\"#audit\">Audit</a> · <a href=\"#metadata\">Metadata</a></p>");
+    hb_put(&page, R.out.s ? R.out.s : "", after_verdict);
     if (R.n_problems) {
         hb_printf(&page, "<div class=\"problems\"><b>%d problem%s</b><ul>", R.n_problems, R.n_problems == 1 ? "" : "s");
         hb_put(&page, R.problems.s ? R.problems.s : "", R.problems.len);
         hb_puts(&page, "</ul></div>");
     }
-    hb_put(&page, R.out.s ? R.out.s : "", R.out.len);
+    hb_put(&page, R.out.s ? R.out.s + after_verdict : "", R.out.len - after_verdict);
     hb_puts(&page, "<p class=\"note\">Generated by fedpriv ");
     hb_escape(&page, FEDPRIV_VERSION);
     hb_puts(&page, ".</p></body></html>\n");
@@ -157,4 +150,32 @@ FpStatus report_write_html(const char *dir, const char *out_path, const ReportOp
     run_summary_free(&R.S);
     matrix_results_free(&R.r);
     return st;
+}
+
+FpStatus report_summary_text(const char *dir, char **text, FpError *err) {
+    *text = NULL;
+    MatrixResults r;
+    RunSummary S;
+    FP_TRY(matrix_results_load(dir, &r, err));
+    FpStatus st = run_summary_build(&r, &S, err);
+    if (st != FP_OK) {
+        matrix_results_free(&r);
+        return st;
+    }
+    RunVerdict v;
+    HtmlBuf b;
+    hb_init(&b);
+    if (run_verdict_build(&S, &v) == FP_OK)
+        run_verdict_text(&v, &b);
+    else
+        b.oom = 1;
+    run_verdict_free(&v);
+    run_summary_free(&S);
+    matrix_results_free(&r);
+    if (b.oom || !b.s) {
+        hb_free(&b);
+        return fp_fail(err, FP_ENOMEM, "out of memory writing the summary");
+    }
+    *text = b.s; // the buffer's string, handed over
+    return FP_OK;
 }

@@ -42,7 +42,8 @@ void rep_put_stat(HtmlBuf *o, const MetricSummary *m);
 // 2000 pooled over 2 seeds, Wilson 95% interval [..]".
 void rep_stat_title(HtmlBuf *o, const MetricSummary *m, int n);
 
-// Sections, in page order.
+// Sections, in page order (the problems box follows the verdict).
+void section_verdict(Report *R);
 void section_warnings(Report *R);
 void section_matrix(Report *R);
 void section_tradeoff(Report *R);

@@ -62,6 +62,10 @@ const MetricScale *metric_scale(const char *metric);
 // Where v lies between chance (0) and a full leak (1), clamped to [0, 1]; NaN when v
 // or the scale is missing.
 double metric_leak(const MetricScale *s, double v);
+// An attack leaks when its headline lies at least this share of the way from chance to a
+// full leak (AUC 0.55, SSIM 0.1): the test of the attack_fails_without_defense warning
+// and of the verdict (reports/verdict.h).
+#define STATS_LEAK_SHARE 0.1
 
 // ---- a metric over the seeds ---------------------------------------------------------------
 

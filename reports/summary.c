@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "core/json_number.h"
+#include "reports/verdict.h"
 
 // ---- building ------------------------------------------------------------------------------
 
@@ -388,7 +389,7 @@ static void warn_attacks(RunSummary *S) {
             continue;
         // The mean over seeds within a tenth of the way from chance to a full leak (AUC
         // below 0.55, SSIM below 0.1).
-        if (metric_leak(c->scales[0], m->stat.mean) < 0.1)
+        if (metric_leak(c->scales[0], m->stat.mean) < STATS_LEAK_SHARE)
             add_warning(S, "attack_fails_without_defense", S->baseline, k,
                         "%s does not leak without any defense (%s %.3f; chance %.3g): it finds nothing to protect "
                         "here, so its values under the defenses say nothing about them (not applicable).",
@@ -610,6 +611,10 @@ cJSON *run_summary_json(const RunSummary *S) {
         }
         cJSON_AddItemToArray(settings, o);
     }
+    RunVerdict v;
+    if (run_verdict_build(S, &v) == FP_OK) // else no "verdict": `fedpriv report` builds it again
+        cJSON_AddItemToObject(j, "verdict", run_verdict_json(&v));
+    run_verdict_free(&v);
     cJSON *w = cJSON_AddArrayToObject(j, "warnings");
     for (int i = 0; i < S->n_warnings; i++) {
         const RunWarning *x = &S->warnings[i];
