@@ -15,7 +15,7 @@
 #include "reports/verdict.h"
 
 static const char *css =
-    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#222;margin:24px auto;"
+    "body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',Roboto,sans-serif;color:#222;margin:12px auto;"
     "max-width:1600px;padding:0 16px}"
     "h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:28px 0 8px;border-bottom:1px solid #ddd;"
     "padding-bottom:4px}h3{font-size:15px;margin:16px 0 6px}"
@@ -47,11 +47,13 @@ static const char *css =
     "pre{background:#f7f7f7;border:1px solid #e3e3e3;padding:8px;overflow:auto;font-size:12px;max-height:360px}"
     "dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px}dt{font-weight:600}dd{margin:0}"
     "ul.why{margin:2px 0 0 16px;padding:0;font-size:12px;color:#555}"
-    // The verdict: one line of figures under each word; it fits 1,280 px without a scroll.
-    "h2#verdict{margin-top:14px}table.verdict{width:100%;font-size:13px;line-height:1.3}"
-    "table.verdict th,table.verdict td{padding:3px 6px}table.verdict th.view{text-align:center;background:#e6ebf3}"
-    "table.verdict td.name{white-space:normal;min-width:150px}table.verdict td.num small,td.v small{display:block;"
-    "font-size:11px;color:#444;white-space:normal}td.eps{font-size:12px;max-width:250px}"
+    // The verdict: a word and one line of figures per cell; it fits 1,280 x 800 (13 rows).
+    "h1+p,h1+p+p{margin:4px 0}h2#verdict{margin-top:10px}table.verdict th small{font-weight:400}"
+    "table.verdict{width:100%;font-size:13px;line-height:1.25}table.verdict th,table.verdict td{padding:2px 6px}"
+    "table.verdict th.view{text-align:center;background:#e6ebf3}table.verdict td.name{white-space:normal;"
+    "min-width:150px}table.verdict td.num small,td.v small,td.eps small{display:block;font-size:11px;"
+    "line-height:1.2;color:#444}td.v small{white-space:nowrap}td.v{min-width:110px}td.eps{font-size:12px;"
+    "max-width:250px}"
     ".v-leaks{background:#f8d0d0}.v-leaks b{color:#8b0000}.v-protects{background:#d8f0dc}.v-protects b{color:#14532d}"
     ".v-unmeasurable{background:#f0f0f0}.v-unmeasurable b{color:#666;font-weight:400;font-style:italic}"
     ".v-none b{color:#777;font-weight:400}p.rule{margin:4px 0 0}"

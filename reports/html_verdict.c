@@ -11,8 +11,8 @@
 
 // What each view observes, for its heading.
 static const char *const view_heads[VERDICT_N_VIEWS] = {
-    [VERDICT_VIEW_SERVER] = "Server’s view<br><small>a client’s upload, as the server receives it</small>",
-    [VERDICT_VIEW_PUBLIC] = "Public view<br><small>the released model</small>",
+    [VERDICT_VIEW_SERVER] = "Server’s view <small>a client’s upload</small>",
+    [VERDICT_VIEW_PUBLIC] = "Public view <small>the released model</small>",
 };
 static const char *const family_heads[VERDICT_N_FAMILIES] = {
     [FAMILY_INVERSION] = "Inversion<br><small>best: images recovered</small>",
@@ -47,10 +47,8 @@ static void verdict_cell(Report *R, const RunVerdict *v, const VerdictRow *row, 
     if (x->attack >= 0) {
         char fig[80];
         verdict_cell_text(col, x, fig, sizeof fig);
-        hb_puts(o, "<small>");
+        hb_puts(o, "<small>"); // the attack's name is in the tooltip
         hb_escape(o, fig);
-        hb_puts(o, " · ");
-        hb_escape(o, S->attacks[x->attack].label);
         if (x->seeds < s->runs->n_runs)
             hb_printf(o, " · %d of %d seeds", x->seeds, s->runs->n_runs);
         hb_puts(o, "</small>");
@@ -82,6 +80,9 @@ static void epsilon_cell(Report *R, const SettingSummary *s) {
     HtmlBuf *o = &R->out;
     char t[400];
     verdict_epsilon_text(s, t, sizeof t);
+    char *up = strstr(t, "; upload "); // the upload record on a line of its own
+    if (up)
+        *up = 0;
     hb_puts(o, "<td class=\"eps\" title=\"");
     hb_escape_attr(o, s->sound_notion);
     if (s->upload_notion && s->upload_notion[0]) {
@@ -90,6 +91,11 @@ static void epsilon_cell(Report *R, const SettingSummary *s) {
     }
     hb_puts(o, "\">");
     hb_escape(o, t);
+    if (up) {
+        hb_puts(o, "<small>upload ");
+        hb_escape(o, up + strlen("; upload "));
+        hb_puts(o, "</small>");
+    }
     hb_puts(o, "</td>");
 }
 
@@ -113,14 +119,13 @@ void section_verdict(Report *R) {
         per_view[v.columns[c].view]++;
     hb_puts(o, "<table class=\"verdict\"><thead><tr><th rowspan=\"2\">Defense setting</th><th rowspan=\"2\">Seeds</th>"
                "<th rowspan=\"2\">Accuracy<br><small>against no defense</small></th>"
-               "<th rowspan=\"2\">Proven ε<br><small>released model; upload</small></th>");
+               "<th rowspan=\"2\">Proven ε<br><small>released model<br>upload</small></th>");
     for (int w = 0; w < VERDICT_N_VIEWS; w++)
         if (per_view[w])
             hb_printf(o, "<th colspan=\"%d\" class=\"view\">%s</th>", per_view[w], view_heads[w]);
     hb_puts(o, "</tr><tr>");
     for (int c = 0; c < v.n_columns; c++)
-        hb_printf(o, "<th>%s%s</th>", family_heads[v.columns[c].family],
-                  v.columns[c].measurable ? "" : "<small>(no leak without a defense)</small>");
+        hb_printf(o, "<th>%s</th>", family_heads[v.columns[c].family]);
     hb_puts(o, "</tr></thead><tbody>");
     for (int i = 0; i < v.n_rows; i++) {
         const VerdictRow *row = &v.rows[i];

@@ -182,7 +182,7 @@ static const char *eps_text(double e, char *buf, size_t n) {
     return buf;
 }
 
-// One record: "1 per client (proven)", "∞ proven; 2.21 per client conditional", "∞ (none)".
+// One record: "1 per client (proven)", "∞; 2.21 per client (conditional)", "∞ (none)".
 static size_t record_text(char *buf, size_t n, double eps, double cond, const char *guarantee, const char *unit) {
     char a[32], b[32], per[80] = "";
     if (unit && unit[0] && strcmp(unit, "none") != 0)
@@ -190,7 +190,7 @@ static size_t record_text(char *buf, size_t n, double eps, double cond, const ch
     if (isfinite(eps))
         return fp_format(buf, n, "%s%s (%s)", eps_text(eps, a, sizeof a), per, guarantee[0] ? guarantee : "none");
     if (isfinite(cond))
-        return fp_format(buf, n, "%s proven; %s%s conditional", eps_text(eps, a, sizeof a), eps_text(cond, b, sizeof b),
+        return fp_format(buf, n, "%s; %s%s (conditional)", eps_text(eps, a, sizeof a), eps_text(cond, b, sizeof b),
                          per);
     return fp_format(buf, n, "%s (%s)", eps_text(eps, a, sizeof a), guarantee[0] ? guarantee : "none");
 }
