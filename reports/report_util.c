@@ -77,7 +77,7 @@ void rep_put_stat(HtmlBuf *o, const MetricSummary *m) {
         hb_puts(o, ", ");
         put3(o, iv.high);
         hb_puts(o, "]</span>");
-    } else if (s->n == 2 && isfinite(s->min) && isfinite(s->max)) { // two seeds: both values, no interval
+    } else if (s->n == 2 && isfinite(s->min) && isfinite(s->max) && s->min != s->max) { // both values, no interval
         hb_puts(o, "<span class=\"ci\"> ");
         put3(o, s->min);
         hb_puts(o, "–");

@@ -37,10 +37,8 @@ AttackFamily verdict_family_of(const char *headline) {
     return FAMILY_NONE;
 }
 
-// The view of attack k: its observer in the results (the first setting that states one),
-// else the index's, else what its family usually observes (inversion: an upload;
-// membership: the released model). Every observer but "public" sees uploads.
-static VerdictView view_of(const RunSummary *S, int k, AttackFamily f) {
+VerdictView verdict_view_of(const RunSummary *S, int k) {
+    AttackFamily f = verdict_family_of(S->attacks[k].headline);
     const char *o = NULL;
     for (int i = 0; i < S->n_settings && !o; i++)
         o = S->settings[i].observer[k];
@@ -110,7 +108,7 @@ FpStatus run_verdict_build(const RunSummary *S, RunVerdict *v) {
     for (int k = 0; k < S->n_attacks; k++) {
         AttackFamily f = verdict_family_of(S->attacks[k].headline);
         if (f != FAMILY_NONE)
-            counts[view_of(S, k, f)][f]++;
+            counts[verdict_view_of(S, k)][f]++;
     }
     for (int w = 0; w < VERDICT_N_VIEWS; w++)
         for (int f = 0; f < VERDICT_N_FAMILIES; f++) {
@@ -139,7 +137,7 @@ FpStatus run_verdict_build(const RunSummary *S, RunVerdict *v) {
                 continue;
             VerdictCell x;
             attack_figures(S, s, k, f, &x);
-            VerdictCell *best = &row->cells[col_of[view_of(S, k, f)][f]];
+            VerdictCell *best = &row->cells[col_of[verdict_view_of(S, k)][f]];
             if (x.seeds > 0 && stronger(&x, best, f))
                 *best = x;
         }

@@ -53,6 +53,10 @@ const char *verdict_view_name(VerdictView v);
 const char *verdict_family_name(AttackFamily f);
 // The family of an attack by its headline metric, FAMILY_NONE when it has none here.
 AttackFamily verdict_family_of(const char *headline);
+// The view of attack k of a summary: its observer in the results (the first setting that
+// states one), else the index's, else what its family usually observes (inversion: an
+// upload; membership: the released model). Every observer but "public" sees uploads.
+VerdictView verdict_view_of(const RunSummary *S, int k);
 
 typedef struct VerdictColumn {
     VerdictView view;
