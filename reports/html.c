@@ -56,7 +56,7 @@ static const char *css =
     "max-width:250px}"
     ".v-leaks{background:#f8d0d0}.v-leaks b{color:#8b0000}.v-protects{background:#d8f0dc}.v-protects b{color:#14532d}"
     ".v-unmeasurable{background:#f0f0f0}.v-unmeasurable b{color:#666;font-weight:400;font-style:italic}"
-    ".v-none b{color:#777;font-weight:400}p.rule{margin:4px 0 0}"
+    ".v-none b{color:#777;font-weight:400}p.rule{margin:4px 0 0}b.chance{color:#8a3b00;font-weight:600}"
     "details.wgroup{margin:2px 0}details.wgroup ul{margin:2px 0 6px}"
     // The matrix: headers and names wrap, the table takes the page's width.
     "table.matrix{width:100%;font-size:12.5px}table.matrix th,table.matrix td{padding:3px 5px}"

@@ -69,10 +69,13 @@ static void accuracy_cell(Report *R, const VerdictRow *row) {
     rep_stat_title(o, m, s->runs->n_runs);
     hb_puts(o, "\">");
     hb_printf(o, "%.3f", m->stat.mean);
+    const char *note = verdict_accuracy_note(S, row->setting);
     if (!S->regression && !s->is_baseline && isfinite(row->accuracy_cost))
-        hb_printf(o, "<small>%+.1f points</small>", fabs(row->accuracy_cost) < 5e-4 ? 0.0 : -100 * row->accuracy_cost);
+        hb_printf(o, "<small>%s%+.1f points%s%s%s</small>", note ? "<b class=\"chance\">" : "",
+                  fabs(row->accuracy_cost) < 5e-4 ? 0.0 : -100 * row->accuracy_cost, note ? " · " : "", note ? note : "",
+                  note ? "</b>" : "");
     else if (s->is_baseline)
-        hb_puts(o, "<small>no defense</small>");
+        hb_printf(o, "<small>no defense%s%s</small>", note ? " · " : "", note ? note : "");
     hb_puts(o, "</td>");
 }
 

@@ -612,8 +612,12 @@ cJSON *run_summary_json(const RunSummary *S) {
         cJSON_AddItemToArray(settings, o);
     }
     RunVerdict v;
-    if (run_verdict_build(S, &v) == FP_OK) // else no "verdict": `fedpriv report` builds it again
-        cJSON_AddItemToObject(j, "verdict", run_verdict_json(&v));
+    if (run_verdict_build(S, &v) != FP_OK) { // out of memory: no summary, never one without its verdict
+        run_verdict_free(&v);
+        cJSON_Delete(j);
+        return NULL;
+    }
+    cJSON_AddItemToObject(j, "verdict", run_verdict_json(&v));
     run_verdict_free(&v);
     cJSON *w = cJSON_AddArrayToObject(j, "warnings");
     for (int i = 0; i < S->n_warnings; i++) {

@@ -98,7 +98,8 @@ typedef struct RunSummary {
 FpStatus run_summary_build(const MatrixResults *r, RunSummary *out, FpError *err);
 void run_summary_free(RunSummary *s);
 
-// The summary as JSON (results.json's "summary"; docs/report.md documents it).
+// The summary as JSON (results.json's "summary", with the verdict of reports/verdict.h;
+// docs/report.md documents it); NULL when out of memory.
 cJSON *run_summary_json(const RunSummary *s);
 
 // 1 when attack k observes setting s before the server adds its noise (the defense's

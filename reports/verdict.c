@@ -169,6 +169,18 @@ void verdict_column_title(const VerdictColumn *c, char *buf, size_t n) {
     snprintf(buf, n, "%s: %s", verdict_view_name(c->view), verdict_family_name(c->family));
 }
 
+static const struct {
+    const char *kind, *note;
+} accuracy_notes[] = {{"accuracy_at_chance", "at chance"}, {"accuracy_near_chance", "near chance"}};
+
+const char *verdict_accuracy_note(const RunSummary *S, int i) {
+    for (int w = 0; w < S->n_warnings; w++)
+        for (size_t q = 0; q < sizeof accuracy_notes / sizeof accuracy_notes[0]; q++)
+            if (S->warnings[w].setting == i && strcmp(S->warnings[w].kind, accuracy_notes[q].kind) == 0)
+                return accuracy_notes[q].note;
+    return NULL;
+}
+
 // "1", "∞".
 static const char *eps_text(double e, char *buf, size_t n) {
     if (isinf(e))
@@ -262,6 +274,11 @@ void run_verdict_text(const RunVerdict *v, HtmlBuf *o) {
                      fabs(row->accuracy_cost) < 5e-4 ? 0.0 : -100 * row->accuracy_cost);
         else
             snprintf(r[2], sizeof r[2], "%.3f", s->accuracy.stat.mean);
+        const char *note = verdict_accuracy_note(S, row->setting);
+        if (note && s->accuracy.stat.n > 0) {
+            size_t k = strlen(r[2]);
+            snprintf(r[2] + k, sizeof r[2] - k, " %s", note);
+        }
         verdict_epsilon_text(s, r[3], sizeof r[3]);
         for (int c = 0; c < v->n_columns; c++) {
             const VerdictCell *x = &row->cells[c];
@@ -327,6 +344,9 @@ cJSON *run_verdict_json(const RunVerdict *v) {
         cJSON_AddNumberToObject(o, "seeds", s->runs->n_runs);
         jnum_add(o, "accuracy", s->accuracy.stat.mean);
         jnum_add(o, "accuracy_cost", s->is_baseline ? NAN : row->accuracy_cost);
+        const char *note = verdict_accuracy_note(S, row->setting);
+        if (note)
+            cJSON_AddStringToObject(o, "accuracy_note", note);
         cJSON *eps = cJSON_AddObjectToObject(o, "epsilon");
         cJSON_AddStringToObject(eps, "unit", s->unit);
         jnum_add(eps, "delta", s->delta);

@@ -103,6 +103,10 @@ void run_verdict_text(const RunVerdict *v, HtmlBuf *out);
 // A column's heading, e.g. "server: inversion"; a setting's proven ε, e.g. "1 per client
 // (proven); upload ∞ (none)"; a cell's figure, e.g. "6/6 recovered", "AUC 0.62, TPR 4.1%".
 void verdict_column_title(const VerdictColumn *c, char *buf, size_t n);
+// "at chance" or "near chance" when a warning says so of setting i (accuracy_at_chance,
+// accuracy_near_chance): a "protects" beside it is a model that learned (almost) nothing.
+// NULL otherwise.
+const char *verdict_accuracy_note(const RunSummary *S, int i);
 void verdict_epsilon_text(const SettingSummary *s, char *buf, size_t n);
 void verdict_cell_text(const VerdictColumn *c, const VerdictCell *x, char *buf, size_t n);
 

@@ -371,6 +371,10 @@ START_TEST(verdict_words_follow_the_rule) {
     ck_assert_str_eq(jget(jget(eps, "upload"), "guarantee")->valuestring, "none");
     ck_assert_str_eq(jget(eps, "unit")->valuestring, "client");
     ck_assert_double_eq_tol(jget(row4, "accuracy_cost")->valuedouble, 0.76 - 0.43, 1e-9);
+    // A "protects" beside a model at chance says so (adaptive-harmony ε=10: 0.116 of chance 0.11).
+    const cJSON *row12 = cJSON_GetArrayItem(jget(v, "rows"), 12);
+    ck_assert_str_eq(jget(row12, "accuracy_note")->valuestring, "at chance");
+    ck_assert_ptr_null(jget(row4, "accuracy_note"));
     cJSON_Delete(j);
     // On the page: first, before the warnings, each word with its class and the rule.
     char *html = report_of(VDIR "/words", "report.html");
