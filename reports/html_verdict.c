@@ -34,11 +34,15 @@ static void verdict_cell(Report *R, const RunVerdict *v, const VerdictRow *row, 
         const MetricSummary *h = setting_attack_metric(s, x->attack, 0);
         hb_puts(o, " title=\"");
         hb_escape_attr(o, S->attacks[x->attack].label);
-        hb_puts(o, ", the strongest of this column here: ");
-        hb_escape_attr(o, S->attacks[x->attack].scales[0] ? S->attacks[x->attack].scales[0]->name
-                                                          : S->attacks[x->attack].headline);
-        hb_puts(o, " ");
-        rep_stat_title(o, h, s->runs->n_runs);
+        if (x->not_applicable)
+            hb_puts(o, ": the attack reports itself not applicable here (it recovers nothing without a defense)");
+        else {
+            hb_puts(o, ", the strongest of this column here: ");
+            hb_escape_attr(o, S->attacks[x->attack].scales[0] ? S->attacks[x->attack].scales[0]->name
+                                                              : S->attacks[x->attack].headline);
+            hb_puts(o, " ");
+            rep_stat_title(o, h, s->runs->n_runs);
+        }
         hb_puts(o, "\"");
     }
     hb_puts(o, "><b>");
@@ -49,7 +53,7 @@ static void verdict_cell(Report *R, const RunVerdict *v, const VerdictRow *row, 
         verdict_cell_text(col, x, fig, sizeof fig);
         hb_puts(o, "<small>"); // the attack's name is in the tooltip
         hb_escape(o, fig);
-        if (x->seeds < s->runs->n_runs)
+        if (x->seeds > 0 && x->seeds < s->runs->n_runs)
             hb_printf(o, " · %d of %d seeds", x->seeds, s->runs->n_runs);
         hb_puts(o, "</small>");
     }

@@ -247,6 +247,9 @@ static FpStatus build_setting(RunSummary *S, int si) {
             const cJSON *a = matrix_cell_attack_at(c, k);
             if (!a)
                 continue;
+            // Its observer, from a result that finished (one that does not apply says it too).
+            if (!s->observer[k] && (strcmp(jstr(a, "status", ""), "done") == 0 || attack_not_applicable(a)))
+                s->observer[k] = observer_of(a);
             if (attack_not_applicable(a)) {
                 s->not_applicable[k]++;
                 continue;
@@ -258,8 +261,6 @@ static FpStatus build_setting(RunSummary *S, int si) {
                 if (!isnan(m->values[j]) && !isnan(m->trials) && proportion_of(a, S->attacks[k].keys[q], &pk, &pn))
                     proportion_add(m, pk, pn);
             }
-            if (!s->observer[k] && strcmp(jstr(a, "status", ""), "done") == 0)
-                s->observer[k] = observer_of(a);
         }
     }
     seed_stat(s->accuracy.values, n, &s->accuracy.stat);

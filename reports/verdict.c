@@ -63,7 +63,7 @@ static void attack_figures(const RunSummary *S, const SettingSummary *s, int k, 
     const AttackColumn *c = &S->attacks[k];
     const MetricSummary *h = setting_attack_metric(s, k, 0);
     *x = (VerdictCell){.attack = k, .seeds = h->stat.n, .recovered = NAN, .images = NAN, .ssim = NAN, .auc = NAN,
-                       .tpr = NAN};
+                       .tpr = NAN, .not_applicable = h->stat.n == 0 ? s->not_applicable[k] : 0};
     if (f == FAMILY_INVERSION) {
         x->ssim = h->stat.mean;
         int q = key_index(c, "recovered_fraction");
@@ -90,8 +90,8 @@ static int cell_leaks(const RunSummary *S, const VerdictCell *x, AttackFamily f)
 // 1 when a is a stronger attack than b (b may have no value): more images recovered,
 // then the higher mean SSIM; the higher mean AUC.
 static int stronger(const VerdictCell *a, const VerdictCell *b, AttackFamily f) {
-    if (b->seeds == 0)
-        return 1;
+    if (a->seeds == 0 || b->seeds == 0) // a figure beats "not applicable", which beats nothing
+        return a->seeds > 0 || (b->seeds == 0 && a->not_applicable > b->not_applicable);
     if (f == FAMILY_MEMBERSHIP)
         return a->auc > b->auc;
     double fa = a->images > 0 ? a->recovered / a->images : -1, fb = b->images > 0 ? b->recovered / b->images : -1;
@@ -138,7 +138,7 @@ FpStatus run_verdict_build(const RunSummary *S, RunVerdict *v) {
             VerdictCell x;
             attack_figures(S, s, k, f, &x);
             VerdictCell *best = &row->cells[col_of[verdict_view_of(S, k)][f]];
-            if (x.seeds > 0 && stronger(&x, best, f))
+            if ((x.seeds > 0 || x.not_applicable > 0) && stronger(&x, best, f))
                 *best = x;
         }
     }
@@ -149,8 +149,9 @@ FpStatus run_verdict_build(const RunSummary *S, RunVerdict *v) {
         col->measurable = b && b->seeds > 0 && cell_leaks(S, b, col->family);
         for (int i = 0; i < v->n_rows; i++) {
             VerdictCell *x = &v->rows[i].cells[c];
-            x->word = x->seeds == 0           ? VERDICT_NO_RESULT
-                      : !col->measurable      ? VERDICT_NOT_MEASURABLE
+            x->word = x->not_applicable          ? VERDICT_NOT_MEASURABLE
+                      : x->seeds == 0                 ? VERDICT_NO_RESULT
+                      : !col->measurable              ? VERDICT_NOT_MEASURABLE
                       : cell_leaks(S, x, col->family) ? VERDICT_LEAKS
                                                       : VERDICT_PROTECTS;
         }
@@ -219,7 +220,9 @@ void verdict_epsilon_text(const SettingSummary *s, char *buf, size_t n) {
 }
 
 void verdict_cell_text(const VerdictColumn *c, const VerdictCell *x, char *buf, size_t n) {
-    if (x->seeds == 0)
+    if (x->not_applicable)
+        snprintf(buf, n, "not applicable");
+    else if (x->seeds == 0)
         snprintf(buf, n, "—");
     else if (c->family == FAMILY_INVERSION && x->images > 0)
         snprintf(buf, n, "%.0f/%.0f recovered", x->recovered, x->images);
@@ -284,7 +287,7 @@ void run_verdict_text(const RunVerdict *v, HtmlBuf *o) {
             const VerdictCell *x = &row->cells[c];
             char fig[80];
             verdict_cell_text(&v->columns[c], x, fig, sizeof fig);
-            if (x->seeds == 0)
+            if (x->attack < 0)
                 snprintf(r[4 + c], sizeof r[4 + c], "%s", verdict_word_name(x->word));
             else
                 fp_format(r[4 + c], sizeof r[4 + c], "%s: %s (%s)", verdict_word_name(x->word), fig,
@@ -364,6 +367,8 @@ cJSON *run_verdict_json(const RunVerdict *v) {
             if (x->attack >= 0)
                 cJSON_AddStringToObject(e, "attack", S->attacks[x->attack].label);
             cJSON_AddNumberToObject(e, "seeds", x->seeds);
+            if (x->not_applicable)
+                cJSON_AddBoolToObject(e, "not_applicable", 1);
             if (v->columns[c].family == FAMILY_INVERSION) {
                 if (x->images > 0) {
                     cJSON_AddNumberToObject(e, "images_recovered", x->recovered);

@@ -23,6 +23,8 @@
 //   not measurable here  the setting without a defense does not leak in this column (or
 //            the run has none): nothing shows the attack works here, so no figure under
 //            a defense is evidence of protection; every cell of the column says so
+//            and so is a cell whose strongest attack says itself that it does not apply
+//            ("applicable": false: it recovers nothing without a defense)
 //   no result  no seed of the setting has a value in this column (failed, pending)
 #ifndef FEDPRIV_REPORTS_VERDICT_H
 #define FEDPRIV_REPORTS_VERDICT_H
@@ -69,6 +71,8 @@ typedef struct VerdictCell {
     VerdictWord word;
     int attack;             // the strongest attack (summary column), -1 when none has a value
     int seeds;              // seeds with a value for it
+    int not_applicable;     // seeds whose result says the attack does not apply (it recovers
+                            // nothing without a defense): "not measurable here", no figure
     // inversion: images recovered of images attacked, over the seeds (NaN: no counts)
     double recovered, images, ssim;
     // membership: means over the seeds (tpr NaN when the result has none)

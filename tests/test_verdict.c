@@ -127,6 +127,8 @@ static cJSON *attack_entry(int k, int index, const SynSetting *s, int seed) {
         cJSON_AddNumberToObject(res, "images_recovered", rec);
         cJSON_AddNumberToObject(res, "recovered_fraction", rec / 2.0);
         cJSON_AddNumberToObject(res, "ssim_mean", value = ssim);
+        if (role == ROLE_INV_PUBLIC) // as the real attacks say it: nothing recovered without a defense
+            cJSON_AddBoolToObject(res, "applicable", 0);
     } else {
         double auc = role == ROLE_MIA_SERVER ? s->auc_server + 0.004 * seed : 0.497 + 0.002 * seed;
         cJSON *t = cJSON_AddObjectToObject(res, "target");
@@ -357,9 +359,13 @@ START_TEST(verdict_words_follow_the_rule) {
         ck_assert_str_eq(cell_word(v, want[i].row, "server", "inversion"), want[i].inv_server);
         ck_assert_str_eq(cell_word(v, want[i].row, "server", "membership"), want[i].mia_server);
     }
+    // The public inversion says itself that it does not apply (no figure, no "no result").
     for (int i = 0; i < N_DEMO13; i++) {
         ck_assert_str_eq(cell_word(v, i, "public", "membership"), "not measurable here");
         ck_assert_str_eq(cell_word(v, i, "public", "inversion"), "not measurable here");
+        const cJSON *pc = cJSON_GetArrayItem(jget(cJSON_GetArrayItem(jget(v, "rows"), i), "cells"), 2);
+        ck_assert_str_eq(jget(pc, "view")->valuestring, "public");
+        ck_assert(cJSON_IsTrue(jget(pc, "not_applicable")));
     }
     // The row's figures: k of n images over the seeds, the proven ε of both records.
     const cJSON *row4 = cJSON_GetArrayItem(jget(v, "rows"), 4), *c0 = cJSON_GetArrayItem(jget(row4, "cells"), 0);
@@ -387,7 +393,8 @@ START_TEST(verdict_words_follow_the_rule) {
     ck_assert_ptr_nonnull(strstr(html, "∞; 2.21 per client (conditional)<small>upload ∞; 236 (conditional)</small>"));
     // Warnings: grouped by kind, collapsed, with counts.
     ck_assert_ptr_nonnull(strstr(html, "<details class=\"wgroup\"><summary><span class=\"wkind\">"
-                                       "attack_fails_without_defense</span>2</summary>"));
+                                       "attack_fails_without_defense</span>1</summary>"));
+    ck_assert_ptr_nonnull(strstr(html, "<span class=\"wkind\">attack_not_applicable</span>1</summary>"));
     ck_assert_ptr_nonnull(strstr(html, "<span class=\"wkind\">noise_after_observation</span>3</summary>"));
     free(html);
 }
@@ -441,6 +448,14 @@ START_TEST(summary_prints_the_verdict_as_text) {
     ck_assert_msg(strstr(line, "rule: One word per observer"), "%s", line);
     struct stat st;
     ck_assert_msg(stat(VDIR "/text/report.html", &st) != 0, "--summary wrote the page");
+    // A label that is a terminal escape is printed escaped, never raw.
+    SynSetting hostile[2] = {demo13[0], demo13[1]};
+    hostile[1].label = "spm \x1b[2J\x1b]0;owned\x07 ε=1";
+    write_run(VDIR "/text-hostile", hostile, 2, 2, four_attacks, 4);
+    rc = cli_run((const char *[]){"report", VDIR "/text-hostile", "--summary", NULL}, out, err, sizeof out);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, err);
+    ck_assert_msg(!strchr(out, '\x1b') && !strchr(out, '\x07'), "a raw control character in: %s", out);
+    ck_assert_msg(strstr(out, "spm \\x1b[2J\\x1b]0;owned\\x07 ε=1"), "%s", out);
     rc = cli_run((const char *[]){"report", "--summary", NULL}, out, err, sizeof err);
     ck_assert_int_eq(rc, 2);
     assert_one_clean_line(err);
