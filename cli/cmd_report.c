@@ -52,6 +52,10 @@ int cmd_report(int argc, char **argv) {
         fp_print_line(stderr, "fedpriv report: the run folder DIR is required (fedpriv report --help)");
         return CLI_EXIT_BADINPUT;
     }
+    if (summary && (out || title || max_images)) {
+        fp_print_line(stderr, "fedpriv report: --summary prints the verdict as text; -o, --title and --max-images are for the page");
+        return CLI_EXIT_BADINPUT;
+    }
     if (summary) {
         FpError serr = {0};
         char *text = NULL;

@@ -459,6 +459,11 @@ START_TEST(summary_prints_the_verdict_as_text) {
     rc = cli_run((const char *[]){"report", "--summary", NULL}, out, err, sizeof err);
     ck_assert_int_eq(rc, 2);
     assert_one_clean_line(err);
+    rc = cli_run((const char *[]){"report", VDIR "/text", "--summary", "-o", VDIR "/text/page.html", NULL}, out, err,
+                 sizeof err);
+    ck_assert_int_eq(rc, 2);
+    assert_one_clean_line(err);
+    ck_assert_msg(stat(VDIR "/text/page.html", &st) != 0, "--summary with -o wrote a page");
     rc = cli_run((const char *[]){"report", VDIR "/no-such-run", "--summary", NULL}, out, err, sizeof err);
     ck_assert_int_eq(rc, 2);
     ck_assert_msg(strstr(err, "results.json"), "%s", err);
