@@ -43,6 +43,10 @@ typedef struct ReportOptions {
 FpStatus report_write_html(const char *dir, const char *out_path, const ReportOptions *opt, int *problems,
                            FpError *err);
 
+// The verdict table of the run in dir as plain text (`fedpriv report --summary`,
+// reports/verdict.h), into *text (malloc'd, NUL-terminated; the caller frees it).
+FpStatus report_summary_text(const char *dir, char **text, FpError *err);
+
 // Writes n bytes to path atomically (temp file beside it, fsync, rename).
 FpStatus report_write_file_atomic(const char *path, const char *data, size_t n, FpError *err);
 

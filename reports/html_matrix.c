@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "reports/report_internal.h"
+#include "reports/verdict.h"
 
 // Background of a value by where it lies on its scale: t = 0 green (no leak, or the
 // accuracy without a defense), t = 1 red.
@@ -179,29 +180,57 @@ static void attack_cell(Report *R, int si, int k) {
     hb_puts(o, " title=\"");
     rep_stat_title(o, h, n);
     hb_puts(o, "\">");
-    rep_put_stat(o, &h->stat);
+    rep_put_stat(o, h);
     if (h->stat.missing)
         hb_printf(o, "<small>%d of %d seeds without a value</small>", h->stat.missing, n);
     for (int q = 1; q < c->n_keys; q++) {
         const MetricSummary *m = setting_attack_metric(s, k, q);
         if (m->stat.n == 0)
             continue;
+        MetricInterval iv = metric_interval(m);
+        if (strcmp(c->keys[q], "recovered_fraction") == 0 && iv.kind == INTERVAL_WILSON) { // k of n, interval on hover
+            hb_printf(o, "<small title=\"images recovered over the seeds; Wilson 95%% interval of the fraction "
+                         "[%.3f, %.3f]\">recovered %.0f/%.0f</small>",
+                      iv.low, iv.high, m->successes, m->trials);
+            continue;
+        }
         hb_puts(o, "<small>");
         hb_escape(o, c->scales[q] ? c->scales[q]->name : c->keys[q]);
         hb_puts(o, " ");
-        rep_put_stat(o, &m->stat);
+        rep_put_stat(o, m);
         hb_puts(o, "</small>");
     }
     warn_mark(o, S, si, k);
     hb_puts(o, "</td>");
 }
 
-static void per_seed_table(Report *R) {
+// The attack columns grouped by family, then view (the verdict's columns), in index
+// order within a group; attacks of no family last. ord receives S->n_attacks indices,
+// group[k] each attack's group.
+#define MATRIX_OTHER_GROUP VERDICT_MAX_COLUMNS
+static int attack_group(const RunSummary *S, int k) {
+    AttackFamily f = verdict_family_of(S->attacks[k].headline);
+    return f == FAMILY_NONE ? MATRIX_OTHER_GROUP : (int)f * VERDICT_N_VIEWS + (int)verdict_view_of(S, k);
+}
+
+static void attack_order(const RunSummary *S, int *ord) {
+    int n = 0;
+    for (int g = 0; g <= MATRIX_OTHER_GROUP; g++)
+        for (int k = 0; k < S->n_attacks; k++)
+            if (attack_group(S, k) == g)
+                ord[n++] = k;
+}
+
+static const char *const group_heads[VERDICT_N_FAMILIES] = {[FAMILY_INVERSION] = "Gradient inversion",
+                                                            [FAMILY_MEMBERSHIP] = "Membership inference"};
+
+static void per_seed_table(Report *R, const int *ord) {
     const RunSummary *S = &R->S;
     HtmlBuf *o = &R->out;
     hb_puts(o, "<details><summary>Per-seed values</summary><table><thead><tr><th>Setting</th><th>Seed</th>"
                "<th>Status</th><th>Model accuracy</th>");
-    for (int k = 0; k < S->n_attacks; k++) {
+    for (int q = 0; q < S->n_attacks; q++) {
+        int k = ord[q];
         hb_puts(o, "<th>");
         hb_escape(o, S->attacks[k].label);
         hb_puts(o, "<br><small>");
@@ -222,9 +251,9 @@ static void per_seed_table(Report *R) {
             hb_puts(o, "</td><td class=\"num\">");
             rep_put_num(o, S->regression ? s->loss.values[j] : s->accuracy.values[j]);
             hb_puts(o, "</td>");
-            for (int k = 0; k < S->n_attacks; k++) {
+            for (int q = 0; q < S->n_attacks; q++) {
                 hb_puts(o, "<td class=\"num\">");
-                rep_put_num(o, setting_attack_metric(s, k, 0)->values[j]);
+                rep_put_num(o, setting_attack_metric(s, ord[q], 0)->values[j]);
                 hb_puts(o, "</td>");
             }
             hb_puts(o, "</tr>");
@@ -237,10 +266,12 @@ void section_matrix(Report *R) {
     const RunSummary *S = &R->S;
     HtmlBuf *o = &R->out;
     hb_puts(o, "<h2 id=\"matrix\">Attack × defense matrix</h2>");
-    hb_printf(o, "<p class=\"note\">One row per defense setting; values are means over %d seed%s", S->n_seeds,
-              S->n_seeds == 1 ? "" : "s");
-    if (S->n_seeds > 1)
-        hb_puts(o, " ± the half-width of their 95% confidence interval (Student t; hover for the per-seed values)");
+    hb_printf(o, "<p class=\"note\">One row per defense setting; values are means over its seeds (the Seeds "
+                 "column; up to %d here). Intervals: <b>[low, high]</b> is the Wilson 95%% interval of a proportion "
+                 "(accuracy: correct test examples; recovered: images) pooled over the seeds; <b>± h</b> the "
+                 "half-width of a Student-t 95%% interval, shown from %d seeds; with two seeds the two values "
+                 "(low–high), no interval. Hover for the per-seed values",
+              S->n_seeds, STATS_MIN_SEEDS_FOR_T);
     hb_puts(o, ". <b>Nominal ε</b> is what the defense's paper claims, in its own unit and notion; <b>sound ε</b> is "
                "an (ε, δ) bound after the last round with its guarantee: <span class=\"badge g-proven\">proven</span> "
                "for the code as it runs, <span class=\"badge g-conditional\">conditional</span> on stated assumptions "
@@ -248,13 +279,33 @@ void section_matrix(Report *R) {
                "column's spread: leakage <span class=\"scale scale-leak\"></span> from chance (green: AUC 0.5, SSIM 0, "
                "TPR 1% at 1% FPR) to a full leak (red: AUC 1, SSIM 1); accuracy <span class=\"scale scale-acc\">"
                "</span> from chance (red) to the accuracy without a defense (green). ⚠ marks a warning.</p>");
-    hb_puts(o, "<div class=\"wide\"><table class=\"matrix\"><thead><tr><th>Defense setting</th>"
-               "<th class=\"eps-nominal\">Nominal ε<br><small>total, unit; notion</small></th>"
-               "<th class=\"eps-sound\">Sound ε<br><small>total, guarantee</small></th><th>Seeds</th><th>");
+    int *ord = malloc(sizeof(int) * (size_t)(S->n_attacks ? S->n_attacks : 1));
+    if (!ord) {
+        o->oom = 1;
+        return;
+    }
+    attack_order(S, ord);
+    hb_puts(o, "<div class=\"wide\"><table class=\"matrix\"><thead><tr><th rowspan=\"2\">Defense setting</th>"
+               "<th rowspan=\"2\" class=\"eps-nominal\">Nominal ε<br><small>total, unit; notion</small></th>"
+               "<th rowspan=\"2\" class=\"eps-sound\">Sound ε<br><small>total, guarantee</small></th>"
+               "<th rowspan=\"2\">Seeds</th><th rowspan=\"2\">");
     hb_puts(o, S->regression ? "Model test loss" : "Model accuracy");
     hb_puts(o, "</th>");
-    for (int k = 0; k < S->n_attacks; k++) {
-        const AttackColumn *c = &S->attacks[k];
+    // One heading per group of attacks: family and view.
+    for (int q = 0; q < S->n_attacks;) {
+        int g = attack_group(S, ord[q]), span = 0;
+        while (q + span < S->n_attacks && attack_group(S, ord[q + span]) == g)
+            span++;
+        if (g == MATRIX_OTHER_GROUP)
+            hb_printf(o, "<th colspan=\"%d\" class=\"family\">Other attacks</th>", span);
+        else
+            hb_printf(o, "<th colspan=\"%d\" class=\"family\">%s <small>%s view</small></th>", span,
+                      group_heads[g / VERDICT_N_VIEWS], verdict_view_name((VerdictView)(g % VERDICT_N_VIEWS)));
+        q += span;
+    }
+    hb_puts(o, "</tr><tr>");
+    for (int q = 0; q < S->n_attacks; q++) {
+        const AttackColumn *c = &S->attacks[ord[q]];
         hb_puts(o, "<th>");
         hb_escape(o, c->label);
         hb_puts(o, "<br><small>");
@@ -312,11 +363,11 @@ void section_matrix(Report *R) {
             hb_puts(o, " title=\"");
             rep_stat_title(o, m, s->runs->n_runs);
             hb_puts(o, "\">");
-            rep_put_stat(o, &m->stat);
+            rep_put_stat(o, m);
             hb_puts(o, "</td>");
         }
-        for (int k = 0; k < S->n_attacks; k++)
-            attack_cell(R, si, k);
+        for (int q = 0; q < S->n_attacks; q++)
+            attack_cell(R, si, ord[q]);
         hb_puts(o, "</tr>");
     }
     // Chance: what a model that learned nothing, and an attack that learned nothing, score.
@@ -324,7 +375,8 @@ void section_matrix(Report *R) {
         hb_puts(o, "<tr class=\"chance\"><td>chance (no information)</td><td></td><td></td><td></td><td class=\"num\">");
         rep_put_num(o, S->chance);
         hb_puts(o, "<small>most frequent class</small></td>");
-        for (int k = 0; k < S->n_attacks; k++) {
+        for (int q = 0; q < S->n_attacks; q++) {
+            int k = ord[q];
             hb_puts(o, "<td class=\"num\">");
             if (S->attacks[k].scales[0])
                 hb_printf(o, "%g", S->attacks[k].scales[0]->chance);
@@ -336,5 +388,6 @@ void section_matrix(Report *R) {
     }
     hb_puts(o, "</tbody></table></div>");
     if (S->n_seeds > 1)
-        per_seed_table(R);
+        per_seed_table(R, ord);
+    free(ord);
 }

@@ -114,9 +114,10 @@ static void tradeoff_plot(Report *R, const Family *fam, int nf, int k, int j, do
         for (int q = 0; q < fam[f].n; q++) {
             const SettingSummary *st = &S->settings[fam[f].settings[q]];
             const MetricSummary *m = k < 0 ? &st->accuracy : setting_attack_metric(st, k, j);
+            MetricInterval iv = metric_interval(m); // none from two seeds (reports/summary.h)
             y[q] = m->stat.mean;
-            lo[q] = m->stat.ci_low;
-            hi[q] = m->stat.ci_high;
+            lo[q] = iv.low;
+            hi[q] = iv.high;
             if (isfinite(y[q])) {
                 any = 1;
                 if (!fixed) {
@@ -206,7 +207,8 @@ void section_tradeoff(Report *R) {
     hb_puts(o, "<p class=\"note\">Per defense family, each point is one setting at its <b>sound ε</b> (total after "
                "the last round, log scale): filled = proven for the code as it runs, open = a bound that is not "
                "proven (conditional on the assumptions listed in the matrix), in the <b>∞</b> band = no bound holds (the defense's nominal ε is not a guarantee for what "
-               "runs). Error bars: 95% confidence interval over seeds. Dashed line: chance; dotted: no defense. A "
+               "runs). Error bars: 95% intervals (Wilson for accuracy and recovered fractions; Student t over seeds for "
+               "other metrics, from 3 seeds; none from fewer). Dashed line: chance; dotted: no defense. A "
                "defense protects where its points sit near chance at small ε while its accuracy stays near the "
                "dotted line.</p>");
     SvgSeries *leg = calloc((size_t)nf, sizeof(SvgSeries));

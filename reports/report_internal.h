@@ -1,5 +1,6 @@
-// What the report's section files share (reports/html.c, html_matrix.c, html_plots.c,
-// html_sections.c). Not for other modules: use reports/html.h.
+// What the report's files share: the page (reports/html.c) calls the sections
+// (html_verdict.c, html_matrix.c, html_plots.c, html_sections.c), and they all use the
+// helpers of report_util.c. Not for other modules: use reports/html.h.
 #ifndef FEDPRIV_REPORTS_REPORT_INTERNAL_H
 #define FEDPRIV_REPORTS_REPORT_INTERNAL_H
 
@@ -33,12 +34,16 @@ void rep_put_status(HtmlBuf *o, const char *status, const char *message);
 void rep_put_num(HtmlBuf *o, double v);
 // A seed: every digit of an integer below 2^53 (seeds are exact), else as rep_put_num.
 void rep_put_seed(HtmlBuf *o, double v);
-// "mean ± half-width of the 95% interval" (the mean alone with one seed); "—" when none.
-void rep_put_stat(HtmlBuf *o, const SeedStat *s);
-// The per-seed values and the interval, for a tooltip: "per seed: 0.81, 0.80; 95% CI [..]".
+// The mean and what metric_interval allows (reports/summary.h): "0.765 [0.746, 0.783]"
+// (Wilson), "0.765 ± 0.012" (Student t, 3 seeds or more), "0.765 0.761–0.769" (two seeds:
+// both values), the value alone with one seed; "—" when none.
+void rep_put_stat(HtmlBuf *o, const MetricSummary *m);
+// The per-seed values and the interval, for a tooltip: "per seed: 0.81, 0.80; 1620 of
+// 2000 pooled over 2 seeds, Wilson 95% interval [..]".
 void rep_stat_title(HtmlBuf *o, const MetricSummary *m, int n);
 
-// Sections, in page order.
+// Sections, in page order (the problems box follows the verdict).
+void section_verdict(Report *R);
 void section_warnings(Report *R);
 void section_matrix(Report *R);
 void section_tradeoff(Report *R);

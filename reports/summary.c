@@ -8,83 +8,7 @@
 #include <string.h>
 
 #include "core/json_number.h"
-
-// ---- statistics over seeds ---------------------------------------------------------------
-
-// t_{0.975, df} for df = 1..30 (scipy.stats.t.ppf(0.975, df), 4 decimals).
-static const double t975[31] = {NAN,    12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281,
-                                2.2010, 2.1788,  2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860, 2.0796,
-                                2.0739, 2.0687,  2.0639, 2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423};
-
-double student_t975(int df) {
-    if (df < 1)
-        return NAN;
-    if (df <= 30)
-        return t975[df];
-    // Cornish-Fisher expansion around the normal quantile (Abramowitz & Stegun 26.7.5):
-    // within 1e-4 of the exact quantile for df > 30.
-    double z = 1.959963984540054, z2 = z * z, v = df;
-    return z + z * (z2 + 1) / (4 * v) + z * ((5 * z2 + 16) * z2 + 3) / (96 * v * v) +
-           z * (((3 * z2 + 19) * z2 + 17) * z2 - 15) / (384 * v * v * v);
-}
-
-void seed_stat(const double *v, int n, SeedStat *o) {
-    *o = (SeedStat){.mean = NAN, .ci_low = NAN, .ci_high = NAN};
-    double sum = 0;
-    int inf = 0;
-    for (int i = 0; i < n; i++) {
-        if (isnan(v[i])) {
-            o->missing++;
-            continue;
-        }
-        o->n++;
-        inf |= isinf(v[i]);
-        sum += v[i]; // an infinity makes the mean infinite (or NaN for +inf and -inf)
-    }
-    if (o->n == 0)
-        return;
-    o->mean = sum / o->n;
-    if (o->n < 2 || inf)
-        return;
-    double ss = 0;
-    for (int i = 0; i < n; i++)
-        if (!isnan(v[i]))
-            ss += (v[i] - o->mean) * (v[i] - o->mean);
-    double half = student_t975(o->n - 1) * sqrt(ss / (o->n - 1)) / sqrt((double)o->n);
-    o->ci_low = o->mean - half;
-    o->ci_high = o->mean + half;
-}
-
-// ---- anchored scales ----------------------------------------------------------------------
-
-static const MetricScale scales[] = {
-    {"auc", 0.5, 1, "AUC"},
-    {"balanced_accuracy", 0.5, 1, "balanced accuracy"},
-    {"best_balanced_accuracy", 0.5, 1, "best balanced accuracy"},
-    {"advantage", 0, 1, "advantage"},
-    {"best_advantage", 0, 1, "best advantage"},
-    {"tpr_at_fpr.0.01", 0.01, 1, "TPR at 1% FPR"},
-    {"tpr_at_fpr.0.001", 0.001, 1, "TPR at 0.1% FPR"},
-    {"ssim_mean", 0, 1, "mean SSIM"},
-    {"ssim_max", 0, 1, "max SSIM"},
-    {"ssim", 0, 1, "SSIM"},
-    {"recovered_fraction", 0, 1, "recovered fraction"},
-    {"label_accuracy", 0.1, 1, "label accuracy"},
-};
-
-const MetricScale *metric_scale(const char *metric) {
-    for (size_t i = 0; metric && i < sizeof scales / sizeof scales[0]; i++)
-        if (strcmp(scales[i].metric, metric) == 0)
-            return &scales[i];
-    return NULL;
-}
-
-double metric_leak(const MetricScale *s, double v) {
-    if (!s || isnan(v))
-        return NAN;
-    double t = (v - s->chance) / (s->full - s->chance);
-    return t < 0 ? 0 : t > 1 ? 1 : t;
-}
+#include "reports/verdict.h"
 
 // ---- building ------------------------------------------------------------------------------
 
@@ -158,7 +82,47 @@ static FpStatus metric_alloc(MetricSummary *m, int n) {
         return FP_ENOMEM;
     for (int i = 0; i < n; i++)
         m->values[i] = NAN;
+    m->successes = m->trials = NAN;
     return FP_OK;
+}
+
+// A proportion's counts: proportion_start before the seeds, one proportion_add per seed
+// with a value. A seed without valid counts makes the pool NaN (NaN + k stays NaN), so
+// an interval never pools a part of the seeds; no seed leaves it NaN too.
+static void proportion_start(MetricSummary *m) { m->successes = m->trials = 0; }
+
+static void proportion_add(MetricSummary *m, double k, double n) {
+    if (n > 0 && k >= 0 && k <= n) {
+        m->successes += k;
+        m->trials += n;
+    } else
+        m->successes = m->trials = NAN;
+}
+
+static void proportion_finish(MetricSummary *m) {
+    if (!(m->trials > 0))
+        m->successes = m->trials = NAN;
+}
+
+// The attack result keys that are proportions, and where a result holds their counts:
+// successes as a number, trials as the length of a list.
+static const struct {
+    const char *metric, *successes, *trials_list;
+} proportion_counts[] = {
+    {"recovered_fraction", "images_recovered", "images"},
+};
+
+static int proportion_of(const cJSON *attack_entry, const char *metric, double *k, double *n) {
+    for (size_t i = 0; i < sizeof proportion_counts / sizeof proportion_counts[0]; i++) {
+        if (strcmp(proportion_counts[i].metric, metric) != 0)
+            continue;
+        const cJSON *res = jget(attack_entry, "result"); // NULL entry: only "is it one?"
+        const cJSON *list = jget(res, proportion_counts[i].trials_list);
+        *k = jnum_value(jget(res, proportion_counts[i].successes));
+        *n = cJSON_IsArray(list) ? cJSON_GetArraySize(list) : NAN;
+        return 1;
+    }
+    return 0;
 }
 
 // Who sees what attack k observed: the result's own "observer" (declared observation
@@ -197,6 +161,8 @@ static FpStatus build_setting(RunSummary *S, int si) {
     s->is_baseline = strcmp(s->defense, "none") == 0;
     s->unit = s->nominal_notion = s->sound_notion = s->guarantee = "";
     s->eps_nominal = s->eps_nominal_round = s->eps_sound = s->eps_conditional = s->delta = s->sigma = NAN;
+    s->eps_upload = s->eps_upload_conditional = NAN;
+    s->upload_guarantee = s->upload_notion = NULL;
     s->participants = NAN;
     int n = s->runs->n_runs, K = S->n_attacks;
     FpStatus st = metric_alloc(&s->accuracy, n);
@@ -211,6 +177,17 @@ static FpStatus build_setting(RunSummary *S, int si) {
         st = metric_alloc(&s->attack[q], n);
     if (st != FP_OK)
         return st;
+    // Proportions: accuracy counts correct test examples (of the index's test_samples), a
+    // result key of proportion_counts its own successes and trials.
+    double test_n = jnum_value(jget(jget(r->index, "dataset"), "test_samples"));
+    if (test_n > 0 && test_n == floor(test_n))
+        proportion_start(&s->accuracy);
+    for (int k = 0; k < K; k++)
+        for (int q = 0; q < S->attacks[k].n_keys; q++) {
+            double pk, pn;
+            if (proportion_of(NULL, S->attacks[k].keys[q], &pk, &pn))
+                proportion_start(&s->attack[k * SUMMARY_MAX_KEYS + q]);
+        }
     for (int j = 0; j < n; j++) {
         int i = s->runs->runs[j];
         const cJSON *c = r->cells[i];
@@ -224,6 +201,8 @@ static FpStatus build_setting(RunSummary *S, int si) {
             continue;
         s->accuracy.values[j] = results_cell_metric(c, "model_accuracy");
         s->loss.values[j] = results_cell_metric(c, "model_loss");
+        if (!isnan(s->accuracy.values[j]) && !isnan(s->accuracy.trials)) // counts rounded from the fraction
+            proportion_add(&s->accuracy, round(s->accuracy.values[j] * test_n), test_n);
         const cJSON *p = jget(c, "privacy");
         if (p && !s->privacy) {
             s->privacy = p;
@@ -239,6 +218,13 @@ static FpStatus build_setting(RunSummary *S, int si) {
             s->delta = jnum_value(jget(snd, "delta"));
             s->sigma = jnum_value(jget(p, "sigma"));
             s->assumptions = jget(p, "assumptions");
+            const cJSON *up = jget(snd, "upload");
+            if (up) {
+                s->eps_upload = jnum_value(jget(up, "epsilon_total"));
+                s->eps_upload_conditional = jnum_value(jget(up, "epsilon_total_conditional"));
+                s->upload_guarantee = jstr(up, "guarantee", s->guarantee);
+                s->upload_notion = jstr(up, "notion", "");
+            }
         }
         if (!s->noise_point)
             s->noise_point = jstr(jget(c, "defense_resolved"), "noise", NULL);
@@ -261,21 +247,29 @@ static FpStatus build_setting(RunSummary *S, int si) {
             const cJSON *a = matrix_cell_attack_at(c, k);
             if (!a)
                 continue;
+            // Its observer, from a result that finished (one that does not apply says it too).
+            if (!s->observer[k] && (strcmp(jstr(a, "status", ""), "done") == 0 || attack_not_applicable(a)))
+                s->observer[k] = observer_of(a);
             if (attack_not_applicable(a)) {
                 s->not_applicable[k]++;
                 continue;
             }
-            for (int q = 0; q < S->attacks[k].n_keys; q++)
-                s->attack[k * SUMMARY_MAX_KEYS + q].values[j] =
-                    results_attack_metric(a, q == 0 ? "headline" : S->attacks[k].keys[q]);
-            if (!s->observer[k] && strcmp(jstr(a, "status", ""), "done") == 0)
-                s->observer[k] = observer_of(a);
+            for (int q = 0; q < S->attacks[k].n_keys; q++) {
+                MetricSummary *m = &s->attack[k * SUMMARY_MAX_KEYS + q];
+                m->values[j] = results_attack_metric(a, q == 0 ? "headline" : S->attacks[k].keys[q]);
+                double pk, pn;
+                if (!isnan(m->values[j]) && !isnan(m->trials) && proportion_of(a, S->attacks[k].keys[q], &pk, &pn))
+                    proportion_add(m, pk, pn);
+            }
         }
     }
     seed_stat(s->accuracy.values, n, &s->accuracy.stat);
     seed_stat(s->loss.values, n, &s->loss.stat);
-    for (int q = 0; q < K * SUMMARY_MAX_KEYS; q++)
+    proportion_finish(&s->accuracy);
+    for (int q = 0; q < K * SUMMARY_MAX_KEYS; q++) {
         seed_stat(s->attack[q].values, n, &s->attack[q].stat);
+        proportion_finish(&s->attack[q]);
+    }
     return FP_OK;
 }
 
@@ -423,7 +417,7 @@ static void warn_attacks(RunSummary *S) {
             continue;
         // The mean over seeds within a tenth of the way from chance to a full leak (AUC
         // below 0.55, SSIM below 0.1).
-        if (metric_leak(c->scales[0], m->stat.mean) < 0.1)
+        if (metric_leak(c->scales[0], m->stat.mean) < STATS_LEAK_SHARE)
             add_warning(S, "attack_fails_without_defense", S->baseline, k,
                         "%s does not leak without any defense (%s %.3f; chance %.3g): it finds nothing to protect "
                         "here, so its values under the defenses say nothing about them (not applicable).",
@@ -562,9 +556,17 @@ void run_summary_free(RunSummary *S) {
 
 static cJSON *metric_json(const MetricSummary *m, int n) {
     cJSON *o = cJSON_CreateObject();
+    MetricInterval iv = metric_interval(m);
     jnum_add(o, "mean", m->stat.mean);
-    jnum_add(o, "ci_low", m->stat.ci_low);
-    jnum_add(o, "ci_high", m->stat.ci_high);
+    jnum_add(o, "ci_low", iv.low);
+    jnum_add(o, "ci_high", iv.high);
+    cJSON_AddStringToObject(o, "interval", interval_kind_name(iv.kind));
+    if (iv.kind == INTERVAL_WILSON) {
+        cJSON_AddNumberToObject(o, "successes", m->successes);
+        cJSON_AddNumberToObject(o, "trials", m->trials);
+    }
+    jnum_add(o, "min", m->stat.min);
+    jnum_add(o, "max", m->stat.max);
     cJSON_AddNumberToObject(o, "n", m->stat.n);
     cJSON *v = cJSON_AddArrayToObject(o, "values");
     for (int i = 0; i < n; i++)
@@ -574,9 +576,12 @@ static cJSON *metric_json(const MetricSummary *m, int n) {
 
 cJSON *run_summary_json(const RunSummary *S) {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "statistics", "mean over seeds with a Student-t 95% confidence interval of the mean "
-                                             "(ci_low, ci_high: null with fewer than 2 values); values: per seed, in "
-                                             "the order of the setting's cells");
+    cJSON_AddStringToObject(j, "statistics",
+                            "mean over seeds; ci_low, ci_high: a 95% interval, by \"interval\": \"wilson\" for a "
+                            "proportion with counts (the successes of the trials pooled over the seeds), "
+                            "\"student-t\" for the mean of another metric from 3 seeds, \"none\" (null ends) "
+                            "otherwise; min, max: of the seeds' values; n: seeds with a value; values: per seed, in "
+                            "the order of the setting's cells");
     jnum_add(j, "chance_accuracy", S->chance);
     cJSON *settings = cJSON_AddArrayToObject(j, "settings");
     for (int i = 0; i < S->n_settings; i++) {
@@ -609,6 +614,13 @@ cJSON *run_summary_json(const RunSummary *S) {
         cJSON_AddStringToObject(pr, "guarantee", s->guarantee);
         if (isfinite(s->eps_conditional))
             jnum_add(pr, "epsilon_conditional", s->eps_conditional);
+        if (s->upload_guarantee) {
+            cJSON *up = cJSON_AddObjectToObject(pr, "upload");
+            jnum_add(up, "epsilon_sound", s->eps_upload);
+            if (isfinite(s->eps_upload_conditional))
+                jnum_add(up, "epsilon_conditional", s->eps_upload_conditional);
+            cJSON_AddStringToObject(up, "guarantee", s->upload_guarantee);
+        }
         cJSON_AddStringToObject(pr, "sound_notion", s->sound_notion);
         int n = s->runs->n_runs;
         cJSON *metrics = cJSON_AddObjectToObject(o, "metrics");
@@ -628,6 +640,14 @@ cJSON *run_summary_json(const RunSummary *S) {
         }
         cJSON_AddItemToArray(settings, o);
     }
+    RunVerdict v;
+    if (run_verdict_build(S, &v) != FP_OK) { // out of memory: no summary, never one without its verdict
+        run_verdict_free(&v);
+        cJSON_Delete(j);
+        return NULL;
+    }
+    cJSON_AddItemToObject(j, "verdict", run_verdict_json(&v));
+    run_verdict_free(&v);
     cJSON *w = cJSON_AddArrayToObject(j, "warnings");
     for (int i = 0; i < S->n_warnings; i++) {
         const RunWarning *x = &S->warnings[i];

@@ -3,17 +3,7 @@
 // over the seeds (mean, 95% confidence interval, the per-seed values), the privacy
 // record with its guarantee, and the warnings a reader needs before trusting a number.
 //
-// Statistics over seeds. A setting that ran with seeds s_1..s_n has one value per seed
-// for each metric. The mean and the Student-t 95% interval of the mean,
-//   mean ± t_{0.975, n-1} · sd / √n     (sd with n - 1 in the denominator),
-// are reported; with one seed there is no interval (NaN). A seed without a value (the
-// cell diverged, failed or is pending) is left out and counted as missing.
-//
-// Anchored scales. A metric's colour and its "does this attack work" test use fixed
-// meanings, never the spread of a column: AUC and balanced accuracy 0.5 = chance and 1
-// = every member found; SSIM and recovered fractions 0 = nothing and 1 = everything;
-// TPR at 1% FPR 0.01 = chance. Model accuracy is placed between chance (the share of
-// the most frequent test class) and the accuracy without a defense.
+// Statistics over seeds and the anchored scales: reports/stats.h.
 //
 // Warnings (kind, and the setting / attack they concern):
 //   accuracy_at_chance         mean accuracy within 2 points of chance, with what the
@@ -35,50 +25,17 @@
 #include <cjson/cJSON.h>
 
 #include "reports/results.h"
+#include "reports/stats.h"
 
 // accuracy_near_chance: a defended setting that keeps less than this share of what the
 // federation learns above chance without a defense (the accuracy scale's red end).
 #define ACCURACY_NEAR_CHANCE_SHARE 0.1
-
-// ---- statistics over seeds ---------------------------------------------------------------
-
-typedef struct SeedStat {
-    int n;                  // values that are not NaN
-    int missing;            // NaN values (seeds without a value)
-    double mean;            // NaN when n = 0; ±inf when a value is infinite
-    double ci_low, ci_high; // 95% Student-t interval of the mean; NaN when n < 2 or not finite
-} SeedStat;
-
-// The statistics of v[0..n) (NaN entries are missing values).
-void seed_stat(const double *v, int n, SeedStat *out);
-// t_{0.975, df}: the two-sided 95% Student-t quantile (df >= 1).
-double student_t975(int df);
-
-// ---- anchored scales ----------------------------------------------------------------------
-
-typedef struct MetricScale {
-    const char *metric;  // the result key ("auc", "ssim_mean", "tpr_at_fpr.0.01", ...)
-    double chance;       // what an attack that learns nothing scores
-    double full;         // a complete leak
-    const char *name;    // short name for headers and axes ("AUC", "TPR at 1% FPR")
-} MetricScale;
-
-// The scale of a metric, or NULL when it has no fixed meaning here.
-const MetricScale *metric_scale(const char *metric);
-// Where v lies between chance (0) and a full leak (1), clamped to [0, 1]; NaN when v
-// or the scale is missing.
-double metric_leak(const MetricScale *s, double v);
 
 // ---- the summary ----------------------------------------------------------------------------
 
 // The metrics the report shows per attack: the headline first, then the low-FPR rate
 // and the recovered fraction where the results have them.
 #define SUMMARY_MAX_KEYS 4
-
-typedef struct MetricSummary {
-    double *values;         // one per run of the setting (NaN: no value)
-    SeedStat stat;
-} MetricSummary;
 
 typedef struct AttackColumn {
     const cJSON *index;     // the index's attack entry
@@ -102,6 +59,11 @@ typedef struct SettingSummary {
     const char *unit, *nominal_notion, *sound_notion, *guarantee; // "" when absent
     double eps_nominal, eps_nominal_round, eps_sound, eps_conditional, delta, sigma;
     const cJSON *assumptions;
+    // The upload observer's record (privacy.sound.upload), when the defense states one:
+    // its proven ε (∞ when none), its conditional bound and its own guarantee label;
+    // upload_guarantee NULL when there is no such record.
+    double eps_upload, eps_upload_conditional;
+    const char *upload_guarantee, *upload_notion;
     const char *noise_point; // "server" / "client" from the resolved defense, or NULL
     double participants;    // mean participants per round (first run with rounds), NaN
     MetricSummary accuracy, loss;
@@ -136,7 +98,8 @@ typedef struct RunSummary {
 FpStatus run_summary_build(const MatrixResults *r, RunSummary *out, FpError *err);
 void run_summary_free(RunSummary *s);
 
-// The summary as JSON (results.json's "summary"; docs/report.md documents it).
+// The summary as JSON (results.json's "summary", with the verdict of reports/verdict.h;
+// docs/report.md documents it); NULL when out of memory.
 cJSON *run_summary_json(const RunSummary *s);
 
 // 1 when attack k observes setting s before the server adds its noise (the defense's

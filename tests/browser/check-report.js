@@ -8,8 +8,15 @@
 // chromium is needed.
 //
 //   node check-report.js REPORT.html SCREENSHOT.png [--expect-text TEXT]...
-//        [--expect-selector CSS]... [--min-images N] [--min-plots N] [--width W] [--height H]
-// --expect-selector fails unless the CSS selector matches at least one element.
+//        [--expect-selector CSS]... [--expect-count CSS N]... [--expect-in-view CSS]...
+//        [--expect-fits CSS]... [--min-images N] [--min-plots N] [--width W] [--height H]
+// --expect-selector fails unless the CSS selector matches at least one element;
+// --expect-count unless it matches exactly N; --expect-in-view unless every element it
+// matches (at least one) lies wholly inside the first screen, W x H (H: 900 when not
+// given); --expect-fits unless every element it matches (at least one) is no wider than
+// its box (scrollWidth <= clientWidth), sits inside the window's width, and has no
+// ancestor that scrolls sideways; each also fails when the page itself is wider than
+// the window. The window is W x H (H, default 900, is also the viewport height).
 // Exit 0 when every check passes, 1 with one line per failure, 2 on bad usage.
 'use strict';
 const { spawn } = require('child_process');
@@ -19,18 +26,27 @@ const path = require('path');
 
 function usage(msg) {
   process.stderr.write(`check-report: ${msg}\nusage: node check-report.js REPORT.html SCREENSHOT.png ` +
-                       `[--expect-text TEXT]... [--expect-selector CSS]... [--min-images N] [--min-plots N] [--width W] [--height H]\n`);
+                       `[--expect-text TEXT]... [--expect-selector CSS]... [--expect-count CSS N]... ` +
+                       `[--expect-in-view CSS]... [--expect-fits CSS]... [--min-images N] [--min-plots N] [--width W] [--height H]\n`);
   process.exit(2);
 }
 
 const args = process.argv.slice(2);
-const opt = { expect: [], selectors: [], minImages: 0, minPlots: 0, width: 1280, height: 0 };
+const opt = { expect: [], selectors: [], counts: [], inView: [], fits: [], minImages: 0, minPlots: 0, width: 1280,
+              height: 0 };
 const pos = [];
 for (let i = 0; i < args.length; i++) {
   const a = args[i];
   const num = () => { const v = Number(args[++i]); if (!Number.isFinite(v) || v < 0) usage(`${a} needs a number`); return v; };
   if (a === '--expect-text') { if (i + 1 >= args.length) usage('--expect-text needs a value'); opt.expect.push(args[++i]); }
   else if (a === '--expect-selector') { if (i + 1 >= args.length) usage('--expect-selector needs a value'); opt.selectors.push(args[++i]); }
+  else if (a === '--expect-count') {
+    if (i + 2 >= args.length) usage('--expect-count needs a selector and a number');
+    const sel = args[++i];
+    opt.counts.push({ sel, n: num() });
+  }
+  else if (a === '--expect-in-view') { if (i + 1 >= args.length) usage('--expect-in-view needs a value'); opt.inView.push(args[++i]); }
+  else if (a === '--expect-fits') { if (i + 1 >= args.length) usage('--expect-fits needs a value'); opt.fits.push(args[++i]); }
   else if (a === '--min-images') opt.minImages = num();
   else if (a === '--min-plots') opt.minPlots = num();
   else if (a === '--width') opt.width = num();
@@ -43,6 +59,7 @@ const report = path.resolve(pos[0]);
 const shot = path.resolve(pos[1]);
 if (!fs.existsSync(report)) usage(`${pos[0]}: no such file`);
 
+const viewHeight = opt.height > 0 ? opt.height : 900;
 const chrome = process.env.CHROMIUM || 'chromium';
 const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'fedpriv-chromium-'));
 const proc = spawn(chrome, [
@@ -119,7 +136,7 @@ const watchdog = setTimeout(() => {
   });
   for (const d of ['Runtime', 'Log', 'Page', 'Network']) await send(`${d}.enable`, {}, sessionId);
   await send('Emulation.setDeviceMetricsOverride',
-             { width: opt.width, height: 900, deviceScaleFactor: 1, mobile: false }, sessionId);
+             { width: opt.width, height: viewHeight, deviceScaleFactor: 1, mobile: false }, sessionId);
   const loaded = waitFor((m) => m.sessionId === sessionId && m.method === 'Page.loadEventFired', 30000, 'the page load');
   await send('Page.navigate', { url: 'file://' + report }, sessionId);
   await loaded;
@@ -129,9 +146,34 @@ const watchdog = setTimeout(() => {
   }, sessionId);
   const probe = await send('Runtime.evaluate', {
     returnByValue: true,
-    expression: `((selectors) => {
+    expression: `((selectors, counts, inView, fits, W, H) => {
       const imgs = [...document.images];
+      const name = (e) => e.tagName.toLowerCase() + (e.className ? '.' + String(e.className).split(' ').join('.') : '');
+      // Layout: what is cut off sideways, and what lies below (or beside) the first screen.
+      const cut = [], away = [];
+      const pageWide = document.documentElement.scrollWidth > W;
+      for (const s of fits) {
+        const els = [...document.querySelectorAll(s)];
+        if (!els.length) cut.push(s + ': no element matches');
+        for (const e of els) {
+          const r = e.getBoundingClientRect();
+          if (e.scrollWidth > e.clientWidth + 1) cut.push(s + ': ' + name(e) + ' is cut off (scrollWidth ' + e.scrollWidth + ' > clientWidth ' + e.clientWidth + ')');
+          if (r.right > W + 1) cut.push(s + ': ' + name(e) + ' is cut off (right edge at ' + Math.ceil(r.right) + ' px of ' + W + ')');
+          for (let p = e.parentElement; p && p !== document.documentElement; p = p.parentElement)
+            if (p.scrollWidth > p.clientWidth + 1 && getComputedStyle(p).overflowX !== 'visible')
+              cut.push(s + ': ' + name(e) + ' is cut off by its scroll box ' + name(p) + ' (' + p.scrollWidth + ' px in ' + p.clientWidth + ')');
+        }
+        if (pageWide) cut.push(s + ': the page is cut off (' + document.documentElement.scrollWidth + ' px wide in a ' + W + ' px window)');
+      }
+      for (const s of inView) {
+        const els = [...document.querySelectorAll(s)];
+        if (!els.length) away.push(s + ': no element matches');
+        const outside = els.filter(e => { const r = e.getBoundingClientRect(); return r.top < 0 || r.left < 0 || r.bottom > H + 0.5 || r.right > W + 0.5; });
+        if (outside.length) away.push(s + ': ' + outside.length + ' of ' + els.length + ' not within the first ' + W + 'x' + H + ' (the first at y = ' + Math.round(outside[0].getBoundingClientRect().top) + ')');
+      }
       return {
+        counts: counts.map(c => document.querySelectorAll(c.sel).length),
+        cut, away,
         images: imgs.length,
         broken: imgs.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt || i.src.slice(0, 40)),
         missing: [...document.querySelectorAll('.missing')].map(e => e.textContent),
@@ -141,7 +183,8 @@ const watchdog = setTimeout(() => {
         height: Math.ceil(document.documentElement.scrollHeight),
         selectors: selectors.map(s => document.querySelectorAll(s).length),
       };
-    })(${JSON.stringify(opt.selectors)})`,
+    })(${JSON.stringify(opt.selectors)}, ${JSON.stringify(opt.counts)}, ${JSON.stringify(opt.inView)}, ` +
+      `${JSON.stringify(opt.fits)}, ${opt.width}, ${viewHeight})`,
   }, sessionId);
   const r = probe.result.value;
   if (r.broken.length) failures.push(`${r.broken.length} image(s) did not decode: ${r.broken.slice(0, 5).join(', ')}`);
@@ -154,6 +197,11 @@ const watchdog = setTimeout(() => {
   opt.selectors.forEach((s, i) => {
     if (r.selectors[i] === 0) failures.push(`no element matches ${JSON.stringify(s)}`);
   });
+  opt.counts.forEach((c, i) => {
+    if (r.counts[i] !== c.n) failures.push(`${r.counts[i]} element(s) match ${JSON.stringify(c.sel)}, expected ${c.n}`);
+  });
+  for (const m of r.cut) failures.push(m);
+  for (const m of r.away) failures.push(m);
   const height = Math.min(opt.height > 0 ? opt.height : r.height, 16000);
   const png = await send('Page.captureScreenshot', {
     format: 'png', captureBeyondViewport: true, clip: { x: 0, y: 0, width: opt.width, height, scale: 1 },

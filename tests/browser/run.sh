@@ -4,7 +4,9 @@
 # screenshot. Installs Debian's chromium and nodejs first when they are missing.
 #
 #   bash tests/browser/run.sh REPORT.html SCREENSHOT.png [--expect-text TEXT]...
-#        [--expect-selector CSS]... [--min-images N] [--min-plots N] [--width W] [--height H]
+#        [--expect-selector CSS]... [--expect-count CSS N]... [--expect-in-view CSS]...
+#        [--expect-fits CSS]... [--min-images N] [--min-plots N] [--width W] [--height H]
+# (the layout checks are described in check-report.js)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 chromium="${CHROMIUM:-chromium}"
