@@ -205,7 +205,7 @@ static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
     FpStatus st = mia_target_population(env, t, o.population, err);
     if (st == FP_OK) {
         before = t->refs[o.variant]; // a grown population may have dropped the models
-        st = mia_target_references(env, t, o.variant, o.n_models, o.shadow_size, err);
+        st = mia_target_references(env, t, o.variant, o.n_models, o.shadow_size, 0, err); // any views: it reads view 0
     }
     if (st != FP_OK) {
         mia_target_release(env, t);
@@ -215,6 +215,7 @@ static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
     const Dataset *d = env->ex->train;
     const MiaRefSet *rs = &t->refs[o.variant];
     int C = t->n_classes, M = t->sz.members, n = 2 * M, N = o.n_models, Q = t->n_query, Z = o.population, Zu = 0;
+    int V = rs->views; // RMIA reads each query's view 0: the sample itself
     int online = o.variant == MIA_REF_ONLINE, Qa = n + Z; // the queries this attack reads: a prefix of Q
     double *lp_t = malloc(sizeof(double) * (size_t)Qa), *lp_r = malloc(sizeof(double) * (size_t)N * Qa);
     unsigned char *member = malloc((size_t)N * Qa);
@@ -229,7 +230,7 @@ static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
         int y = d->y[t->query_idx[q]];
         lp_t[q] = log_prob(q < n ? t->eval_logits + (size_t)q * C : t->pop_logits + (size_t)(q - n) * C, C, y);
         for (int j = 0; j < N; j++) {
-            lp_r[(size_t)j * Qa + q] = log_prob(rs->logits + ((size_t)j * Q + q) * C, C, y);
+            lp_r[(size_t)j * Qa + q] = log_prob(rs->logits + ((size_t)j * Q + q) * V * C, C, y); // view 0
             member[(size_t)j * Qa + q] = rs->member[(size_t)j * Q + q];
         }
     }
@@ -275,6 +276,7 @@ static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON_Delete(base);
     mia_target_describe(t, result);
     mia_references_describe(t, o.variant, N, &before, result);
+    mia_conclude(env, "rmia", result);
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");
     cJSON_AddNumberToObject(tm, "target_train_seconds", t->train_seconds);
     cJSON_AddNumberToObject(tm, "shadow_train_seconds", rs->seconds);
@@ -297,6 +299,7 @@ const AttackOps attack_rmia = {
                "models)",
     .headline = "auc",
     .headline_higher_leaks = 1,
+    .uses_reference = 1,
     .validate = rmia_validate,
     .run = rmia_run,
 };
