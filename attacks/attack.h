@@ -54,8 +54,9 @@ typedef struct AttackOps {
     // Gradient inversion's declared observers and attacker variants: a matrix runs an
     // attack with `observers` once per observer ("observer": "server" and "public") where
     // they differ, and one with `adaptive` as the adaptive attacker ("attacker":
-    // "adaptive"), unless its object says otherwise; one with `uses_reference` is handed
-    // the matrix's "none" cell as its reference (AttackEnv.reference).
+    // "adaptive"), unless its object says otherwise; one with `uses_reference` (gradient
+    // inversion, and the membership attacks, which are not applicable when at chance there)
+    // is handed the matrix's "none" cell as its reference (AttackEnv.reference).
     int observers, adaptive, uses_reference;
     // Strict validation of attack_json (unknown keys, ranges) before any expensive work.
     FpStatus (*validate)(const AttackEnv *env, FpError *err);

@@ -32,8 +32,18 @@
 // the reference code, which centres on the median and, with fix_variance, takes np.std
 // over all candidates' values together (so the between-candidate spread of μ enters σ):
 // we fit the Gaussians by their maximum-likelihood means and pool the within-candidate
-// variances. No augmentation (the paper queries flipped/shifted copies; our data are not
-// images in general).
+// variances.
+//
+// "offline_score": "one-sided" (default, the paper's §VI test above) or "two-sided", the
+// reference code's offline score (plot.py generate_ours_offline): −log N(φ_obs; μ_out,
+// σ_out²), far from the OUT values on either side.
+//
+// "augment" (default false): the paper's augmented queries on image data: each candidate
+// in 18 views (the sample and its mirror at 9 shifts, attacks/mia.h mia_query_views),
+// one Gaussian per view, the views' scores averaged (the reference code's mean over
+// augmentations). Off by default: fedpriv's training augments nothing, so the views are
+// other inputs to the model and dilute the sample's own signal (docs/attacks-mia.md
+// measures it).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,8 +87,8 @@ static FpStatus lira_options(const AttackEnv *env, LiraOptions *o, FpError *err)
     FP_TRY(jv_choice(j, env->path, "offline_score", offline_score_names, 0, &o->two_sided, err));
     char p[256];
     if (o->two_sided && cJSON_GetObjectItemCaseSensitive(j, "alpha"))
-        return fp_fail(err, FP_EPARAM, "%s: the two-sided offline score has no level alpha (only the one-sided "
-                       "test's p-value has one)", jv_path(p, sizeof p, env->path, "alpha"));
+        return fp_fail(err, FP_EPARAM, "%s: the two-sided offline score decides at the fixed level 0.05 (alpha "
+                       "sets the one-sided test's)", jv_path(p, sizeof p, env->path, "alpha"));
     if (o->variant == MIA_REF_ONLINE) {
         if (cJSON_GetObjectItemCaseSensitive(j, "offline_score"))
             return fp_fail(err, FP_EPARAM, "%s: only the offline variant has a one- or two-sided score",
@@ -252,11 +262,12 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
     st = mia_lira_scores(phi, phi_r, member, n, N, &how, score, &pooled_sigma, err);
     if (st != FP_OK)
         goto out;
-    // The one-sided test's level: the mean of A z-scores, each N(0, 1) under OUT, is
-    // N(0, ρ̄/A·…); we keep the per-view threshold on the mean (exact for A = 1, and
-    // conservative for A > 1, where the mean's spread is at most one).
-    double z_alpha = normal_quantile(1.0 - o.alpha);
-    double lp_alpha = 0.5 * z_alpha * z_alpha; // two-sided: −log N(φ) − log σ beyond the level's z, per view
+    // Decisions at level alpha. One-sided: z >= Φ⁻¹(1 − α) (for A views on their mean,
+    // whose spread under OUT is at most one: at most level α). Two-sided: the score is
+    // ½ z² + log σ_out per view; member iff ½ z² >= ½ Φ⁻¹(1 − α/2)² at σ_out = 1 (the
+    // reference code has no decision rule; the sweep does not depend on this one).
+    double z_alpha = normal_quantile(1.0 - o.alpha), z_half = normal_quantile(1.0 - o.alpha / 2);
+    double lp_alpha = 0.5 * z_half * z_half;
     for (int i = 0; i < n; i++)
         dec[i] = online ? score[i] >= 0 : score[i] >= (two_sided ? lp_alpha : z_alpha);
     char rule[240];
@@ -265,7 +276,8 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
                                     "sigma_out) >= 1 (geometric mean over the %d views)", A);
     else if (two_sided)
         snprintf(rule, sizeof rule, "member iff the mean over the %d views of -log N(phi; mu_out, sigma_out) - log "
-                                    "sqrt(2 pi) >= %.4f (|z| >= %.4f at sigma_out = 1)", A, lp_alpha, z_alpha);
+                                    "sqrt(2 pi) >= %.4f (|z| >= %.4f at sigma_out = 1, level %g)", A, lp_alpha, z_half,
+                 o.alpha);
     else if (A > 1)
         snprintf(rule, sizeof rule, "member iff the mean over the %d views of z = (phi_obs - mu_out) / sigma_out >= "
                  "%.4f (the one-sided p-value Pr[Z >= phi_obs] <= %g for one view)", A, z_alpha, o.alpha);
