@@ -155,17 +155,17 @@ typedef struct MiaSeries {
     float *py, *mentr;
 } MiaSeries;
 
-
 // Trains a model of the experiment's architecture on idx[0..n) as cfg says, by fl/
 // (fed_run with the plan's pieces as the partition, or local_train for the central
 // target). fresh: a new initialisation from seed (shadow and reference models); else the
 // experiment's initial model (the target). series: optional confidence-series recording
-// (global target; NULL: none). *round_out: the client target's round. *defense_out (when not NULL):
-// the defense's resolved parameters and the privacy spent. participations (when not
-// NULL, federated): the rounds each client took part in.
+// (global target; NULL: none). *round_out: the client target's round. *defense_out (when
+// not NULL): the defense's resolved parameters and the privacy spent. participations
+// (when not NULL, federated): the rounds each client took part in.
 FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n, uint64_t seed,
                          int fresh, const Dataset *test, int quiet, int threads, const MiaSeries *series,
                          Model **out, int *round_out, cJSON **defense_out, int *participations, FpError *err);
+
 // ---------------------------------------------------------------------------------
 // Features and the attack model (attacks/mia_features.c)
 
