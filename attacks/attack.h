@@ -1,7 +1,8 @@
 // The attack plugin contract. An attack observes what a threat model allows (one
 // client's upload, the global model each round, the final model, shadow data), runs,
 // and fills a result JSON with metrics and artifacts (PNG paths relative to out_dir,
-// ROC points). One file per attack; attacks/registry.c lists them.
+// ROC points). One file per attack; runner/attack_registry.c lists them (above attacks
+// and audits, since the training audit is one of them).
 //
 // The experiment (fl/experiment.h) gives the data, the model architecture (initialised
 // from the seed), the federation settings and the defense under attack. An attack never
@@ -14,7 +15,7 @@
 
 #include "fl/experiment.h"
 
-struct AttackCache; // trained targets shared by the attacks of one matrix cell (attacks/target.h)
+struct AttackCache; // trained targets shared by the membership attacks of one matrix cell (attacks/target.h)
 
 typedef struct AttackEnv {
     Experiment *ex;
@@ -53,8 +54,9 @@ typedef struct AttackOps {
     // Gradient inversion's declared observers and attacker variants: a matrix runs an
     // attack with `observers` once per observer ("observer": "server" and "public") where
     // they differ, and one with `adaptive` as the adaptive attacker ("attacker":
-    // "adaptive"), unless its object says otherwise; one with `uses_reference` is handed
-    // the matrix's "none" cell as its reference (AttackEnv.reference).
+    // "adaptive"), unless its object says otherwise; one with `uses_reference` (gradient
+    // inversion, and the membership attacks, which are not applicable when at chance there)
+    // is handed the matrix's "none" cell as its reference (AttackEnv.reference).
     int observers, adaptive, uses_reference;
     // Strict validation of attack_json (unknown keys, ranges) before any expensive work.
     FpStatus (*validate)(const AttackEnv *env, FpError *err);

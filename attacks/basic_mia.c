@@ -130,6 +130,7 @@ static FpStatus basic_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON_AddStringToObject(result, "score", "sweep of every threshold on the true-label confidence (equivalently "
                                              "-loss or log(p_y/(1-p_y))): ROC, AUC and TPR at FPR");
     mia_target_describe(t, result);
+    mia_conclude(env, "basic-mia", result);
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");
     cJSON_AddNumberToObject(tm, "target_train_seconds", t->train_seconds);
     cJSON_AddNumberToObject(tm, "shadow_train_seconds", t->shadow_seconds);
@@ -148,6 +149,7 @@ const AttackOps attack_basic_mia = {
     .summary = "membership: true-label confidence threshold (shadow-chosen), Yeom loss threshold, threshold sweep",
     .headline = "auc",
     .headline_higher_leaks = 1,
+    .uses_reference = 1,
     .validate = basic_validate,
     .run = basic_run,
     .work = basic_work,

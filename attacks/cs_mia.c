@@ -186,6 +186,7 @@ static FpStatus cs_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON *art = cJSON_AddObjectToObject(result, "artifacts");
     cJSON_AddStringToObject(art, "series_csv", "cs_mia_series.csv");
     mia_target_describe(t, result);
+    mia_conclude(env, "cs-mia", result);
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");
     cJSON_AddNumberToObject(tm, "target_train_seconds", t->train_seconds);
     cJSON_AddNumberToObject(tm, "shadow_train_seconds", 0);
@@ -205,6 +206,7 @@ const AttackOps attack_cs_mia = {
     .summary = "membership: CS-MIA (adversary client, confidence series of the global model, R-64 attack MLP)",
     .headline = "auc",
     .headline_higher_leaks = 1,
+    .uses_reference = 1,
     .validate = cs_validate,
     .run = cs_run,
     .work = cs_work,

@@ -32,8 +32,18 @@
 // the reference code, which centres on the median and, with fix_variance, takes np.std
 // over all candidates' values together (so the between-candidate spread of μ enters σ):
 // we fit the Gaussians by their maximum-likelihood means and pool the within-candidate
-// variances. No augmentation (the paper queries flipped/shifted copies; our data are not
-// images in general).
+// variances.
+//
+// "offline_score": "one-sided" (default, the paper's §VI test above) or "two-sided", the
+// reference code's offline score (plot.py generate_ours_offline): −log N(φ_obs; μ_out,
+// σ_out²), far from the OUT values on either side.
+//
+// "augment" (default false): the paper's augmented queries on image data: each candidate
+// in 18 views (the sample and its mirror at 9 shifts, attacks/mia.h mia_query_views),
+// one Gaussian per view, the views' scores averaged (the reference code's mean over
+// augmentations). Off by default: fedpriv's training augments nothing, so the views are
+// other inputs to the model and dilute the sample's own signal (docs/attacks-mia.md
+// measures it).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,15 +54,16 @@
 #include "core/clock.h"
 #include "core/jsonv.h"
 
-static const char *const lira_keys[] = {"name", MIA_TARGET_KEYS, "variant", "shadow_models", "shadow_size",
-                                        "variance", "alpha", NULL};
+static const char *const lira_keys[] = {"name",  MIA_TARGET_KEYS, "variant", "shadow_models", "shadow_size",
+                                        "variance", "alpha", "augment", "offline_score", NULL};
+static const char *const offline_score_names[] = {"one-sided", "two-sided", NULL};
 static const char *const variance_names[] = {"per-sample", "fixed", NULL};
 static const char *const variant_names[] = {"offline", "online", NULL};
 
 typedef struct {
     MiaTargetConfig cfg;
     MiaSizes sz;
-    int n_models, shadow_size, fixed_variance;
+    int n_models, shadow_size, fixed_variance, augment, two_sided;
     MiaRefKind variant;
     double alpha;
 } LiraOptions;
@@ -72,8 +83,16 @@ static FpStatus lira_options(const AttackEnv *env, LiraOptions *o, FpError *err)
     FP_TRY(mia_shadow_size(env, &o->sz, v, 0, &o->shadow_size, err));
     FP_TRY(jv_choice(j, env->path, "variance", variance_names, 0, &o->fixed_variance, err));
     FP_TRY(jv_number(j, env->path, "alpha", JV_OPTIONAL, 0.05, 0, 1, 1, 1, &o->alpha, err));
+    FP_TRY(jv_bool(j, env->path, "augment", 0, &o->augment, err));
+    FP_TRY(jv_choice(j, env->path, "offline_score", offline_score_names, 0, &o->two_sided, err));
+    char p[256];
+    if (o->two_sided && cJSON_GetObjectItemCaseSensitive(j, "alpha"))
+        return fp_fail(err, FP_EPARAM, "%s: the two-sided offline score decides at the fixed level 0.05 (alpha "
+                       "sets the one-sided test's)", jv_path(p, sizeof p, env->path, "alpha"));
     if (o->variant == MIA_REF_ONLINE) {
-        char p[256];
+        if (cJSON_GetObjectItemCaseSensitive(j, "offline_score"))
+            return fp_fail(err, FP_EPARAM, "%s: only the offline variant has a one- or two-sided score",
+                           jv_path(p, sizeof p, env->path, "offline_score"));
         if (cJSON_GetObjectItemCaseSensitive(j, "alpha"))
             return fp_fail(err, FP_EPARAM, "%s: only the offline variant's one-sided test has a level alpha (the "
                            "online variant decides by the likelihood ratio)", jv_path(p, sizeof p, env->path, "alpha"));
@@ -122,20 +141,21 @@ static double normal_logpdf(double x, double mu, double sd) {
     return -0.5 * u * u - log(sd);
 }
 
-// Mean and population variance of the values v[j·n] of the models whose member code
-// (member[j·n]) is `code`; the count is returned.
-static int moments(const double *v, const unsigned char *member, int n, int N, int code, double *mu, double *var) {
+// Mean and population variance of the values v[j·stride] of the models whose member
+// code (member[j·n]) is `code`; the count is returned.
+static int moments(const double *v, size_t stride, const unsigned char *member, int n, int N, int code, double *mu,
+                   double *var) {
     double s = 0, ss = 0;
     int k = 0;
     for (int j = 0; j < N; j++)
         if (member[(size_t)j * n] == code) {
-            s += v[(size_t)j * n];
+            s += v[(size_t)j * stride];
             k++;
         }
     *mu = k ? s / k : NAN;
     for (int j = 0; j < N; j++)
         if (member[(size_t)j * n] == code) {
-            double e = v[(size_t)j * n] - *mu;
+            double e = v[(size_t)j * stride] - *mu;
             ss += e * e;
         }
     *var = k ? ss / k : NAN;
@@ -143,38 +163,50 @@ static int moments(const double *v, const unsigned char *member, int n, int N, i
 }
 
 FpStatus mia_lira_scores(const double *phi_obs, const double *phi_refs, const unsigned char *member, int n, int N,
-                         int online, int fixed_variance, double *score, double *pooled_sigma, FpError *err) {
-    // Per candidate and hypothesis (OUT: 2i, IN: 2i + 1): mean and variance of φ.
-    double *mu = malloc(sizeof(double) * 2 * (size_t)n), *var = malloc(sizeof(double) * 2 * (size_t)n);
+                         const MiaLiraScoring *how, double *score, double *pooled_sigma, FpError *err) {
+    int A = how->n_aug > 0 ? how->n_aug : 1, online = how->online;
+    size_t stride = (size_t)n * A; // model j's values start at j·n·A
+    // Per candidate, view and hypothesis (OUT: 2c, IN: 2c + 1, c = i·A + a): mean and variance of φ.
+    size_t cells = (size_t)n * A;
+    double *mu = malloc(sizeof(double) * 2 * cells), *var = malloc(sizeof(double) * 2 * cells);
     if (!mu || !var) {
         free(mu);
         free(var);
         return fp_fail(err, FP_ENOMEM, "out of memory");
     }
     double pooled = 0;
-    for (int i = 0; i < n; i++) {
-        int k_out = moments(phi_refs + i, member + i, n, N, MIA_Q_OUT, &mu[2 * i], &var[2 * i]);
-        int k_in = moments(phi_refs + i, member + i, n, N, MIA_Q_IN, &mu[2 * i + 1], &var[2 * i + 1]);
-        // The designs: offline, never IN; online, IN for half the models, fewer when a
-        // client of a reference federation never took part (its records are OUT there),
-        // but at least one of each.
-        if (k_out + k_in != N || (online ? k_in < 1 || k_out < 1 || k_in > N / 2 : k_in != 0)) {
-            free(mu);
-            free(var);
-            return fp_fail(err, FP_EPARAM, "lira: candidate %d is IN for %d of %d reference models (%s)", i, k_in, N,
-                           online ? "the online variant needs IN and OUT models for each: raise shadow_models, or "
-                                    "federation.sample_rate so that reference clients take part"
-                                  : "expected none");
+    for (int i = 0; i < n; i++)
+        for (int a = 0; a < A; a++) {
+            size_t c = (size_t)i * A + a;
+            int k_out = moments(phi_refs + c, stride, member + i, n, N, MIA_Q_OUT, &mu[2 * c], &var[2 * c]);
+            int k_in = moments(phi_refs + c, stride, member + i, n, N, MIA_Q_IN, &mu[2 * c + 1], &var[2 * c + 1]);
+            // The designs: offline, never IN; online, IN for half the models, fewer when a
+            // client of a reference federation never took part (its records are OUT there),
+            // but at least one of each.
+            if (k_out + k_in != N || (online ? k_in < 1 || k_out < 1 || k_in > N / 2 : k_in != 0)) {
+                free(mu);
+                free(var);
+                return fp_fail(err, FP_EPARAM, "lira: candidate %d is IN for %d of %d reference models (%s)", i, k_in,
+                               N, online ? "the online variant needs IN and OUT models for each: raise shadow_models, "
+                                           "or federation.sample_rate so that reference clients take part"
+                                         : "expected none");
+            }
+            pooled += (online ? 0.5 * (var[2 * c] + var[2 * c + 1]) : var[2 * c]) / (double)cells;
         }
-        pooled += (online ? 0.5 * (var[2 * i] + var[2 * i + 1]) : var[2 * i]) / n;
-    }
     for (int i = 0; i < n; i++) {
-        double sd_out = sd_floor(fixed_variance ? pooled : var[2 * i]);
-        if (online) {
-            double sd_in = sd_floor(fixed_variance ? pooled : var[2 * i + 1]);
-            score[i] = normal_logpdf(phi_obs[i], mu[2 * i + 1], sd_in) - normal_logpdf(phi_obs[i], mu[2 * i], sd_out);
-        } else
-            score[i] = (phi_obs[i] - mu[2 * i]) / sd_out;
+        double s = 0;
+        for (int a = 0; a < A; a++) {
+            size_t c = (size_t)i * A + a;
+            double x = phi_obs[c], sd_out = sd_floor(how->fixed_variance ? pooled : var[2 * c]);
+            if (online) {
+                double sd_in = sd_floor(how->fixed_variance ? pooled : var[2 * c + 1]);
+                s += normal_logpdf(x, mu[2 * c + 1], sd_in) - normal_logpdf(x, mu[2 * c], sd_out);
+            } else if (how->two_sided)
+                s -= normal_logpdf(x, mu[2 * c], sd_out);
+            else
+                s += (x - mu[2 * c]) / sd_out;
+        }
+        score[i] = s / A;
     }
     *pooled_sigma = sqrt(pooled);
     free(mu);
@@ -188,7 +220,7 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
     MiaTarget *t;
     FP_TRY(mia_target_acquire(env, &o.cfg, &t, err));
     MiaRefSet before = t->refs[o.variant];
-    FpStatus st = mia_target_references(env, t, o.variant, o.n_models, o.shadow_size, err);
+    FpStatus st = mia_target_references(env, t, o.variant, o.n_models, o.shadow_size, o.augment ? t->n_views : 1, err);
     if (st != FP_OK) {
         mia_target_release(env, t);
         return st;
@@ -196,49 +228,83 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
     double t0 = fp_monotonic_seconds();
     const Dataset *d = env->ex->train;
     const MiaRefSet *rs = &t->refs[o.variant];
-    int C = t->n_classes, M = t->sz.members, n = 2 * M, N = o.n_models, Q = t->n_query;
-    int online = o.variant == MIA_REF_ONLINE;
-    double *phi_r = malloc(sizeof(double) * (size_t)N * n), *phi = malloc(sizeof(double) * (size_t)n);
+    int C = t->n_classes, M = t->sz.members, n = 2 * M, N = o.n_models, Q = t->n_query, V = rs->views;
+    int A = V; // the views scored: all of the data's (augment), or the sample alone
+    int online = o.variant == MIA_REF_ONLINE, two_sided = !online && o.two_sided;
+    size_t cells = (size_t)n * A;
+    double *phi_r = malloc(sizeof(double) * (size_t)N * cells), *phi = malloc(sizeof(double) * cells);
+    double *phi0 = malloc(sizeof(double) * (size_t)n);
+    float *zt = A > 1 ? malloc(sizeof(float) * cells * C) : NULL; // the target's logits on the views
     unsigned char *member = malloc((size_t)N * n);
     double *score = malloc(sizeof(double) * (size_t)n), pooled_sigma = 0;
     int32_t *label = malloc(sizeof(int32_t) * (size_t)n);
     unsigned char *dec = malloc((size_t)n);
-    if (!phi_r || !phi || !member || !score || !label || !dec) {
+    if (!phi_r || !phi || !phi0 || (A > 1 && !zt) || !member || !score || !label || !dec) {
         st = fp_fail(err, FP_ENOMEM, "out of memory");
         goto out;
     }
+    if (A > 1 && (st = mia_logits_views(t->model, d, t->eval_idx, n, A, t->view_shift, env->ex->threads, zt, err)) !=
+                     FP_OK)
+        goto out;
     for (int i = 0; i < n; i++) { // the candidates are the first n queries
         int y = d->y[t->eval_idx[i]];
         for (int j = 0; j < N; j++) {
-            phi_r[(size_t)j * n + i] = mia_phi(rs->logits + ((size_t)j * Q + i) * C, C, y);
+            for (int a = 0; a < A; a++)
+                phi_r[((size_t)j * n + i) * A + a] = mia_phi(rs->logits + (((size_t)j * Q + i) * V + a) * C, C, y);
             member[(size_t)j * n + i] = rs->member[(size_t)j * Q + i];
         }
-        phi[i] = mia_phi(t->eval_logits + (size_t)i * C, C, y);
+        for (int a = 0; a < A; a++)
+            phi[(size_t)i * A + a] = mia_phi(A > 1 ? zt + ((size_t)i * A + a) * C : t->eval_logits + (size_t)i * C, C, y);
+        phi0[i] = mia_phi(t->eval_logits + (size_t)i * C, C, y);
         label[i] = i < M;
     }
-    st = mia_lira_scores(phi, phi_r, member, n, N, online, o.fixed_variance, score, &pooled_sigma, err);
+    MiaLiraScoring how = {.online = online, .fixed_variance = o.fixed_variance, .two_sided = two_sided, .n_aug = A};
+    st = mia_lira_scores(phi, phi_r, member, n, N, &how, score, &pooled_sigma, err);
     if (st != FP_OK)
         goto out;
-    double z_alpha = normal_quantile(1.0 - o.alpha);
+    // Decisions at level alpha. One-sided: z >= Φ⁻¹(1 − α) (for A views on their mean,
+    // whose spread under OUT is at most one: at most level α). Two-sided: the score is
+    // ½ z² + log σ_out per view; member iff ½ z² >= ½ Φ⁻¹(1 − α/2)² at σ_out = 1 (the
+    // reference code has no decision rule; the sweep does not depend on this one).
+    double z_alpha = normal_quantile(1.0 - o.alpha), z_half = normal_quantile(1.0 - o.alpha / 2);
+    double lp_alpha = 0.5 * z_half * z_half;
     for (int i = 0; i < n; i++)
-        dec[i] = online ? score[i] >= 0 : score[i] >= z_alpha;
-    char rule[200];
+        dec[i] = online ? score[i] >= 0 : score[i] >= (two_sided ? lp_alpha : z_alpha);
+    char rule[240];
     if (online)
         snprintf(rule, sizeof rule, "member iff the likelihood ratio N(phi; mu_in, sigma_in) / N(phi; mu_out, "
-                                    "sigma_out) >= 1");
+                                    "sigma_out) >= 1 (geometric mean over the %d views)", A);
+    else if (two_sided)
+        snprintf(rule, sizeof rule, "member iff the mean over the %d views of -log N(phi; mu_out, sigma_out) - log "
+                                    "sqrt(2 pi) >= %.4f (|z| >= %.4f at sigma_out = 1, level %g)", A, lp_alpha, z_half,
+                 o.alpha);
+    else if (A > 1)
+        snprintf(rule, sizeof rule, "member iff the mean over the %d views of z = (phi_obs - mu_out) / sigma_out >= "
+                 "%.4f (the one-sided p-value Pr[Z >= phi_obs] <= %g for one view)", A, z_alpha, o.alpha);
     else
         snprintf(rule, sizeof rule, "member iff the one-sided p-value Pr[Z >= phi_obs] <= %g (z >= %.4f)", o.alpha,
                  z_alpha);
     st = mia_report(result, score, label, n, dec, 0, rule, err);
     if (st != FP_OK)
         goto out;
-    cJSON_AddStringToObject(result, "score", online ? "log N(phi_obs; mu_in, sigma_in^2) - log N(phi_obs; mu_out, "
-                                                      "sigma_out^2), phi = log(p_y / (1 - p_y))"
-                                                    : "z = (phi_obs - mu_out) / sigma_out, phi = log(p_y / (1 - p_y)); "
-                                                      "monotone in 1 - p-value");
+    cJSON_AddStringToObject(result, "score",
+                            online ? "mean over the views of log N(phi_obs; mu_in, sigma_in^2) - log N(phi_obs; mu_out, "
+                                     "sigma_out^2), phi = log(p_y / (1 - p_y))"
+                            : two_sided ? "two-sided (the reference code's): mean over the views of -log N(phi_obs; "
+                                          "mu_out, sigma_out^2), phi = log(p_y / (1 - p_y))"
+                                        : "one-sided: mean over the views of z = (phi_obs - mu_out) / sigma_out, phi = "
+                                          "log(p_y / (1 - p_y)); for one view monotone in 1 - p-value");
+    cJSON *qv = cJSON_AddObjectToObject(result, "query_views");
+    cJSON_AddNumberToObject(qv, "views", A);
+    cJSON_AddStringToObject(qv, "augment", A > 1 ? "the sample and its left-right mirror, each at 9 shifts (dy, dx) in "
+                                                   "{-s, 0, s}^2 with reflection padding"
+                                                 : t->n_views > 1 ? "off (\"augment\": false, the default): the sample alone"
+                                                                  : "the sample alone (not image data)");
+    if (A > 1)
+        cJSON_AddNumberToObject(qv, "shift_pixels", t->view_shift);
     char variant[80];
-    snprintf(variant, sizeof variant, "%s, %s variance", online ? "online" : "offline",
-             o.fixed_variance ? "fixed" : "per-sample");
+    snprintf(variant, sizeof variant, "%s%s, %s variance", online ? "online" : "offline",
+             online ? "" : two_sided ? " two-sided" : " one-sided", o.fixed_variance ? "fixed" : "per-sample");
     cJSON_AddStringToObject(result, "variant", variant);
     cJSON_AddNumberToObject(result, "shadow_models", N);
     cJSON_AddNumberToObject(result, "shadow_size", o.shadow_size);
@@ -247,11 +313,11 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
         acc += rs->test_accuracy[j];
     cJSON_AddNumberToObject(result, "shadow_test_accuracy_mean", acc / N);
     cJSON_AddNumberToObject(result, "pooled_sigma", pooled_sigma);
-    if (!online)
+    if (!online && !two_sided)
         cJSON_AddNumberToObject(result, "alpha", o.alpha);
     // The same φ without the per-sample calibration: the global-threshold attack, for comparison.
     cJSON *base = cJSON_CreateObject();
-    st = mia_report(base, phi, label, n, NULL, INFINITY, "none (the sweep only)", err);
+    st = mia_report(base, phi0, label, n, NULL, INFINITY, "none (the sweep only)", err);
     if (st != FP_OK) {
         cJSON_Delete(base);
         goto out;
@@ -266,6 +332,7 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON_Delete(base);
     mia_target_describe(t, result);
     mia_references_describe(t, o.variant, N, &before, result);
+    mia_conclude(env, "lira", result);
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");
     cJSON_AddNumberToObject(tm, "target_train_seconds", t->train_seconds);
     cJSON_AddNumberToObject(tm, "shadow_train_seconds", rs->seconds);
@@ -273,6 +340,8 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
 out:
     free(phi_r);
     free(phi);
+    free(phi0);
+    free(zt);
     free(member);
     free(score);
     free(label);
@@ -287,6 +356,7 @@ const AttackOps attack_lira = {
                "candidate, likelihood ratio)",
     .headline = "auc",
     .headline_higher_leaks = 1,
+    .uses_reference = 1,
     .validate = lira_validate,
     .run = lira_run,
     .work = lira_work,

@@ -1,12 +1,12 @@
 // Membership-inference building blocks shared by the attacks (declared in
-// attacks/target.h): per-sample features from logits, batched logits of a model, and
-// the attack models (a zoo `mlp` trained on feature rows by the core's local_train).
+// attacks/mia.h): per-sample features from logits, batched logits of a model (and of its
+// augmented query views), and the attack models (a zoo `mlp` trained on feature rows by the core's local_train).
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "attacks/target.h"
+#include "attacks/mia.h"
 #include "core/jsonv.h"
 
 // ---------------------------------------------------------------------------------
@@ -166,6 +166,79 @@ FpStatus mia_logits(Model *m, const Dataset *d, const uint32_t *idx, int n, int 
             return fp_fail(err, jobs[k].st, "membership inference: computing the model's outputs failed (%s)",
                            fp_status_name(jobs[k].st));
     return FP_OK;
+}
+
+// ---------------------------------------------------------------------------------
+// Augmented query views (LiRA's augmented queries)
+
+// The nine shifts (dy, dx) in units of s, the unshifted first: view 0 is the sample.
+static const int view_shift[9][2] = {{0, 0}, {-1, -1}, {-1, 0}, {-1, 1}, {0, -1}, {0, 1}, {1, -1}, {1, 0}, {1, 1}};
+
+int mia_query_views(const Dataset *d, int *shift) {
+    *shift = 0;
+    if (d->h < MIA_VIEW_MIN_SIDE || d->w < MIA_VIEW_MIN_SIDE)
+        return 1;
+    *shift = (d->w + 4) / 8; // 4 px on 28- and 32-px images (the reference code's 4 on CIFAR-10)
+    return MIA_VIEWS;
+}
+
+// Index i reflected into [0, n) without repeating the edge (TensorFlow's REFLECT padding).
+static int reflect(int i, int n) { return i < 0 ? -i : i >= n ? 2 * n - 2 - i : i; }
+
+// View v of the (c, h, w) image src into dst: mirrored left-right when v >= 9, then moved
+// by view_shift[v % 9]·s with reflection padding (dst[y][x] = F[y + dy][x + dx], F the
+// possibly mirrored image).
+static void make_view(const float *src, float *dst, int c, int h, int w, int v, int s) {
+    int flip = v >= 9, dy = view_shift[v % 9][0] * s, dx = view_shift[v % 9][1] * s;
+    for (int ch = 0; ch < c; ch++)
+        for (int y = 0; y < h; y++) {
+            const float *row = src + ((size_t)ch * h + reflect(y + dy, h)) * w;
+            float *out = dst + ((size_t)ch * h + y) * w;
+            for (int x = 0; x < w; x++) {
+                int xs = reflect(x + dx, w);
+                out[x] = row[flip ? w - 1 - xs : xs];
+            }
+        }
+}
+
+// Candidates per chunk: a chunk's views are one temporary data set (views × chunk samples).
+#define MIA_VIEW_CHUNK 256
+
+FpStatus mia_logits_views(Model *m, const Dataset *d, const uint32_t *idx, int n, int views, int shift, int threads,
+                          float *logits, FpError *err) {
+    if (views <= 1)
+        return mia_logits(m, d, idx, n, threads, logits, err);
+    int C = d->n_classes, B = n < MIA_VIEW_CHUNK ? n : MIA_VIEW_CHUNK;
+    size_t ss = dataset_sample_size(d);
+    uint32_t *rep = malloc(sizeof(uint32_t) * (size_t)B * views), *iota = malloc(sizeof(uint32_t) * (size_t)B * views);
+    if (!rep || !iota) {
+        free(rep);
+        free(iota);
+        return fp_fail(err, FP_ENOMEM, "out of memory for the query views");
+    }
+    for (int i = 0; i < B * views; i++)
+        iota[i] = (uint32_t)i;
+    FpStatus st = FP_OK;
+    for (int b0 = 0; st == FP_OK && b0 < n; b0 += B) {
+        int nb = n - b0 < B ? n - b0 : B;
+        for (int i = 0; i < nb; i++)
+            for (int v = 0; v < views; v++)
+                rep[i * views + v] = idx[b0 + i];
+        Dataset *sub = dataset_subset(d, rep, nb * views, err);
+        if (!sub) {
+            st = err ? err->code : FP_ENOMEM;
+            break;
+        }
+        for (int i = 0; i < nb; i++)
+            for (int v = 1; v < views; v++)
+                make_view(d->x + (size_t)idx[b0 + i] * ss, sub->x + ((size_t)i * views + v) * ss, d->c, d->h, d->w, v,
+                          shift);
+        st = mia_logits(m, sub, iota, nb * views, threads, logits + (size_t)b0 * views * C, err);
+        dataset_free(sub);
+    }
+    free(rep);
+    free(iota);
+    return st;
 }
 
 // ---------------------------------------------------------------------------------

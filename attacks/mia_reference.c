@@ -14,8 +14,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "attacks/mia_internal.h"
 #include "attacks/refcache.h"
+#include "attacks/target.h"
 #include "core/clock.h"
 #include "core/version.h"
 
@@ -88,18 +88,21 @@ static char *procedure_text(const AttackEnv *env, const MiaTarget *t) {
 
 // One model's identity: the procedure, its training list (order included: it decides
 // the clients' pieces) by indices and content, and its seed.
-static char *reference_identity(const MiaTarget *t, const Dataset *d, const uint32_t *idx, int n, uint64_t seed) {
+static char *reference_identity(const MiaTarget *t, const Dataset *d, const uint32_t *idx, int n, uint64_t seed,
+                                int views, int shift) {
     uint64_t hi = refcache_hash(REFCACHE_HASH_START, idx, sizeof(uint32_t) * (size_t)n), hc = REFCACHE_HASH_START;
     for (int i = 0; i < n; i++) {
         uint64_t c = sample_content(d, idx[i]);
         hc = refcache_hash(hc, &c, sizeof c);
     }
-    size_t len = strlen(t->procedure) + 160;
-    char *s = malloc(len);
+    size_t len = strlen(t->procedure) + 200;
+    char *s = malloc(len), qv[64] = ""; // the views only when there are several: one view is the plain entry
+    if (views > 1)
+        snprintf(qv, sizeof qv, ",\"query_views\":{\"views\":%d,\"shift\":%d}", views, shift);
     if (s)
         snprintf(s, len, "{\"procedure\":%s,\"train\":{\"samples\":%d,\"indices\":\"%016llx\",\"content\":\"%016llx\"},"
-                 "\"seed\":%llu}", t->procedure, n, (unsigned long long)hi, (unsigned long long)hc,
-                 (unsigned long long)seed);
+                 "\"seed\":%llu%s}", t->procedure, n, (unsigned long long)hi, (unsigned long long)hc,
+                 (unsigned long long)seed, qv);
     return s;
 }
 
@@ -115,7 +118,8 @@ typedef struct RefRequest {
     int n_query;
     unsigned char *member;        // in: the plan's MIA_Q_* per query; out: corrected for clients
                                   // that never took part (or read from the cache); may be NULL
-    float *logits;                // out: n_query × C
+    int views, shift;             // query views (mia_query_views); 0 = 1
+    float *logits;                // out: n_query × views × C
     double test_accuracy;         // out
     int loaded;                   // out: 1 when read from the on-disk cache
 } RefRequest;
@@ -146,16 +150,16 @@ static FpStatus drop_untrained(int n_data, RefRequest *rq, int K, const int *too
 static FpStatus reference_obtain(const AttackEnv *env, const MiaTarget *t, RefRequest *rq, int threads,
                                  FpError *err) {
     const Experiment *ex = env->ex;
-    int C = t->n_classes;
+    int V = rq->views > 1 ? rq->views : 1, C = t->n_classes, row = V * C; // an entry's row: every view's logits
     char *id = NULL;
     rq->loaded = 0;
     if (env->reference_dir && t->procedure) {
-        id = reference_identity(t, ex->train, rq->train, rq->n_train, rq->seed);
+        id = reference_identity(t, ex->train, rq->train, rq->n_train, rq->seed, V, V > 1 ? rq->shift : 0);
         if (!id)
             return fp_fail(err, FP_ENOMEM, "out of memory");
         FpError lerr = {0};
         int hit = 0;
-        FpStatus ls = refcache_load(env->reference_dir, id, rq->query, rq->content, rq->n_query, C, rq->logits,
+        FpStatus ls = refcache_load(env->reference_dir, id, rq->query, rq->content, rq->n_query, row, rq->logits,
                                     rq->member, &rq->test_accuracy, &hit, &lerr);
         if (ls == FP_ENOMEM) {
             free(id);
@@ -183,13 +187,13 @@ static FpStatus reference_obtain(const AttackEnv *env, const MiaTarget *t, RefRe
         st = drop_untrained(ex->train->n, rq, K, took_part, err);
     free(took_part);
     if (st == FP_OK)
-        st = mia_logits(m, ex->train, rq->query, rq->n_query, threads, rq->logits, err);
+        st = mia_logits_views(m, ex->train, rq->query, rq->n_query, V, rq->shift, threads, rq->logits, err);
     if (st == FP_OK)
         st = model_evaluate(m, t->shadow_test, threads, &rq->test_accuracy, NULL, NULL, err);
     model_free(m);
     if (st == FP_OK && id) { // a cache that cannot be written costs time, not correctness
         FpError werr = {0};
-        if (refcache_store(env->reference_dir, id, rq->query, rq->content, rq->n_query, C, rq->logits, rq->member,
+        if (refcache_store(env->reference_dir, id, rq->query, rq->content, rq->n_query, row, rq->logits, rq->member,
                            rq->test_accuracy, &werr) != FP_OK && !env->quiet)
             fprintf(stderr, "mia: reference-model cache: %s (going on without it)\n", werr.msg);
     }
@@ -242,6 +246,7 @@ FpStatus mia_queries_init(const AttackEnv *env, MiaTarget *t, FpError *err) {
     memcpy(t->pop_order, t->pool_idx, sizeof(uint32_t) * (size_t)P);
     RngStream rs = rng_stream(ex->seed, RNG_SHADOW, 7, 0);
     rng_shuffle_u32(&rs, t->pop_order, (uint32_t)P);
+    t->n_views = mia_query_views(ex->train, &t->view_shift);
     t->procedure = procedure_text(env, t);
     if (!t->procedure)
         return fp_fail(err, FP_ENOMEM, "out of memory");
@@ -413,7 +418,8 @@ static FpStatus reference_model(RefJob *jb, int j, RefScratch *w) {
     uint64_t seed = reference_plan(jb->env, t, jb->kind, j, rs->size, w, rs->member + row);
     RefRequest rq = {.train = w->train, .n_train = rs->size, .seed = seed, .query = t->query_idx,
                      .content = t->query_content, .n_query = t->n_query, .member = rs->member + row,
-                     .logits = rs->logits + row * t->n_classes};
+                     .views = rs->views, .shift = t->view_shift,
+                     .logits = rs->logits + row * rs->views * t->n_classes};
     FP_TRY(reference_obtain(jb->env, t, &rq, jb->threads, &jb->err));
     rs->test_accuracy[j] = rq.test_accuracy;
     jb->loaded[j] = (unsigned char)rq.loaded;
@@ -462,7 +468,7 @@ static FpStatus refset_reserve(MiaRefSet *rs, int n_models, int n_query, int C, 
 }
 
 FpStatus mia_target_references(const AttackEnv *env, MiaTarget *t, MiaRefKind kind, int n_models, int shadow_size,
-                               FpError *err) {
+                               int views, FpError *err) {
     Experiment *ex = env->ex;
     MiaRefSet *rs = &t->refs[kind];
     if (shadow_size > t->sz.pool)
@@ -470,14 +476,18 @@ FpStatus mia_target_references(const AttackEnv *env, MiaTarget *t, MiaRefKind ki
                        t->sz.pool);
     if (kind == MIA_REF_ONLINE)
         FP_TRY(mia_online_check(env, &t->cfg, &t->sz, n_models, shadow_size, err));
-    if (rs->size != shadow_size) { // other sizes are other models: start over
+    if (views == 0)
+        views = rs->n ? rs->views : 1;
+    if (rs->size != shadow_size || rs->views != views) { // other models, or other rows: start over
         rs->n = 0;
+        rs->cap = rs->views != views ? 0 : rs->cap; // rows of another width: reserve again
         rs->seconds = 0;
         rs->size = shadow_size;
+        rs->views = views;
     }
     if (n_models <= rs->n)
         return FP_OK;
-    FP_TRY(refset_reserve(rs, n_models, t->n_query, t->n_classes, err));
+    FP_TRY(refset_reserve(rs, n_models, t->n_query, rs->views * t->n_classes, err));
     unsigned char *loaded = fp_calloc((size_t)n_models, 1, err);
     if (!loaded)
         return FP_ENOMEM;
@@ -563,9 +573,4 @@ void mia_references_describe(const MiaTarget *t, MiaRefKind kind, int n_models, 
     cJSON_AddNumberToObject(r, "trained_now", trained);
     cJSON_AddNumberToObject(r, "read_from_disk_cache", loaded);
     cJSON_AddNumberToObject(r, "reused_from_earlier_attack", n_models - trained - loaded);
-}
-
-cJSON *mia_run_object(cJSON *result) {
-    cJSON *r = cJSON_GetObjectItemCaseSensitive(result, "run");
-    return r ? r : cJSON_AddObjectToObject(result, "run");
 }

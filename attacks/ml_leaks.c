@@ -132,6 +132,7 @@ static FpStatus leaks_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON_AddStringToObject(sh, "training", "as the target: same model, federation settings and defense, fresh "
                                             "initialisation and seed");
     mia_target_describe(t, result);
+    mia_conclude(env, "ml-leaks", result);
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");
     cJSON_AddNumberToObject(tm, "target_train_seconds", t->train_seconds);
     cJSON_AddNumberToObject(tm, "shadow_train_seconds", t->shadow_seconds);
@@ -151,6 +152,7 @@ const AttackOps attack_ml_leaks = {
     .summary = "membership: ML-Leaks adversary 1 (one shadow model, top-3 posteriors, 3-64-2 attack MLP)",
     .headline = "auc",
     .headline_higher_leaks = 1,
+    .uses_reference = 1,
     .validate = leaks_validate,
     .run = leaks_run,
     .work = leaks_work,

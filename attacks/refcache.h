@@ -5,7 +5,9 @@
 // (FEDPRIV_VERSION, as in a matrix cell's identity: a change to what training computes
 // must raise it). Once trained, only its logits on the queried samples are kept, not
 // its weights: an entry holds n_query × n_classes floats, so the cache grows with
-// candidates × models, not with models × parameters.
+// candidates × models, not with models × parameters. (LiRA's augmented queries store
+// every view of a query in its row: n_classes is then views × classes, and the identity
+// names the views, so one-view and augmented entries never meet.)
 //
 // One file per identity, DIR/HASH.ref (HASH: 32 hex digits of two 64-bit hashes of the
 // identity text; the text itself is stored and compared, so a collision is a miss, not a

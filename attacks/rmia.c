@@ -11,8 +11,10 @@
 //           its records are OUT there; a candidate left without IN models takes the
 //           offline approximation);
 //   offline (no IN model exists): Pr(x) = ½ ((1 + a) Pr_OUT(x) + (1 − a)), the paper's
-//           linear approximation Pr_IN(x) ≈ a Pr_OUT(x) + (1 − a) ("offline_a", a in [0, 1]),
-//           with Pr_OUT(x) the mean over the models that did not train on x.
+//           linear approximation Pr_IN(x) ≈ a Pr_OUT(x) + (1 − a) ("offline_a", a in [0, 1],
+//           or "fit", the default: fitted on the reference models as ML Privacy Meter
+//           does, see fit_offline_a; 0.3 when too few samples allow a fit), with
+//           Pr_OUT(x) the mean over the models that did not train on x.
 // The population samples z (fixed per target: the first "population" of a random order
 // of the shadow pool, never seen by the target) have no IN models in either variant, so
 // Pr(z) always takes the offline approximation, from the models that did not train on z
@@ -33,7 +35,10 @@
 //
 // Deviations: ML Privacy Meter computes Pr(x) from OUT models only, with the offline
 // approximation, in both settings; we use the paper's online definition (all models) for
-// candidates. Privacy Meter tunes a on a paired reference model; we take it as an option.
+// candidates. Privacy Meter tunes a on a paired reference model's own training data and
+// the rest of its population; ours are the population queries (reference model 0's
+// member set among them), so a small target whose reference models train on a sliver of
+// the pool may leave too few to fit (the result says so and keeps a = 0.3).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +48,13 @@
 #include "attacks/target.h"
 #include "core/clock.h"
 #include "core/jsonv.h"
+#include "eval/roc.h"
+
+// a's grid (ML Privacy Meter tunes it on 0, 0.01, ..., 1) and the fewest members and
+// non-members of the held-out reference model a fit needs among the population queries.
+#define RMIA_A_GRID 100
+#define RMIA_A_FIT_MIN 20
+#define RMIA_A_DEFAULT 0.3
 
 static const char *const rmia_keys[] = {"name",       MIA_TARGET_KEYS, "variant", "shadow_models", "shadow_size",
                                         "population", "gamma",         "beta",    "offline_a",     NULL};
@@ -53,6 +65,7 @@ typedef struct {
     MiaSizes sz;
     MiaRefKind variant;
     int n_models, shadow_size, population;
+    int fit_a;             // "offline_a": "fit" (the default): fitted on the reference models
     double gamma, beta, a;
 } RmiaOptions;
 
@@ -79,7 +92,14 @@ static FpStatus rmia_options(const AttackEnv *env, RmiaOptions *o, FpError *err)
     o->population = (int)v;
     FP_TRY(jv_number(j, env->path, "gamma", JV_OPTIONAL, 1.0, 0, 1, 1e6, 0, &o->gamma, err));
     FP_TRY(jv_number(j, env->path, "beta", JV_OPTIONAL, 0.95, 0, 0, 1, 0, &o->beta, err));
-    FP_TRY(jv_number(j, env->path, "offline_a", JV_OPTIONAL, 0.3, 0, 0, 1, 0, &o->a, err));
+    const cJSON *aj = cJSON_GetObjectItemCaseSensitive(j, "offline_a");
+    o->fit_a = !aj || (cJSON_IsString(aj) && strcmp(aj->valuestring, "fit") == 0);
+    o->a = RMIA_A_DEFAULT;
+    if (aj && !o->fit_a && !cJSON_IsNumber(aj))
+        return fp_fail(err, FP_EPARAM, "%s: must be a number in [0, 1] or \"fit\"",
+                       jv_path(p, sizeof p, env->path, "offline_a"));
+    if (!o->fit_a)
+        FP_TRY(jv_number(j, env->path, "offline_a", JV_OPTIONAL, RMIA_A_DEFAULT, 0, 0, 1, 0, &o->a, err));
     if (o->variant == MIA_REF_ONLINE)
         FP_TRY(mia_online_check(env, &o->cfg, &o->sz, o->n_models, o->shadow_size, err));
     return FP_OK;
@@ -196,6 +216,66 @@ FpStatus mia_rmia_scores(const double *lp_target, const double *lp_refs, const u
     return FP_OK;
 }
 
+// a fitted on the reference models as ML Privacy Meter does (its offline tuning of a):
+// reference model 0 plays the target and models 1..N−1 the references; for each a on
+// the grid 0, 1/RMIA_A_GRID, ..., 1 the AUC of log r(x) = log Pr(x | θ_0) − log Pr(x)
+// (Pr(x) by the offline approximation from the models 1..N−1 that did not train on x;
+// with a fixed population Score_MIA ranks like r) over the population queries, members
+// those in θ_0's member set and non-members those θ_0 never trained on. The a of the
+// best AUC is kept (the smallest on ties). *members and *non_members count the fit's
+// samples; below RMIA_A_FIT_MIN of either (or N < 2) nothing is fitted: returns 0.
+static int fit_offline_a(const double *lp_r, const unsigned char *member, int n, int Z, int N, double *a_out,
+                         double *auc_out, int *members, int *non_members) {
+    int Q = n + Z, k = 0, m = 0;
+    *members = *non_members = 0;
+    if (N < 2)
+        return 0;
+    double *lp = malloc(sizeof(double) * (size_t)N);
+    double *score = malloc(sizeof(double) * (size_t)Z);
+    int *label = malloc(sizeof(int) * (size_t)Z), *q_of = malloc(sizeof(int) * (size_t)Z);
+    int ok = lp && score && label && q_of;
+    for (int q = n; ok && q < Q; q++) {
+        unsigned char c = member[q]; // model 0's code
+        int k_out = 0;
+        for (int j = 1; j < N; j++)
+            k_out += member[(size_t)j * Q + q] == MIA_Q_OUT;
+        if ((c != MIA_Q_IN && c != MIA_Q_OUT) || !k_out)
+            continue;
+        label[k] = c == MIA_Q_IN;
+        m += label[k];
+        q_of[k++] = q;
+    }
+    *members = m;
+    *non_members = k - m;
+    ok = ok && m >= RMIA_A_FIT_MIN && k - m >= RMIA_A_FIT_MIN;
+    double best = -1;
+    for (int g = 0; ok && g <= RMIA_A_GRID; g++) {
+        double a = (double)g / RMIA_A_GRID;
+        for (int i = 0; i < k; i++) {
+            int q = q_of[i], used;
+            for (int j = 1; j < N; j++)
+                lp[j - 1] = lp_r[(size_t)j * Q + q];
+            score[i] = lp_r[q] - log_pr(lp, member + Q + q, Q, N - 1, 0, a, &used);
+        }
+        Roc roc;
+        if (roc_compute(score, label, k, &roc, NULL) != FP_OK) {
+            ok = 0;
+            break;
+        }
+        if (roc.auc > best) {
+            best = roc.auc;
+            *a_out = a;
+        }
+        roc_free(&roc);
+    }
+    *auc_out = best;
+    free(lp);
+    free(score);
+    free(label);
+    free(q_of);
+    return ok;
+}
+
 static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
     RmiaOptions o;
     FP_TRY(rmia_options(env, &o, err));
@@ -205,7 +285,7 @@ static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
     FpStatus st = mia_target_population(env, t, o.population, err);
     if (st == FP_OK) {
         before = t->refs[o.variant]; // a grown population may have dropped the models
-        st = mia_target_references(env, t, o.variant, o.n_models, o.shadow_size, err);
+        st = mia_target_references(env, t, o.variant, o.n_models, o.shadow_size, 0, err); // any views: it reads view 0
     }
     if (st != FP_OK) {
         mia_target_release(env, t);
@@ -215,6 +295,7 @@ static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
     const Dataset *d = env->ex->train;
     const MiaRefSet *rs = &t->refs[o.variant];
     int C = t->n_classes, M = t->sz.members, n = 2 * M, N = o.n_models, Q = t->n_query, Z = o.population, Zu = 0;
+    int V = rs->views; // RMIA reads each query's view 0: the sample itself
     int online = o.variant == MIA_REF_ONLINE, Qa = n + Z; // the queries this attack reads: a prefix of Q
     double *lp_t = malloc(sizeof(double) * (size_t)Qa), *lp_r = malloc(sizeof(double) * (size_t)N * Qa);
     unsigned char *member = malloc((size_t)N * Qa);
@@ -229,10 +310,14 @@ static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
         int y = d->y[t->query_idx[q]];
         lp_t[q] = log_prob(q < n ? t->eval_logits + (size_t)q * C : t->pop_logits + (size_t)(q - n) * C, C, y);
         for (int j = 0; j < N; j++) {
-            lp_r[(size_t)j * Qa + q] = log_prob(rs->logits + ((size_t)j * Q + q) * C, C, y);
+            lp_r[(size_t)j * Qa + q] = log_prob(rs->logits + ((size_t)j * Q + q) * V * C, C, y); // view 0
             member[(size_t)j * Qa + q] = rs->member[(size_t)j * Q + q];
         }
     }
+    int fit_members = 0, fit_non = 0, fitted = 0;
+    double fit_auc = NAN;
+    if (o.fit_a)
+        fitted = fit_offline_a(lp_r, member, n, Z, N, &o.a, &fit_auc, &fit_members, &fit_non);
     st = mia_rmia_scores(lp_t, lp_r, member, n, Z, N, online, o.a, o.gamma, score, lr_x, &Zu, err);
     if (st != FP_OK)
         goto out;
@@ -253,6 +338,26 @@ static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON_AddNumberToObject(result, "gamma", o.gamma);
     cJSON_AddNumberToObject(result, "beta", o.beta);
     cJSON_AddNumberToObject(result, "offline_a", o.a);
+    cJSON *af = cJSON_AddObjectToObject(result, "offline_a_fit");
+    if (!o.fit_a)
+        cJSON_AddStringToObject(af, "rule", "given (\"offline_a\")");
+    else {
+        cJSON_AddStringToObject(af, "rule", "the best AUC on a grid of 0.01 with reference model 0 as the target and "
+                                            "the others as references, over the population queries (ML Privacy "
+                                            "Meter's tuning)");
+        cJSON_AddBoolToObject(af, "fitted", fitted);
+        cJSON_AddNumberToObject(af, "members", fit_members);
+        cJSON_AddNumberToObject(af, "non_members", fit_non);
+        if (fitted)
+            cJSON_AddNumberToObject(af, "auc", fit_auc);
+        else {
+            char why[200];
+            snprintf(why, sizeof why, "%s: a = %g kept", N < 2 ? "one reference model leaves none to fit on"
+                                                              : "fewer than 20 members or non-members of reference "
+                                                                "model 0 among the population queries", RMIA_A_DEFAULT);
+            cJSON_AddStringToObject(af, "reason", why);
+        }
+    }
     cJSON_AddStringToObject(result, "offline_a_applies_to", online ? "the population samples (no IN models)"
                                                                    : "candidates and population samples");
     cJSON_AddNumberToObject(result, "population", Z);
@@ -275,6 +380,7 @@ static FpStatus rmia_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON_Delete(base);
     mia_target_describe(t, result);
     mia_references_describe(t, o.variant, N, &before, result);
+    mia_conclude(env, "rmia", result);
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");
     cJSON_AddNumberToObject(tm, "target_train_seconds", t->train_seconds);
     cJSON_AddNumberToObject(tm, "shadow_train_seconds", rs->seconds);
@@ -297,6 +403,7 @@ const AttackOps attack_rmia = {
                "models)",
     .headline = "auc",
     .headline_higher_leaks = 1,
+    .uses_reference = 1,
     .validate = rmia_validate,
     .run = rmia_run,
 };

@@ -9,22 +9,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "attacks/mia_internal.h"
 #include "core/clock.h"
 #include "core/jsonv.h"
 
 struct AttackCache {
     MiaTarget *head;
 };
-
-// A 64-bit seed for a derived model (shadow j, an attack model): the first block of
-// its own stream, so it never coincides with the run seed's other streams.
-uint64_t mia_derived_seed(uint64_t seed, RngPurpose purpose, uint32_t round, uint32_t client) {
-    RngStream s = rng_stream(seed, purpose, round, client);
-    uint32_t w[4];
-    rng_block(&s, 0, w);
-    return ((uint64_t)w[0] << 21 ^ w[1]) & (((uint64_t)1 << 53) - 1); // JSON-exact
-}
 
 // ---------------------------------------------------------------------------------
 // Options and sizes
@@ -104,17 +94,6 @@ FpStatus mia_target_parse(const AttackEnv *env, MiaTargetConfig *cfg, FpError *e
         return fp_fail(err, FP_EPARAM, "federation.partition: membership-inference targets split their client data "
                        "IID (samples_per_client each); \"iid\" is the only partition supported here");
     return FP_OK;
-}
-
-// Pieces k·n/clients .. (attacks/mia_internal.h).
-int mia_member_range(const MiaTargetConfig *cfg, int clients, int n, int *first) {
-    if (cfg->kind == MIA_TARGET_CLIENT) {
-        long long a = (long long)cfg->client * n / clients, b = (long long)(cfg->client + 1) * n / clients;
-        *first = (int)a;
-        return (int)(b - a);
-    }
-    *first = 0;
-    return n;
 }
 
 FpStatus mia_sizes(const AttackEnv *env, const MiaTargetConfig *cfg, MiaSizes *sz, FpError *err) {
@@ -199,185 +178,6 @@ FpStatus mia_shadow_size(const AttackEnv *env, const MiaSizes *sz, long long req
                        "eval non-members %d + shadow pool): lower federation.samples_per_client or members", p,
                        sz->pool, sz->n_data, sz->n_train, sz->members);
     *size = s;
-    return FP_OK;
-}
-
-// ---------------------------------------------------------------------------------
-// Training a target or shadow model (the same procedure for both)
-
-struct TrainHooks {
-    const Experiment *ex;
-    int threads;
-    // client target: the model the server receives (or the raw local model) from the
-    // last round the client took part in
-    int client;                 // -1: none
-    MiaClientView view;
-    float *start_global;        // this round's starting global weights (host)
-    float *captured;
-    int captured_round;         // 1-based, 0 = never
-    // confidence series of the global model (NULL idx: none)
-    const uint32_t *series_idx;
-    int n_series, rounds;
-    float *series_logits, *series_py, *series_mentr;
-    FpStatus st;
-    FpError err;
-};
-typedef struct TrainHooks TrainHooks;
-
-static void hook_upload(void *ctx, int round, int client, const float *upload, UploadKind kind,
-                        const ParamTable *table, const UploadParams *params) {
-    TrainHooks *h = ctx;
-    if (client != h->client || h->view != MIA_CLIENT_UPLOADED)
-        return;
-    upload_to_weights(kind, upload, h->start_global, table->n_params, h->ex->fed.lr, h->captured);
-    h->captured_round = round + 1;
-}
-
-static void hook_local(void *ctx, int round, int client, Model *local) {
-    TrainHooks *h = ctx; // called from a worker thread: only the target client's call writes
-    if (client != h->client || h->view != MIA_CLIENT_RAW)
-        return;
-    model_get_params(local, h->captured);
-    h->captured_round = round + 1;
-}
-
-static void hook_global(void *ctx, int round, Model *global) {
-    TrainHooks *h = ctx;
-    if (h->start_global)
-        model_get_params(global, h->start_global);
-    if (!h->series_idx || h->st != FP_OK || round >= h->rounds)
-        return;
-    h->st = mia_logits(global, h->ex->train, h->series_idx, h->n_series, h->threads, h->series_logits, &h->err);
-    if (h->st != FP_OK)
-        return;
-    int C = h->ex->train->n_classes;
-    for (int i = 0; i < h->n_series; i++) {
-        const float *z = h->series_logits + (size_t)i * C;
-        int y = h->ex->train->y[h->series_idx[i]];
-        h->series_py[(size_t)round * h->n_series + i] = (float)(1.0 / (1.0 + exp(-mia_phi(z, C, y))));
-        h->series_mentr[(size_t)round * h->n_series + i] = (float)mia_mentr(z, C, y);
-    }
-}
-
-// (attacks/mia_internal.h)
-FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n, uint64_t seed,
-                         int fresh, const Dataset *test, int quiet, int threads, TrainHooks *series, Model **out,
-                         int *round_out, cJSON **defense_out, int *participations, FpError *err) {
-    Experiment *ex = env->ex;
-    const Backend *be = ex->backend;
-    *out = NULL;
-    Model *m = model_clone(ex->model, be, err);
-    if (!m)
-        return err ? err->code : FP_ENOMEM;
-    FpStatus st = fresh ? model_init(m, seed, err) : FP_OK;
-    if (st != FP_OK) {
-        model_free(m);
-        return st;
-    }
-    size_t np = m->table.n_params;
-    if (cfg->kind == MIA_TARGET_CENTRAL) {
-        Tape *t = tape_create(be);
-        float *mom = be->alloc(np * sizeof(float));
-        LocalTrainConfig lc = {.epochs = cfg->central_epochs, .steps = 0, .batch_size = ex->fed.batch_size,
-                               .lr = ex->fed.lr, .momentum = ex->fed.momentum, .weight_decay = ex->fed.weight_decay};
-        RngStream shuffle = rng_stream(seed, RNG_SHUFFLE, 0, 0);
-        if (!t || !mom)
-            st = fp_fail(err, FP_ENOMEM, "out of memory preparing central training");
-        else
-            st = local_train(m, t, ex->train, idx, n, &lc, &shuffle, mom, err);
-        tape_free(t);
-        if (mom)
-            be->free(mom);
-        if (round_out)
-            *round_out = 0;
-    } else {
-        int K = ex->fed.clients;
-        int *counts = malloc(sizeof(int) * (size_t)K);
-        if (!counts) {
-            model_free(m);
-            return fp_fail(err, FP_ENOMEM, "out of memory");
-        }
-        for (int k = 0; k < K; k++)
-            counts[k] = (int)((long long)(k + 1) * n / K - (long long)k * n / K);
-        Partition *part = partition_create(K, counts, err);
-        free(counts);
-        if (!part) {
-            model_free(m);
-            return err ? err->code : FP_ENOMEM;
-        }
-        for (int k = 0; k < K; k++)
-            memcpy(part->idx[k], idx + (long long)k * n / K, sizeof(uint32_t) * (size_t)part->count[k]);
-        TrainHooks local = {0};
-        TrainHooks *h = series ? series : &local;
-        h->ex = ex;
-        h->threads = threads;
-        h->client = cfg->kind == MIA_TARGET_CLIENT ? cfg->client : -1;
-        h->view = cfg->view;
-        if (h->client >= 0) {
-            h->start_global = malloc(np * sizeof(float));
-            h->captured = malloc(np * sizeof(float));
-            if (h->start_global)
-                model_get_params(m, h->start_global);
-        }
-        FedSetup s = {.cfg = ex->fed, .seed = seed, .threads = threads, .backend = be, .global = m,
-                      .train = ex->train, .test = test, .partition = part, .defense = ex->defense,
-                      .defense_json = ex->defense_json, .quiet = quiet, .memo = ex->memo,
-                      // Ranks share the clients of the target's federation (fl/fed.h); a
-                      // fresh model (a reference or shadow model, trained by worker threads,
-                      // some read back from a rank's own cache) trains whole on each rank.
-                      .comm = fresh ? NULL : ex->comm,
-                      // A client target's reference federations replay the target's
-                      // participants round by round: the server, who sampled them, knows
-                      // the schedule, and the client's model then comes from the same round
-                      // after the same global updates in every model (attacks/target.h).
-                      .replay_sampling = fresh && h->client >= 0, .sampling_seed = ex->seed,
-                      // The local-model hook only where the raw client model is the target:
-                      // with it, ranks cannot split the clients.
-                      .hooks = {.ctx = h, .on_upload = hook_upload,
-                                .on_local_model = h->client >= 0 && h->view == MIA_CLIENT_RAW ? hook_local : NULL,
-                                .on_global = hook_global}};
-        s.cfg.samples_per_client = 0; // the partition holds exactly the plan's pieces
-        Federation *f = NULL;
-        if (h->client >= 0 && (!h->start_global || !h->captured))
-            st = fp_fail(err, FP_ENOMEM, "out of memory");
-        else if (!(f = fed_create(&s, err)))
-            st = err ? err->code : FP_ENOMEM;
-        else
-            st = fed_run(f, 0, err);
-        if (st == FP_OK && h->st != FP_OK) {
-            st = h->st;
-            if (err)
-                *err = h->err;
-        }
-        if (st == FP_OK && h->client >= 0) {
-            if (!h->captured_round) // the server sampled it (pick_client): the defense kept it out
-                st = fp_fail(err, FP_EPARAM, "%s.target_client: client %d never took part in %s federation: the "
-                             "defense's self-sampling kept it out of every round it was sampled in", env->path,
-                             h->client, fresh ? "a reference" : "the target's");
-            else
-                model_set_params(m, h->captured);
-        }
-        if (round_out)
-            *round_out = h->captured_round;
-        for (int k = 0; participations && f && k < K; k++)
-            participations[k] = fed_client_participations(f, k);
-        if (st == FP_OK && defense_out) {
-            *defense_out = fed_defense_json(f);
-            const FedRoundResult *last = fed_round_result(f, fed_rounds_done(f) - 1);
-            if (last)
-                cJSON_AddItemToObject(*defense_out, "privacy", privacy_record_json(&last->privacy));
-        }
-        fed_free(f);
-        partition_free(part);
-        free(h->start_global);
-        free(h->captured);
-        h->start_global = h->captured = NULL;
-    }
-    if (st != FP_OK) {
-        model_free(m);
-        return st;
-    }
-    *out = m;
     return FP_OK;
 }
 
@@ -556,18 +356,17 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
     if (!t->shadow_test)
         return err ? err->code : FP_ENOMEM;
     // Train the target, recording the confidence series when asked.
-    TrainHooks series = {0};
+    MiaSeries series = {0};
+    uint32_t *sidx = NULL;
     if (cfg->series && cfg->kind == MIA_TARGET_GLOBAL) {
         t->n_series = 2 * M + 2 * sz->adv_out;
         t->series_rounds = ex->fed.rounds;
         size_t cells = (size_t)t->series_rounds * t->n_series;
-        uint32_t *sidx = fp_malloc(sizeof(uint32_t) * (size_t)t->n_series, err);
+        sidx = fp_malloc(sizeof(uint32_t) * (size_t)t->n_series, err);
         t->series_py = fp_malloc(sizeof(float) * cells, err);
         t->series_mentr = fp_malloc(sizeof(float) * cells, err);
-        series.series_logits = fp_malloc(sizeof(float) * (size_t)t->n_series * C, err);
-        if (!sidx || !t->series_py || !t->series_mentr || !series.series_logits) {
+        if (!sidx || !t->series_py || !t->series_mentr) {
             free(sidx);
-            free(series.series_logits);
             return FP_ENOMEM;
         }
         memcpy(sidx, t->eval_idx, sizeof(uint32_t) * 2 * (size_t)M);
@@ -575,25 +374,20 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
             memcpy(sidx + 2 * M, t->adv_in, sizeof(uint32_t) * (size_t)m);
             memcpy(sidx + 2 * M + m, t->adv_out, sizeof(uint32_t) * (size_t)m);
         }
-        series.series_idx = sidx;
-        series.n_series = t->n_series;
-        series.rounds = t->series_rounds;
-        series.series_py = t->series_py;
-        series.series_mentr = t->series_mentr;
+        series = (MiaSeries){.idx = sidx, .n = t->n_series, .rounds = t->series_rounds, .py = t->series_py,
+                             .mentr = t->series_mentr};
     }
     double t0 = fp_monotonic_seconds();
     Model *model = NULL;
     int *took_part = fp_calloc((size_t)sz->clients, sizeof(int), err);
     if (!took_part) {
-        free((void *)series.series_idx);
-        free(series.series_logits);
+        free(sidx);
         return FP_ENOMEM;
     }
     FpStatus st = mia_train_model(env, cfg, t->train_idx, sz->n_train, ex->seed, 0, ex->test, env->quiet,
-                                  ex->threads, series.series_idx ? &series : NULL, &model, &t->participated_round,
+                                  ex->threads, sidx ? &series : NULL, &model, &t->participated_round,
                                   &t->defense, took_part, err);
-    free((void *)series.series_idx);
-    free(series.series_logits);
+    free(sidx);
     if (st == FP_OK && cfg->kind == MIA_TARGET_GLOBAL) {
         keep_participants(t, took_part);
         if (t->sz.members == 0)

@@ -327,7 +327,7 @@ START_TEST(lira_scores_match_direct_formulas) {
             vo[i] = ((b[0] - mo[i]) * (b[0] - mo[i]) + (b[1] - mo[i]) * (b[1] - mo[i])) / 2;
             pooled += (vi[i] + vo[i]) / 2 / n;
         }
-        ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, member, n, N, 1, fixed, score, &sigma, &err), FP_OK);
+        ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, member, n, N, &(MiaLiraScoring){.online = 1, .fixed_variance = fixed, .n_aug = 1}, score, &sigma, &err), FP_OK);
         ck_assert_double_eq_tol(sigma, sqrt(pooled), 1e-14);
         for (int i = 0; i < n; i++) {
             double si = fixed ? sqrt(pooled) : sqrt(vi[i]), so = fixed ? sqrt(pooled) : sqrt(vo[i]);
@@ -344,22 +344,22 @@ START_TEST(lira_scores_match_direct_formulas) {
                 var[i] += (ref[j][i] - mean[i]) * (ref[j][i] - mean[i]) / N;
             pv += var[i] / n;
         }
-        ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, out, n, N, 0, fixed, score, &sigma, &err), FP_OK);
+        ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, out, n, N, &(MiaLiraScoring){.online = 0, .fixed_variance = fixed, .n_aug = 1}, score, &sigma, &err), FP_OK);
         for (int i = 0; i < n; i++)
             ck_assert_double_eq_tol(score[i], (phi_obs[i] - mean[i]) / sqrt(fixed ? pv : var[i]), 1e-12);
     }
     // The designs are checked: an online candidate IN for 3 of 4, an offline one IN once.
     member[2 * n + 0] = MIA_Q_IN;
-    ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, member, n, N, 1, 0, score, &sigma, &err), FP_EPARAM);
+    ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, member, n, N, &(MiaLiraScoring){.online = 1, .fixed_variance = 0, .n_aug = 1}, score, &sigma, &err), FP_EPARAM);
     out[1] = MIA_Q_IN;
-    ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, out, n, N, 0, 0, score, &sigma, &err), FP_EPARAM);
+    ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, out, n, N, &(MiaLiraScoring){.online = 0, .fixed_variance = 0, .n_aug = 1}, score, &sigma, &err), FP_EPARAM);
     // Online with fewer IN models than half (a reference client that never took part)
     // still fits; with none it cannot.
     member[2 * n + 0] = MIA_Q_OUT;
     member[0 * n + 0] = MIA_Q_OUT; // candidate 0: IN for model 1 only
-    ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, member, n, N, 1, 1, score, &sigma, &err), FP_OK);
+    ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, member, n, N, &(MiaLiraScoring){.online = 1, .fixed_variance = 1, .n_aug = 1}, score, &sigma, &err), FP_OK);
     member[1 * n + 0] = MIA_Q_OUT; // and for none
-    ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, member, n, N, 1, 1, score, &sigma, &err), FP_EPARAM);
+    ck_assert_int_eq(mia_lira_scores(phi_obs, phi_refs, member, n, N, &(MiaLiraScoring){.online = 1, .fixed_variance = 1, .n_aug = 1}, score, &sigma, &err), FP_EPARAM);
     ck_assert_ptr_nonnull(strstr(err.msg, "shadow_models"));
 }
 END_TEST
