@@ -307,7 +307,13 @@ static FpStatus targets_observe(const AttackEnv *env, const DlgOptions *o, const
                            fed_observer_name(ob->point.observer), ob->client, ob->round + 1);
         if (o->a->labels != INV_LABELS_LEARNED) {
             const ParamLayer *l = &ex->model->table.layers[model_last_weight_layer(ex->model)];
-            if (o->a->labels == INV_LABELS_BATCH && B > 1)
+            int bias = inversion_last_bias_layer(ex->model);
+            // A batch: the counts from the last bias (exact up to the estimate of the mean
+            // prediction, and right where a saturated layer defeats LLG), else LLG.
+            if (o->a->labels == INV_LABELS_BATCH && B > 1 && bias >= 0)
+                FP_TRY(bias_count_labels(t->model, t->target + ex->model->table.layers[bias].offset, B, ex->seed,
+                                         (uint32_t)bi, t->labels, err));
+            else if (o->a->labels == INV_LABELS_BATCH && B > 1)
                 llg_labels(t->target + l->offset, l->shape[0], l->shape[1], B, t->labels);
             else
                 idlg_labels(t->target + l->offset, l->shape[0], l->shape[1], B, t->labels);
@@ -590,7 +596,7 @@ static FpStatus write_image(const AttackEnv *env, const DlgOptions *o, const Dat
     return st;
 }
 
-static void describe_config(const DlgOptions *o, cJSON *result) {
+static void describe_config(const DlgOptions *o, const Model *model, cJSON *result) {
     cJSON *cfg = cJSON_AddObjectToObject(result, "attack_config");
     cJSON_AddStringToObject(cfg, "name", o->a->name);
     cJSON_AddItemToObject(cfg, "images", cJSON_CreateIntArray(o->images, o->n_images));
@@ -619,7 +625,10 @@ static void describe_config(const DlgOptions *o, cJSON *result) {
     cJSON_AddStringToObject(cfg, "label_rule", o->a->labels == INV_LABELS_LEARNED ? "learned soft labels (DLG)"
                                                : o->a->labels == INV_LABELS_IDLG || o->batch_size == 1
                                                    ? "iDLG: smallest last-layer row sums"
-                                                   : "LLG (Wainakh et al. 2022): negative row sums, then impact");
+                                                   : inversion_last_bias_layer(model) >= 0
+                                                       ? "label counts from the last bias's gradient (Geng et al. "
+                                                         "2021), the mean prediction estimated on 64 uniform inputs"
+                                                       : "LLG (Wainakh et al. 2022): negative row sums, then impact");
     o->a->describe(&o->inv, cfg);
 }
 
@@ -689,7 +698,7 @@ FpStatus inversion_attack_run(const AttackEnv *env, const InversionAttack *a, cJ
     for (int i = 0; st == FP_OK && i < o.n_images; i++)
         idx[i] = (uint32_t)o.images[i];
     // The resolved configuration, before the work.
-    describe_config(&o, result);
+    describe_config(&o, ex->model, result);
     FedObserver observer = o.victims.observer;
     cJSON_AddStringToObject(result, "observer", fed_observer_name(observer));
     cJSON_AddStringToObject(result, "threat_model_detail",

@@ -14,6 +14,8 @@
 
 #include "core/clock.h"
 #include "core/rng.h"
+#include "datasets/dataset.h"
+#include "models/predict.h"
 
 struct InversionObjective {
     const Model *m;
@@ -516,4 +518,67 @@ void llg_labels(const float *gw, int classes, int hidden, int batch, int32_t *la
             labels[b - 1] = tmp;
         }
     free(sums);
+}
+
+int inversion_last_bias_layer(const Model *m) {
+    int w = model_last_weight_layer(m);
+    if (w < 0 || w + 1 >= m->table.n_layers)
+        return -1;
+    const ParamLayer *b = &m->table.layers[w + 1];
+    const ParamLayer *l = &m->table.layers[w];
+    return b->kind == PARAM_BIAS && b->ndim == 1 && l->ndim == 2 && b->shape[0] == l->shape[0] ? w + 1 : -1;
+}
+
+FpStatus bias_count_labels(const Model *model, const float *bias_grad, int batch, uint64_t seed, uint32_t stream,
+                           int32_t *labels, FpError *err) {
+    const DataShape *in = &model->in;
+    int K = in->n_classes, n = LABEL_PROBE_INPUTS;
+    size_t dim = (size_t)in->c * in->h * in->w;
+    Dataset *probe = dataset_create("label-probe", n, in->c, in->h, in->w, K, 0, err);
+    float *probs = malloc(sizeof(float) * (size_t)n * (size_t)K);
+    double *count = malloc(sizeof(double) * (size_t)K);
+    if (!probe || !probs || !count) {
+        dataset_free(probe);
+        free(probs);
+        free(count);
+        return err && err->code ? err->code : fp_fail(err, FP_ENOMEM, "out of memory");
+    }
+    RngStream base = rng_stream(seed, RNG_ATTACK, 0, stream), rs = rng_substream(&base, INV_LABEL_PROBE_TAG);
+    for (size_t i = 0; i < (size_t)n * dim; i++)
+        probe->x[i] = (float)rng_uniform_at(&rs, i);
+    for (int i = 0; i < n; i++)
+        probe->y[i] = 0; // unused by the prediction
+    FpStatus st = model_predict(model, probe, NULL, n, probs, err);
+    if (st == FP_OK) {
+        // n_c = B (p̄_c − ∂L/∂b_c); floors first, then the largest remainders until B.
+        int taken = 0;
+        for (int c = 0; c < K; c++) {
+            double mean = 0;
+            for (int i = 0; i < n; i++)
+                mean += probs[(size_t)i * K + c];
+            double v = fmax(0, batch * (mean / n - bias_grad[c]));
+            int whole = (int)fmin(floor(v), batch);
+            for (int k = 0; k < whole && taken < batch; k++)
+                labels[taken++] = c;
+            count[c] = v - whole;
+        }
+        while (taken < batch) {
+            int best = 0;
+            for (int c = 1; c < K; c++)
+                if (count[c] > count[best])
+                    best = c;
+            labels[taken++] = best;
+            count[best] -= 1;
+        }
+        for (int a = 1; a < batch; a++)
+            for (int b = a; b > 0 && labels[b - 1] > labels[b]; b--) {
+                int32_t tmp = labels[b];
+                labels[b] = labels[b - 1];
+                labels[b - 1] = tmp;
+            }
+    }
+    dataset_free(probe);
+    free(probs);
+    free(count);
+    return st;
 }

@@ -127,6 +127,26 @@ void inversion_objective_free(InversionObjective *o);
 // gets B entries, sorted increasingly (the batch's label multiset; order carries nothing).
 void llg_labels(const float *last_weight_grad, int classes, int hidden, int batch, int32_t *labels);
 
+// Label counts from the last layer's bias gradient (Geng et al. 2021, "Towards General
+// Deep Leakage in Federated Learning", §3.1): for the batch-mean cross-entropy,
+// ∂L/∂b_c = (1/B) Σ_i (p_ic − 1[y_i = c]), so class c occurs n_c = B·(p̄_c − ∂L/∂b_c)
+// times, with p̄ the batch's mean softmax. The attacker does not know p̄; it estimates it
+// as the model's mean softmax over LABEL_PROBE_INPUTS inputs drawn uniformly from the
+// pixel box [0, 1] (a saturated network answers alike for every input, which is exactly
+// when LLG's row sums fail: the predicted class's row is positive even where it is a true
+// label). The n_c (which sum to B) are rounded to a multiset by largest remainder, negative
+// ones counted as 0. model is the network at the weights the gradient was taken at;
+// bias_grad its last bias's gradient (classes floats). The probe inputs come from
+// rng_substream(rng_stream(seed, RNG_ATTACK, 0, stream), INV_LABEL_PROBE_TAG). labels gets
+// B entries, sorted increasingly.
+#define LABEL_PROBE_INPUTS 64
+#define INV_LABEL_PROBE_TAG 1
+FpStatus bias_count_labels(const Model *model, const float *bias_grad, int batch, uint64_t seed, uint32_t stream,
+                           int32_t *labels, FpError *err);
+// The index of the bias layer that follows the last weight layer, when it is a vector of
+// that layer's outputs (the classes); -1 when the last layer has no bias.
+int inversion_last_bias_layer(const Model *m);
+
 // iDLG's label rule (Zhao et al. 2020, §3): the gradient of the last linear layer's
 // weight W (classes × hidden) has row sums Σ_j ∂L/∂W[c,j] = (p_c − 1[c = y]) Σ_j h_j
 // for one image, and h ≥ 0 after a sigmoid, so only the true class's row sum is
