@@ -10,6 +10,7 @@
 #include "core/files.h"
 #include "core/json_number.h"
 #include "core/proc.h"
+#include "core/suggest.h"
 
 const char *jv_path(char *buf, size_t n, const char *parent, const char *key) {
     if (parent && parent[0])
@@ -31,8 +32,12 @@ FpStatus jv_keys(const cJSON *obj, const char *path, const char *const *allowed,
         return fp_fail(err, FP_EPARAM, "%s: must be an object", path && path[0] ? path : "(top level)");
     for (const cJSON *it = obj->child; it; it = it->next) {
         if (!jv_key_in(it->string, allowed)) {
-            char p[256];
-            return fp_fail(err, FP_EPARAM, "%s: unknown key", jv_path(p, sizeof p, path, it->string));
+            char p[256], hint[FP_SUGGEST_MAX_LEN + 32];
+            FpSuggest s;
+            fp_suggest_begin(&s, it->string);
+            fp_suggest_add_list(&s, allowed);
+            return fp_fail(err, FP_EPARAM, "%s: unknown key%s", jv_path(p, sizeof p, path, it->string),
+                           fp_did_you_mean(&s, " (", ")", hint, sizeof hint));
         }
     }
     return FP_OK;
