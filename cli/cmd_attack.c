@@ -110,10 +110,6 @@ static FpStatus claim_out(const char *out, const char *name, FpError *err) {
 static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const char *name, const char *config, const char *out,
                       const char *device, int threads);
 
-int cmd_attack(int argc, char **argv) {
-    return cmd_attack_as("attack", argc, argv);
-}
-
 static const char ABOUT[] =
     "  Runs the attack NAME (fedpriv list shows them) as the config's \"attack\" object says,\n"
     "  against the config's defense, and writes DIR/result.json (DIR and its parents are made\n"
@@ -129,7 +125,12 @@ static const char ABOUT[] =
     "  Under mpirun -n R (built with MPI) the ranks share the clients of the attack's target\n"
     "  federation and rank 0 writes DIR (docs/cluster.md).";
 
-int cmd_attack_as(const char *cmd, int argc, char **argv) {
+int cmd_attack(int argc, char **argv) {
+    return cmd_attack_as("attack", "fedpriv attack NAME --config FILE.json --out DIR [--device cpu|cuda] [--threads N]",
+                         ABOUT, argc, argv);
+}
+
+int cmd_attack_as(const char *cmd, const char *synopsis, const char *about, int argc, char **argv) {
     const char *config = NULL, *out = NULL, *device = NULL, *names[1] = {NULL};
     long long threads = 0;
     int n_names = 0;
@@ -139,8 +140,7 @@ int cmd_attack_as(const char *cmd, int argc, char **argv) {
         {"--device", NULL, CLI_STRING, &device, .value = "cpu|cuda", .help = "where to compute (default: the config's)"},
         {"--threads", NULL, CLI_INT, &threads, .value = "N", .help = "worker threads", .lo = 1, .hi = FED_MAX_THREADS},
     };
-    const CliCommand c = {.cmd = cmd, .synopsis = "fedpriv attack NAME --config FILE.json --out DIR [--device cpu|cuda] [--threads N]",
-                          .about = ABOUT, .opts = opts, .n_opts = CLI_OPTIONS_COUNT(opts),
+    const CliCommand c = {.cmd = cmd, .synopsis = synopsis, .about = about, .opts = opts, .n_opts = CLI_OPTIONS_COUNT(opts),
                           .positional = names, .max_positional = 1, .n_positional = &n_names,
                           .positional_names = "one attack NAME"};
     if (argc < 2) {
