@@ -236,12 +236,12 @@ static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const c
         rc = attack_error(cmd, comm, &err, 0);
         goto done;
     }
-    if (claim_out(out, ops->name, &err) != FP_OK) { // the message names DIR, not the config
+    if (refcache_check_dir(refdir, &err) != FP_OK) {
+        fp_error_prefix(&err, config);
         rc = attack_error(cmd, comm, &err, 0);
         goto done;
     }
-    if (refcache_check_dir(refdir, &err) != FP_OK) {
-        fp_error_prefix(&err, config);
+    if (claim_out(out, ops->name, &err) != FP_OK) { // the message names DIR, not the config
         rc = attack_error(cmd, comm, &err, 0);
         goto done;
     }
