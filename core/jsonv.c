@@ -161,8 +161,12 @@ FpStatus jv_choice(const cJSON *obj, const char *path, const char *key, const ch
             strncat(list, ", ", sizeof list - strlen(list) - 1);
         strncat(list, choices[i], sizeof list - strlen(list) - 1);
     }
-    return fp_fail(err, FP_EPARAM, "%s: unknown value \"%.64s\" (expected one of: %s)", jv_path(p, sizeof p, path, key),
-                   s, list);
+    char hint[FP_SUGGEST_MAX_LEN + 32];
+    FpSuggest sg;
+    fp_suggest_begin(&sg, s);
+    fp_suggest_add_list(&sg, choices);
+    return fp_fail(err, FP_EPARAM, "%s: unknown value \"%.64s\" (%sexpected one of: %s)", jv_path(p, sizeof p, path, key),
+                   s, fp_did_you_mean(&sg, "", " ", hint, sizeof hint), list);
 }
 
 FpStatus jv_object(const cJSON *obj, const char *path, const char *key, int required, const cJSON **out,

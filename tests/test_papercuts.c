@@ -329,6 +329,15 @@ START_TEST(unknown_names_suggest_the_nearest) {
     rc = RUN("matrix", mpath, "--out", dir);
     ck_assert_int_eq(rc, 2);
     ck_assert_msg(strstr(err_buf, "unknown attack \"lria\" (did you mean \"lira\"?"), "%s", err_buf);
+    // A choice of a config, and a command.
+    write_config("typo-choice.json", NULL, ", \"rng\": \"secrue\"", cfg, sizeof cfg);
+    rc = RUN("train", "--config", cfg);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_msg(strstr(err_buf, "rng: unknown value \"secrue\" (did you mean \"secure\"? expected one of"), "%s",
+                  err_buf);
+    rc = RUN("trian", "--config", cfg);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_str_eq(err_buf, "fedpriv: unknown command \"trian\" (did you mean \"train\"? fedpriv --help lists them)\n");
     // A name near nothing gets no suggestion (the control).
     write_config("far.json", "{\"name\": \"zzzzzz\"}", NULL, cfg, sizeof cfg);
     rc = RUN("train", "--config", cfg);
