@@ -56,13 +56,20 @@ static int attack_error(const char *cmd, const Comm *comm, const FpError *err, i
 static FpStatus owner_read(const char *out, char *owner, size_t n, int *missing, FpError *err) {
     char *buf = NULL;
     size_t len = 0;
-    FpStatus st = fp_read_beneath(out, ATTACK_OWNER_FILE, 256, &buf, &len, missing, err);
+    FpError rerr = {0};
+    *missing = 0;
+    FpStatus st = fp_read_beneath(out, ATTACK_OWNER_FILE, 256, &buf, &len, missing, &rerr);
     if (st == FP_OK) {
         len = strcspn(buf, "\n");
         snprintf(owner, n, "%.*s", (int)len, buf);
     }
     free(buf);
-    return *missing ? FP_OK : st;
+    if (st != FP_OK && !*missing) { // a link, a FIFO, a huge file: never taken over
+        if (err)
+            *err = rerr;
+        return st;
+    }
+    return FP_OK;
 }
 
 static FpStatus claim_out(const char *out, const char *name, FpError *err) {

@@ -111,9 +111,19 @@ START_TEST(attacks_never_share_an_out) {
     // The same attack again is a rerun, and goes ahead.
     rc = RUN("attack", "basic-mia", "--config", cfg, "--out", out);
     ck_assert_msg(rc == 0, "%s", err_buf);
-    // A folder written before the record existed is known by its result.json.
-    char owner[500];
+    read_text(result, text_buf, sizeof text_buf);
+    // A record planted as a link is refused, never followed or taken over.
+    char owner[500], planted[500], saved[500];
     snprintf(owner, sizeof owner, "%s/attack-owner.txt", out);
+    write_text(scratch_path(tmp_dir, "planted.txt", planted, sizeof planted), "ml-leaks\n");
+    ck_assert_int_eq(rename(owner, scratch_path(tmp_dir, "owner.bak", saved, sizeof saved)), 0);
+    ck_assert_int_eq(symlink(planted, owner), 0);
+    rc = RUN("attack", "ml-leaks", "--config", cfg, "--out", out);
+    ck_assert_int_eq(rc, 2);
+    ck_assert_int_eq(lines(err_buf), 1);
+    ck_assert_msg(strstr(err_buf, "attack-owner.txt") != NULL, "%s", err_buf);
+    ck_assert_str_eq(read_text(result, text2_buf, sizeof text2_buf), text_buf);
+    // A folder written before the record existed is known by its result.json.
     ck_assert_int_eq(unlink(owner), 0);
     rc = RUN("attack", "ml-leaks", "--config", cfg, "--out", out);
     ck_assert_int_eq(rc, 2);
