@@ -58,35 +58,6 @@ int cli_parse_double(const char *cmd, const char *opt, const char *s, double *ou
     return 1;
 }
 
-int cli_parse_int_range(const char *cmd, const char *opt, const char *s, long long lo, long long hi, long long *out) {
-    char *end = NULL;
-    errno = 0;
-    long long v = s ? strtoll(s, &end, 10) : 0;
-    if (!s || end == s || *end || errno || v < lo || v > hi) {
-        fp_print_line(stderr, "fedpriv %s: %s must be an integer in [%lld, %lld]%s%s%s", cmd, opt, lo, hi,
-                      s ? ", got \"" : " (no value given)", s ? s : "", s ? "\"" : "");
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
-int cli_parse_long(const char *cmd, const char *opt, const char *s, long long *out) {
-    if (!s) {
-        fp_print_line(stderr, "fedpriv %s: %s needs a value", cmd, opt);
-        return 0;
-    }
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s || *end) {
-        fp_print_line(stderr, "fedpriv %s: %s: not an integer: \"%s\"", cmd, opt, s);
-        return 0;
-    }
-    *out = v;
-    return 1;
-}
-
 // The option name of an argument ("--epsilon" of "--epsilon=2", "-o"), or 0 when it is
 // not an option (a value, a negative number, a lone "-").
 static size_t option_name_len(const char *a) {

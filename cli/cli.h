@@ -19,12 +19,8 @@ int cli_error_status(const FpError *err);
 // 1 when argv[i] is -h or --help.
 int cli_wants_help(int argc, char **argv);
 
-// Parses a number option value; on failure prints a line and returns 0.
+// Parses a number option value (cli/options.c); on failure prints one line and returns 0.
 int cli_parse_double(const char *cmd, const char *opt, const char *s, double *out);
-int cli_parse_long(const char *cmd, const char *opt, const char *s, long long *out);
-// An integer option in [lo, hi]: anything else (no value, not an integer, out of range)
-// prints one line naming the range and returns 0.
-int cli_parse_int_range(const char *cmd, const char *opt, const char *s, long long lo, long long hi, long long *out);
 
 // Every option of a command may be given once: a second --epsilon (or --epsilon=...)
 // prints one line and returns the exit status 2; 0 when none repeats. main() calls it
@@ -35,8 +31,10 @@ int cli_reject_repeated_options(const char *cmd, int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_list(int argc, char **argv);
 int cmd_attack(int argc, char **argv);
-// `fedpriv attack` under another command's name (audit-training), which its messages carry.
-int cmd_attack_as(const char *cmd, int argc, char **argv);
+// `fedpriv attack` under another command's name (audit-training), which its messages
+// carry, with that command's usage text (its synopsis and about text; the options are
+// attack's). argv[0] is the command, argv[1] the attack's name.
+int cmd_attack_as(const char *cmd, const char *synopsis, const char *about, int argc, char **argv);
 int cmd_accountant(int argc, char **argv);
 int cmd_forecast(int argc, char **argv);
 int cmd_audit(int argc, char **argv);

@@ -3,221 +3,173 @@
 // (defenses/accountant.h) or, for Poisson sampling, the PLD accountant
 // (defenses/accountant_pld.h); or the smallest noise multiplier that meets a target ε.
 #include <cjson/cJSON.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "core/json_number.h"
 #include "defenses/accountant.h"
 #include "defenses/accountant_pld.h"
 
 static const char *const CMD = "accountant";
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: fedpriv accountant --q Q (--sigma S | --target-eps E) --steps N --delta D\n"
-            "                          [--method rdp|pld] [--sampling poisson|fixed|poisson-replace|poisson-discrete]\n"
-            "                          [--conversion balle|classic] [--orders default|extended]\n"
-            "                          [--grid G] [--json]\n"
-            "\n"
-            "  Privacy spent by N steps of the subsampled Gaussian mechanism (sampling rate Q, noise\n"
-            "  multiplier S = noise std / L2 sensitivity), as an upper bound on epsilon at delta D.\n"
-            "    rdp (default): Renyi DP converted to (epsilon, delta); prints epsilon and the optimal\n"
-            "         RDP order alpha.\n"
-            "    pld: the privacy loss distribution composed by FFT (tighter; Poisson sampling,\n"
-            "         add/remove one): a discrete dominating PLD on a loss grid of width G\n"
-            "         (connect-the-dots, Doroshenko et al. 2022); its truncated tails, the FFT window's\n"
-            "         overflow bound and a round-off bound are all added to delta; prints epsilon and\n"
-            "         those terms.\n"
-            "\n"
-            "  --method         rdp (default) or pld\n"
-            "  --q Q            sampling rate in [0, 1] (1 = every record/client every step)\n"
-            "  --sigma S        noise multiplier, >= 0\n"
-            "  --target-eps E   instead of --sigma: print the smallest sigma whose epsilon is <= E\n"
-            "  --steps N        number of steps (compositions), >= 1\n"
-            "  --sampling       poisson (default): each independently with probability Q, add/remove one\n"
-            "                   (Mironov, Talwar, Zhang 2019); fixed: a sample of fixed size Q*n without\n"
-            "                   replacement, replace one (Wang, Balle, Kasiviswanathan 2019 Thm 9);\n"
-            "                   poisson-replace: Poisson, replace one (joint convexity); poisson-discrete:\n"
-            "                   Poisson, add/remove one, proven for the discrete Gaussian (Zhu & Wang 2019\n"
-            "                   general bound). With replace one,\n"
-            "                   S is over the replace-one sensitivity (2C for vectors clipped to C)\n"
-            "  --delta D        target delta in (0, 1)\n"
-            "  --conversion     balle (default; Balle et al. 2020 Thm 21) or classic (Mironov 2017\n"
-            "                   Prop. 3, looser; for comparison); rdp only\n"
-            "  --orders         default (Opacus DEFAULT_ALPHAS: 1.1..10.9 step 0.1, 12..63) or extended\n"
-            "                   (adds integer orders up to 1024, for small epsilon); rdp only\n"
-            "  --grid G         pld only: loss grid width in [1e-6, 0.1] (default 1e-4)\n"
-            "  --json           print one JSON object instead of text\n"
-            "\n"
-            "  example: fedpriv accountant --q 0.04 --sigma 1.5 --steps 2250 --delta 1e-5\n"
-            "           -> epsilon 7.32911117 at alpha 3.9\n"
-            "           fedpriv accountant --method pld --q 0.04 --sigma 1.5 --steps 2250 --delta 1e-5\n");
-}
-
 typedef struct {
     double q, sigma, target, delta, grid;
-    long long steps;
+    long long steps, batch, dataset, epochs;
     int have_q, have_sigma, have_target, have_steps, have_delta, have_grid, have_conv, have_orders;
+    int have_batch, have_dataset, have_epochs;
     int json, extended, pld;
+    int conv_choice; // index into CONVERSIONS
+    int sampling;    // an RdpSampling
+    int orders_choice;
     RdpConversion conv;
-    RdpSampling sampling;
 } Args;
+
+static const char *const METHODS[] = {"rdp", "pld", NULL};
+static const char *const CONVERSIONS[] = {"balle", "classic", NULL};
+static const char *const ORDERS[] = {"default", "extended", NULL};
+static const char *const SAMPLINGS[] = {"poisson", "fixed", "poisson-replace", "poisson-discrete", NULL};
+_Static_assert(RDP_SAMPLING_POISSON == 0 && RDP_SAMPLING_FIXED == 1 && RDP_SAMPLING_POISSON_REPLACE == 2 &&
+                   RDP_SAMPLING_POISSON_DISCRETE == 3,
+               "SAMPLINGS lists the RdpSampling values in order");
+
+static const char ABOUT[] =
+    "  Privacy spent by N steps of the subsampled Gaussian mechanism (sampling rate Q, noise\n"
+    "  multiplier S = noise std / L2 sensitivity), as an upper bound on epsilon at delta D.\n"
+    "    rdp (default): Renyi DP converted to (epsilon, delta); prints epsilon and the optimal\n"
+    "         RDP order alpha.\n"
+    "    pld: the privacy loss distribution composed by FFT (tighter; Poisson sampling,\n"
+    "         add/remove one): a discrete dominating PLD on a loss grid of width G\n"
+    "         (connect-the-dots, Doroshenko et al. 2022); its truncated tails, the FFT window's\n"
+    "         overflow bound and a round-off bound are all added to delta; prints epsilon and\n"
+    "         those terms.\n"
+    "  Q and N from a training set-up instead: --batch-size B --dataset-size M gives Q = B/M,\n"
+    "  and --epochs E gives N = E x ceil(M/B) steps (every epoch is ceil(M/B) steps of\n"
+    "  expected batch B; Opacus's get_noise_multiplier computes int(E / Q) = int(E M / B),\n"
+    "  which is fewer when B does not divide M).";
+
+static const char AFTER[] =
+    "  --sampling: poisson (default): each independently with probability Q, add/remove one\n"
+    "  (Mironov, Talwar, Zhang 2019); fixed: a sample of fixed size Q*n without replacement,\n"
+    "  replace one (Wang, Balle, Kasiviswanathan 2019 Thm 9); poisson-replace: Poisson, replace\n"
+    "  one (joint convexity); poisson-discrete: Poisson, add/remove one, proven for the discrete\n"
+    "  Gaussian (Zhu & Wang 2019 general bound). With replace one, S is over the replace-one\n"
+    "  sensitivity (2C for vectors clipped to C).\n"
+    "\n"
+    "  example: fedpriv accountant --q 0.04 --sigma 1.5 --steps 2250 --delta 1e-5\n"
+    "           -> epsilon 7.32911117 at alpha 3.9\n"
+    "           fedpriv accountant --method pld --q 0.04 --sigma 1.5 --steps 2250 --delta 1e-5\n"
+    "           fedpriv accountant --batch-size 256 --dataset-size 60000 --epochs 10 --sigma 1.1 --delta 1e-5";
+
+static int fail(const char *msg) {
+    fp_print_line(stderr, "fedpriv %s: %s", CMD, msg);
+    return CLI_EXIT_BADINPUT;
+}
 
 // Parses argv into a; returns 0 on success or an exit status after printing one line.
 static int parse_args(int argc, char **argv, Args *a) {
     memset(a, 0, sizeof *a);
-    a->conv = RDP_CONVERSION_BALLE2020;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "--json") == 0) {
-            a->json = 1;
-            continue;
-        }
-        // --opt VALUE or --opt=VALUE
-        char opt[64];
-        const char *val = NULL;
-        const char *eq = strchr(arg, '=');
-        if (strncmp(arg, "--", 2) == 0 && eq && (size_t)(eq - arg) < sizeof opt) {
-            memcpy(opt, arg, (size_t)(eq - arg));
-            opt[eq - arg] = '\0';
-            val = eq + 1;
-        } else if (strlen(arg) < sizeof opt) {
-            strcpy(opt, arg);
-            val = i + 1 < argc ? argv[++i] : NULL;
-        } else {
-            fp_print_line(stderr, "fedpriv %s: unknown option \"%.60s...\" (fedpriv accountant --help)", CMD, arg);
+    const CliOption opts[] = {
+        {"--method", NULL, CLI_CHOICE, &a->pld, .choices = METHODS, .help = "rdp (default) or pld"},
+        {"--q", NULL, CLI_FRACTION, &a->q, &a->have_q, "Q", "sampling rate, a number or a fraction (256/60000;\n"
+                                                            "1 = every record/client every step)", .lo = 0, .hi = 1},
+        {"--sigma", NULL, CLI_DOUBLE, &a->sigma, &a->have_sigma, "S", "noise multiplier", .lo = 0, .hi = INFINITY},
+        {"--target-eps", NULL, CLI_DOUBLE, &a->target, &a->have_target, "E",
+         "instead of --sigma: print the smallest sigma whose epsilon is <= E", .lo = 0, .hi = INFINITY, .lo_open = 1},
+        {"--steps", NULL, CLI_INT, &a->steps, &a->have_steps, "N", "number of steps (compositions)", .lo = 1,
+         .hi = INFINITY},
+        {"--batch-size", NULL, CLI_INT, &a->batch, &a->have_batch, "B",
+         "with --dataset-size, instead of --q: Q = B/M", .lo = 1, .hi = INFINITY},
+        {"--dataset-size", NULL, CLI_INT, &a->dataset, &a->have_dataset, "M", "records (or clients) sampled from",
+         .lo = 1, .hi = INFINITY},
+        {"--epochs", NULL, CLI_INT, &a->epochs, &a->have_epochs, "E",
+         "with --batch-size and --dataset-size, instead of --steps:\nE x ceil(M/B) steps", .lo = 1, .hi = INFINITY},
+        {"--delta", NULL, CLI_DOUBLE, &a->delta, &a->have_delta, "D", "target delta", .lo = 0, .hi = 1, .lo_open = 1,
+         .hi_open = 1},
+        {"--sampling", NULL, CLI_CHOICE, &a->sampling, .choices = SAMPLINGS, .help = "how each step samples (below)"},
+        {"--conversion", NULL, CLI_CHOICE, &a->conv_choice, &a->have_conv, .choices = CONVERSIONS,
+         .help = "balle (default; Balle et al. 2020 Thm 21) or classic (Mironov 2017\n"
+                 "Prop. 3, looser; for comparison); rdp only"},
+        {"--orders", NULL, CLI_CHOICE, &a->orders_choice, &a->have_orders, .choices = ORDERS,
+         .help = "default (Opacus DEFAULT_ALPHAS: 1.1..10.9 step 0.1, 12..63) or extended\n"
+                 "(adds integer orders up to 1024, for small epsilon); rdp only"},
+        {"--grid", NULL, CLI_DOUBLE, &a->grid, &a->have_grid, "G", "pld only: loss grid width (default 1e-4)",
+         .lo = 1e-6, .hi = 0.1},
+        {"--json", NULL, CLI_FLAG, &a->json, .help = "print one JSON object instead of text"},
+    };
+    const CliCommand c = {
+        .cmd = CMD,
+        .synopsis = "fedpriv accountant (--q Q --steps N | --batch-size B --dataset-size M [--epochs E])\n"
+                    "                          (--sigma S | --target-eps E) --delta D\n"
+                    "                          [--method rdp|pld] [--sampling poisson|fixed|poisson-replace|poisson-discrete]\n"
+                    "                          [--conversion balle|classic] [--orders default|extended]\n"
+                    "                          [--grid G] [--json]",
+        .about = ABOUT,
+        .after = AFTER,
+        .opts = opts,
+        .n_opts = CLI_OPTIONS_COUNT(opts),
+    };
+    int rc = cli_options_parse(&c, argc, argv);
+    if (rc != CLI_PARSED)
+        return rc == CLI_EXIT_OK ? -2 : rc; // -2: the help was printed
+    a->conv = a->conv_choice == 0 ? RDP_CONVERSION_BALLE2020 : RDP_CONVERSION_CLASSIC;
+    a->extended = a->orders_choice == 1;
+    // Q and N, given or from the training set-up.
+    if (a->have_q && (a->have_batch || a->have_dataset))
+        return fail("give --q or --batch-size with --dataset-size, not both");
+    if (a->have_batch != a->have_dataset)
+        return fail("--batch-size and --dataset-size go together (Q = B/M)");
+    if (a->have_batch) {
+        if (a->batch > a->dataset) {
+            fp_print_line(stderr, "fedpriv %s: --batch-size %lld is larger than --dataset-size %lld", CMD, a->batch,
+                          a->dataset);
             return CLI_EXIT_BADINPUT;
         }
-        if (strcmp(opt, "--q") == 0) {
-            if (!cli_parse_double(CMD, opt, val, &a->q))
-                return CLI_EXIT_BADINPUT;
-            a->have_q = 1;
-        } else if (strcmp(opt, "--sigma") == 0) {
-            if (!cli_parse_double(CMD, opt, val, &a->sigma))
-                return CLI_EXIT_BADINPUT;
-            a->have_sigma = 1;
-        } else if (strcmp(opt, "--target-eps") == 0) {
-            if (!cli_parse_double(CMD, opt, val, &a->target))
-                return CLI_EXIT_BADINPUT;
-            a->have_target = 1;
-        } else if (strcmp(opt, "--delta") == 0) {
-            if (!cli_parse_double(CMD, opt, val, &a->delta))
-                return CLI_EXIT_BADINPUT;
-            a->have_delta = 1;
-        } else if (strcmp(opt, "--steps") == 0) {
-            if (!cli_parse_long(CMD, opt, val, &a->steps))
-                return CLI_EXIT_BADINPUT;
-            a->have_steps = 1;
-        } else if (strcmp(opt, "--method") == 0) {
-            if (val && strcmp(val, "rdp") == 0)
-                a->pld = 0;
-            else if (val && strcmp(val, "pld") == 0)
-                a->pld = 1;
-            else {
-                fprintf(stderr, "fedpriv %s: --method must be rdp or pld\n", CMD);
-                return CLI_EXIT_BADINPUT;
-            }
-        } else if (strcmp(opt, "--grid") == 0) {
-            if (!cli_parse_double(CMD, opt, val, &a->grid))
-                return CLI_EXIT_BADINPUT;
-            a->have_grid = 1;
-        } else if (strcmp(opt, "--conversion") == 0) {
-            a->have_conv = 1;
-            if (val && strcmp(val, "balle") == 0)
-                a->conv = RDP_CONVERSION_BALLE2020;
-            else if (val && strcmp(val, "classic") == 0)
-                a->conv = RDP_CONVERSION_CLASSIC;
-            else {
-                fp_print_line(stderr, "fedpriv %s: --conversion must be balle or classic", CMD);
-                return CLI_EXIT_BADINPUT;
-            }
-        } else if (strcmp(opt, "--sampling") == 0) {
-            int found = 0;
-            for (int k = 0; val && rdp_sampling_name((RdpSampling)k); k++)
-                if (strcmp(val, rdp_sampling_name((RdpSampling)k)) == 0) {
-                    a->sampling = (RdpSampling)k;
-                    found = 1;
-                }
-            if (!found) {
-                fp_print_line(stderr, "fedpriv %s: --sampling must be poisson, fixed, poisson-replace or poisson-discrete", CMD);
-                return CLI_EXIT_BADINPUT;
-            }
-        } else if (strcmp(opt, "--orders") == 0) {
-            a->have_orders = 1;
-            if (val && strcmp(val, "default") == 0)
-                a->extended = 0;
-            else if (val && strcmp(val, "extended") == 0)
-                a->extended = 1;
-            else {
-                fp_print_line(stderr, "fedpriv %s: --orders must be default or extended", CMD);
-                return CLI_EXIT_BADINPUT;
-            }
-        } else {
-            fp_print_line(stderr, "fedpriv %s: unknown option \"%s\" (fedpriv accountant --help)", CMD, opt);
-            return CLI_EXIT_BADINPUT;
-        }
+        a->q = (double)a->batch / (double)a->dataset;
+        a->have_q = 1;
     }
-    // Range checks, one line naming the option.
-    if (!a->have_q) {
-        fp_print_line(stderr, "fedpriv %s: --q is required", CMD);
-        return CLI_EXIT_BADINPUT;
+    if (a->have_epochs && a->have_steps)
+        return fail("give --steps or --epochs, not both");
+    if (a->have_epochs && !a->have_batch)
+        return fail("--epochs needs --batch-size and --dataset-size (E x ceil(M/B) steps)");
+    if (a->have_epochs) {
+        long long per_epoch = (a->dataset + a->batch - 1) / a->batch;
+        if (a->epochs > LLONG_MAX / per_epoch)
+            return fail("--epochs: too many steps");
+        a->steps = a->epochs * per_epoch;
+        a->have_steps = 1;
     }
-    if (!(a->q >= 0.0 && a->q <= 1.0)) {
-        fp_print_line(stderr, "fedpriv %s: --q must be in [0, 1], got %g", CMD, a->q);
-        return CLI_EXIT_BADINPUT;
-    }
-    if (a->have_sigma == a->have_target) {
-        fp_print_line(stderr, "fedpriv %s: give exactly one of --sigma and --target-eps", CMD);
-        return CLI_EXIT_BADINPUT;
-    }
-    if (a->have_sigma && !(a->sigma >= 0.0)) {
-        fp_print_line(stderr, "fedpriv %s: --sigma must be >= 0, got %g", CMD, a->sigma);
-        return CLI_EXIT_BADINPUT;
-    }
-    if (a->have_target && !(a->target > 0.0)) {
-        fp_print_line(stderr, "fedpriv %s: --target-eps must be > 0, got %g", CMD, a->target);
-        return CLI_EXIT_BADINPUT;
-    }
-    if (a->have_target && a->conv != RDP_CONVERSION_BALLE2020) {
-        fp_print_line(stderr, "fedpriv %s: --target-eps uses the balle conversion; drop --conversion classic", CMD);
-        return CLI_EXIT_BADINPUT;
-    }
-    if (!a->have_steps) {
-        fp_print_line(stderr, "fedpriv %s: --steps is required", CMD);
-        return CLI_EXIT_BADINPUT;
-    }
-    if (a->steps < 1) {
-        fp_print_line(stderr, "fedpriv %s: --steps must be >= 1, got %lld", CMD, a->steps);
-        return CLI_EXIT_BADINPUT;
-    }
-    if (!a->have_delta) {
-        fp_print_line(stderr, "fedpriv %s: --delta is required", CMD);
-        return CLI_EXIT_BADINPUT;
-    }
-    if (!(a->delta > 0.0 && a->delta < 1.0)) {
-        fp_print_line(stderr, "fedpriv %s: --delta must be in (0, 1), got %g", CMD, a->delta);
-        return CLI_EXIT_BADINPUT;
-    }
-    if (a->pld && (a->have_conv || a->have_orders)) {
-        fprintf(stderr, "fedpriv %s: --conversion and --orders apply to --method rdp only\n", CMD);
-        return CLI_EXIT_BADINPUT;
-    }
-    if (a->pld && a->sampling != RDP_SAMPLING_POISSON) {
-        fprintf(stderr, "fedpriv %s: --method pld accounts Poisson sampling (add/remove one) only\n", CMD);
-        return CLI_EXIT_BADINPUT;
-    }
-    if (!a->pld && a->have_grid) {
-        fprintf(stderr, "fedpriv %s: --grid applies to --method pld only\n", CMD);
-        return CLI_EXIT_BADINPUT;
-    }
-    if (a->have_grid && !(a->grid >= 1e-6 && a->grid <= 0.1)) {
-        fprintf(stderr, "fedpriv %s: --grid must be in [1e-6, 0.1], got %g\n", CMD, a->grid);
-        return CLI_EXIT_BADINPUT;
-    }
+    if (!a->have_q)
+        return fail("--q (or --batch-size with --dataset-size) is required");
+    if (a->have_sigma == a->have_target)
+        return fail("give exactly one of --sigma and --target-eps");
+    if (a->have_target && a->conv != RDP_CONVERSION_BALLE2020)
+        return fail("--target-eps uses the balle conversion; drop --conversion classic");
+    if (!a->have_steps)
+        return fail("--steps (or --epochs with --batch-size and --dataset-size) is required");
+    if (!a->have_delta)
+        return fail("--delta is required");
+    if (a->pld && (a->have_conv || a->have_orders))
+        return fail("--conversion and --orders apply to --method rdp only");
+    if (a->pld && a->sampling != RDP_SAMPLING_POISSON)
+        return fail("--method pld accounts Poisson sampling (add/remove one) only");
+    if (!a->pld && a->have_grid)
+        return fail("--grid applies to --method pld only");
     return 0;
+}
+
+// The training set-up the rate and the steps came from, when given.
+static void add_setup(cJSON *o, const Args *a) {
+    if (a->have_batch) {
+        cJSON_AddNumberToObject(o, "batch_size", (double)a->batch);
+        cJSON_AddNumberToObject(o, "dataset_size", (double)a->dataset);
+    }
+    if (a->have_epochs)
+        cJSON_AddNumberToObject(o, "epochs", (double)a->epochs);
 }
 
 // Prints a JSON object and frees it; the status to exit with.
@@ -260,6 +212,7 @@ static int run_pld(const Args *a) {
             cJSON_AddNumberToObject(o, "q", a->q);
             cJSON_AddNumberToObject(o, "sigma", sigma);
             cJSON_AddNumberToObject(o, "steps", (double)a->steps);
+            add_setup(o, a);
             cJSON_AddNumberToObject(o, "delta", a->delta);
             if (a->have_target)
                 cJSON_AddNumberToObject(o, "target_epsilon", a->target);
@@ -293,14 +246,10 @@ static int run_pld(const Args *a) {
 }
 
 int cmd_accountant(int argc, char **argv) {
-    if (cli_wants_help(argc, argv)) {
-        usage(stdout);
-        return CLI_EXIT_OK;
-    }
     Args a;
     int rc = parse_args(argc, argv, &a);
     if (rc)
-        return rc;
+        return rc == -2 ? CLI_EXIT_OK : rc;
     if (a.pld)
         return run_pld(&a);
 
@@ -350,6 +299,7 @@ int cmd_accountant(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "q", a.q);
         cJSON_AddNumberToObject(o, "sigma", sigma);
         cJSON_AddNumberToObject(o, "steps", (double)a.steps);
+        add_setup(o, &a);
         cJSON_AddNumberToObject(o, "delta", a.delta);
         if (a.have_target)
             cJSON_AddNumberToObject(o, "target_epsilon", a.target);

@@ -15,38 +15,18 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "attacks/attack.h"
 #include "attacks/refcache.h"
 #include "runner/attack_registry.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "core/comm.h"
 #include "core/files.h"
 #include "core/jsonv.h"
+#include "runner/cell_store.h"
 #include "defenses/registry.h"
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: fedpriv attack NAME --config FILE.json --out DIR [--device cpu|cuda] [--threads N]\n"
-               "  Runs the attack NAME (fedpriv list shows them) as the config's \"attack\" object says,\n"
-               "  against the config's defense, and writes DIR/result.json. The config's attack.name,\n"
-               "  if present, must match NAME. Membership attacks keep their reference models' logits\n"
-               "  in DIR/reference-models/: a rerun into DIR trains none of them again. Exit 0 when\n"
-               "  done, 1 if the attack diverged (the result says so, without metrics), 2 on bad input.\n"
-               "  Gradient inversion (dlg, idlg, dlg-regression) attacks a client of the configured\n"
-               "  federation: attack.observer \"server\" (its upload, the default) or \"public\" (the\n"
-               "  released model); dlg and idlg take attack.attacker \"single\" (the default) or\n"
-               "  \"adaptive\" (every variant per image, the strongest kept). docs/attacks-dlg.md.\n"
-               "  Under mpirun -n R (built with MPI) the ranks share the clients of the attack's target\n"
-               "  federation and rank 0 writes DIR (docs/cluster.md).\n");
-}
-
-static int make_dir(const char *dir, FpError *err) {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fp_fail(err, FP_EIO, "%s: cannot create directory: %s", dir, strerror(errno));
-        return 0;
-    }
-    return 1;
-}
 
 static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw) {
     (void)sb;
@@ -64,41 +44,129 @@ static int attack_error(const char *cmd, const Comm *comm, const FpError *err, i
     return cli_error_status(err);
 }
 
+// One folder, one attack: two attacks writing one --out would each write DIR/result.json,
+// the second silently replacing the first. The first run records its attack in
+// DIR/attack-owner.txt (written to a temporary name, then link()ed, which fails when
+// another run got there first, so of two started at once exactly one owns DIR); a later
+// run of another attack is refused, the same attack (a rerun, which reuses
+// DIR/reference-models) goes ahead. A folder written before the record existed is known
+// by its result.json's "attack".
+#define ATTACK_OWNER_FILE "attack-owner.txt"
+
+static FpStatus owner_read(const char *out, char *owner, size_t n, int *missing, FpError *err) {
+    char *buf = NULL;
+    size_t len = 0;
+    FpError rerr = {0};
+    *missing = 0;
+    FpStatus st = fp_read_beneath(out, ATTACK_OWNER_FILE, 256, &buf, &len, missing, &rerr);
+    if (st == FP_OK) {
+        len = strcspn(buf, "\n");
+        snprintf(owner, n, "%.*s", (int)len, buf);
+    }
+    free(buf);
+    if (st != FP_OK && !*missing) { // a link, a FIFO, a huge file: never taken over
+        if (err)
+            *err = rerr;
+        return st;
+    }
+    return FP_OK;
+}
+
+static FpStatus claim_out(const char *out, const char *name, FpError *err) {
+    char owner[256] = "", path[4200], tmp[4300];
+    int missing = 0;
+    FP_TRY(owner_read(out, owner, sizeof owner, &missing, err));
+    if (missing) {
+        cJSON *old = NULL;
+        int no_result = 0;
+        FpError ignored = {0};
+        if (jv_load_beneath(out, "result.json", &old, &no_result, &ignored) == FP_OK) {
+            const cJSON *a = cJSON_GetObjectItemCaseSensitive(old, "attack");
+            if (cJSON_IsString(a))
+                snprintf(owner, sizeof owner, "%s", a->valuestring);
+        }
+        cJSON_Delete(old);
+    }
+    if (missing && (!owner[0] || strcmp(owner, name) == 0)) {
+        snprintf(path, sizeof path, "%s/" ATTACK_OWNER_FILE, out);
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+        FILE *f = fp_create_new(tmp, err);
+        if (!f)
+            return FP_EIO;
+        int ok = fprintf(f, "%s\n", name) > 0;
+        ok &= fclose(f) == 0;
+        int linked = ok && link(tmp, path) == 0, e = errno;
+        if (ok && !linked && (e == EPERM || e == ENOTSUP || e == EOPNOTSUPP || e == EMLINK)) // no hard links here
+            linked = rename(tmp, path) == 0, e = errno;
+        unlink(tmp);
+        if (linked)
+            return FP_OK;
+        if (!ok || e != EEXIST)
+            return fp_fail(err, FP_EIO, "%s: cannot create: %s", path, ok ? strerror(e) : "write failed");
+        // Another run recorded its attack between our look and our link.
+        FP_TRY(owner_read(out, owner, sizeof owner, &missing, err));
+    }
+    if (owner[0] && strcmp(owner, name) != 0)
+        return fp_fail(err, FP_EPARAM,
+                       "%s: this folder holds the attack \"%s\", not \"%s\" (%s/" ATTACK_OWNER_FILE
+                       "): give each attack its own --out",
+                       out, owner, name, out);
+    return FP_OK;
+}
+
 static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const char *name, const char *config, const char *out,
                       const char *device, int threads);
 
+static const char ABOUT[] =
+    "  Runs the attack NAME (fedpriv list shows them) as the config's \"attack\" object says,\n"
+    "  against the config's defense, and writes DIR/result.json (DIR and its parents are made\n"
+    "  when missing). The config's attack.name, if present, must match NAME. DIR holds one\n"
+    "  attack: a rerun of the same attack into DIR is fine, another attack is refused (exit 2).\n"
+    "  Membership attacks keep their reference models' logits in DIR/reference-models/: a\n"
+    "  rerun into DIR trains none of them again. Exit 0 when done, 1 if the attack diverged\n"
+    "  (the result says so, without metrics), 2 on bad input.\n"
+    "  Gradient inversion (dlg, idlg, dlg-regression) attacks a client of the configured\n"
+    "  federation: attack.observer \"server\" (its upload, the default) or \"public\" (the\n"
+    "  released model); dlg and idlg take attack.attacker \"single\" (the default) or\n"
+    "  \"adaptive\" (every variant per image, the strongest kept). docs/attacks-dlg.md.\n"
+    "  Under mpirun -n R (built with MPI) the ranks share the clients of the attack's target\n"
+    "  federation and rank 0 writes DIR (docs/cluster.md).";
+
 int cmd_attack(int argc, char **argv) {
-    return cmd_attack_as("attack", argc, argv);
+    return cmd_attack_as("attack", "fedpriv attack NAME --config FILE.json --out DIR [--device cpu|cuda] [--threads N]",
+                         ABOUT, argc, argv);
 }
 
-int cmd_attack_as(const char *cmd, int argc, char **argv) {
-    if (cli_wants_help(argc, argv) || argc < 2) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? CLI_EXIT_BADINPUT : CLI_EXIT_OK;
-    }
-    const char *name = argv[1], *config = NULL, *out = NULL, *device = NULL;
+int cmd_attack_as(const char *cmd, const char *synopsis, const char *about, int argc, char **argv) {
+    const char *config = NULL, *out = NULL, *device = NULL, *names[1] = {NULL};
     long long threads = 0;
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--config") == 0 && v)
-            config = argv[++i];
-        else if (strcmp(a, "--out") == 0 && v)
-            out = argv[++i];
-        else if (strcmp(a, "--device") == 0 && v)
-            device = argv[++i];
-        else if (strcmp(a, "--threads") == 0) {
-            if (!cli_parse_int_range(cmd, a, v, 1, FED_MAX_THREADS, &threads))
-                return CLI_EXIT_BADINPUT;
-            i++;
-        }
-        else {
-            fp_print_line(stderr, "fedpriv %s: unknown or incomplete option \"%s\" (fedpriv %s --help)", cmd, a, cmd);
-            return CLI_EXIT_BADINPUT;
-        }
+    int n_names = 0;
+    const CliOption opts[] = {
+        {"--config", NULL, CLI_STRING, &config, .value = "FILE.json", .help = "the experiment and its \"attack\" object"},
+        {"--out", NULL, CLI_STRING, &out, .value = "DIR", .help = "the result folder (DIR/result.json)"},
+        {"--device", NULL, CLI_STRING, &device, .value = "cpu|cuda", .help = "where to compute (default: the config's)"},
+        {"--threads", NULL, CLI_INT, &threads, .value = "N", .help = "worker threads", .lo = 1, .hi = FED_MAX_THREADS},
+    };
+    const CliCommand c = {.cmd = cmd, .synopsis = synopsis, .about = about, .opts = opts, .n_opts = CLI_OPTIONS_COUNT(opts),
+                          .positional = names, .max_positional = 1, .n_positional = &n_names,
+                          .positional_names = "one attack NAME"};
+    if (argc < 2) {
+        cli_options_usage(&c, stderr);
+        return CLI_EXIT_BADINPUT;
+    }
+    int rc = cli_options_parse(&c, argc, argv);
+    if (rc != CLI_PARSED)
+        return rc;
+    const char *name = names[0];
+    if (!name) {
+        fp_print_line(stderr, "fedpriv %s: the attack NAME is required (fedpriv list shows the attacks)", cmd);
+        return CLI_EXIT_BADINPUT;
     }
     const AttackOps *ops = attack_find(name);
     if (!ops) {
-        fp_print_line(stderr, "fedpriv %s: unknown attack \"%s\" (fedpriv list shows the attacks)", cmd, name);
+        char hint[128];
+        fp_print_line(stderr, "fedpriv %s: unknown attack \"%s\" (%sfedpriv list shows the attacks)", cmd, name,
+                      attack_suggest(name, hint, sizeof hint));
         return CLI_EXIT_BADINPUT;
     }
     if (!config || !out) {
@@ -109,7 +177,6 @@ int cmd_attack_as(const char *cmd, int argc, char **argv) {
     Comm *comm = NULL;
     if (comm_create(&comm, &err) != FP_OK)
         return cli_report_error(cmd, &err);
-    int rc;
     if (comm_rank(comm) == 0)
         rc = attack_run(cmd, comm, ops, name, config, out, device, (int)threads);
     else { // artifacts of the other ranks go to a scratch folder, removed after
@@ -171,8 +238,17 @@ static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const c
     snprintf(refdir, sizeof refdir, "%s/reference-models", out);
     env.reference_dir = refdir;
     // OUT/reference-models is refused up front when it is a link (attacks/refcache.h).
-    if (ops->validate(&env, &err) != FP_OK || !make_dir(out, &err) || refcache_check_dir(refdir, &err) != FP_OK) {
+    if (ops->validate(&env, &err) != FP_OK || store_make_dirs(out, &err) != FP_OK) {
         fp_error_prefix(&err, config);
+        rc = attack_error(cmd, comm, &err, 0);
+        goto done;
+    }
+    if (refcache_check_dir(refdir, &err) != FP_OK) {
+        fp_error_prefix(&err, config);
+        rc = attack_error(cmd, comm, &err, 0);
+        goto done;
+    }
+    if (claim_out(out, ops->name, &err) != FP_OK) { // the message names DIR, not the config
         rc = attack_error(cmd, comm, &err, 0);
         goto done;
     }

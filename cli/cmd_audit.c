@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "core/files.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
@@ -19,60 +20,6 @@
 #include "fl/experiment.h"
 
 static const char *const CMD = "audit";
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: fedpriv audit --mechanism NAME [--variant V] [--sampler safe|float] --epsilon E\n"
-            "                     [--delta D] [--clip C | --range LO HI] [--dim D] [--input X ...]\n"
-            "                     [--test moments,epsilon,support] [--samples N] [--support-samples N]\n"
-            "                     [--confirm] [--seed S] [--bins B] [--json] [--out FILE]\n"
-            "\n"
-            "  moments: draws N outputs of a local-DP mechanism at each input and reports the mean, the\n"
-            "  bias factor mean/x and the variance against the closed forms (z-scores, 6 sigma).\n"
-            "  epsilon: a lower bound on epsilon, the largest ln((P_lo[M(x) in S] - delta) /\n"
-            "  P_hi[M(x') in S]) over ordered input pairs and unions of adjacent output bins, with\n"
-            "  one-sided Clopper-Pearson bounds Bonferroni-corrected over every set tested (95%%\n"
-            "  family-wise confidence).\n"
-            "  support: draws outputs at each input and decides exactly whether each can occur at the\n"
-            "  other; one that cannot refutes every epsilon (lower bound inf: floating-point samplers,\n"
-            "  Mironov 2012).\n"
-            "\n"
-            "  --mechanism NAME  spm, duchi, pm, ldp-fl, laplace, gaussian, adaptive-harmony, rr\n"
-            "  --variant V       spm: corrected (default), paper, pnpm; adaptive-harmony: corrected,\n"
-            "                    paper; gaussian: analytic (default), classic; rr: standard, broken\n"
-            "  --sampler S       safe (default: exact law, proven epsilon) or float (spm, pm, laplace,\n"
-            "                    gaussian: the float32 samplers, no guarantee)\n"
-            "  --epsilon E       the claimed epsilon, in [1e-9, 15]\n"
-            "  --delta D         gaussian: delta in (0, 1) (default 1e-5)\n"
-            "  --clip C          input range [-C, C] (duchi and pm default to [-1, 1]; ldp-fl,\n"
-            "  --range LO HI     laplace, gaussian and adaptive-harmony need one; spm and rr take none)\n"
-            "  --dim D           adaptive-harmony: the unit size d (default 10)\n"
-            "  --input X ...     inputs to compare (default: the range's ends, or -1 and 1)\n"
-            "  --test T,...      which tests to run (default all three)\n"
-            "  --samples N       outputs per input for moments and epsilon (default 10000000, at most 10^12)\n"
-            "  --support-samples N  outputs per ordered pair for support (default 100000, at most 10^12)\n"
-            "                    (past a few seconds, the draws' progress and ETA go to stderr every 10 s)\n"
-            "  --confirm         support: check the first impossible output against all 2^32 words\n"
-            "                    (one-word samplers; tens of seconds)\n"
-            "  --seed S          run seed (default 1)\n"
-            "  --bins B          histogram bins for the epsilon bound (default 50)\n"
-            "  --json            print the result as JSON\n"
-            "  --out FILE        also write the JSON result to FILE\n"
-            "\n"
-            "  SPM is epsilon-LDP on the sign only: audit it on inputs of equal magnitude (the default\n"
-            "  -1, 1); other pairs show that the magnitude is not protected.\n"
-            "\n"
-            "  example: fedpriv audit --mechanism spm --variant paper --epsilon 0.3\n"
-            "           -> bias factor 0.574 (the paper's Alg. 2 shrinks every weight by e^eps/(e^eps+1))\n");
-}
-
-static int is_number(const char *s) {
-    if (!s || !*s)
-        return 0;
-    char *end;
-    (void)strtod(s, &end);
-    return *end == '\0';
-}
 
 enum { TEST_MOMENTS = 1, TEST_EPSILON = 2, TEST_SUPPORT = 4 };
 
@@ -176,117 +123,118 @@ static int parse_tests(const char *v) {
     return bits;
 }
 
+static const char ABOUT[] =
+    "  moments: draws N outputs of a local-DP mechanism at each input and reports the mean, the\n"
+    "  bias factor mean/x and the variance against the closed forms (z-scores, 6 sigma).\n"
+    "  epsilon: a lower bound on epsilon, the largest ln((P_lo[M(x) in S] - delta) /\n"
+    "  P_hi[M(x') in S]) over ordered input pairs and unions of adjacent output bins, with\n"
+    "  one-sided Clopper-Pearson bounds Bonferroni-corrected over every set tested (95%\n"
+    "  family-wise confidence).\n"
+    "  support: draws outputs at each input and decides exactly whether each can occur at the\n"
+    "  other; one that cannot refutes every epsilon (lower bound inf: floating-point samplers,\n"
+    "  Mironov 2012).";
+
+static const char AFTER[] =
+    "  SPM is epsilon-LDP on the sign only: audit it on inputs of equal magnitude (the default\n"
+    "  -1, 1); other pairs show that the magnitude is not protected.\n"
+    "\n"
+    "  example: fedpriv audit --mechanism spm --variant paper --epsilon 0.3\n"
+    "           -> bias factor 0.574 (the paper's Alg. 2 shrinks every weight by e^eps/(e^eps+1))";
+
 int cmd_audit(int argc, char **argv) {
-    if (cli_wants_help(argc, argv)) {
-        usage(stdout);
-        return CLI_EXIT_OK;
-    }
-    cJSON *spec_json = cJSON_CreateObject();
     AuditConfig cfg = audit_config_default();
     SupportConfig scfg = support_config_default();
-    double inputs[AUDIT_MAX_INPUTS];
-    int n_in = 0, json = 0, rc = CLI_EXIT_BADINPUT, tests = TEST_MOMENTS | TEST_EPSILON | TEST_SUPPORT;
-    const char *out = NULL;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        double d;
-        long long ll;
-        if (strcmp(a, "--mechanism") == 0 || strcmp(a, "--variant") == 0 || strcmp(a, "--sampler") == 0) {
-            if (!v) {
-                fp_print_line(stderr, "fedpriv %s: %s needs a value", CMD, a);
-                goto done;
-            }
-            cJSON_AddStringToObject(spec_json, a[2] == 'm' ? "name" : a[2] == 'v' ? "variant" : "sampler", v);
-            i++;
-        } else if (strcmp(a, "--test") == 0) {
-            if (!(tests = parse_tests(v))) {
-                fp_print_line(stderr, "fedpriv %s: --test: expected moments, epsilon, support or a comma list of them",
-                        CMD);
-                goto done;
-            }
-            i++;
-        } else if (strcmp(a, "--support-samples") == 0) {
-            if (!cli_parse_long(CMD, a, v, &ll))
-                goto done;
-            if (ll < 1 || ll > AUDIT_MAX_SAMPLES) {
-                fp_print_line(stderr, "fedpriv %s: %s: out of range: %s", CMD, a, v);
-                goto done;
-            }
-            scfg.samples = ll;
-            i++;
-        } else if (strcmp(a, "--confirm") == 0) {
-            scfg.confirm = 1;
-        } else if (strcmp(a, "--epsilon") == 0 || strcmp(a, "--delta") == 0 || strcmp(a, "--clip") == 0) {
-            if (!cli_parse_double(CMD, a, v, &d))
-                goto done;
-            cJSON_AddNumberToObject(spec_json, a + 2, d);
-            i++;
-        } else if (strcmp(a, "--dim") == 0) {
-            if (!cli_parse_long(CMD, a, v, &ll))
-                goto done;
-            cJSON_AddNumberToObject(spec_json, "dim", (double)ll);
-            i++;
-        } else if (strcmp(a, "--range") == 0) {
-            double lo, hi;
-            char buf[128];
-            const char *comma = v ? strchr(v, ',') : NULL;
-            if (comma) {   // --range LO,HI
-                snprintf(buf, sizeof buf, "%.*s", (int)(comma - v), v);
-                if (!cli_parse_double(CMD, a, buf, &lo) || !cli_parse_double(CMD, a, comma + 1, &hi))
-                    goto done;
-                i++;
-            } else {
-                if (!cli_parse_double(CMD, a, v, &lo) ||
-                    !cli_parse_double(CMD, a, i + 2 < argc ? argv[i + 2] : NULL, &hi))
-                    goto done;
-                i += 2;
-            }
-            cJSON *r = cJSON_AddArrayToObject(spec_json, "range");
-            cJSON_AddItemToArray(r, cJSON_CreateNumber(lo));
-            cJSON_AddItemToArray(r, cJSON_CreateNumber(hi));
-        } else if (strcmp(a, "--input") == 0) {
-            if (!is_number(v)) {
-                fp_print_line(stderr, "fedpriv %s: --input needs a number", CMD);
-                goto done;
-            }
-            while (i + 1 < argc && is_number(argv[i + 1])) {
-                if (n_in == AUDIT_MAX_INPUTS) {
-                    fp_print_line(stderr, "fedpriv %s: --input: at most %d inputs", CMD, AUDIT_MAX_INPUTS);
-                    goto done;
-                }
-                if (!cli_parse_double(CMD, a, argv[++i], &inputs[n_in]))
-                    goto done;
-                n_in++;
-            }
-        } else if (strcmp(a, "--samples") == 0 || strcmp(a, "--seed") == 0 || strcmp(a, "--bins") == 0) {
-            if (!cli_parse_long(CMD, a, v, &ll))
-                goto done;
-            // Seeds are exact integers below 2^53, as in configs (fl/experiment.h).
-            if (ll < 0 || (a[2] == 'b' && ll > 400) || (a[3] == 'a' && ll > AUDIT_MAX_SAMPLES) ||
-                (a[3] == 'e' && ll > EXPERIMENT_SEED_MAX)) {
-                fp_print_line(stderr, "fedpriv %s: %s: out of range: %s", CMD, a, v);
-                goto done;
-            }
-            if (a[2] == 'b')
-                cfg.bins = (int)ll;
-            else if (a[3] == 'a')
-                cfg.samples = ll;
-            else
-                cfg.seed = (uint64_t)ll;
-            i++;
-        } else if (strcmp(a, "--json") == 0) {
-            json = 1;
-        } else if (strcmp(a, "--out") == 0) {
-            if (!v) {
-                fp_print_line(stderr, "fedpriv %s: --out needs a file name", CMD);
-                goto done;
-            }
-            out = v;
-            i++;
-        } else {
-            fp_print_line(stderr, "fedpriv %s: unknown option \"%s\" (fedpriv audit --help)", CMD, a);
-            goto done;
-        }
+    double inputs[AUDIT_MAX_INPUTS], range[2], eps = 0, delta = 0, clip = 0;
+    const char *mechanism = NULL, *variant = NULL, *sampler = NULL, *test_list = NULL, *out = NULL;
+    long long dim = 0, samples = cfg.samples, support_samples = scfg.samples, seed = (long long)cfg.seed,
+              bins = cfg.bins;
+    int n_in = 0, n_range = 0, json = 0, confirm = 0, have_eps = 0, have_delta = 0, have_clip = 0, have_dim = 0,
+        have_range = 0, tests = TEST_MOMENTS | TEST_EPSILON | TEST_SUPPORT;
+    // Seeds are exact integers below 2^53, as in configs (fl/experiment.h). The mechanism's
+    // own parameters are checked by mech_spec_parse, which names them mechanism.KEY.
+    const CliOption opts[] = {
+        {"--mechanism", NULL, CLI_STRING, &mechanism, .value = "NAME",
+         .help = "spm, duchi, pm, ldp-fl, laplace, gaussian, adaptive-harmony, rr"},
+        {"--variant", NULL, CLI_STRING, &variant, .value = "V",
+         .help = "spm: corrected (default), paper, pnpm; adaptive-harmony: corrected,\n"
+                 "paper; gaussian: analytic (default), classic; rr: standard, broken"},
+        {"--sampler", NULL, CLI_STRING, &sampler, .value = "S",
+         .help = "safe (default: exact law, proven epsilon) or float (spm, pm, laplace,\n"
+                 "gaussian: the float32 samplers, no guarantee)"},
+        {"--epsilon", NULL, CLI_DOUBLE, &eps, &have_eps, "E", "the claimed epsilon, in [1e-9, 15]"},
+        {"--delta", NULL, CLI_DOUBLE, &delta, &have_delta, "D", "gaussian: delta in (0, 1) (default 1e-5)"},
+        {"--clip", NULL, CLI_DOUBLE, &clip, &have_clip, "C",
+         "input range [-C, C] (duchi and pm default to [-1, 1]; ldp-fl,\n"
+         "laplace, gaussian and adaptive-harmony need one; spm and rr take none)"},
+        {"--range", NULL, CLI_DOUBLES, range, &have_range, "LO HI", "input range [LO, HI] (or LO,HI), instead of --clip",
+         .count = &n_range, .min_n = 2, .max_n = 2},
+        {"--dim", NULL, CLI_INT, &dim, &have_dim, "D", "adaptive-harmony: the unit size d (default 10)"},
+        {"--input", NULL, CLI_DOUBLES, inputs, NULL, "X ...",
+         "inputs to compare (default: the range's ends, or -1 and 1)", .count = &n_in, .min_n = 1,
+         .max_n = AUDIT_MAX_INPUTS},
+        {"--test", NULL, CLI_STRING, &test_list, .value = "T,...",
+         .help = "which tests to run: moments, epsilon, support (default all three)"},
+        {"--samples", NULL, CLI_INT, &samples, .value = "N", .help = "outputs per input for moments and epsilon\n"
+                                                                   "(default 10000000)",
+         .lo = 0, .hi = AUDIT_MAX_SAMPLES},
+        {"--support-samples", NULL, CLI_INT, &support_samples, .value = "N",
+         .help = "outputs per ordered pair for support (default 100000)\n"
+                 "(past a few seconds, the draws' progress and ETA go to stderr every 10 s)",
+         .lo = 1, .hi = AUDIT_MAX_SAMPLES},
+        {"--confirm", NULL, CLI_FLAG, &confirm,
+         .help = "support: check the first impossible output against all 2^32 words\n"
+                 "(one-word samplers; tens of seconds)"},
+        {"--seed", NULL, CLI_INT, &seed, .value = "S", .help = "run seed (default 1)", .lo = 0,
+         .hi = EXPERIMENT_SEED_MAX},
+        {"--bins", NULL, CLI_INT, &bins, .value = "B", .help = "histogram bins for the epsilon bound (default 50)",
+         .lo = 0, .hi = 400},
+        {"--json", NULL, CLI_FLAG, &json, .help = "print the result as JSON"},
+        {"--out", NULL, CLI_STRING, &out, .value = "FILE", .help = "also write the JSON result to FILE"},
+    };
+    const CliCommand c = {
+        .cmd = CMD,
+        .synopsis = "fedpriv audit --mechanism NAME [--variant V] [--sampler safe|float] --epsilon E\n"
+                    "                     [--delta D] [--clip C | --range LO HI] [--dim D] [--input X ...]\n"
+                    "                     [--test moments,epsilon,support] [--samples N] [--support-samples N]\n"
+                    "                     [--confirm] [--seed S] [--bins B] [--json] [--out FILE]",
+        .about = ABOUT,
+        .after = AFTER,
+        .opts = opts,
+        .n_opts = CLI_OPTIONS_COUNT(opts),
+    };
+    int rc = cli_options_parse(&c, argc, argv);
+    if (rc != CLI_PARSED)
+        return rc;
+    rc = CLI_EXIT_BADINPUT;
+    if (test_list && !(tests = parse_tests(test_list))) {
+        fp_print_line(stderr, "fedpriv %s: --test: expected moments, epsilon, support or a comma list of them", CMD);
+        return rc;
+    }
+    cfg.samples = samples;
+    cfg.seed = (uint64_t)seed;
+    cfg.bins = (int)bins;
+    scfg.samples = support_samples;
+    scfg.confirm = confirm;
+    // The mechanism as a config object, so that it is checked as a config's would be.
+    cJSON *spec_json = cJSON_CreateObject();
+    if (mechanism)
+        cJSON_AddStringToObject(spec_json, "name", mechanism);
+    if (variant)
+        cJSON_AddStringToObject(spec_json, "variant", variant);
+    if (sampler)
+        cJSON_AddStringToObject(spec_json, "sampler", sampler);
+    if (have_eps)
+        cJSON_AddNumberToObject(spec_json, "epsilon", eps);
+    if (have_delta)
+        cJSON_AddNumberToObject(spec_json, "delta", delta);
+    if (have_clip)
+        cJSON_AddNumberToObject(spec_json, "clip", clip);
+    if (have_dim)
+        cJSON_AddNumberToObject(spec_json, "dim", (double)dim);
+    if (have_range) {
+        cJSON *r = cJSON_AddArrayToObject(spec_json, "range");
+        cJSON_AddItemToArray(r, cJSON_CreateNumber(range[0]));
+        cJSON_AddItemToArray(r, cJSON_CreateNumber(range[1]));
     }
     FpError out_err = {0};
     if (out && fp_check_writable_file(out, &out_err) != FP_OK) {

@@ -8,24 +8,19 @@
 
 #include "cli/cli.h"
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: fedpriv audit-training --config FILE.json --out DIR [--device cpu|cuda] [--threads N]\n"
-            "  Audits the config's federation and defense with canary clients and writes DIR/result.json:\n"
-            "  epsilon_lower_bound (at the stated confidence), the observer, the defense's epsilon\n"
-            "  (epsilon_claimed, epsilon_sound, guarantee) and pass (lower bound <= claimed).\n"
-            "  The config's \"attack\" object holds the audit's keys: method (one-run | multi-run), observer\n"
-            "  (final-model | aggregates | uploads), neighbours (remove | replace), canaries (200), runs (200),\n"
-            "  canary_norm (the defense's clip), confidence (0.95), delta (the defense's), epsilon_claimed.\n"
-            "  Exit 0 when done (whatever the verdict; fedpriv check asserts it), 1 if training diverged,\n"
-            "  2 on bad input.\n");
-}
+static const char ABOUT[] =
+    "  Audits the config's federation and defense with canary clients and writes DIR/result.json:\n"
+    "  epsilon_lower_bound (at the stated confidence), the observer, the defense's epsilon\n"
+    "  (epsilon_claimed, epsilon_sound, guarantee) and pass (lower bound <= claimed).\n"
+    "  The config's \"attack\" object holds the audit's keys: method (one-run | multi-run), observer\n"
+    "  (final-model | aggregates | uploads), neighbours (remove | replace), canaries (200), runs (200),\n"
+    "  canary_norm (the defense's clip), confidence (0.95), delta (the defense's), epsilon_claimed.\n"
+    "  Exit 0 when done (whatever the verdict; fedpriv check asserts it), 1 if training diverged,\n"
+    "  2 on bad input.";
 
 int cmd_audit_training(int argc, char **argv) {
-    if (cli_wants_help(argc, argv) || argc < 2) {
-        usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? CLI_EXIT_BADINPUT : CLI_EXIT_OK;
-    }
+    static const char synopsis[] =
+        "fedpriv audit-training --config FILE.json --out DIR [--device cpu|cuda] [--threads N]";
     char **args = malloc(sizeof(char *) * (size_t)(argc + 2));
     if (!args) {
         fprintf(stderr, "fedpriv audit-training: out of memory\n");
@@ -37,7 +32,8 @@ int cmd_audit_training(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         args[i + 1] = argv[i];
     args[argc + 1] = NULL;
-    int rc = cmd_attack_as("audit-training", argc + 1, args);
+    // No arguments at all: the usage on stderr, as for `fedpriv attack`.
+    int rc = cmd_attack_as("audit-training", synopsis, ABOUT, argc < 2 ? 1 : argc + 1, args);
     free(args);
     return rc;
 }

@@ -4,50 +4,42 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "reports/export.h"
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: fedpriv export DIR [--format csv|jsonl] [-o FILE]\n"
-               "  Writes the matrix run in DIR (fedpriv matrix ... --out DIR) as one tidy table: one row per\n"
-               "  cell (defense setting x seed) x attack x metric, with the columns cell, setting, defense,\n"
-               "  variant, params, epsilon, epsilon_nominal, epsilon_sound, guarantee, unit, seed, status,\n"
-               "  attack, metric, value (docs/report.md). CSV (default) writes infinities as inf / -inf and\n"
-               "  no value as an empty field; JSONL writes them as \"inf\" / \"-inf\" and null.\n"
-               "  Standard output by default. Exit 0 on success, 2 on bad input.\n");
-}
-
 int cmd_export(int argc, char **argv) {
-    if (cli_wants_help(argc, argv)) {
-        usage(stdout);
-        return CLI_EXIT_OK;
-    }
-    const char *dir = NULL, *out = NULL, *format = "csv";
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if ((strcmp(a, "-o") == 0 || strcmp(a, "--out") == 0) && v)
-            out = argv[++i];
-        else if (strcmp(a, "--format") == 0 && v)
-            format = argv[++i];
-        else if (a[0] != '-' && !dir)
-            dir = a;
-        else {
-            fp_print_line(stderr, "fedpriv export: unknown or incomplete option \"%s\" (fedpriv export --help)", a);
-            return CLI_EXIT_BADINPUT;
-        }
-    }
+    const char *dir = NULL, *out = NULL;
+    int n_dirs = 0, format = EXPORT_CSV;
+    static const char *const formats[] = {"csv", "jsonl", NULL};
+    _Static_assert(EXPORT_CSV == 0 && EXPORT_JSONL == 1, "formats lists the ExportFormat values in order");
+    const CliOption opts[] = {
+        {"--format", NULL, CLI_CHOICE, &format, .choices = formats, .help = "the table's format (default csv)"},
+        {"--out", "-o", CLI_STRING, &out, .value = "FILE", .help = "write FILE (atomically) instead of standard output"},
+    };
+    const CliCommand c = {
+        .cmd = "export",
+        .synopsis = "fedpriv export DIR [--format csv|jsonl] [-o FILE]",
+        .about = "  Writes the matrix run in DIR (fedpriv matrix ... --out DIR) as one tidy table: one row per\n"
+                 "  cell (defense setting x seed) x attack x metric, with the columns cell, setting, defense,\n"
+                 "  variant, params, epsilon, epsilon_nominal, epsilon_sound, guarantee, unit, seed, status,\n"
+                 "  attack, metric, value (docs/report.md). CSV (default) writes infinities as inf / -inf and\n"
+                 "  no value as an empty field; JSONL writes them as \"inf\" / \"-inf\" and null.\n"
+                 "  Standard output by default. Exit 0 on success, 2 on bad input.",
+        .opts = opts,
+        .n_opts = CLI_OPTIONS_COUNT(opts),
+        .positional = &dir,
+        .max_positional = 1,
+        .n_positional = &n_dirs,
+        .positional_names = "one run folder DIR",
+    };
+    int rc = cli_options_parse(&c, argc, argv);
+    if (rc != CLI_PARSED)
+        return rc;
     if (!dir) {
         fp_print_line(stderr, "fedpriv export: the run folder DIR is required (fedpriv export --help)");
         return CLI_EXIT_BADINPUT;
     }
-    ExportFormat fmt;
-    if (strcmp(format, "csv") == 0)
-        fmt = EXPORT_CSV;
-    else if (strcmp(format, "jsonl") == 0)
-        fmt = EXPORT_JSONL;
-    else {
-        fp_print_line(stderr, "fedpriv export: --format must be csv or jsonl, got \"%.64s\"", format);
-        return CLI_EXIT_BADINPUT;
-    }
+    ExportFormat fmt = (ExportFormat)format;
     HtmlBuf b;
     hb_init(&b);
     FpError err = {0};

@@ -11,20 +11,13 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "core/files.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
 #include "datasets/power_load.h"
 #include "defenses/registry.h"
 #include "fl/experiment.h"
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: fedpriv forecast --config FILE.json [--model FILE] [--out result.json]\n"
-               "  For a power-load config: the seasonal-naive (24 h, 168 h) and persistence (1 h)\n"
-               "  forecasts' MSE, MAE and MAPE on the test split and, with --model (a file from\n"
-               "  fedpriv train --save-model), the model's metrics overall and per zone (max, min,\n"
-               "  mean over zones). Writes JSON (default: stdout). Exit 2 on bad input.\n");
-}
 
 static cJSON *metrics_json(double mse, double mae, double mape) {
     cJSON *o = cJSON_CreateObject();
@@ -78,23 +71,24 @@ static FpStatus model_per_zone(Experiment *ex, cJSON *res, FpError *err) {
 
 int cmd_forecast(int argc, char **argv) {
     const char *config = NULL, *model = NULL, *out = NULL;
-    if (cli_wants_help(argc, argv)) {
-        usage(stdout);
-        return CLI_EXIT_OK;
-    }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--config") == 0 && v)
-            config = argv[++i];
-        else if (strcmp(a, "--model") == 0 && v)
-            model = argv[++i];
-        else if (strcmp(a, "--out") == 0 && v)
-            out = argv[++i];
-        else {
-            fp_print_line(stderr, "fedpriv forecast: unknown or incomplete option \"%s\" (fedpriv forecast --help)", a);
-            return CLI_EXIT_BADINPUT;
-        }
-    }
+    const CliOption opts[] = {
+        {"--config", NULL, CLI_STRING, &config, .value = "FILE.json", .help = "a power-load experiment"},
+        {"--model", NULL, CLI_STRING, &model, .value = "FILE", .help = "a model saved by fedpriv train --save-model"},
+        {"--out", NULL, CLI_STRING, &out, .value = "result.json", .help = "where the JSON goes (default: stdout)"},
+    };
+    const CliCommand c = {
+        .cmd = "forecast",
+        .synopsis = "fedpriv forecast --config FILE.json [--model FILE] [--out result.json]",
+        .about = "  For a power-load config: the seasonal-naive (24 h, 168 h) and persistence (1 h)\n"
+                 "  forecasts' MSE, MAE and MAPE on the test split and, with --model (a file from\n"
+                 "  fedpriv train --save-model), the model's metrics overall and per zone (max, min,\n"
+                 "  mean over zones). Writes JSON (default: stdout). Exit 2 on bad input.",
+        .opts = opts,
+        .n_opts = CLI_OPTIONS_COUNT(opts),
+    };
+    int prc = cli_options_parse(&c, argc, argv);
+    if (prc != CLI_PARSED)
+        return prc;
     if (!config) {
         fp_print_line(stderr, "fedpriv forecast: --config FILE.json is required");
         return CLI_EXIT_BADINPUT;

@@ -2,6 +2,7 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "attacks/attack.h"
 #include "runner/attack_registry.h"
 #include "datasets/dataset.h"
@@ -10,10 +11,11 @@
 #include "models/model.h"
 
 int cmd_list(int argc, char **argv) {
-    if (cli_wants_help(argc, argv)) {
-        printf("usage: fedpriv list\n  Lists the models, datasets, defenses (with variants) and attacks.\n");
-        return CLI_EXIT_OK;
-    }
+    const CliCommand c = {.cmd = "list", .synopsis = "fedpriv list",
+                          .about = "  Lists the models, datasets, defenses (with variants) and attacks."};
+    int rc = cli_options_parse(&c, argc, argv);
+    if (rc != CLI_PARSED)
+        return rc;
     printf("models:\n");
     for (int i = 0; i < model_count(); i++)
         printf("  %-20s %s\n", model_at(i)->name, model_at(i)->summary);

@@ -10,39 +10,13 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "core/comm.h"
 #include "core/jsonv.h"
 #include "runner/matrix.h"
 #include "runner/matrix_ranks.h"
 #include "runner/matrix_status.h"
 #include "runner/shard.h"
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: fedpriv matrix FILE.json --out DIR [--jobs N] [--shard K/N|slurm] [--device cpu|cuda]\n"
-               "                      [--threads N] [--keep-diverged] [--verbose]\n"
-               "       mpirun -n R fedpriv matrix FILE.json --out DIR [...]\n"
-               "       fedpriv matrix --status DIR [--json]\n"
-               "  Trains the federation under each defense setting of FILE.json (each value of each\n"
-               "  epsilon list) and runs every attack of the file against it. One JSON per cell in\n"
-               "  DIR/cells/, the index with each cell's status in DIR/results.json. A rerun skips the\n"
-               "  cells already finished, so a killed run resumes; a cell that diverged is run once more\n"
-               "  on the next rerun (its result then stands), unless --keep-diverged. --jobs N runs N\n"
-               "  cells at once in separate processes (same results). Progress and the ETA go to stderr.\n"
-               "  DIR belongs to one matrix, known by its \"name\" key or else by FILE's full path: the\n"
-               "  same FILE edited (another epsilon, attack or seed) extends DIR; another matrix is\n"
-               "  refused (exit 2): give it another --out.\n"
-               "  --shard K/N runs only shard K of N (1 <= K <= N): the cells are split by estimated\n"
-               "  cost, the same way by every shard, so N jobs (a Slurm array: --shard slurm reads\n"
-               "  SLURM_ARRAY_TASK_ID/MIN/MAX/COUNT/STEP) cover the matrix once, writing into one\n"
-               "  shared DIR (NFS is fine). Under mpirun (fedpriv built with MPI) rank 0 hands the\n"
-               "  cells out, largest first, and runs cells too. Same cells whichever way.\n"
-               "  --status DIR lists the cells that are not finished (running where, failed why,\n"
-               "  missing) and the counts; --json prints all cells as JSON. Exit 0 when every cell is\n"
-               "  finished, 1 otherwise.\n"
-               "  Then: fedpriv report DIR; fedpriv check DIR --baseline FILE.json.\n"
-               "  Exit 0 when every cell of this run finished (done or diverged), 1 when a cell failed,\n"
-               "  2 on bad input. The file format is in docs/report.md, clusters in docs/cluster.md.\n");
-}
 
 static int print_status(const char *dir, int json) {
     MatrixStatus s;
@@ -86,42 +60,62 @@ static void job_label(char *buf, size_t n) {
         buf[0] = 0;
 }
 
+static const char ABOUT[] =
+    "  Trains the federation under each defense setting of FILE.json (each value of each\n"
+    "  epsilon list) and runs every attack of the file against it. One JSON per cell in\n"
+    "  DIR/cells/, the index with each cell's status in DIR/results.json. A rerun skips the\n"
+    "  cells already finished, so a killed run resumes; a cell that diverged is run once more\n"
+    "  on the next rerun (its result then stands), unless --keep-diverged. --jobs N runs N\n"
+    "  cells at once in separate processes (same results). Progress and the ETA go to stderr.\n"
+    "  DIR belongs to one matrix, known by its \"name\" key or else by FILE's full path: the\n"
+    "  same FILE edited (another epsilon, attack or seed) extends DIR; another matrix is\n"
+    "  refused (exit 2): give it another --out.\n"
+    "  --shard K/N runs only shard K of N (1 <= K <= N): the cells are split by estimated\n"
+    "  cost, the same way by every shard, so N jobs (a Slurm array: --shard slurm reads\n"
+    "  SLURM_ARRAY_TASK_ID/MIN/MAX/COUNT/STEP) cover the matrix once, writing into one\n"
+    "  shared DIR (NFS is fine). Under mpirun (fedpriv built with MPI) rank 0 hands the\n"
+    "  cells out, largest first, and runs cells too. Same cells whichever way.\n"
+    "  --status DIR lists the cells that are not finished (running where, failed why,\n"
+    "  missing) and the counts; --json prints all cells as JSON. Exit 0 when every cell is\n"
+    "  finished, 1 otherwise.\n"
+    "  Then: fedpriv report DIR; fedpriv check DIR --baseline FILE.json.\n"
+    "  Exit 0 when every cell of this run finished (done or diverged), 1 when a cell failed,\n"
+    "  2 on bad input. The file format is in docs/report.md, clusters in docs/cluster.md.";
+
 int cmd_matrix(int argc, char **argv) {
-    if (cli_wants_help(argc, argv)) {
-        usage(stdout);
-        return CLI_EXIT_OK;
-    }
     const char *file = NULL, *out = NULL, *device = NULL, *shard = NULL, *status_dir = NULL;
     long long jobs = 1, threads = 0;
-    int verbose = 0, json = 0, keep_diverged = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--out") == 0 && v)
-            out = argv[++i];
-        else if (strcmp(a, "--device") == 0 && v)
-            device = argv[++i];
-        else if (strcmp(a, "--shard") == 0 && v)
-            shard = argv[++i];
-        else if (strcmp(a, "--status") == 0 && v)
-            status_dir = argv[++i];
-        else if (strcmp(a, "--json") == 0)
-            json = 1;
-        else if (strcmp(a, "--verbose") == 0)
-            verbose = 1;
-        else if (strcmp(a, "--keep-diverged") == 0)
-            keep_diverged = 1;
-        else if (strcmp(a, "--jobs") == 0 || strcmp(a, "--threads") == 0) {
-            long long *dst = a[2] == 'j' ? &jobs : &threads;
-            if (!cli_parse_int_range("matrix", a, v, 1, a[2] == 'j' ? 256 : FED_MAX_THREADS, dst))
-                return CLI_EXIT_BADINPUT;
-            i++;
-        } else if (a[0] != '-' && !file)
-            file = a;
-        else {
-            fp_print_line(stderr, "fedpriv matrix: unknown or incomplete option \"%s\" (fedpriv matrix --help)", a);
-            return CLI_EXIT_BADINPUT;
-        }
-    }
+    int verbose = 0, json = 0, keep_diverged = 0, n_files = 0;
+    const CliOption opts[] = {
+        {"--out", NULL, CLI_STRING, &out, .value = "DIR", .help = "the run folder (made with its parents)"},
+        {"--jobs", NULL, CLI_INT, &jobs, .value = "N", .help = "cells run at once, in separate processes", .lo = 1,
+         .hi = 256},
+        {"--shard", NULL, CLI_STRING, &shard, .value = "K/N|slurm", .help = "run shard K of N only (above)"},
+        {"--device", NULL, CLI_STRING, &device, .value = "cpu|cuda", .help = "where to compute (default: the file's)"},
+        {"--threads", NULL, CLI_INT, &threads, .value = "N", .help = "worker threads per cell", .lo = 1,
+         .hi = FED_MAX_THREADS},
+        {"--keep-diverged", NULL, CLI_FLAG, &keep_diverged, .help = "a rerun keeps diverged cells as they are"},
+        {"--verbose", NULL, CLI_FLAG, &verbose, .help = "more progress on stderr"},
+        {"--status", NULL, CLI_STRING, &status_dir, .value = "DIR", .help = "say which cells of DIR are not finished"},
+        {"--json", NULL, CLI_FLAG, &json, .help = "with --status: every cell as JSON"},
+    };
+    const CliCommand c = {
+        .cmd = "matrix",
+        .synopsis = "fedpriv matrix FILE.json --out DIR [--jobs N] [--shard K/N|slurm] [--device cpu|cuda]\n"
+                    "                      [--threads N] [--keep-diverged] [--verbose]\n"
+                    "       mpirun -n R fedpriv matrix FILE.json --out DIR [...]\n"
+                    "       fedpriv matrix --status DIR [--json]",
+        .about = ABOUT,
+        .opts = opts,
+        .n_opts = CLI_OPTIONS_COUNT(opts),
+        .positional = &file,
+        .max_positional = 1,
+        .n_positional = &n_files,
+        .positional_names = "one matrix FILE.json",
+    };
+    int prc = cli_options_parse(&c, argc, argv);
+    if (prc != CLI_PARSED)
+        return prc;
     if (status_dir) {
         if (file || out || shard || device || jobs != 1 || threads || verbose || keep_diverged) {
             fp_print_line(stderr, "fedpriv matrix: --status DIR takes only --json (fedpriv matrix --help)");

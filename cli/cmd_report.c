@@ -6,48 +6,43 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "core/files.h"
 #include "reports/html.h"
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: fedpriv report DIR [-o report.html] [--title TEXT] [--max-images N] [--summary]\n"
-               "  Writes one self-contained HTML page (default DIR/report.html) from the matrix run in DIR\n"
-               "  (fedpriv matrix ... --out DIR): the attack x defense table with a colour scale, privacy\n"
-               "  spent (nominal and sound), accuracy per round and ROC curves (inline SVG), reconstructed\n"
-               "  images (inline PNG), audit findings from DIR/audit/*.json, and run metadata.\n"
-               "  --summary prints the page's verdict table as text on stdout instead (one line per\n"
-               "  defense setting, one word per observer and attack family, the rule that decides it).\n"
-               "  Exit 0 on success (problems such as missing images are listed in the page and counted on\n"
-               "  stderr), 2 on bad input.\n");
-}
-
 int cmd_report(int argc, char **argv) {
-    if (cli_wants_help(argc, argv)) {
-        usage(stdout);
-        return CLI_EXIT_OK;
-    }
     const char *dir = NULL, *out = NULL, *title = NULL;
     long long max_images = 0;
     int summary = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if ((strcmp(a, "-o") == 0 || strcmp(a, "--out") == 0) && v)
-            out = argv[++i];
-        else if (strcmp(a, "--summary") == 0)
-            summary = 1;
-        else if (strcmp(a, "--title") == 0 && v)
-            title = argv[++i];
-        else if (strcmp(a, "--max-images") == 0) {
-            if (!cli_parse_int_range("report", a, v, 1, 1000, &max_images))
-                return CLI_EXIT_BADINPUT;
-            i++;
-        } else if (a[0] != '-' && !dir)
-            dir = a;
-        else {
-            fp_print_line(stderr, "fedpriv report: unknown or incomplete option \"%s\" (fedpriv report --help)", a);
-            return CLI_EXIT_BADINPUT;
-        }
-    }
+    int n_dirs = 0;
+    const CliOption opts[] = {
+        {"--out", "-o", CLI_STRING, &out, .value = "report.html", .help = "the page to write (default DIR/report.html)"},
+        {"--title", NULL, CLI_STRING, &title, .value = "TEXT", .help = "the page's title"},
+        {"--max-images", NULL, CLI_INT, &max_images, .value = "N", .help = "reconstructed images shown per cell",
+         .lo = 1, .hi = 1000},
+        {"--summary", NULL, CLI_FLAG, &summary,
+         .help = "print the page's verdict table as text on stdout instead (one line per defense setting, one word "
+                 "per observer and attack family, the rule that decides it)"},
+    };
+    const CliCommand c = {
+        .cmd = "report",
+        .synopsis = "fedpriv report DIR [-o report.html] [--title TEXT] [--max-images N] [--summary]",
+        .about = "  Writes one self-contained HTML page (default DIR/report.html) from the matrix run in DIR\n"
+                 "  (fedpriv matrix ... --out DIR): the attack x defense table with a colour scale, privacy\n"
+                 "  spent (nominal and sound), accuracy per round and ROC curves (inline SVG), reconstructed\n"
+                 "  images (inline PNG), audit findings from DIR/audit/*.json, and run metadata.\n"
+                 "  Exit 0 on success (problems such as missing images are listed in the page and counted on\n"
+                 "  stderr), 2 on bad input.",
+        .opts = opts,
+        .n_opts = CLI_OPTIONS_COUNT(opts),
+        .positional = &dir,
+        .max_positional = 1,
+        .n_positional = &n_dirs,
+        .positional_names = "one run folder DIR",
+    };
+    int rc = cli_options_parse(&c, argc, argv);
+    if (rc != CLI_PARSED)
+        return rc;
     if (!dir) {
         fp_print_line(stderr, "fedpriv report: the run folder DIR is required (fedpriv report --help)");
         return CLI_EXIT_BADINPUT;

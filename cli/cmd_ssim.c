@@ -7,18 +7,10 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "core/json_number.h"
 #include "eval/image_metrics.h"
 #include "eval/png.h"
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: fedpriv ssim A.png B.png [--json]\n"
-               "  Prints SSIM (Wang 2004: 11x11 Gaussian window, sigma 1.5, K1 0.01, K2 0.03, data range 1,\n"
-               "  valid positions only, mean over channels), PSNR (dB) and MSE of two images of the same size,\n"
-               "  with pixel values scaled to [0,1]. Images must be at least 11x11; gray and RGB PNGs of any\n"
-               "  depth are read (alpha is ignored).\n"
-               "  --json  one JSON object instead of text (psnr is null for identical images)\n");
-}
 
 static int print_json(const char *a, const char *b, int c, int h, int w, const ImageMetrics *m) {
     cJSON *o = cJSON_CreateObject();
@@ -42,27 +34,30 @@ static int print_json(const char *a, const char *b, int c, int h, int w, const I
 }
 
 int cmd_ssim(int argc, char **argv) {
-    if (cli_wants_help(argc, argv)) {
-        usage(stdout);
-        return CLI_EXIT_OK;
-    }
     const char *paths[2] = {NULL, NULL};
     int npaths = 0, json = 0;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fp_print_line(stderr, "fedpriv ssim: unknown option \"%s\" (fedpriv ssim --help)", argv[i]);
-            return CLI_EXIT_BADINPUT;
-        } else if (npaths < 2)
-            paths[npaths++] = argv[i];
-        else {
-            fp_print_line(stderr, "fedpriv ssim: expected two images, got a third: \"%s\"", argv[i]);
-            return CLI_EXIT_BADINPUT;
-        }
-    }
+    const CliOption opts[] = {
+        {"--json", NULL, CLI_FLAG, &json, .help = "one JSON object instead of text (psnr is null for identical images)"},
+    };
+    const CliCommand cmd = {
+        .cmd = "ssim",
+        .synopsis = "fedpriv ssim A.png B.png [--json]",
+        .about = "  Prints SSIM (Wang 2004: 11x11 Gaussian window, sigma 1.5, K1 0.01, K2 0.03, data range 1,\n"
+                 "  valid positions only, mean over channels), PSNR (dB) and MSE of two images of the same size,\n"
+                 "  with pixel values scaled to [0,1]. Images must be at least 11x11; gray and RGB PNGs of any\n"
+                 "  depth are read (alpha is ignored).",
+        .opts = opts,
+        .n_opts = CLI_OPTIONS_COUNT(opts),
+        .positional = paths,
+        .max_positional = 2,
+        .n_positional = &npaths,
+        .positional_names = "two images A.png B.png",
+    };
+    int prc = cli_options_parse(&cmd, argc, argv);
+    if (prc != CLI_PARSED)
+        return prc;
     if (npaths != 2) {
-        usage(stderr);
+        cli_options_usage(&cmd, stderr);
         return CLI_EXIT_BADINPUT;
     }
 

@@ -11,23 +11,13 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "core/comm.h"
 #include "core/files.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
 #include "defenses/registry.h"
 #include "fl/experiment.h"
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: fedpriv train --config FILE.json [--out result.json] [--device cpu|cuda] [--threads N]\n"
-               "                     [--save-model FILE] [--secure-rng]\n"
-               "  Trains a simulated federation as the config describes and writes the result JSON\n"
-               "  (default: stdout). Progress goes to stderr. Exit 0 on success, 1 if training\n"
-               "  diverged (the result says so), 2 on bad input. --secure-rng: draw the defense's\n"
-               "  noise from ChaCha20 keyed by getrandom (as \"rng\": \"secure\" in the config).\n"
-               "  Under mpirun -n R (built with MPI) R ranks share every round's clients; the\n"
-               "  result is bit-identical to one process, and rank 0 writes it (docs/cluster.md).\n");
-}
 
 // An error: rank 0 says it; another rank says it only when it is its own (a failure
 // every rank met in the same place, bad input above all, is said once).
@@ -77,10 +67,16 @@ static int train_run(Comm *comm, const char *config, const char *out, const char
         cJSON_DeleteItemFromObjectCaseSensitive(root, "rng");
         cJSON_AddStringToObject(root, "rng", "secure");
     }
+    // One file serves `fedpriv train` and `fedpriv attack`: its "attack" object is the
+    // attack's, which training does not run; said once, by the rank that speaks.
+    static const char *const extra[] = {"attack", NULL};
+    if (st == FP_OK && lead && cJSON_GetObjectItemCaseSensitive(root, "attack"))
+        fp_print_line(stderr, "fedpriv train: %s: attack: ignored (train runs no attack; fedpriv attack reads it)",
+                      config);
     Experiment ex;
     memset(&ex, 0, sizeof ex);
     Federation *f = NULL;
-    if (st == FP_OK && (st = experiment_load(root, NULL, device, threads, defense_find, &ex, &err)) == FP_OK) {
+    if (st == FP_OK && (st = experiment_load(root, extra, device, threads, defense_find, &ex, &err)) == FP_OK) {
         ex.comm = comm;
         if (!(f = experiment_federation(&ex, NULL, 0, &err)))
             st = err.code != FP_OK ? err.code : FP_ENOMEM;
@@ -161,31 +157,32 @@ int cmd_train(int argc, char **argv) {
     const char *config = NULL, *out = NULL, *device = NULL, *save = NULL;
     long long threads = 0;
     int secure_rng = 0;
-    if (cli_wants_help(argc, argv)) {
-        usage(stdout);
-        return CLI_EXIT_OK;
-    }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (strcmp(a, "--config") == 0 && v)
-            config = argv[++i];
-        else if (strcmp(a, "--out") == 0 && v)
-            out = argv[++i];
-        else if (strcmp(a, "--device") == 0 && v)
-            device = argv[++i];
-        else if (strcmp(a, "--save-model") == 0 && v)
-            save = argv[++i];
-        else if (strcmp(a, "--secure-rng") == 0)
-            secure_rng = 1;
-        else if (strcmp(a, "--threads") == 0) {
-            if (!cli_parse_int_range("train", a, v, 1, FED_MAX_THREADS, &threads))
-                return CLI_EXIT_BADINPUT;
-            i++;
-        } else {
-            fp_print_line(stderr, "fedpriv train: unknown or incomplete option \"%s\" (fedpriv train --help)", a);
-            return CLI_EXIT_BADINPUT;
-        }
-    }
+    const CliOption opts[] = {
+        {"--config", NULL, CLI_STRING, &config, .value = "FILE.json", .help = "the experiment (an \"attack\" object in it is ignored)"},
+        {"--out", NULL, CLI_STRING, &out, .value = "result.json", .help = "where the result goes (default: stdout)"},
+        {"--device", NULL, CLI_STRING, &device, .value = "cpu|cuda", .help = "where to compute (default: the config's)"},
+        {"--threads", NULL, CLI_INT, &threads, .value = "N", .help = "worker threads", .lo = 1, .hi = FED_MAX_THREADS},
+        {"--save-model", NULL, CLI_STRING, &save, .value = "FILE", .help = "also save the trained model (fedpriv forecast --model)"},
+        {"--secure-rng", NULL, CLI_FLAG, &secure_rng, .help = "draw the defense's noise from ChaCha20 keyed by getrandom\n"
+                                                          "(as \"rng\": \"secure\" in the config)"},
+    };
+    const CliCommand c = {
+        .cmd = "train",
+        .synopsis = "fedpriv train --config FILE.json [--out result.json] [--device cpu|cuda] [--threads N]\n"
+                    "                     [--save-model FILE] [--secure-rng]",
+        .about = "  Trains a simulated federation as the config describes and writes the result JSON\n"
+                 "  (default: stdout). Progress goes to stderr. Exit 0 on success, 1 if training\n"
+                 "  diverged (the result says so), 2 on bad input. The config may hold an \"attack\"\n"
+                 "  object, so one file serves fedpriv train and fedpriv attack: train says once that it\n"
+                 "  ignores it.\n"
+                 "  Under mpirun -n R (built with MPI) R ranks share every round's clients; the\n"
+                 "  result is bit-identical to one process, and rank 0 writes it (docs/cluster.md).",
+        .opts = opts,
+        .n_opts = CLI_OPTIONS_COUNT(opts),
+    };
+    int rc = cli_options_parse(&c, argc, argv);
+    if (rc != CLI_PARSED)
+        return rc;
     if (!config) {
         fp_print_line(stderr, "fedpriv train: --config FILE.json is required");
         return CLI_EXIT_BADINPUT;
@@ -194,7 +191,7 @@ int cmd_train(int argc, char **argv) {
     Comm *comm = NULL;
     if (comm_create(&comm, &err) != FP_OK)
         return cli_report_error("train", &err);
-    int rc = train_run(comm, config, out, device, save, (int)threads, secure_rng);
+    rc = train_run(comm, config, out, device, save, (int)threads, secure_rng);
     comm_free(comm);
     return rc;
 }

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "core/backend.h"
 #include "core/comm.h"
+#include "core/suggest.h"
 #include "core/version.h"
 
 typedef struct {
@@ -75,6 +76,12 @@ int main(int argc, char **argv) {
             int rc = cli_reject_repeated_options(commands[i].name, argc - 1, argv + 1);
             return rc ? rc : commands[i].run(argc - 1, argv + 1);
         }
-    fp_print_line(stderr, "fedpriv: unknown command \"%s\" (fedpriv --help lists them)", argv[1]);
+    char hint[FP_SUGGEST_MAX_LEN + 32];
+    FpSuggest s;
+    fp_suggest_begin(&s, argv[1]);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fp_suggest_add(&s, commands[i].name);
+    fp_print_line(stderr, "fedpriv: unknown command \"%s\" (%sfedpriv --help lists them)", argv[1],
+                  fp_did_you_mean(&s, "", " ", hint, sizeof hint));
     return CLI_EXIT_BADINPUT;
 }

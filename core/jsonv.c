@@ -10,6 +10,7 @@
 #include "core/files.h"
 #include "core/json_number.h"
 #include "core/proc.h"
+#include "core/suggest.h"
 
 const char *jv_path(char *buf, size_t n, const char *parent, const char *key) {
     if (parent && parent[0])
@@ -31,8 +32,12 @@ FpStatus jv_keys(const cJSON *obj, const char *path, const char *const *allowed,
         return fp_fail(err, FP_EPARAM, "%s: must be an object", path && path[0] ? path : "(top level)");
     for (const cJSON *it = obj->child; it; it = it->next) {
         if (!jv_key_in(it->string, allowed)) {
-            char p[256];
-            return fp_fail(err, FP_EPARAM, "%s: unknown key", jv_path(p, sizeof p, path, it->string));
+            char p[256], hint[FP_SUGGEST_MAX_LEN + 32];
+            FpSuggest s;
+            fp_suggest_begin(&s, it->string);
+            fp_suggest_add_list(&s, allowed);
+            return fp_fail(err, FP_EPARAM, "%s: unknown key%s", jv_path(p, sizeof p, path, it->string),
+                           fp_did_you_mean(&s, " (", ")", hint, sizeof hint));
         }
     }
     return FP_OK;
@@ -156,8 +161,12 @@ FpStatus jv_choice(const cJSON *obj, const char *path, const char *key, const ch
             strncat(list, ", ", sizeof list - strlen(list) - 1);
         strncat(list, choices[i], sizeof list - strlen(list) - 1);
     }
-    return fp_fail(err, FP_EPARAM, "%s: unknown value \"%.64s\" (expected one of: %s)", jv_path(p, sizeof p, path, key),
-                   s, list);
+    char hint[FP_SUGGEST_MAX_LEN + 32];
+    FpSuggest sg;
+    fp_suggest_begin(&sg, s);
+    fp_suggest_add_list(&sg, choices);
+    return fp_fail(err, FP_EPARAM, "%s: unknown value \"%.64s\" (%sexpected one of: %s)", jv_path(p, sizeof p, path, key),
+                   s, fp_did_you_mean(&sg, "", " ", hint, sizeof hint), list);
 }
 
 FpStatus jv_object(const cJSON *obj, const char *path, const char *key, int required, const cJSON **out,

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/jsonv.h"
+#include "core/suggest.h"
 #include "defenses/mech_internal.h"
 
 // The mechanisms, in the order `fedpriv list` and the messages show them. A new one is a
@@ -108,8 +109,14 @@ FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const ch
                 strncat(list, ", ", sizeof list - strlen(list) - 1);
             strncat(list, mechs[i]->name, sizeof list - strlen(list) - 1);
         }
-        return fp_fail(err, FP_EPARAM, "%s: unknown mechanism \"%.64s\" (expected one of: %s)",
-                       jv_path(p, sizeof p, path, "name"), name, list);
+        char hint[FP_SUGGEST_MAX_LEN + 32];
+        FpSuggest s;
+        fp_suggest_begin(&s, name);
+        for (int i = 0; i < MECH_COUNT; i++)
+            if (!((flags & MECH_PARSE_DEFENSE) && mechs[i]->audit_only))
+                fp_suggest_add(&s, mechs[i]->name);
+        return fp_fail(err, FP_EPARAM, "%s: unknown mechanism \"%.64s\" (%sexpected one of: %s)",
+                       jv_path(p, sizeof p, path, "name"), name, fp_did_you_mean(&s, "", " ", hint, sizeof hint), list);
     }
     out->ops = info;
     int defense = (flags & MECH_PARSE_DEFENSE) != 0;
@@ -122,7 +129,14 @@ FpStatus mech_spec_parse(const cJSON *obj, const char *path, int flags, const ch
             return fp_fail(err, FP_EPARAM, "%s: %s has no variants", p, info->name);
         if (strcmp(it->string, "clip") == 0 || strcmp(it->string, "range") == 0)
             return fp_fail(err, FP_EPARAM, "%s: %s takes no input range", p, info->name);
-        return fp_fail(err, FP_EPARAM, "%s: unknown key", p);
+        const char *keys[16];
+        char hint[FP_SUGGEST_MAX_LEN + 32];
+        spec_keys(info, defense, keys);
+        FpSuggest s;
+        fp_suggest_begin(&s, it->string);
+        fp_suggest_add_list(&s, keys);
+        fp_suggest_add_list(&s, extra_keys);
+        return fp_fail(err, FP_EPARAM, "%s: unknown key%s", p, fp_did_you_mean(&s, " (", ")", hint, sizeof hint));
     }
 
     // Variant.

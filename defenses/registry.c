@@ -4,6 +4,8 @@
 
 #include "defenses/registry.h"
 
+#include "core/suggest.h"
+
 extern const DefenseOps defense_layerwise, defense_flat_laplace;
 extern const DefenseOps defense_spm, defense_duchi, defense_pm, defense_ldp_fl, defense_laplace, defense_gaussian,
     defense_adaptive_harmony;
@@ -28,4 +30,12 @@ const DefenseOps *defense_find(const char *name) {
         if (strcmp(all_defenses[i]->name, name) == 0)
             return all_defenses[i];
     return NULL;
+}
+
+const char *defense_suggest(const char *name, char *buf, size_t n) {
+    FpSuggest s;
+    fp_suggest_begin(&s, name);
+    for (int i = 0; i < defense_count(); i++)
+        fp_suggest_add(&s, all_defenses[i]->name);
+    return fp_did_you_mean(&s, "", " ", buf, n);
 }

@@ -9,5 +9,8 @@
 const DefenseOps *defense_find(const char *name);
 int defense_count(void);
 const DefenseOps *defense_at(int i);
+// "did you mean \"NAME\"? " for the defense nearest to an unknown name (core/suggest.h), or
+// "" when none is near; into buf (n bytes).
+const char *defense_suggest(const char *name, char *buf, size_t n);
 
 #endif

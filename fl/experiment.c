@@ -10,6 +10,18 @@
 #include "core/json_number.h"
 #include "core/jsonv.h"
 #include "core/rng_secure.h"
+#include "core/suggest.h"
+
+// A DefenseFindFn answers only "is there one of this name?": its near names are found by
+// probing the names one edit away (core/suggest.h).
+typedef struct {
+    DefenseFindFn find;
+} DefenseProbe;
+
+static int defense_exists(const char *name, const void *ctx) {
+    const DefenseProbe *p = ctx;
+    return p->find ? p->find(name) != NULL : strcmp(name, defense_none.name) == 0;
+}
 
 static FpStatus take_first(Dataset **d, long long n, FpError *err) {
     if (n <= 0 || n >= (*d)->n)
@@ -65,9 +77,12 @@ FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train
     for (int i = 0; names[i]; i++)
         known |= strcmp(names[i], name) == 0;
     if (!known) {
-        char p[256];
-        return fp_fail(err, FP_EPARAM, "%s: unknown dataset \"%.64s\" (fedpriv list shows the datasets)",
-                       jv_path(p, sizeof p, path, "name"), name);
+        char p[256], hint[FP_SUGGEST_MAX_LEN + 32];
+        FpSuggest s;
+        fp_suggest_begin(&s, name);
+        fp_suggest_add_list(&s, names);
+        return fp_fail(err, FP_EPARAM, "%s: unknown dataset \"%.64s\" (%sfedpriv list shows the datasets)",
+                       jv_path(p, sizeof p, path, "name"), name, fp_did_you_mean(&s, "", " ", hint, sizeof hint));
     }
     if (name_out)
         snprintf(name_out, name_size, "%s", name);
@@ -147,9 +162,16 @@ FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const
         const char *dname;
         FP_TRY(jv_string(defj, "defense", "name", JV_REQUIRED, NULL, &dname, err));
         ex->defense = find_defense ? find_defense(dname) : strcmp(dname, defense_none.name) == 0 ? &defense_none : NULL;
-        if (!ex->defense)
-            return fp_fail(err, FP_EPARAM, "defense.name: unknown defense \"%.64s\" (fedpriv list shows the defenses)",
-                           dname);
+        if (!ex->defense) {
+            char near[FP_SUGGEST_MAX_LEN + 2], hint[FP_SUGGEST_MAX_LEN + 32];
+            DefenseProbe probe = {find_defense};
+            FpSuggest s;
+            fp_suggest_begin(&s, dname);
+            fp_suggest_probe(&s, defense_exists, &probe, near, sizeof near);
+            return fp_fail(err, FP_EPARAM,
+                           "defense.name: unknown defense \"%.64s\" (%sfedpriv list shows the defenses)", dname,
+                           fp_did_you_mean(&s, "", " ", hint, sizeof hint));
+        }
     } else
         ex->defense = &defense_none;
     // Validate the model config before loading data, so config errors come fast.

@@ -11,6 +11,7 @@
 #include "core/files.h"
 #include "core/jsonv.h"
 #include "core/rng.h"
+#include "core/suggest.h"
 
 extern const ModelOps model_mlp, model_logreg, model_lenet, model_cnn_mnist, model_cnn_cifar, model_lstm,
     model_resnet18;
@@ -80,9 +81,13 @@ Model *model_create(const cJSON *json, const char *path, const DataShape *in, co
         return NULL;
     const ModelOps *ops = model_find(name);
     if (!ops) {
-        char p[256];
-        fp_fail(err, FP_EPARAM, "%s: unknown model \"%.64s\" (fedpriv list shows the models)",
-                jv_path(p, sizeof p, path, "name"), name);
+        char p[256], hint[FP_SUGGEST_MAX_LEN + 32];
+        FpSuggest s;
+        fp_suggest_begin(&s, name);
+        for (int i = 0; i < model_count(); i++)
+            fp_suggest_add(&s, model_at(i)->name);
+        fp_fail(err, FP_EPARAM, "%s: unknown model \"%.64s\" (%sfedpriv list shows the models)",
+                jv_path(p, sizeof p, path, "name"), name, fp_did_you_mean(&s, "", " ", hint, sizeof hint));
         return NULL;
     }
     Model *m = fp_calloc(1, sizeof *m, err);

@@ -4,6 +4,8 @@
 
 #include <string.h>
 
+#include "core/suggest.h"
+
 extern const AttackOps attack_dlg;
 extern const AttackOps attack_idlg;
 extern const AttackOps attack_inverting_gradients;
@@ -38,4 +40,12 @@ const AttackOps *attack_find(const char *name) {
         if (strcmp(all_attacks[i]->name, name) == 0)
             return all_attacks[i];
     return NULL;
+}
+
+const char *attack_suggest(const char *name, char *buf, size_t n) {
+    FpSuggest s;
+    fp_suggest_begin(&s, name);
+    for (int i = 0; i < attack_count(); i++)
+        fp_suggest_add(&s, all_attacks[i]->name);
+    return fp_did_you_mean(&s, "", " ", buf, n);
 }

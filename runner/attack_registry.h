@@ -9,5 +9,8 @@
 int attack_count(void);
 const AttackOps *attack_at(int i);
 const AttackOps *attack_find(const char *name);
+// "did you mean \"NAME\"? " for the attack nearest to an unknown name (core/suggest.h), or ""
+// when none is near; into buf (n bytes).
+const char *attack_suggest(const char *name, char *buf, size_t n);
 
 #endif

@@ -389,9 +389,10 @@ static FpStatus validate_names(const Bound *b, const MatrixResults *mr, const cJ
         known |= same;
         vknown |= same && b->variant && v && strcmp(v, b->variant) == 0;
     }
+    char hint[128];
     if (!known)
-        return fp_fail(err, FP_EPARAM, "%s: unknown defense \"%.64s\" (fedpriv list shows the defenses)",
-                       jv_path(p, sizeof p, b->path, "defense"), b->select);
+        return fp_fail(err, FP_EPARAM, "%s: unknown defense \"%.64s\" (%sfedpriv list shows the defenses)",
+                       jv_path(p, sizeof p, b->path, "defense"), b->select, defense_suggest(b->select, hint, sizeof hint));
     if (!vknown)
         return fp_fail(err, FP_EPARAM, "%s: defense \"%.64s\" has no variant \"%.64s\"%s%s%s",
                        jv_path(p, sizeof p, b->path, "variant"), b->select, b->variant, ops && ops->variants ? " (it has: " : "",
@@ -413,8 +414,8 @@ static FpStatus validate_names(const Bound *b, const MatrixResults *mr, const cJ
     for (int k = 0; k < matrix_attack_count(mr); k++)
         in_run |= attack_selected(b, matrix_index_attack(mr, k));
     if (!in_run && !attack_find(b->attack))
-        return fp_fail(err, FP_EPARAM, "%s: unknown attack \"%.64s\" (fedpriv list shows the attacks)",
-                       jv_path(p, sizeof p, b->path, "attack"), b->attack);
+        return fp_fail(err, FP_EPARAM, "%s: unknown attack \"%.64s\" (%sfedpriv list shows the attacks)",
+                       jv_path(p, sizeof p, b->path, "attack"), b->attack, attack_suggest(b->attack, hint, sizeof hint));
     if (!b->metric_given || !b->metric || strcmp(b->metric, "headline") == 0)
         return FP_OK;
     // The metric must be in a finished result of that attack; with none finished there is

@@ -115,10 +115,12 @@ static void junit(const CheckResult *r, const char *baseline, HtmlBuf *o) {
     hb_puts(o, "</testsuite>\n</testsuites>\n");
 }
 
-// GitHub workflow commands: data escapes %, CR, LF; property values also : and ,. The
-// runner prints the lines to the job's log as they are, so every other control
-// character is escaped too (core/status.h fp_escape: ESC and BEL as \x1b, \x07), run by
-// run between the percent-encoded bytes (all ASCII, so no UTF-8 sequence is split).
+// GitHub workflow commands (the "::error ...::" annotations): data escapes %, CR, LF;
+// property values also : and ,. The runner prints the lines to the job's log as they
+// are, so every other control character is escaped too (core/status.h fp_escape: ESC
+// and BEL as \x1b, \x07), run by run between the percent-encoded bytes (all ASCII, so no
+// UTF-8 sequence is split). Only annotations are percent-encoded (the runner decodes
+// them): a plain line ("ok: ...") gets fp_escape alone, so "50%" stays "50%".
 static void gh_escape(HtmlBuf *o, const char *s, int property) {
     const char *special = property ? "%\r\n:," : "%\r\n";
     while (*s) {
@@ -142,8 +144,9 @@ static void github(const CheckResult *r, const char *baseline, HtmlBuf *o) {
     for (int i = 0; i < r->n_items; i++) {
         const CheckItem *it = &r->items[i];
         if (it->ok) {
+            char msg[2048];
             hb_puts(o, "ok: ");
-            gh_escape(o, it->message, 0);
+            hb_puts(o, fp_escape(it->message, msg, sizeof msg));
             hb_puts(o, "\n");
             continue;
         }

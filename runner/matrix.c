@@ -29,6 +29,15 @@ const AttackOps *matrix_attack_find(const Matrix *m, const char *name) {
     return m->reg.attack_find ? m->reg.attack_find(name) : attack_find(name);
 }
 
+// The nearest registered name to an unknown one, for its message ("" with stand-ins).
+static const char *defense_hint(const Matrix *m, const char *name, char *buf, size_t n) {
+    return m->reg.defense_find ? "" : defense_suggest(name, buf, n);
+}
+
+static const char *attack_hint(const Matrix *m, const char *name, char *buf, size_t n) {
+    return m->reg.attack_find ? "" : attack_suggest(name, buf, n);
+}
+
 // FNV-1a, 64 bits: a cell's identity, not a security boundary.
 static uint64_t fnv1a(const char *s) {
     uint64_t h = 1469598103934665603ull;
@@ -194,9 +203,10 @@ static FpStatus expand_defense(Matrix *m, int di, const cJSON *entry, FpError *e
     const char *name;
     FP_TRY(jv_string(entry, path, "name", JV_REQUIRED, NULL, &name, err));
     const DefenseOps *ops = matrix_defense_find(m, name);
+    char hint[128];
     if (!ops)
-        return fp_fail(err, FP_EPARAM, "%s: unknown defense \"%.64s\" (fedpriv list shows the defenses)",
-                       jv_path(p, sizeof p, path, "name"), name);
+        return fp_fail(err, FP_EPARAM, "%s: unknown defense \"%.64s\" (%sfedpriv list shows the defenses)",
+                       jv_path(p, sizeof p, path, "name"), name, defense_hint(m, name, hint, sizeof hint));
     int nd = dm.n, len[17], at[17] = {0};
     for (int d = 0; d < nd; d++)
         len[d] = cJSON_GetArraySize(dm.list[d]);
@@ -288,9 +298,10 @@ static FpStatus load_attacks(Matrix *m, const cJSON *arr, FpError *err) {
         const char *name;
         FP_TRY(jv_string(a, as->path, "name", JV_REQUIRED, NULL, &name, err));
         as->ops = matrix_attack_find(m, name);
+        char hint[128];
         if (!as->ops)
-            return fp_fail(err, FP_EPARAM, "%s: unknown attack \"%.64s\" (fedpriv list shows the attacks)",
-                           jv_path(p, sizeof p, as->path, "name"), name);
+            return fp_fail(err, FP_EPARAM, "%s: unknown attack \"%.64s\" (%sfedpriv list shows the attacks)",
+                           jv_path(p, sizeof p, as->path, "name"), name, attack_hint(m, name, hint, sizeof hint));
         m->n_attacks = i + 1;
         as->json = cJSON_Duplicate(a, 1);
         if (!as->json)
