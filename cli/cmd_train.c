@@ -17,6 +17,7 @@
 #include "core/jsonv.h"
 #include "defenses/registry.h"
 #include "fl/experiment.h"
+#include "models/onnx.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: fedpriv train --config FILE.json [--out result.json] [--device cpu|cuda] [--threads N]\n"
@@ -26,7 +27,9 @@ static void usage(FILE *f) {
                "  diverged (the result says so), 2 on bad input. --secure-rng: draw the defense's\n"
                "  noise from ChaCha20 keyed by getrandom (as \"rng\": \"secure\" in the config).\n"
                "  Under mpirun -n R (built with MPI) R ranks share every round's clients; the\n"
-               "  result is bit-identical to one process, and rank 0 writes it (docs/cluster.md).\n");
+               "  result is bit-identical to one process, and rank 0 writes it (docs/cluster.md).\n"
+               "  --save-model FILE.safetensors writes safetensors (and FILE.onnx for an imported\n"
+               "  model); another name the fedpriv weight file (docs/bring-your-own.md).\n");
 }
 
 // An error: rank 0 says it; another rank says it only when it is its own (a failure
@@ -67,8 +70,11 @@ static int train_run(Comm *comm, const char *config, const char *out, const char
     FpStatus st = FP_OK;
     if (lead && out)
         st = fp_check_writable_file(out, &err);
+    char save_onnx[4200];
     if (st == FP_OK && lead && save)
         st = fp_check_writable_file(save, &err);
+    if (st == FP_OK && lead && save && onnx_sibling(save, save_onnx, sizeof save_onnx))
+        st = fp_check_writable_file(save_onnx, &err);
     if (st == FP_OK)
         st = jv_load_file(config, &root, &err);
     int loaded = st == FP_OK; // these messages name their file already
@@ -80,7 +86,7 @@ static int train_run(Comm *comm, const char *config, const char *out, const char
     Experiment ex;
     memset(&ex, 0, sizeof ex);
     Federation *f = NULL;
-    if (st == FP_OK && (st = experiment_load(root, NULL, device, threads, defense_find, &ex, &err)) == FP_OK) {
+    if (st == FP_OK && (st = experiment_load_at(root, config, NULL, device, threads, defense_find, &ex, &err)) == FP_OK) {
         ex.comm = comm;
         if (!(f = experiment_federation(&ex, NULL, 0, &err)))
             st = err.code != FP_OK ? err.code : FP_ENOMEM;
@@ -114,7 +120,7 @@ static int train_run(Comm *comm, const char *config, const char *out, const char
         if (!ex.test->n_classes)
             cJSON_AddNumberToObject(fin, "test_mae", last->test_mae);
         cJSON_AddItemToObject(fin, "privacy", privacy_record_json(&last->privacy));
-        if (lead && save && model_save(ex.model, save, &err) != FP_OK)
+        if (lead && save && model_save_by_name(ex.model, save, &err) != FP_OK)
             rc = cli_report_error("train", &err);
     } else if (st == FP_EDIVERGED) {
         cJSON_AddStringToObject(res, "status", "diverged");
