@@ -146,7 +146,7 @@ $(BUILD)/gen/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(CC) $(filter-out -Wshadow,$(CFLAGS)) -w -c -o $@ $<
-$(patsubst %.c,$(BUILD)/%.o,$(wildcard models/onnx*.c)): | $(ONNX_GEN)/onnx.pb-c.h
+$(patsubst %.c,$(BUILD)/%.o,$(wildcard models/onnx*.c)) $(BUILD)/tests/test_onnx.o: | $(ONNX_GEN)/onnx.pb-c.h
 
 $(BIN): $(BUILD)/cli/main.o $(LIB)
 	$(call say,LINK,$@)

@@ -779,6 +779,9 @@ static FpStatus compile_nodes(CompileCtx *c) {
                 if (st != FP_OK)
                     return st;
                 v.n_ints = (int)nn;
+            } else if (!t->has_data_type || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
+                // Dropout's training_mode (a bool) and the like: known, never read.
+                v.unusable = "a constant neither float32 nor int64";
             } else {
                 OnnxConst *k = &og->consts[og->n_consts];
                 if (og->n_consts == ONNX_MAX_CONSTS)
