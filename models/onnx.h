@@ -32,6 +32,9 @@
 Model *onnx_model_create(const cJSON *json, const char *path, const DataShape *in, const Backend *be,
                          const char *base_dir, FpError *err);
 int model_is_onnx(const Model *m);
+// The same from the file's bytes (name: what messages call the file).
+Model *onnx_model_from_bytes(const uint8_t *buf, size_t len, const char *name, const DataShape *in,
+                             const Backend *be, FpError *err);
 
 // The same compilation on bytes in memory (the fuzz target and the refusal tests): name is
 // what messages call the file. peak (may be NULL) receives the most bytes the unpacking

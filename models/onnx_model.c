@@ -178,6 +178,44 @@ static uint64_t fnv1a(const uint8_t *b, size_t n) {
     return h;
 }
 
+Model *onnx_model_from_bytes(const uint8_t *buf, size_t len, const char *name, const DataShape *in,
+                             const Backend *be, FpError *err) {
+    OnnxGraph *g;
+    if (onnx_graph_compile(buf, len, name, in, &g, NULL, err) != FP_OK)
+        return NULL;
+    Model *m = fp_calloc(1, sizeof *m, err);
+    if (!m) {
+        onnx_graph_free(g);
+        return NULL;
+    }
+    m->ops = &model_onnx;
+    m->state = g;
+    m->in = *in;
+    m->be = be;
+    snprintf(m->cfg.name, sizeof m->cfg.name, "onnx-%016llx", (unsigned long long)fnv1a(buf, len));
+    m->cfg.bn_momentum = 0.1f;
+    const Onnx__GraphProto *gp = g->proto->graph;
+    for (int i = 0; i < g->n_layers; i++) {
+        const OnnxLayer *l = &g->layers[i];
+        int one[1] = {1};
+        int nd = l->dims.nd ? l->dims.nd : 1;
+        if (model_add_layer(m, gp->initializer[l->init]->name, l->kind, nd, l->dims.nd ? l->dims.d : one, 0, err) !=
+            FP_OK) {
+            model_free(m);
+            return NULL;
+        }
+    }
+    m->params = be->alloc(m->table.n_params * sizeof(float));
+    if (!m->params) {
+        fp_fail(err, FP_ENOMEM, "out of memory: %s needs %zu parameters (%.1f MB)", name, m->table.n_params,
+                m->table.n_params * 4.0 / 1e6);
+        model_free(m);
+        return NULL;
+    }
+    be->fill(m->params, m->table.n_params, 0.0f);
+    return m;
+}
+
 Model *onnx_model_create(const cJSON *json, const char *path, const DataShape *in, const Backend *be,
                          const char *base_dir, FpError *err) {
     static const char *const keys[] = {"onnx", NULL};
@@ -193,41 +231,7 @@ Model *onnx_model_create(const cJSON *json, const char *path, const DataShape *i
     size_t len;
     if (fp_read_input(full, ONNX_MAX_FILE, &buf, &len, err) != FP_OK)
         return NULL;
-    OnnxGraph *g;
-    FpStatus st = onnx_graph_compile((const uint8_t *)buf, len, full, in, &g, NULL, err);
-    uint64_t digest = fnv1a((const uint8_t *)buf, len);
+    Model *m = onnx_model_from_bytes((const uint8_t *)buf, len, full, in, be, err);
     free(buf);
-    if (st != FP_OK)
-        return NULL;
-    Model *m = fp_calloc(1, sizeof *m, err);
-    if (!m) {
-        onnx_graph_free(g);
-        return NULL;
-    }
-    m->ops = &model_onnx;
-    m->state = g;
-    m->in = *in;
-    m->be = be;
-    snprintf(m->cfg.name, sizeof m->cfg.name, "onnx-%016llx", (unsigned long long)digest);
-    m->cfg.bn_momentum = 0.1f;
-    const Onnx__GraphProto *gp = g->proto->graph;
-    for (int i = 0; i < g->n_layers; i++) {
-        const OnnxLayer *l = &g->layers[i];
-        int one[1] = {1};
-        int nd = l->dims.nd ? l->dims.nd : 1;
-        if (model_add_layer(m, gp->initializer[l->init]->name, l->kind, nd, l->dims.nd ? l->dims.d : one, 0, err) !=
-            FP_OK) {
-            model_free(m);
-            return NULL;
-        }
-    }
-    m->params = be->alloc(m->table.n_params * sizeof(float));
-    if (!m->params) {
-        fp_fail(err, FP_ENOMEM, "out of memory: %s needs %zu parameters (%.1f MB)", full, m->table.n_params,
-                m->table.n_params * 4.0 / 1e6);
-        model_free(m);
-        return NULL;
-    }
-    be->fill(m->params, m->table.n_params, 0.0f);
     return m;
 }
