@@ -11,6 +11,7 @@
 
 #include "core/backend.h"
 #include "models/onnx_internal.h"
+#include "models/onnx.h"
 #include "tests/cli_run.h"
 #include "tests/scratch.h"
 
@@ -486,6 +487,103 @@ START_TEST(imported_lenet_is_builtin_bit_for_bit) {
 }
 END_TEST
 
+// -- weights out -----------------------------------------------------------------------------
+// The safetensors of a model: its header parsed back (8-byte little-endian length, JSON),
+// each layer's entry checked against the table and its bytes against the parameters.
+static void check_safetensors(const Model *m, const char *path, int n_counters) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_ptr_nonnull(f);
+    uint8_t len8[8];
+    ck_assert_uint_eq(fread(len8, 1, 8, f), 8);
+    uint64_t hl = 0;
+    for (int k = 7; k >= 0; k--)
+        hl = hl << 8 | len8[k];
+    ck_assert_uint_eq(hl % 8, 0);
+    char *hdr = calloc(hl + 1, 1);
+    ck_assert_uint_eq(fread(hdr, 1, hl, f), hl);
+    size_t data_len = m->table.n_params * 4 + (size_t)n_counters * 8;
+    uint8_t *data = malloc(data_len + 1);
+    ck_assert_uint_eq(fread(data, 1, data_len + 1, f), data_len);
+    fclose(f);
+    cJSON *j = cJSON_Parse(hdr);
+    ck_assert_ptr_nonnull(j);
+    ck_assert_int_eq(cJSON_GetArraySize(j), m->table.n_layers + n_counters + 1);
+    ck_assert_ptr_nonnull(cJSON_GetObjectItemCaseSensitive(j, "__metadata__"));
+    float *host = malloc(sizeof(float) * m->table.n_params);
+    model_get_params(m, host);
+    for (int i = 0; i < m->table.n_layers; i++) {
+        const ParamLayer *l = &m->table.layers[i];
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(j, l->name);
+        ck_assert_msg(e != NULL, "%s missing", l->name);
+        ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(e, "dtype")->valuestring, "F32");
+        const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape"), *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+        size_t n = 1;
+        for (int k = 0; k < cJSON_GetArraySize(sh); k++)
+            n *= (size_t)cJSON_GetArrayItem(sh, k)->valuedouble;
+        ck_assert_uint_eq(n, l->count);
+        size_t lo = (size_t)cJSON_GetArrayItem(off, 0)->valuedouble, hi = (size_t)cJSON_GetArrayItem(off, 1)->valuedouble;
+        ck_assert_uint_eq(lo, l->offset * 4);
+        ck_assert_uint_eq(hi - lo, l->count * 4);
+        ck_assert_mem_eq(data + lo, host + l->offset, l->count * 4); // little-endian hosts
+    }
+    free(host);
+    cJSON_Delete(j);
+    free(hdr);
+    free(data);
+}
+
+START_TEST(saved_files_hold_the_weights) {
+    char dir[256], p[512], q[512];
+    scratch_make(dir, sizeof dir, "onnx-save");
+    // A built-in model: its documented names; no ONNX file.
+    DataShape tiny = {.c = 1, .h = 1, .w = 4, .n_classes = 3};
+    cJSON *j = cJSON_Parse("{\"name\": \"mlp\", \"hidden\": [5]}");
+    FpError err = {0};
+    Model *mlp = model_create(j, "model", &tiny, backend_cpu(), &err);
+    cJSON_Delete(j);
+    ck_assert_ptr_nonnull(mlp);
+    ck_assert_int_eq(model_init(mlp, 3, &err), FP_OK);
+    ck_assert_str_eq(mlp->table.layers[0].name, "fc1.weight");
+    ck_assert_str_eq(mlp->table.layers[3].name, "fc2.bias");
+    ck_assert_msg(model_save_by_name(mlp, scratch_path(dir, "mlp.safetensors", p, sizeof p), &err) == FP_OK, "%s",
+                  err.msg);
+    check_safetensors(mlp, p, 0);
+    ck_assert_int_ne(access(scratch_path(dir, "mlp.onnx", q, sizeof q), F_OK), 0);
+    ck_assert_int_eq(onnx_model_save(mlp, q, &err), FP_EUNSUPPORTED);
+    model_free(mlp);
+    // An imported model: changed weights written to both files; the ONNX file imports
+    // again with exactly those weights, and the same layers.
+    DataShape in = {.c = 1, .h = 8, .w = 8, .n_classes = 4};
+    Model *ref = builtin_lenet(&in);
+    size_t len;
+    uint8_t *buf = lenet_onnx(ref, &len);
+    Model *m = imported(buf, len, &in, dir);
+    free(buf);
+    float *host = malloc(sizeof(float) * m->table.n_params), *back = malloc(sizeof(float) * m->table.n_params);
+    model_get_params(m, host);
+    for (size_t i = 0; i < m->table.n_params; i++)
+        host[i] = host[i] * 0.5f + 0.125f;
+    model_set_params(m, host);
+    ck_assert_msg(model_save_by_name(m, scratch_path(dir, "trained.safetensors", p, sizeof p), &err) == FP_OK, "%s",
+                  err.msg);
+    check_safetensors(m, p, 0);
+    j = cJSON_Parse("{\"onnx\": \"trained.onnx\"}");
+    Model *again = model_create_at(j, "model", &in, backend_cpu(), dir, &err);
+    cJSON_Delete(j);
+    ck_assert_msg(again != NULL, "%s", err.msg);
+    ck_assert_int_eq(model_init(again, 1, &err), FP_OK);
+    ck_assert_int_eq(again->table.n_layers, m->table.n_layers);
+    model_get_params(again, back);
+    ck_assert_mem_eq(back, host, sizeof(float) * m->table.n_params);
+    free(host);
+    free(back);
+    model_free(again);
+    model_free(m);
+    model_free(ref);
+    scratch_remove(dir);
+}
+END_TEST
+
 // -- the round trip with PyTorch ------------------------------------------------------------------
 static const char *const roundtrip_models[] = {"mlp_tanh", "lenet_pool", "cnn_bn"};
 
@@ -581,6 +679,7 @@ Suite *suite_onnx(void) {
     tcase_add_test(tc, malformed_files_refused_in_process);
     tcase_add_test(tc, malformed_files_refused_by_train);
     tcase_add_test(tc, imported_lenet_is_builtin_bit_for_bit);
+    tcase_add_test(tc, saved_files_hold_the_weights);
     tcase_add_test(tc, pytorch_roundtrip);
     suite_add_tcase(s, tc);
     return s;
