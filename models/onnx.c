@@ -454,7 +454,8 @@ static FpStatus op_gemm(CompileCtx *c) {
     FP_TRY(operand(c, 1, PARAM_WEIGHT, &c->step.in[1], &b));
     int tb = (int)attr_int(n, "transB", 0);
     if (c->step.in[1].kind != OPD_PARAM || b.nd != 2 || b.d[tb ? 1 : 0] != a.d[1])
-        return NODE_FAIL(c, FP_EFORMAT, "input B must be a weight of %s (%d, N)", tb ? "transposed" : "", a.d[1]);
+        return tb ? NODE_FAIL(c, FP_EFORMAT, "input B must be a weight of (N, %d) (transB 1)", a.d[1])
+                  : NODE_FAIL(c, FP_EFORMAT, "input B must be a weight of (%d, N)", a.d[1]);
     int m = b.d[tb ? 0 : 1];
     c->step.trans_b = tb;
     c->step.kind = ST_GEMM;
@@ -775,10 +776,13 @@ static FpStatus compile_nodes(CompileCtx *c) {
             const Onnx__TensorProto *t = c->step.tensor;
             if (t->has_data_type && t->data_type == ONNX__TENSOR_PROTO__DATA_TYPE__INT64) {
                 size_t nn;
-                FpStatus st = tensor_ints(c, t, &v.ints, &nn);
-                if (st != FP_OK)
-                    return st;
+                FP_TRY(tensor_ints(c, t, &v.ints, &nn));
                 v.n_ints = (int)nn;
+                FpStatus st = add_value(c, n->output[0], v, c->err);
+                if (st != FP_OK)
+                    free(v.ints); // not in the table: freed here
+                FP_TRY(st);
+                continue;
             } else if (!t->has_data_type || t->data_type != ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT) {
                 // Dropout's training_mode (a bool) and the like: known, never read.
                 v.unusable = "a constant neither float32 nor int64";
