@@ -593,6 +593,38 @@ START_TEST(idlg_on_imported_lenet_matches_builtin) {
 }
 END_TEST
 
+// DP-SGD's per-example gradients (core/per_example.c) find the imported Gemm as they find
+// a built-in linear layer: `fedpriv train` under dp-sgd runs to the end.
+START_TEST(dpsgd_trains_an_imported_model) {
+    SKIP_UNLESS_BIN();
+    char dir[256], p[512], cfg[512], out[16384], errb[8192], text[1024];
+    scratch_make(dir, sizeof dir, "onnx-dp");
+    write_tiny_csv(scratch_path(dir, "data.csv", p, sizeof p));
+    Builder b;
+    b_tiny(&b, 13);
+    size_t len;
+    uint8_t *buf = b_pack(&b, &len);
+    b_free(&b);
+    write_bytes(scratch_path(dir, "tiny.onnx", p, sizeof p), buf, len);
+    free(buf);
+    snprintf(cfg, sizeof cfg, "%s/dp.json", dir);
+    snprintf(text, sizeof text,
+             "{\"dataset\": {\"name\": \"csv\", \"path\": \"%s/data.csv\"}, \"model\": {\"onnx\": \"tiny.onnx\"},"
+             " \"federation\": {\"clients\": 2, \"rounds\": 2, \"batch_size\": 16, \"lr\": 0.1}, \"threads\": 1,"
+             " \"defense\": {\"name\": \"dp-sgd\", \"clip\": 1, \"epsilon\": 8, \"delta\": 1e-5}}",
+             dir);
+    write_text(cfg, text);
+    const char *args[] = {"train", "--config", cfg, "--out", scratch_path(dir, "res.json", p, sizeof p), NULL};
+    int rc = cli_run(args, out, errb, sizeof out);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, errb);
+    cJSON *r = NULL;
+    ck_assert_int_eq(jv_load_file(p, &r, NULL), FP_OK);
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "status")->valuestring, "ok");
+    cJSON_Delete(r);
+    scratch_remove(dir);
+}
+END_TEST
+
 // -- weights out -----------------------------------------------------------------------------
 // The safetensors of a model: its header parsed back (8-byte little-endian length, JSON),
 // each layer's entry checked against the table and its bytes against the parameters.
@@ -786,6 +818,7 @@ Suite *suite_onnx(void) {
     tcase_add_test(tc, malformed_files_refused_by_train);
     tcase_add_test(tc, imported_lenet_is_builtin_bit_for_bit);
     tcase_add_test(tc, idlg_on_imported_lenet_matches_builtin);
+    tcase_add_test(tc, dpsgd_trains_an_imported_model);
     tcase_add_test(tc, saved_files_hold_the_weights);
     tcase_add_test(tc, pytorch_roundtrip);
     suite_add_tcase(s, tc);
