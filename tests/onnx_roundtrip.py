@@ -132,6 +132,7 @@ def check(d):
     bad = 0
     for name, m in models().items():
         m.load_state_dict(torch.load(os.path.join(d, name + ".pt")))
+        before = {k: v.clone() for k, v in m.state_dict().items()}
         # PyTorch's step: one SGD step on the whole batch, batch norm in training mode.
         m.train()
         opt = torch.optim.SGD(m.parameters(), lr=LR)
@@ -140,6 +141,13 @@ def check(d):
         opt.step()
         want = {k: v for k, v in m.state_dict().items() if not k.endswith("num_batches_tracked")}
         got = read_safetensors(os.path.join(d, name + ".trained.safetensors"))
+        # Control: the step moves the weights by far more than the tolerance, so weights left
+        # untrained would fail the comparison below. (A convolution's bias before batch norm
+        # has no gradient, so not every tensor moves.)
+        moved = max(rel(before[k], v) for k, v in want.items())
+        if moved <= 100 * TOL:
+            print("%s: the SGD step moves no tensor beyond 100x the tolerance: the check could not fail" % name)
+            bad += 1
         for k, v in want.items():
             if k not in got:
                 print("%s: %s missing from the safetensors" % (name, k))
@@ -155,7 +163,8 @@ def check(d):
         if r > TOL:
             print("%s: the reloaded module's logits differ from fedpriv's by %.3g relative" % (name, r))
             bad += 1
-        print("%s: step and reload within %.3g" % (name, max([rel(got[k], v) for k, v in want.items()] + [r])))
+        print("%s: SGD step within %.3g (it moved the weights by %.3g), reloaded logits within %.3g" %
+              (name, max(rel(got[k], v) for k, v in want.items() if k in got), moved, r))
     return 1 if bad else 0
 
 

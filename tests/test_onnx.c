@@ -787,6 +787,7 @@ START_TEST(pytorch_roundtrip) {
         onnx_logits(dir, p, x, got);
         double r = rel_diff(got, want, 256);
         ck_assert_msg(r <= 1e-5, "%s: fedpriv's logits differ from PyTorch's by %.3g relative", name, r);
+        fprintf(stderr, "onnx round trip: %s: logits within %.3g of PyTorch's\n", name, r);
         // One round of FedAvg (one client, one SGD step on the whole batch), saved.
         snprintf(p, sizeof p, "%s/%s.json", dir, name);
         snprintf(q, sizeof q, "%s/%s.trained.safetensors", dir, name);
@@ -806,6 +807,7 @@ START_TEST(pytorch_roundtrip) {
     const char *check[] = {py, "tests/onnx_roundtrip.py", "check", dir, NULL};
     int rc = cli_exec(check, out, errb, sizeof out);
     ck_assert_msg(rc == 0, "check failed (%d): %s%s", rc, out, errb);
+    fprintf(stderr, "onnx round trip: %s", out); // the figures: each model's largest relative difference
     scratch_remove(dir);
 }
 END_TEST
