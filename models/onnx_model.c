@@ -218,9 +218,14 @@ Model *onnx_model_from_bytes(const uint8_t *buf, size_t len, const char *name, c
 
 Model *onnx_model_create(const cJSON *json, const char *path, const DataShape *in, const Backend *be,
                          const char *base_dir, FpError *err) {
-    static const char *const keys[] = {"onnx", NULL};
+    // "init": "file" (default) starts from the graph's initializers; "uniform" from DLG's
+    // U(−0.5, 0.5) drawn from the seed, as a built-in model with that init (models/model.c):
+    // a shadow or reference model of an attack then starts where the built-in one would.
+    static const char *const keys[] = {"onnx", "init", NULL}, *const inits[] = {"file", "uniform", NULL};
     const char *file;
-    if (jv_keys(json, path, keys, err) != FP_OK || jv_string(json, path, "onnx", JV_REQUIRED, NULL, &file, err) != FP_OK)
+    int init = 0;
+    if (jv_keys(json, path, keys, err) != FP_OK || jv_string(json, path, "onnx", JV_REQUIRED, NULL, &file, err) != FP_OK ||
+        jv_choice(json, path, "init", inits, 0, &init, err) != FP_OK)
         return NULL;
     char full[4200];
     if (file[0] != '/' && base_dir && base_dir[0])
@@ -233,5 +238,7 @@ Model *onnx_model_create(const cJSON *json, const char *path, const DataShape *i
         return NULL;
     Model *m = onnx_model_from_bytes((const uint8_t *)buf, len, full, in, be, err);
     free(buf);
+    if (m && init == 1)
+        m->cfg.init = INIT_UNIFORM; // model_init: the generic initialisation, not onnx_init
     return m;
 }

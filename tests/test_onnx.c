@@ -492,24 +492,35 @@ END_TEST
 // weights (the built-in's from the config's seed, written into the ONNX file): the same
 // reconstructions, losses and scores, bit for bit (the results' text equal but for the
 // model's name).
-static cJSON *idlg_result(const char *dir, const char *tag, const char *model_json) {
+static cJSON *attack_result(const char *dir, const char *tag, const char *attack, const char *model_json,
+                            const char *attack_json) {
     char cfg[512], text[2048], outdir[512], p[600], out[8192], errb[8192];
     snprintf(cfg, sizeof cfg, "%s/%s.json", dir, tag);
     snprintf(text, sizeof text,
-             "{\"seed\": 3, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\", \"split\": \"test\"},"
-             " \"model\": %s, \"defense\": {\"name\": \"none\"}, \"federation\": {\"clients\": 3},"
-             " \"attack\": {\"name\": \"idlg\", \"images\": [1, 4], \"batch_size\": 2, \"steps\": 15,"
-             " \"restarts\": 1}}",
-             dir, model_json);
+             "{\"seed\": 3, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\"},"
+             " \"model\": %s, \"defense\": {\"name\": \"none\"}, \"federation\": {\"clients\": 3, \"rounds\": 1,"
+             " \"batch_size\": 10}, \"attack\": %s}",
+             dir, model_json, attack_json);
     write_text(cfg, text);
     snprintf(outdir, sizeof outdir, "%s/out-%s", dir, tag);
-    const char *args[] = {"attack", "idlg", "--config", cfg, "--out", outdir, "--threads", "1", NULL};
+    const char *args[] = {"attack", attack, "--config", cfg, "--out", outdir, "--threads", "1", NULL};
     int rc = cli_run(args, out, errb, sizeof out);
     ck_assert_msg(rc == 0, "%s: exit %d: %s", tag, rc, errb);
     snprintf(p, sizeof p, "%s/result.json", outdir);
     cJSON *r = NULL;
     ck_assert_int_eq(jv_load_file(p, &r, NULL), FP_OK);
     return r;
+}
+
+static void assert_same_keys(const cJSON *a, const cJSON *b, const char *const *keys) {
+    for (int k = 0; keys[k]; k++) {
+        const cJSON *ja = cJSON_GetObjectItem(a, keys[k]), *jb = cJSON_GetObjectItem(b, keys[k]);
+        ck_assert_msg(ja && jb, "%s missing", keys[k]);
+        char *ta = cJSON_PrintUnformatted(ja), *tb = cJSON_PrintUnformatted(jb);
+        ck_assert_msg(strcmp(ta, tb) == 0, "%s differs:\n%.600s\n%.600s", keys[k], ta, tb);
+        free(ta);
+        free(tb);
+    }
 }
 
 static uint8_t *read_all(const char *path, size_t *n) {
@@ -550,7 +561,7 @@ START_TEST(idlg_on_imported_lenet_matches_builtin) {
     SKIP_UNLESS_BIN();
     char dir[256];
     scratch_make(dir, sizeof dir, "onnx-idlg");
-    write_idx12(dir, 6);
+    write_idx12(dir, 40);
     DataShape in = {.c = 1, .h = 12, .w = 12, .n_classes = 10};
     cJSON *j = cJSON_Parse("{\"name\": \"lenet\", \"init\": \"uniform\"}");
     FpError err = {0};
@@ -564,17 +575,12 @@ START_TEST(idlg_on_imported_lenet_matches_builtin) {
     write_bytes(scratch_path(dir, "lenet.onnx", p, sizeof p), buf, len);
     free(buf);
     model_free(ref);
-    cJSON *a = idlg_result(dir, "builtin", "{\"name\": \"lenet\", \"init\": \"uniform\"}");
-    cJSON *b = idlg_result(dir, "imported", "{\"onnx\": \"lenet.onnx\"}");
-    const char *keys[] = {"ssim_mean", "images", NULL};
-    for (int k = 0; keys[k]; k++) {
-        char *ta = cJSON_PrintUnformatted(cJSON_GetObjectItem(a, keys[k]));
-        char *tb = cJSON_PrintUnformatted(cJSON_GetObjectItem(b, keys[k]));
-        ck_assert_ptr_nonnull(ta);
-        ck_assert_msg(strcmp(ta, tb) == 0, "%s differs:\n%.600s\n%.600s", keys[k], ta, tb);
-        free(ta);
-        free(tb);
-    }
+    static const char *const idlg =
+        "{\"name\": \"idlg\", \"images\": [1, 4], \"batch_size\": 2, \"steps\": 15, \"restarts\": 1}";
+    cJSON *a = attack_result(dir, "builtin", "idlg", "{\"name\": \"lenet\", \"init\": \"uniform\"}", idlg);
+    cJSON *b = attack_result(dir, "imported", "idlg", "{\"onnx\": \"lenet.onnx\"}", idlg);
+    static const char *const keys[] = {"ssim_mean", "images", NULL};
+    assert_same_keys(a, b, keys);
     // The reconstructions' PNGs are the same bytes.
     cJSON *im = cJSON_GetArrayItem(cJSON_GetObjectItem(a, "images"), 0);
     char pa[700], pb[700];
@@ -621,6 +627,37 @@ START_TEST(dpsgd_trains_an_imported_model) {
     ck_assert_int_eq(jv_load_file(p, &r, NULL), FP_OK);
     ck_assert_str_eq(cJSON_GetObjectItem(r, "status")->valuestring, "ok");
     cJSON_Delete(r);
+    scratch_remove(dir);
+}
+END_TEST
+
+// LiRA on the imported LeNet and the built-in one: with "init": "uniform" the imported
+// model's shadows start where the built-in's do (from the seed), so the scores, the ROC
+// and its figures are the same, bit for bit.
+START_TEST(lira_on_imported_lenet_matches_builtin) {
+    SKIP_UNLESS_BIN();
+    char dir[256], p[512];
+    scratch_make(dir, sizeof dir, "onnx-lira");
+    write_idx12(dir, 40);
+    DataShape in = {.c = 1, .h = 12, .w = 12, .n_classes = 10};
+    cJSON *j = cJSON_Parse("{\"name\": \"lenet\", \"init\": \"uniform\"}");
+    FpError err = {0};
+    Model *ref = model_create(j, "model", &in, backend_cpu(), &err);
+    cJSON_Delete(j);
+    ck_assert_ptr_nonnull(ref);
+    ck_assert_int_eq(model_init(ref, 3, &err), FP_OK);
+    size_t len;
+    uint8_t *buf = lenet_onnx(ref, &len);
+    write_bytes(scratch_path(dir, "lenet.onnx", p, sizeof p), buf, len);
+    free(buf);
+    model_free(ref);
+    static const char *const lira = "{\"name\": \"lira\", \"shadow_models\": 2}";
+    cJSON *a = attack_result(dir, "builtin", "lira", "{\"name\": \"lenet\", \"init\": \"uniform\"}", lira);
+    cJSON *b = attack_result(dir, "imported", "lira", "{\"onnx\": \"lenet.onnx\", \"init\": \"uniform\"}", lira);
+    static const char *const keys[] = {"auc", "roc", "tpr_at_fpr", "members", NULL};
+    assert_same_keys(a, b, keys);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
     scratch_remove(dir);
 }
 END_TEST
@@ -821,6 +858,7 @@ Suite *suite_onnx(void) {
     tcase_add_test(tc, imported_lenet_is_builtin_bit_for_bit);
     tcase_add_test(tc, idlg_on_imported_lenet_matches_builtin);
     tcase_add_test(tc, dpsgd_trains_an_imported_model);
+    tcase_add_test(tc, lira_on_imported_lenet_matches_builtin);
     tcase_add_test(tc, saved_files_hold_the_weights);
     tcase_add_test(tc, pytorch_roundtrip);
     suite_add_tcase(s, tc);
