@@ -21,4 +21,4 @@ if nm "$lib" 2>/dev/null | grep -q ' U MPI_Init_thread$'; then # built with MPI 
   mpi_libs=$(mpicc --showme:link)
 fi
 cc -std=c11 -D_GNU_SOURCE -O2 -I. $(pkg-config --cflags libcjson openblas) "$1" "$lib" \
-  $(pkg-config --libs vips libcjson libpng zlib openblas fftw3l) $cuda_libs $mpi_libs -lm -pthread ${BENCH_LDFLAGS:-} -o "$2"
+  $(pkg-config --libs vips libcjson libpng zlib openblas fftw3l libprotobuf-c) $cuda_libs $mpi_libs -lm -pthread ${BENCH_LDFLAGS:-} -o "$2"
