@@ -12,7 +12,7 @@
 
 CC      ?= gcc
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-PKGS    := vips libcjson libpng zlib openblas fftw3l
+PKGS    := vips libcjson libpng zlib openblas fftw3l libprotobuf-c
 # The test framework links into the test runner only, never into ./fedpriv.
 TEST_PKGS := check
 SANITIZE ?= 0
@@ -107,7 +107,15 @@ else
   CU_SRC   :=
 endif
 
-LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o)
+# The ONNX reader (models/onnx*.c) reads and writes through protobuf-c code that protoc-c
+# generates from the schema libonnx-dev ships, never a hand-written protobuf parser. The
+# generated code does not depend on the configuration, so every build shares build/gen/onnx.
+ONNX_PROTO ?= $(firstword $(wildcard /usr/include/onnx/onnx.proto /usr/share/onnx/onnx.proto))
+PROTOC_C   ?= $(shell command -v protoc-c 2>/dev/null)
+ONNX_GEN   := build/gen/onnx
+CFLAGS     += -I$(ONNX_GEN)
+
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/%.o) $(CU_SRC:%.cu=$(BUILD)/%.cu.o) $(BUILD)/gen/onnx.pb-c.o
 LIB     := $(BUILD)/libfedpriv.a
 BIN     := $(BUILD)/fedpriv
 TEST_SRC ?= $(sort $(wildcard tests/test_*.c))
@@ -125,6 +133,20 @@ fedpriv: pkgs-present $(BIN)
 pkgs-present:
 	@if [ -n "$(strip $(PKG_MISSING))" ]; then \
 	  echo "fedpriv build: pkg-config cannot find: $(strip $(PKG_MISSING)) -- run 'make deps' (or 'make test' / 'make demo', which install them)" >&2; exit 2; fi
+	@if [ -z "$(PROTOC_C)" ] || [ -z "$(ONNX_PROTO)" ]; then \
+	  echo "fedpriv build: cannot find$(if $(PROTOC_C),, protoc-c (protobuf-c-compiler))$(if $(ONNX_PROTO),, the ONNX schema onnx.proto (libonnx-dev)) -- run 'make deps'" >&2; exit 2; fi
+
+# protoc-c output: onnx.pb-c.c and onnx.pb-c.h, written together (one rule, two files).
+$(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h: $(ONNX_PROTO)
+	@mkdir -p $(ONNX_GEN)
+	$(call say,GEN,$@)
+	$(Q)$(PROTOC_C) --c_out=$(ONNX_GEN) -I$(dir $(ONNX_PROTO)) $(ONNX_PROTO)
+	@touch $(ONNX_GEN)/onnx.pb-c.c $(ONNX_GEN)/onnx.pb-c.h
+$(BUILD)/gen/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$<)
+	$(Q)$(CC) $(filter-out -Wshadow,$(CFLAGS)) -w -c -o $@ $<
+$(patsubst %.c,$(BUILD)/%.o,$(wildcard models/onnx*.c)) $(BUILD)/tests/test_onnx.o: | $(ONNX_GEN)/onnx.pb-c.h
 
 $(BIN): $(BUILD)/cli/main.o $(LIB)
 	$(call say,LINK,$@)
@@ -186,7 +208,8 @@ $(TEST_BIN): | $(FAULT_SHIM)
 
 # --- set-up ---------------------------------------------------------------
 APT_PKGS := gcc make pkg-config libopenblas-dev libcjson-dev check zlib1g-dev libpng-dev \
-            libvips-dev libfftw3-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin python3
+            libvips-dev libfftw3-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin python3 \
+            protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch
 DATA_DIR ?= data
 
 deps:
@@ -247,8 +270,9 @@ clean:
 FUZZ_CC      ?= clang
 FUZZ_DIR     := build/fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g
-FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -I. $(PKG_CFLAGS) -pthread -MMD -MP $(FUZZ_SAN)
-FUZZ_OBJ     := $(filter-out %/cli/main.o,$(foreach m,$(MODULES),$(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(wildcard $(m)/*.c))))
+FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -I. -I$(ONNX_GEN) $(PKG_CFLAGS) -pthread -MMD -MP $(FUZZ_SAN)
+FUZZ_OBJ     := $(filter-out %/cli/main.o,$(foreach m,$(MODULES),$(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(wildcard $(m)/*.c)))) \
+                $(FUZZ_DIR)/obj/gen/onnx.pb-c.o
 FUZZ_BINS    := $(patsubst fuzz/%.c,$(FUZZ_DIR)/%,$(wildcard fuzz/fuzz_*.c))
 VALGRIND_SUITES ?= rng autodiff png datasets_partition hardening
 
@@ -263,6 +287,11 @@ $(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(call say,CC,$<)
 	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(FUZZ_DIR)/obj/gen/onnx.pb-c.o: $(ONNX_GEN)/onnx.pb-c.c
+	@mkdir -p $(dir $@)
+	$(call say,CC,$<)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -w -fsanitize=fuzzer-no-link -c -o $@ $<
+$(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(wildcard models/onnx*.c)): | $(ONNX_GEN)/onnx.pb-c.h
 $(FUZZ_DIR)/obj/core/version.o: $(BUILD)/gen/version_describe.h
 $(FUZZ_DIR)/obj/core/version.o: FUZZ_CFLAGS += -I$(BUILD)/gen
 

@@ -620,7 +620,7 @@ static cJSON *runs_spec(const AuditCtx *a) {
     add_data_digest(d, "test", ex->test);
     const Model *mo = a->model; // as resolved: {"name": "mlp"} and its defaults spelled out are one model
     cJSON *m = cJSON_AddObjectToObject(s, "model");
-    cJSON_AddStringToObject(m, "name", mo->ops->name);
+    cJSON_AddStringToObject(m, "name", mo->cfg.name); // an imported model: "onnx-" and its file's digest
     cJSON_AddStringToObject(m, "init", mo->cfg.init == INIT_UNIFORM ? "uniform" : "default");
     cJSON_AddItemToObject(m, "hidden", cJSON_CreateIntArray(mo->cfg.hidden, mo->cfg.n_hidden));
     cJSON_AddNumberToObject(m, "bn_momentum", mo->cfg.bn_momentum);

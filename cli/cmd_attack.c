@@ -226,7 +226,7 @@ static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const c
     Experiment ex;
     AttackEnv env = {.attack_json = attack_json, .path = "attack", .out_dir = out, .quiet = !lead};
     int rc = CLI_EXIT_OK;
-    if (experiment_load(root, extra, device, (int)threads, defense_find, &ex, &err) != FP_OK) {
+    if (experiment_load_at(root, config, extra, device, (int)threads, defense_find, &ex, &err) != FP_OK) {
         fp_error_prefix(&err, config);
         cJSON_Delete(owned);
         cJSON_Delete(root);

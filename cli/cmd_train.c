@@ -18,6 +18,7 @@
 #include "core/jsonv.h"
 #include "defenses/registry.h"
 #include "fl/experiment.h"
+#include "models/onnx.h"
 
 // An error: rank 0 says it; another rank says it only when it is its own (a failure
 // every rank met in the same place, bad input above all, is said once).
@@ -57,8 +58,11 @@ static int train_run(Comm *comm, const char *config, const char *out, const char
     FpStatus st = FP_OK;
     if (lead && out)
         st = fp_check_writable_file(out, &err);
+    char save_onnx[4200];
     if (st == FP_OK && lead && save)
         st = fp_check_writable_file(save, &err);
+    if (st == FP_OK && lead && save && onnx_sibling(save, save_onnx, sizeof save_onnx))
+        st = fp_check_writable_file(save_onnx, &err);
     if (st == FP_OK)
         st = jv_load_file(config, &root, &err);
     int loaded = st == FP_OK; // these messages name their file already
@@ -76,7 +80,7 @@ static int train_run(Comm *comm, const char *config, const char *out, const char
     Experiment ex;
     memset(&ex, 0, sizeof ex);
     Federation *f = NULL;
-    if (st == FP_OK && (st = experiment_load(root, extra, device, threads, defense_find, &ex, &err)) == FP_OK) {
+    if (st == FP_OK && (st = experiment_load_at(root, config, extra, device, threads, defense_find, &ex, &err)) == FP_OK) {
         ex.comm = comm;
         if (!(f = experiment_federation(&ex, NULL, 0, &err)))
             st = err.code != FP_OK ? err.code : FP_ENOMEM;
@@ -120,7 +124,7 @@ static int train_run(Comm *comm, const char *config, const char *out, const char
             cJSON_AddItemToArray(cJSON_AddArrayToObject(res, "warnings"), cJSON_Duplicate(boom, 1));
             cJSON_AddItemToObject(fin, "loss_exploded", boom);
         }
-        if (lead && save && model_save(ex.model, save, &err) != FP_OK)
+        if (lead && save && model_save_by_name(ex.model, save, &err) != FP_OK)
             rc = cli_report_error("train", &err);
     } else if (st == FP_EDIVERGED) {
         cJSON_AddStringToObject(res, "status", "diverged");
@@ -162,7 +166,8 @@ int cmd_train(int argc, char **argv) {
         {"--out", NULL, CLI_STRING, &out, .value = "result.json", .help = "where the result goes (default: stdout)"},
         {"--device", NULL, CLI_STRING, &device, .value = "cpu|cuda", .help = "where to compute (default: the config's)"},
         {"--threads", NULL, CLI_INT, &threads, .value = "N", .help = "worker threads", .lo = 1, .hi = FED_MAX_THREADS},
-        {"--save-model", NULL, CLI_STRING, &save, .value = "FILE", .help = "also save the trained model (fedpriv forecast --model)"},
+        {"--save-model", NULL, CLI_STRING, &save, .value = "FILE", .help = "also save the trained model: FILE.safetensors writes safetensors (and FILE.onnx for an imported "
+                 "model, docs/bring-your-own.md); another name the fedpriv weight file (fedpriv forecast --model)"},
         {"--secure-rng", NULL, CLI_FLAG, &secure_rng, .help = "draw the defense's noise from ChaCha20 keyed by getrandom\n"
                                                           "(as \"rng\": \"secure\" in the config)"},
     };

@@ -106,7 +106,19 @@ FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train
 
 FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const char *device_override,
                          int threads_override, DefenseFindFn find_defense, Experiment *ex, FpError *err) {
+    return experiment_load_at(root, NULL, extra_keys, device_override, threads_override, find_defense, ex, err);
+}
+
+FpStatus experiment_load_at(const cJSON *root, const char *config_file, const char *const *extra_keys,
+                            const char *device_override, int threads_override, DefenseFindFn find_defense,
+                            Experiment *ex, FpError *err) {
     memset(ex, 0, sizeof *ex);
+    char config_dir[4096] = "";
+    const char *slash = config_file ? strrchr(config_file, '/') : NULL;
+    if (slash)
+        snprintf(config_dir, sizeof config_dir, "%.*s", (int)(slash - config_file), config_file);
+    if (slash == config_file)
+        snprintf(config_dir, sizeof config_dir, "/");
     const char *base[] = {"seed", "dataset", "model", "federation", "defense", "device", "threads", "description",
                           "rng"};
     const char *keys[40];
@@ -178,7 +190,7 @@ FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const
     FP_TRY(experiment_load_data(dj, "dataset", &ex->train, &ex->test, ex->dataset_name, sizeof ex->dataset_name, err));
     ex->shape = (DataShape){.c = ex->train->c, .h = ex->train->h, .w = ex->train->w,
                             .n_classes = ex->train->n_classes, .target_dim = ex->train->target_dim};
-    ex->model = model_create(mj, "model", &ex->shape, ex->backend, err);
+    ex->model = model_create_at(mj, "model", &ex->shape, ex->backend, config_dir, err);
     if (!ex->model) {
         experiment_free(ex);
         return err ? err->code : FP_EPARAM;

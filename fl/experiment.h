@@ -47,6 +47,11 @@ typedef struct Experiment {
 // only "none"): the engine does not know the defenses above it.
 FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const char *device_override,
                          int threads_override, DefenseFindFn find_defense, Experiment *ex, FpError *err);
+// experiment_load for a config read from config_file (NULL: none): the relative paths it
+// names (an ONNX model's, "model": {"onnx": ...}) are read from that file's folder.
+FpStatus experiment_load_at(const cJSON *root, const char *config_file, const char *const *extra_keys,
+                            const char *device_override, int threads_override, DefenseFindFn find_defense,
+                            Experiment *ex, FpError *err);
 void experiment_free(Experiment *ex);
 
 // Loads train and test sets from a "dataset" object (also used by attacks that need

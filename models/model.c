@@ -12,6 +12,7 @@
 #include "core/jsonv.h"
 #include "core/rng.h"
 #include "core/suggest.h"
+#include "models/onnx.h"
 
 extern const ModelOps model_mlp, model_logreg, model_lenet, model_cnn_mnist, model_cnn_cifar, model_lstm,
     model_resnet18;
@@ -76,6 +77,13 @@ static FpStatus parse_config(const ModelOps *ops, const cJSON *json, const char 
 }
 
 Model *model_create(const cJSON *json, const char *path, const DataShape *in, const Backend *be, FpError *err) {
+    return model_create_at(json, path, in, be, NULL, err);
+}
+
+Model *model_create_at(const cJSON *json, const char *path, const DataShape *in, const Backend *be,
+                       const char *base_dir, FpError *err) {
+    if (cJSON_IsObject(json) && cJSON_GetObjectItemCaseSensitive(json, "onnx"))
+        return onnx_model_create(json, path, in, be, base_dir, err);
     const char *name = NULL;
     if (jv_string(json, path, "name", JV_REQUIRED, NULL, &name, err) != FP_OK)
         return NULL;
@@ -116,6 +124,7 @@ Model *model_clone(const Model *src, const Backend *be, FpError *err) {
     if (!m)
         return NULL;
     m->ops = src->ops;
+    m->state = src->state && src->ops->state_share ? src->ops->state_share(src->state) : NULL;
     m->cfg = src->cfg;
     m->in = src->in;
     m->be = be;
@@ -154,6 +163,8 @@ void model_free(Model *m) {
         return;
     if (m->params && m->be)
         m->be->free(m->params);
+    if (m->state && m->ops->state_release)
+        m->ops->state_release(m->state);
     free(m->table.layers);
     free(m->fan_in);
     free(m);

@@ -59,6 +59,10 @@ typedef struct ModelOps {
     // (batch-norm running statistics, written through p); training = 0 writes nothing.
     // probe (may be NULL) observes intermediate values (ModelProbe).
     Var *(*forward)(const Model *m, Tape *t, Var *const *p, Var *x, int training, const ModelProbe *probe);
+    // Optional: Model.state, immutable once made and shared by clones: share() returns it
+    // with one more owner, release() drops one (an imported ONNX graph, models/onnx.h).
+    void *(*state_share)(void *state);
+    void (*state_release)(void *state);
 } ModelOps;
 
 struct Model {
@@ -70,9 +74,14 @@ struct Model {
     int cap_layers;
     int *fan_in;          // per layer, for the default initialisation
     float *params;        // device memory, table.n_params floats
+    void *state;          // the architecture's own immutable state (ModelOps.state_share), or NULL
 };
 
+// {"name": ...} a built-in model; {"onnx": FILE} an imported graph (models/onnx.h), FILE
+// read relative to base_dir (model_create: the working directory).
 Model *model_create(const cJSON *json, const char *path, const DataShape *in, const Backend *be, FpError *err);
+Model *model_create_at(const cJSON *json, const char *path, const DataShape *in, const Backend *be,
+                       const char *base_dir, FpError *err);
 // A model of the same architecture (parameters copied) on the same or another backend.
 Model *model_clone(const Model *src, const Backend *be, FpError *err);
 void model_free(Model *m);
