@@ -50,10 +50,19 @@ double clip_scale(double norm, double c);
 //       discrete Gaussian), i.e. the continuous account with the noise multiplier divided
 //       by clip_noise_inflation (1 + 1/512 at most unless S is capped), and δ enlarged
 //       by the table's distance to the ideal law (clip_noise_epsilon).
+//       With `rounded` set the table is of round(N(0, S²)) (dgauss_wide_init_rounded): the
+//       grid integer plus it is round(integer + N(0, S²)), post-processing of the continuous
+//       Gaussian mechanism with the same Δ_steps, so the continuous accounts themselves
+//       (Poisson subsampling, Mironov, Talwar, Zhang 2019; PLD) hold, with the same
+//       inflation and slack. Only for one draw per release: a sum of rounded Gaussians is
+//       not one, so client shares that must add up keep the discrete Gaussian.
 //   "float": x[i] + std·N_i, N_i = rng_normal_at(rng, i) (Box-Muller in double): no
 //       guarantee (a floating-point sampler's outputs can reveal the input, Mironov 2012).
 typedef struct ClipNoise {
     int safe;                // 1: the discrete Gaussian on a grid; 0: the float sampler
+    int rounded;             // safe: 1 draws the rounded Gaussian round(N(0, S²)) instead (set
+                             // before clip_noise_build by a defense whose release is one
+                             // draw on one lattice sum: then the continuous accounts hold)
     size_t d;                // trainable elements (what the inflation counts)
     DGaussWide table;        // safe: N_Z(0, S²), S = table.sigma
 } ClipNoise;
@@ -117,6 +126,17 @@ double clip_noise_delta_share(const ClipNoise *n, double eps, double draws, doub
 #define CLIP_NOISE_FLOAT_REASON                                                                              \
     "the Gaussian noise is drawn in floating point (\"sampler\": \"float\"): a float sampler's outputs can "    \
     "reveal the input (Mironov 2012); the default safe sampler draws the discrete Gaussian on a grid"
+
+// The field's figure (PrivacyRecord.standard_notion): the ε of `steps` compositions of the
+// Poisson-subsampled Gaussian at rate q and multiplier sigma, at delta, by RDP (default
+// orders, Balle et al. 2020) and by PLD (default grid), into rec; INFINITY where an
+// accountant states none, NaN when one ran out of memory. Nothing when steps <= 0 or
+// sigma <= 0 (0 and INFINITY then need no accountant: they are written as such).
+void clip_standard_account(PrivacyRecord *rec, double q, double sigma, long long steps, double delta);
+#define CLIP_STANDARD_NOTION                                                                                  \
+    "the standard accountant (Opacus, TF Privacy) for the same multiplier, rate and steps: Poisson-subsampled " \
+    "Gaussian, add/remove one, RDP (Mironov, Talwar, Zhang 2019; Balle et al. 2020 conversion) and PLD; for "  \
+    "comparison, not this run's bound"
 
 // Writes the flat indices of the trainable elements into idx (room for t->n_trainable)
 // in increasing order and returns their count.
@@ -238,8 +258,8 @@ void clip_gaussian_end_round(ClipGaussian *g, int round, int k);
 double clip_gaussian_epsilon(const ClipGaussian *g, long long rounds);
 // Fills the privacy record after rounds_done rounds (unit "client").
 void clip_gaussian_privacy(const ClipGaussian *g, int rounds_done, PrivacyRecord *rec);
-// Adds the calibration to a describe() object.
-void clip_gaussian_describe(const ClipGaussian *g, cJSON *out);
+// Adds the calibration to a describe() object; FP_ENOMEM when its account ran out of memory.
+FpStatus clip_gaussian_describe(const ClipGaussian *g, cJSON *out);
 // UploadParams of an upload clipped to C in L2 in a round of k participants, with the
 // client's share of the noise (clip_gaussian_client_std; 0 with server noise, whose std
 // goes to server_noise_scale); ε per round for the paper calibration, else -1 (the
