@@ -107,6 +107,10 @@ static void clientdp_privacy(const void *state, int rounds_done, PrivacyRecord *
     rec->upload_notion = "none: the server sees the update";
     rec->upload_own_label = 1;
     privacy_assume_upload(rec, "stand-in: the server sees each clipped update");
+    // The field's figure beside it, as gaussian-dpfedavg's (fl/defense.h).
+    rec->standard_notion = "stand-in standard accountant";
+    rec->epsilon_standard_rdp = 0.9 * s->epsilon;
+    rec->epsilon_standard_pld = 0.8 * s->epsilon;
 }
 static FpStatus clientdp_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "epsilon", ((const StandinDefense *)state)->epsilon);

@@ -27,7 +27,10 @@
 #include "defenses/dgauss.h"
 #include "defenses/dpsgd_step.h"
 #include "fl/experiment.h"
+#include "reports/export.h"
+#include "runner/check.h"
 #include "tests/defense_fixtures.h"
+#include "tests/matrix_standins.h"
 
 // P(round(Z) = j), Z ~ N(0, σ²), in double: the ideal law the table must hold.
 static double rounded_p(long j, double sigma) {
@@ -199,6 +202,55 @@ START_TEST(dpsgd_meets_pld_account) {
 }
 END_TEST
 
+// ---- the standard figures in a run's files -----------------------------------------------
+
+#define STANDARD_DIR "build/test-standard-account"
+
+// `fedpriv check` bounds the standard figures as metrics and the export carries them as
+// columns beside the proven and conditional ε (the stand-in "clientdp" states RDP 0.9ε and
+// PLD 0.8ε; "none" states none, so its columns are empty).
+START_TEST(check_and_export_carry_standard_figures) {
+    ck_assert(standin_mkdirs(STANDARD_DIR));
+    ck_assert(standin_write_csv(STANDARD_DIR "/blobs.csv"));
+    standin_rm(STANDARD_DIR "/run");
+    cJSON *root = standin_matrix_seeds(STANDARD_DIR "/blobs.csv", "[3]",
+                                       "[{\"name\": \"clientdp\", \"epsilon\": [1]}, {\"name\": \"none\"}]",
+                                       "[{\"name\": \"probe\"}]");
+    MatrixSummary sum;
+    FpError err = {0};
+    ck_assert_msg(standin_run(root, STANDARD_DIR "/run", 1, &sum, &err) == FP_OK, "%s", err.msg);
+    cJSON_Delete(root);
+    static const struct {
+        const char *bound;
+        int violations;
+    } cases[] = {
+        {"{\"defense\": \"clientdp\", \"metric\": \"epsilon_standard_pld\", \"at_most\": 0.85}", 0},
+        {"{\"defense\": \"clientdp\", \"metric\": \"epsilon_standard_pld\", \"at_most\": 0.75}", 1},
+        {"{\"defense\": \"clientdp\", \"metric\": \"epsilon_standard_rdp\", \"at_least\": 0.89}", 0},
+        {"{\"defense\": \"clientdp\", \"metric\": \"epsilon_standard_rdp\", \"at_least\": 0.95}", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[300];
+        snprintf(text, sizeof text, "{\"bounds\": [%s]}", cases[i].bound);
+        cJSON *b = cJSON_Parse(text);
+        CheckResult r;
+        ck_assert_msg(check_baseline(STANDARD_DIR "/run", b, "b.json", &r, &err) == FP_OK, "%s: %s", text, err.msg);
+        cJSON_Delete(b);
+        ck_assert_msg(r.n_violations == cases[i].violations, "%s: %d violations", text, r.n_violations);
+        check_result_free(&r);
+    }
+    HtmlBuf o;
+    hb_init(&o);
+    ck_assert_msg(report_export(STANDARD_DIR "/run", EXPORT_CSV, &o, &err) == FP_OK, "%s", err.msg);
+    ck_assert_ptr_nonnull(o.s);
+    ck_assert_ptr_nonnull(strstr(o.s, ",epsilon_sound,epsilon_conditional,guarantee,epsilon_upload,upload_guarantee,"
+                                      "epsilon_standard_rdp,epsilon_standard_pld,"));
+    ck_assert_ptr_nonnull(strstr(o.s, ",1,,proven,inf,none,0.9,0.8,client,"));   // clientdp
+    ck_assert_ptr_nonnull(strstr(o.s, ",inf,inf,,none,,,,,none,"));   // "none": no figures
+    hb_free(&o);
+}
+END_TEST
+
 // ---- describe ------------------------------------------------------------------------------
 
 // A defense whose describe() ran out of memory.
@@ -240,6 +292,7 @@ Suite *suite_standard_account(void) {
     tcase_add_test(tc, server_noise_meets_standard_account);
     tcase_add_test(tc, dpsgd_meets_pld_account);
     tcase_add_test(tc, describe_out_of_memory_fails);
+    tcase_add_test(tc, check_and_export_carry_standard_figures);
     suite_add_tcase(s, tc);
     return s;
 }
