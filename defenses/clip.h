@@ -177,8 +177,8 @@ void clip_aggregate_fixed(const float *const *uploads, const double *weights, in
 // release_empty_rounds). The released sum is then the central mechanism, accounted by
 // RDP on the extended order grid with the Balle et al. 2020 conversion:
 //   Bernoulli sampling, server noise: Poisson-subsampled Gaussian, rate q, multiplier z,
-//       add/remove one client (Mironov, Talwar, Zhang 2019; Zhu & Wang 2019 for the safe
-//       sampler's discrete Gaussian);
+//       add/remove one client (Mironov, Talwar, Zhang 2019; exact for the safe sampler's
+//       rounded Gaussian, post-processing of the continuous mechanism, ClipNoise);
 //   fixed-size sampling (m of N without replacement): Wang, Balle, Kasiviswanathan 2019
 //       Thm 9, rate m/N, replace one client: the sum moves by up to 2C, multiplier z/2.
 // With client shares the shares' grid depends on k (each is on the grid of its std), so
@@ -196,9 +196,9 @@ void clip_aggregate_fixed(const float *const *uploads, const double *weights, in
 // rounding's inflation and run at δ(1 − CLIP_NOISE_SLACK). Every account is proven for it:
 //   the discrete Gaussian's RDP curve is the continuous one's (CKS 2020 Thm 4), so Thm 9 of
 //       Wang et al. (any mechanism given that curve) holds for fixed-size cohorts;
-//   Bernoulli sampling with server noise: Zhu & Wang 2019's general bound for Poisson
-//       subsampling (rdp_poisson_discrete_gaussian), not the continuous-density formula of
-//       Mironov, Talwar, Zhang 2019;
+//   server noise draws the rounded Gaussian (one draw on the lattice sum of the rounded
+//       uploads): the continuous accounts themselves, Poisson subsampling by Mironov,
+//       Talwar, Zhang 2019 included;
 //   a sum of k clients' shares N_Z(0, S²) (not a discrete Gaussian): Kairouz, Liu, Steinke
 //       2021 Thm 1 (dgauss_sum_multiplier), a term e^{−π²S²} small beside 1/z²;
 //   one client's uploads: plain RDP composition of the discrete Gaussian.

@@ -26,6 +26,9 @@
 #include "defenses/clip.h"
 #include "defenses/dgauss.h"
 #include "defenses/dpsgd_step.h"
+#include "defenses/registry.h"
+#include "fl/fed.h"
+#include "models/model.h"
 #include "fl/experiment.h"
 #include "reports/export.h"
 #include "runner/check.h"
@@ -253,29 +256,57 @@ END_TEST
 
 // ---- describe ------------------------------------------------------------------------------
 
-// A defense whose describe() ran out of memory.
+// A defense whose describe() ran out of memory: gaussian-dpfedavg with that slot replaced.
 static FpStatus oom_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "epsilon_after_all_rounds", 1);
     return FP_ENOMEM;
 }
 
+// fed_defense_json and experiment_describe pass the slot's FP_ENOMEM on with the one line,
+// never a partial object (the defense's NaN ε used to land in config.defense, exit 0); the
+// product's own describe states its figure.
 START_TEST(describe_out_of_memory_fails) {
-    Table t;
-    table_init(&t, 10, 2);
-    DefenseSetup su = setup_for(&t, 10, 3, 0.5, 10);
-    const DefenseOps *base;
-    void *st = make_defense("{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":1}", &su, &base);
-    DefenseOps ops = *base;
-    ops.describe = oom_describe;
-    cJSON *o = cJSON_CreateObject();
-    ck_assert_int_eq(ops.describe(st, o), FP_ENOMEM);
-    cJSON_Delete(o);
-    // The product's own describe states its figure when the account runs.
-    o = cJSON_CreateObject();
-    ck_assert_int_eq(base->describe(st, o), FP_OK);
-    ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(o, "epsilon_after_all_rounds")));
-    cJSON_Delete(o);
-    base->destroy(st);
+    Dataset *train = dataset_create("blobs", 40, 1, 2, 2, 2, 0, NULL);
+    ck_assert_ptr_nonnull(train);
+    for (int i = 0; i < 40; i++) {
+        train->y[i] = i % 2;
+        for (int j = 0; j < 4; j++)
+            train->x[(size_t)i * 4 + j] = (float)((i % 2) * 0.5 + 0.1 * j);
+    }
+    cJSON *mj = cJSON_Parse("{\"name\":\"logreg\"}");
+    cJSON *fj = cJSON_Parse("{\"clients\": 4, \"sample_rate\": 0.5, \"rounds\": 2}");
+    cJSON *dj = cJSON_Parse("{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":1}");
+    DataShape in = {1, 2, 2, 2, 0};
+    Model *m = model_create(mj, "model", &in, backend_cpu(), NULL);
+    ck_assert_ptr_nonnull(m);
+    ck_assert_int_eq(model_init(m, 7, NULL), FP_OK);
+    DefenseOps ops = *defense_find("gaussian-dpfedavg");
+    for (int broken = 0; broken < 2; broken++) {
+        if (broken)
+            ops.describe = oom_describe;
+        FedSetup su = {.seed = 7, .threads = 1, .backend = backend_cpu(), .global = m, .train = train,
+                       .test = train, .defense = &ops, .defense_json = dj, .quiet = 1};
+        FpError err = {0};
+        ck_assert_int_eq(fed_config_parse(fj, "federation", &su.cfg, &err), FP_OK);
+        Federation *f = fed_create(&su, &err);
+        ck_assert_msg(f != NULL, "%s", err.msg);
+        cJSON *j = fed_defense_json(f, &err);
+        if (!broken) {
+            ck_assert_ptr_nonnull(j);
+            ck_assert(cJSON_IsNumber(cJSON_GetObjectItem(j, "epsilon_after_all_rounds")));
+            cJSON_Delete(j);
+        } else {
+            ck_assert_ptr_null(j);
+            ck_assert_int_eq(err.code, FP_ENOMEM);
+            ck_assert_str_eq(err.msg, "out of memory while accounting privacy");
+        }
+        fed_free(f);
+    }
+    model_free(m);
+    dataset_free(train);
+    cJSON_Delete(mj);
+    cJSON_Delete(fj);
+    cJSON_Delete(dj);
 }
 END_TEST
 
