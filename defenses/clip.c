@@ -133,7 +133,8 @@ double clip_noise_delta_slack(const ClipNoise *n, double eps, double draws) {
     return n->safe ? (1 + exp(eps)) * draws * n->table.tv : 0;
 }
 
-void clip_standard_account(PrivacyRecord *rec, double q, double sigma, long long steps, double delta) {
+void clip_standard_account(PrivacyRecord *rec, DefenseMemo *memo, double q, double sigma, long long steps,
+                           double delta) {
     rec->standard_notion = CLIP_STANDARD_NOTION;
     if (steps <= 0 || q <= 0) {
         rec->epsilon_standard_rdp = rec->epsilon_standard_pld = 0;
@@ -143,7 +144,14 @@ void clip_standard_account(PrivacyRecord *rec, double q, double sigma, long long
         rec->epsilon_standard_rdp = rec->epsilon_standard_pld = INFINITY;
         return;
     }
+    char key[160];
+    snprintf(key, sizeof key, "standard account: q %a sigma %a steps %lld delta %a", q, sigma, steps, delta);
     double e[2] = {INFINITY, INFINITY};
+    if (defense_memo_get(memo, key, e, 2)) {
+        rec->epsilon_standard_rdp = e[0];
+        rec->epsilon_standard_pld = e[1];
+        return;
+    }
     FpError pe = {0};
     FpStatus st[2] = {rdp_epsilon(q, sigma, steps, delta, &e[0], NULL, NULL),
                       pld_epsilon(q, sigma, steps, delta, &e[1], &pe)};
@@ -156,6 +164,8 @@ void clip_standard_account(PrivacyRecord *rec, double q, double sigma, long long
         e[i] = st[i] == FP_OK ? e[i] : st[i] == FP_ENOMEM ? NAN : INFINITY;
     rec->epsilon_standard_rdp = e[0];
     rec->epsilon_standard_pld = e[1];
+    if (!isnan(e[0]) && !isnan(e[1]))   // an account that ran out of memory is not one to reuse
+        defense_memo_put(memo, key, e, 2);
 }
 
 size_t clip_trainable_index(const ParamTable *t, uint32_t *idx) {
@@ -494,6 +504,7 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
     memset(g, 0, sizeof *g);
     g->paper = paper;
     g->rounds = setup->rounds;
+    g->memo = setup->memo;
     FP_TRY(jv_number(params, path, "clip", JV_OPTIONAL, 1.0, 0, 1, INFINITY, 0, &g->clip, err));
     FP_TRY(jv_number(params, path, "delta", JV_OPTIONAL, 1e-5, 0, 1, 1, 1, &g->delta, err));
     // The sampling the engine runs: a fixed cohort of m (rate m/N, replace-one
@@ -657,7 +668,7 @@ void clip_gaussian_privacy(const ClipGaussian *g, int rounds_done, PrivacyRecord
 #undef CLIP_SAFE_NOTE
     int which = g->paper ? 4 + (g->cohort > 0) : 2 * (g->cohort > 0) + g->server_noise;
     rec->sound_notion = notions[which][g->noise.safe ? 1 + g->noise.rounded : 0];
-    clip_standard_account(rec, g->q, g->z, rounds_done, g->delta);
+    clip_standard_account(rec, g->memo, g->q, g->z, rounds_done, g->delta);
     rec->epsilon_total_upload = upload_epsilon(g, rounds_done, &covered_upload);
     rec->upload_notion =
         g->server_noise

@@ -370,27 +370,6 @@ static double cached_epsilon(const DpSgd *s, int rounds, int *covered) {
     return eps;
 }
 
-// The field's figure for σ, q_acct and the steps of `rounds` rounds (clip_standard_account),
-// once per configuration in the experiment's memo.
-static void standard_account(const DpSgd *s, int rounds, PrivacyRecord *rec) {
-    long long steps = s->steps_round * (long long)rounds;
-    char key[160];
-    snprintf(key, sizeof key, "dp-sgd standard: sigma %a q %a steps %lld delta %a", s->sigma, s->q_acct, steps,
-             s->delta);
-    double memo[2];
-    if (defense_memo_get(s->memo, key, memo, 2)) {
-        rec->standard_notion = CLIP_STANDARD_NOTION;
-        rec->epsilon_standard_rdp = memo[0];
-        rec->epsilon_standard_pld = memo[1];
-        return;
-    }
-    clip_standard_account(rec, s->q_acct, s->sigma, steps, s->delta);
-    memo[0] = rec->epsilon_standard_rdp;
-    memo[1] = rec->epsilon_standard_pld;
-    if (!isnan(memo[0]) && !isnan(memo[1]))
-        defense_memo_put(s->memo, key, memo, 2);
-}
-
 static void dpsgd_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
     const DpSgd *s = state;
     int covered, covered_round;
@@ -398,7 +377,7 @@ static void dpsgd_privacy(const void *state, int rounds_done, PrivacyRecord *rec
     *rec = (PrivacyRecord){.unit = "record", .delta = s->delta, .sigma = s->sigma, .epsilon_total_sound = eps,
                            .epsilon_round_nominal = cached_epsilon(s, 1, &covered_round), .epsilon_total_nominal = eps,
                            .nominal_notion = "the same account (dp-sgd claims what it can prove)"};
-    standard_account(s, rounds_done, rec);
+    clip_standard_account(rec, s->memo, s->q_acct, s->sigma, s->steps_round * (long long)rounds_done, s->delta);
     // By (accountant, clients uniform, safe sampler).
 #define DPSGD_OBSERVER                                                                                       \
     "record-level (eps, delta)-DP w.r.t. one client's data, add/remove one record, for an observer of all of " \
