@@ -190,8 +190,9 @@ FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const
             *round_out = h->captured_round;
         for (int k = 0; participations && f && k < K; k++)
             participations[k] = fed_client_participations(f, k);
+        if (st == FP_OK && defense_out && !(*defense_out = fed_defense_json(f, err)))
+            st = err && err->code ? err->code : FP_ENOMEM;
         if (st == FP_OK && defense_out) {
-            *defense_out = fed_defense_json(f);
             const FedRoundResult *last = fed_round_result(f, fed_rounds_done(f) - 1);
             if (last)
                 cJSON_AddItemToObject(*defense_out, "privacy", privacy_record_json(&last->privacy));

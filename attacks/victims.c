@@ -107,8 +107,8 @@ FpStatus victims_observe(const AttackEnv *env, const VictimOptions *o, const Def
         if (st == FP_EPARAM) // which victim does not take part: the observation point is the input
             fp_error_prefix(err, jv_path(p, sizeof p, env->path, "observe"));
     }
-    if (st == FP_OK && defense_out)
-        *defense_out = fed_defense_json(f);
+    if (st == FP_OK && defense_out && !(*defense_out = fed_defense_json(f, err)))
+        st = err && err->code ? err->code : FP_ENOMEM;
     fed_free(f);
     model_free(fex.model);
     free(pts);

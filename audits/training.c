@@ -236,7 +236,13 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
         return err ? err->code : FP_ENOMEM;
     }
     if (!a->defense) {
-        a->defense = fed_defense_json(f);
+        a->defense = fed_defense_json(f, err);
+        if (!a->defense) {
+            fed_free(f);
+            free(dc);
+            free(dc_coords);
+            return err && err->code ? err->code : FP_ENOMEM;
+        }
         if (a->norm <= 0)
             a->norm = clip_of(a->defense);
     }

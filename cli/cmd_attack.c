@@ -258,7 +258,7 @@ static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const c
     cJSON *res = cJSON_CreateObject();
     cJSON_AddStringToObject(res, "command", "attack");
     cJSON_AddStringToObject(res, "attack", ops->name);
-    experiment_describe(&ex, NULL, res);
+    experiment_describe(&ex, NULL, res, NULL);   // no federation: nothing that can fail
     FpStatus st = ops->run(&env, res, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);

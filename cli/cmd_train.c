@@ -101,7 +101,10 @@ static int train_run(Comm *comm, const char *config, const char *out, const char
     clock_gettime(CLOCK_MONOTONIC, &t1);
     cJSON *res = cJSON_CreateObject();
     cJSON_AddStringToObject(res, "command", "train");
-    experiment_describe(&ex, f, res);
+    if (st == FP_OK)   // an account that ran out of memory fails the run, never a NaN in config
+        st = experiment_describe(&ex, f, res, &err);
+    else
+        experiment_describe(&ex, NULL, res, NULL);
     cJSON_AddItemToObject(res, "rounds", fed_rounds_json(f, 1));
     rc = CLI_EXIT_OK;
     if (st == FP_OK) {

@@ -116,11 +116,12 @@ static void harmony_privacy(const void *state, int rounds_done, PrivacyRecord *r
                             "coordinate's layer alone (layers draw independently), epsilon per round");
 }
 
-static void harmony_describe(const void *state, cJSON *out) {
+static FpStatus harmony_describe(const void *state, cJSON *out) {
     const MechDefense *d = state;
-    mech_defense_describe(state, out);
+    FP_TRY(mech_defense_describe(state, out));
     cJSON_AddBoolToObject(out, "self_sampling", d->self_sampling);
     cJSON_AddNumberToObject(out, "kappa", d->mech.big_c);
+    return FP_OK;
 }
 
 const DefenseOps defense_adaptive_harmony = {

@@ -361,7 +361,7 @@ static void avp_privacy(const void *state, int rounds_done, PrivacyRecord *rec) 
     }
 }
 
-static void avp_describe(const void *state, cJSON *out) {
+static FpStatus avp_describe(const void *state, cJSON *out) {
     const Avp *s = state;
     cJSON_AddStringToObject(out, "variant", s->paper ? "paper" : "corrected");
     cJSON_AddNumberToObject(out, "clip", s->clip);
@@ -392,12 +392,16 @@ static void avp_describe(const void *state, cJSON *out) {
     // records), for the two observers; and the looser zCDP route for the uploads.
     int covered;
     double e = sound_epsilon(s, s->rounds, &covered), ex = upload_epsilon(s, s->rounds, &covered);
+    double nominal = nominal_epsilon(s, 1, s->rounds);
+    if (isnan(e) || isnan(ex) || isnan(nominal))   // out of memory: never a figure (fl/defense.h)
+        return FP_ENOMEM;
     if (isfinite(e))
         cJSON_AddNumberToObject(out, "epsilon_bound_after_all_rounds", e);
     if (isfinite(ex))
         cJSON_AddNumberToObject(out, "epsilon_upload_bound_after_all_rounds", ex);
     cJSON_AddNumberToObject(out, "zcdp_rho_upload_observer", rho);
     cJSON_AddNumberToObject(out, "epsilon_upload_observer_zcdp", zcdp_to_epsilon(rho, s->delta));
+    return FP_OK;
 }
 
 const DefenseOps defense_avp = {

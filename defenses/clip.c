@@ -8,6 +8,7 @@
 #include "core/json_number.h"
 #include "core/jsonv.h"
 #include "defenses/accountant.h"
+#include "defenses/accountant_pld.h"
 
 double clip_norm(const float *x, const ParamTable *t) {
     double s = 0;
@@ -55,8 +56,8 @@ FpStatus clip_noise_parse(const cJSON *params, const char *path, const ParamTabl
 FpStatus clip_noise_build(ClipNoise *n, double ratio, FpError *err) {
     if (!n->safe || n->table.hi)
         return FP_OK;
-    double s = 256.0 * sqrt((double)n->d) * fmax(ratio, 1.0);
-    return dgauss_wide_init(&n->table, fmin(fmax(s, 64.0), DGAUSS_WIDE_SIGMA_MAX), err);
+    double s = fmin(fmax(256.0 * sqrt((double)n->d) * fmax(ratio, 1.0), 64.0), DGAUSS_WIDE_SIGMA_MAX);
+    return n->rounded ? dgauss_wide_init_rounded(&n->table, s, err) : dgauss_wide_init(&n->table, s, err);
 }
 
 void clip_noise_free(ClipNoise *n) {
@@ -92,8 +93,10 @@ double clip_noise_inflation(const ClipNoise *n, double std, double sensitivity, 
 
 void clip_noise_describe(const ClipNoise *n, cJSON *out) {
     cJSON_AddStringToObject(out, "sampler", n->safe ? "safe" : "float");
-    if (n->safe)
+    if (n->safe) {
+        cJSON_AddStringToObject(out, "noise_law", n->rounded ? "rounded gaussian" : "discrete gaussian");
         cJSON_AddNumberToObject(out, "noise_grid_steps", n->table.sigma);
+    }
 }
 
 static const double clip_noise_shares[] = {CLIP_NOISE_SLACK, 0x1p-6, 0x1p-3, 0x1p-1};
@@ -128,6 +131,41 @@ double clip_noise_epsilon(const ClipNoise *n, double delta, double draws, ClipEp
 
 double clip_noise_delta_slack(const ClipNoise *n, double eps, double draws) {
     return n->safe ? (1 + exp(eps)) * draws * n->table.tv : 0;
+}
+
+void clip_standard_account(PrivacyRecord *rec, DefenseMemo *memo, double q, double sigma, long long steps,
+                           double delta) {
+    rec->standard_notion = CLIP_STANDARD_NOTION;
+    if (steps <= 0 || q <= 0) {
+        rec->epsilon_standard_rdp = rec->epsilon_standard_pld = 0;
+        return;
+    }
+    if (sigma <= 0) {
+        rec->epsilon_standard_rdp = rec->epsilon_standard_pld = INFINITY;
+        return;
+    }
+    char key[160];
+    snprintf(key, sizeof key, "standard account: q %a sigma %a steps %lld delta %a", q, sigma, steps, delta);
+    double e[2] = {INFINITY, INFINITY};
+    if (defense_memo_get(memo, key, e, 2)) {
+        rec->epsilon_standard_rdp = e[0];
+        rec->epsilon_standard_pld = e[1];
+        return;
+    }
+    FpError pe = {0};
+    FpStatus st[2] = {rdp_epsilon(q, sigma, steps, delta, &e[0], NULL, NULL),
+                      pld_epsilon(q, sigma, steps, delta, &e[1], &pe)};
+    // The PLD accountant refuses a loss that needs more grid points than it holds with
+    // FP_ENOMEM too ("... use a coarser grid", a tiny multiplier): it states no figure
+    // there, which is no allocation failure.
+    if (st[1] == FP_ENOMEM && strstr(pe.msg, "coarser grid"))
+        st[1] = FP_EUNSUPPORTED;
+    for (int i = 0; i < 2; i++)
+        e[i] = st[i] == FP_OK ? e[i] : st[i] == FP_ENOMEM ? NAN : INFINITY;
+    rec->epsilon_standard_rdp = e[0];
+    rec->epsilon_standard_pld = e[1];
+    if (!isnan(e[0]) && !isnan(e[1]))   // an account that ran out of memory is not one to reuse
+        defense_memo_put(memo, key, e, 2);
 }
 
 size_t clip_trainable_index(const ParamTable *t, uint32_t *idx) {
@@ -225,13 +263,12 @@ void clip_aggregate_fixed(const float *const *uploads, const double *weights, in
 // ---- client-level Gaussian calibration -------------------------------------------------
 
 // The sampling kind of the server-noise account: fixed-size (Wang, Balle, Kasiviswanathan
-// 2019 Thm 9, replace one) or Poisson, add/remove one: Zhu & Wang 2019's general bound for
-// the discrete Gaussian of the safe sampler, Mironov, Talwar, Zhang 2019 for the float one
-// (whose record has no guarantee anyway).
+// 2019 Thm 9, replace one) or Poisson, add/remove one: Mironov, Talwar, Zhang 2019 for
+// both samplers, since the safe one draws the rounded Gaussian on the lattice sum (the
+// release is post-processing of the continuous Gaussian mechanism, ClipNoise); the float
+// one's record has no guarantee anyway.
 static RdpSampling server_sampling(const ClipGaussian *g) {
-    if (g->cohort > 0)
-        return RDP_SAMPLING_FIXED;
-    return g->noise.safe ? RDP_SAMPLING_POISSON_DISCRETE : RDP_SAMPLING_POISSON;
+    return g->cohort > 0 ? RDP_SAMPLING_FIXED : RDP_SAMPLING_POISSON;
 }
 
 // The sampling kind a target ε is calibrated under: the server-noise account; with client
@@ -467,6 +504,7 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
     memset(g, 0, sizeof *g);
     g->paper = paper;
     g->rounds = setup->rounds;
+    g->memo = setup->memo;
     FP_TRY(jv_number(params, path, "clip", JV_OPTIONAL, 1.0, 0, 1, INFINITY, 0, &g->clip, err));
     FP_TRY(jv_number(params, path, "delta", JV_OPTIONAL, 1e-5, 0, 1, 1, 1, &g->delta, err));
     // The sampling the engine runs: a fixed cohort of m (rate m/N, replace-one
@@ -486,6 +524,9 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
         int choice;
         FP_TRY(jv_choice(params, path, "noise", sites, 0, &choice, err));
         g->server_noise = choice == 0;
+        // The server's one draw on the lattice sum: the rounded Gaussian (ClipNoise); client
+        // shares must add up, so they keep the discrete Gaussian (Kairouz, Liu, Steinke 2021).
+        g->noise.rounded = g->server_noise;
     } else if (site && allow_noise_site) {
         return fp_fail(err, FP_EPARAM, "%s: the paper variant adds the noise at each client",
                        jv_path(p, sizeof p, path, "noise"));
@@ -591,8 +632,13 @@ void clip_gaussian_privacy(const ClipGaussian *g, int rounds_done, PrivacyRecord
     "by the rounding's inflation (config rounding_inflation) and delta holding the table's distance to it; "   \
     "Poisson sampling by the general bound of Zhu & Wang 2019 (Thm 5), a sum of k clients' shares by "        \
     "Kairouz, Liu, Steinke 2021 (Thm 1)"
-#define CLIP_NOTION(text) {text, text CLIP_SAFE_NOTE}
-    static const char *const notions[6][2] = {
+#define CLIP_ROUNDED_NOTE                                                                                    \
+    "; the noise is the rounded Gaussian round(N(0, S^2)) on a grid added to the lattice sum of the rounded "   \
+    "uploads: x + round(Z) = round(x + Z), post-processing of the continuous Gaussian mechanism on x, so the "  \
+    "continuous account holds, the multiplier divided by the rounding's inflation (config rounding_inflation) " \
+    "and delta holding the table's distance to the rounded law"
+#define CLIP_NOTION(text) {text, text CLIP_SAFE_NOTE, text CLIP_ROUNDED_NOTE}
+    static const char *const notions[6][3] = {
         CLIP_NOTION("client-level (eps, delta)-DP of the released aggregates, replace one client: per round, given "
                     "its cohort size k (Bernoulli, independent of the data; the shares' grid shows it), the clients' "
                     "shares, sized for k, add up to N(0, z^2 C^2) (the server adds it when k = 0); Wang, Balle, "
@@ -618,9 +664,11 @@ void clip_gaussian_privacy(const ClipGaussian *g, int rounds_done, PrivacyRecord
                     "Balle et al. 2020 conversion"),
     };
 #undef CLIP_NOTION
+#undef CLIP_ROUNDED_NOTE
 #undef CLIP_SAFE_NOTE
     int which = g->paper ? 4 + (g->cohort > 0) : 2 * (g->cohort > 0) + g->server_noise;
-    rec->sound_notion = notions[which][g->noise.safe];
+    rec->sound_notion = notions[which][g->noise.safe ? 1 + g->noise.rounded : 0];
+    clip_standard_account(rec, g->memo, g->q, g->z, rounds_done, g->delta);
     rec->epsilon_total_upload = upload_epsilon(g, rounds_done, &covered_upload);
     rec->upload_notion =
         g->server_noise
@@ -662,7 +710,7 @@ void clip_gaussian_privacy(const ClipGaussian *g, int rounds_done, PrivacyRecord
     }
 }
 
-void clip_gaussian_describe(const ClipGaussian *g, cJSON *out) {
+FpStatus clip_gaussian_describe(const ClipGaussian *g, cJSON *out) {
     cJSON_AddStringToObject(out, "variant", g->paper ? "paper" : "corrected");
     cJSON_AddNumberToObject(out, "clip", g->clip);
     cJSON_AddStringToObject(out, "noise", g->server_noise ? "server" : "client");
@@ -691,14 +739,15 @@ void clip_gaussian_describe(const ClipGaussian *g, cJSON *out) {
     else if (g->paper || g->cohort > 0 || !g->server_noise)
         acct = "RDP, fixed-size cohort without replacement (Wang, Balle, Kasiviswanathan 2019 Thm 9), replace one "
                "client, orders 1.1..63 and 64..1024, Balle et al. 2020";
-    else if (g->noise.safe)
-        acct = "RDP Poisson-subsampled discrete Gaussian (Zhu & Wang 2019 general bound, add/remove one client), "
-               "orders 1.1..63 and 64..1024, Balle et al. 2020";
     else
-        acct = "RDP subsampled Gaussian (Poisson, add/remove one client), orders 1.1..63 and 64..1024, Balle et al. "
-               "2020";
+        acct = "RDP Poisson-subsampled Gaussian (Mironov, Talwar, Zhang 2019, add/remove one client; the safe "
+               "sampler's rounded Gaussian is post-processing of it), orders 1.1..63 and 64..1024, Balle et al. 2020";
     cJSON_AddStringToObject(out, "accountant", acct);
-    jnum_add(out, "epsilon_after_all_rounds", clip_gaussian_epsilon(g, g->rounds));
+    double e = clip_gaussian_epsilon(g, g->rounds);
+    if (isnan(e))   // out of memory: never a figure (fl/defense.h)
+        return FP_ENOMEM;
+    jnum_add(out, "epsilon_after_all_rounds", e);
+    return FP_OK;
 }
 
 void clip_gaussian_upload_params(const ClipGaussian *g, int k, UploadParams *out) {

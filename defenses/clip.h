@@ -50,10 +50,19 @@ double clip_scale(double norm, double c);
 //       discrete Gaussian), i.e. the continuous account with the noise multiplier divided
 //       by clip_noise_inflation (1 + 1/512 at most unless S is capped), and δ enlarged
 //       by the table's distance to the ideal law (clip_noise_epsilon).
+//       With `rounded` set the table is of round(N(0, S²)) (dgauss_wide_init_rounded): the
+//       grid integer plus it is round(integer + N(0, S²)), post-processing of the continuous
+//       Gaussian mechanism with the same Δ_steps, so the continuous accounts themselves
+//       (Poisson subsampling, Mironov, Talwar, Zhang 2019; PLD) hold, with the same
+//       inflation and slack. Only for one draw per release: a sum of rounded Gaussians is
+//       not one, so client shares that must add up keep the discrete Gaussian.
 //   "float": x[i] + std·N_i, N_i = rng_normal_at(rng, i) (Box-Muller in double): no
 //       guarantee (a floating-point sampler's outputs can reveal the input, Mironov 2012).
 typedef struct ClipNoise {
     int safe;                // 1: the discrete Gaussian on a grid; 0: the float sampler
+    int rounded;             // safe: 1 draws the rounded Gaussian round(N(0, S²)) instead (set
+                             // before clip_noise_build by a defense whose release is one
+                             // draw on one lattice sum: then the continuous accounts hold)
     size_t d;                // trainable elements (what the inflation counts)
     DGaussWide table;        // safe: N_Z(0, S²), S = table.sigma
 } ClipNoise;
@@ -118,6 +127,20 @@ double clip_noise_delta_share(const ClipNoise *n, double eps, double draws, doub
     "the Gaussian noise is drawn in floating point (\"sampler\": \"float\"): a float sampler's outputs can "    \
     "reveal the input (Mironov 2012); the default safe sampler draws the discrete Gaussian on a grid"
 
+// The field's figure (PrivacyRecord.standard_notion): the ε of `steps` compositions of the
+// Poisson-subsampled Gaussian at rate q and multiplier sigma, at delta, by RDP (default
+// orders, Balle et al. 2020) and by PLD (default grid), into rec; INFINITY where an
+// accountant states none, NaN when one ran out of memory (0 for no steps, INFINITY for
+// sigma <= 0, without an accountant). Once per (q, sigma, steps, delta) in memo (the
+// experiment's, DefenseSetup.memo; NULL: computed each time): the PLD costs about 0.05 s
+// for 20 steps, and every round's record states it.
+void clip_standard_account(PrivacyRecord *rec, DefenseMemo *memo, double q, double sigma, long long steps,
+                           double delta);
+#define CLIP_STANDARD_NOTION                                                                                  \
+    "the standard accountant (Opacus, TF Privacy) for the same multiplier, rate and steps: Poisson-subsampled " \
+    "Gaussian, add/remove one, RDP (Mironov, Talwar, Zhang 2019; Balle et al. 2020 conversion) and PLD; for "  \
+    "comparison, not this run's bound"
+
 // Writes the flat indices of the trainable elements into idx (room for t->n_trainable)
 // in increasing order and returns their count.
 size_t clip_trainable_index(const ParamTable *t, uint32_t *idx);
@@ -157,8 +180,8 @@ void clip_aggregate_fixed(const float *const *uploads, const double *weights, in
 // release_empty_rounds). The released sum is then the central mechanism, accounted by
 // RDP on the extended order grid with the Balle et al. 2020 conversion:
 //   Bernoulli sampling, server noise: Poisson-subsampled Gaussian, rate q, multiplier z,
-//       add/remove one client (Mironov, Talwar, Zhang 2019; Zhu & Wang 2019 for the safe
-//       sampler's discrete Gaussian);
+//       add/remove one client (Mironov, Talwar, Zhang 2019; exact for the safe sampler's
+//       rounded Gaussian, post-processing of the continuous mechanism, ClipNoise);
 //   fixed-size sampling (m of N without replacement): Wang, Balle, Kasiviswanathan 2019
 //       Thm 9, rate m/N, replace one client: the sum moves by up to 2C, multiplier z/2.
 // With client shares the shares' grid depends on k (each is on the grid of its std), so
@@ -176,9 +199,9 @@ void clip_aggregate_fixed(const float *const *uploads, const double *weights, in
 // rounding's inflation and run at δ(1 − CLIP_NOISE_SLACK). Every account is proven for it:
 //   the discrete Gaussian's RDP curve is the continuous one's (CKS 2020 Thm 4), so Thm 9 of
 //       Wang et al. (any mechanism given that curve) holds for fixed-size cohorts;
-//   Bernoulli sampling with server noise: Zhu & Wang 2019's general bound for Poisson
-//       subsampling (rdp_poisson_discrete_gaussian), not the continuous-density formula of
-//       Mironov, Talwar, Zhang 2019;
+//   server noise draws the rounded Gaussian (one draw on the lattice sum of the rounded
+//       uploads): the continuous accounts themselves, Poisson subsampling by Mironov,
+//       Talwar, Zhang 2019 included;
 //   a sum of k clients' shares N_Z(0, S²) (not a discrete Gaussian): Kairouz, Liu, Steinke
 //       2021 Thm 1 (dgauss_sum_multiplier), a term e^{−π²S²} small beside 1/z²;
 //   one client's uploads: plain RDP composition of the discrete Gaussian.
@@ -217,6 +240,7 @@ typedef struct ClipGaussian {
     int rounds;           // planned rounds
     int *seen_k;          // per round: the cohort size seen by end_round, -1 before
     ClipNoise noise;      // the sampler ("sampler")
+    DefenseMemo *memo;    // borrowed, may be NULL: the experiment's (the standard figures)
 } ClipGaussian;
 
 // Reads "clip", "delta", "noise_multiplier", "epsilon", "sensitivity", "sampler" and, when
@@ -238,8 +262,8 @@ void clip_gaussian_end_round(ClipGaussian *g, int round, int k);
 double clip_gaussian_epsilon(const ClipGaussian *g, long long rounds);
 // Fills the privacy record after rounds_done rounds (unit "client").
 void clip_gaussian_privacy(const ClipGaussian *g, int rounds_done, PrivacyRecord *rec);
-// Adds the calibration to a describe() object.
-void clip_gaussian_describe(const ClipGaussian *g, cJSON *out);
+// Adds the calibration to a describe() object; FP_ENOMEM when its account ran out of memory.
+FpStatus clip_gaussian_describe(const ClipGaussian *g, cJSON *out);
 // UploadParams of an upload clipped to C in L2 in a round of k participants, with the
 // client's share of the noise (clip_gaussian_client_std; 0 with server noise, whose std
 // goes to server_noise_scale); ε per round for the paper calibration, else -1 (the

@@ -87,6 +87,7 @@ void dgauss_add(const DGauss *g, double grid, float *x, size_t n, const RngStrea
 
 typedef struct DGaussWide {
     double sigma;           // σ in grid steps, 2σ² = 2^log2_two_var
+    int rounded;            // 1: the law of round(N(0, σ²)) (dgauss_wide_init_rounded); 0: N_Z(0, σ²)
     int log2_two_var;
     long ymax;              // support [-ymax, ymax]; the table is of |J| in [0, ymax]
     int levels;             // log2 of the padded table size
@@ -121,6 +122,16 @@ typedef struct DGaussWide {
 // Builds the table for the smallest σ >= sigma_min (in [1, DGAUSS_WIDE_SIGMA_MAX]) with
 // 2σ² a power of two. FP_EPARAM outside that range, FP_ENOMEM. dgauss_wide_free releases it.
 FpStatus dgauss_wide_init(DGaussWide *g, double sigma_min, FpError *err);
+// The same table for the rounded Gaussian round(Z), Z ~ N(0, σ²) (nearest integer):
+// P(J = j) = P(j - 1/2 <= Z < j + 1/2), each weight exp(-j²/(2σ²)) times its cell's
+// integral (a series in long double, 2^-62 relative), the same `tv` (2^-59) to that law.
+// Why: for an integer vector x, x + round(Z) = round(x + Z), so the noised integer is
+// post-processing of the continuous Gaussian mechanism on x, and every account of the
+// continuous Gaussian (Poisson subsampling by Mironov, Talwar, Zhang 2019, PLD) holds for
+// it exactly, where the discrete Gaussian needs general bounds (clip.h). Its variance is
+// about σ² + 1/12. A sum of such draws is not one (the discrete Gaussian stays where
+// shares must add up).
+FpStatus dgauss_wide_init_rounded(DGaussWide *g, double sigma_min, FpError *err);
 void dgauss_wide_free(DGaussWide *g);
 
 // T_i <= u for the 95-bit threshold i and the word pair (uh, ul).

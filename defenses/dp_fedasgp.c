@@ -502,7 +502,7 @@ static void asgp_privacy(const void *state, int rounds_done, PrivacyRecord *rec)
     }
 }
 
-static void asgp_describe(const void *state, cJSON *out) {
+static FpStatus asgp_describe(const void *state, cJSON *out) {
     const DpFedAsgp *s = state;
     cJSON_AddStringToObject(out, "variant", s->paper ? "paper" : "corrected");
     cJSON_AddStringToObject(out, "mechanism",
@@ -540,6 +540,7 @@ static void asgp_describe(const void *state, cJSON *out) {
                             s->paper ? "gamma_i = (n_i/n + L_i/L)/2, L_i = local model's mean loss on its data (sent "
                                        "without noise)"
                                      : "gamma_i = n_i/n (L_i is not sent)");
+    return FP_OK;
 }
 
 const DefenseOps defense_dp_fedasgp = {

@@ -27,19 +27,21 @@
 // record's inclusion probability exceeds q_k by less than 2^-53: the account uses
 // q_k + 2^-52.
 //
-// The noise (ClipNoise, "sampler"): by default the federated defenses' discrete Gaussian on a
-// grid (defenses/clip.h): each step's sum of clipped per-example gradients is rounded once,
-// as a whole, to the grid g = σC/T (T the table's σ in grid steps), so neighbouring sums
-// stay within C/g + √d steps (d trainable elements) and the account runs at the multiplier
-// σ/φ, φ = 1 + 1e-12 + σ√d/T (defenses/dpsgd_step.h), with δ holding the table's distance
-// to N_Z(0, T²) over the run's d·T_k·rounds draws (clip_noise_epsilon). What that proves:
-// the discrete Gaussian's RDP curve is the continuous one's (CKS 2020 Thm 4), and the RDP
-// accountant composes Zhu & Wang 2019's general bound for its Poisson subsampling
-// (RDP_SAMPLING_POISSON_DISCRETE, proven, where Mironov, Talwar, Zhang 2019's formula is
-// derived for the continuous densities); the PLD accountant composes the continuous
-// Gaussian's privacy loss, so with it the record also assumes DPSGD_ASSUME_PLD_DISCRETE.
-// Either way the record is conditional on DPSGD_ASSUME_FLOAT_SUM (the float summation of
-// the clipped gradients). "sampler": "float" (Box–Muller in double) gives guarantee none.
+// The noise (ClipNoise, "sampler"): by default the federated defenses' safe sampler on a
+// grid (defenses/clip.h) with the rounded Gaussian's table: each step's sum of clipped
+// per-example gradients is rounded once, as a whole, to the grid g = σC/T (T the table's σ
+// in grid steps), so neighbouring sums stay within C/g + √d steps (d trainable elements),
+// and gets round(N(0, T²)) per element. For the integer sum x, x + round(Z) = round(x + Z):
+// each step is post-processing of the continuous Gaussian mechanism on x with L2
+// sensitivity C/g + √d steps, multiplier σ/φ, φ = 1 + 1e-12 + σ√d/T (dpsgd_step.h). For
+// each batch B the pair (x(B), x(B + record)) is a Gaussian pair at distance <= that, and
+// a Poisson mixture of such pairs is dominated by the 1-D subsampled Gaussian (joint
+// convexity of the Rényi and hockey-stick divergences over B), so both accountants, the
+// PLD and the RDP of Mironov, Talwar, Zhang 2019, hold exactly for it, with δ holding the
+// table's distance to the rounded law over the run's d·T_k·rounds draws
+// (clip_noise_epsilon). What stays conditional: DPSGD_ASSUME_FLOAT_SUM (the float
+// summation of the clipped gradients, which the sensitivity C of the sum takes as exact).
+// "sampler": "float" (Box–Muller in double) gives guarantee none.
 //
 // Params: {"name": "dp-sgd", "clip" (1), "noise_multiplier" | "epsilon" (total over the
 // planned rounds), "delta" (1e-5), "accountant" ("pld" | "rdp"), "sampler" ("safe" |
@@ -104,15 +106,8 @@ static FpStatus account(const DpSgd *s, double sigma, long long rounds, double d
     }
     if (!s->use_rdp)
         return pld_epsilon(s->q_acct, sigma / s->phi, steps, delta, eps, err);
-    if (!s->noise.safe)
-        return rdp_epsilon(s->q_acct, sigma, steps, delta, eps, NULL, err);
-    RdpAccountant *acc = NULL;
-    FP_TRY(rdp_accountant_create(NULL, 0, &acc, err));
-    FpStatus st = rdp_accountant_add_sampled(acc, RDP_SAMPLING_POISSON_DISCRETE, s->q_acct, sigma / s->phi, steps, err);
-    if (st == FP_OK)
-        st = rdp_accountant_epsilon(acc, delta, RDP_CONVERSION_BALLE2020, eps, NULL, err);
-    rdp_accountant_free(acc);
-    return st;
+    // The safe sampler's rounded Gaussian: the continuous account at σ/φ (banner).
+    return rdp_epsilon(s->q_acct, s->noise.safe ? sigma / s->phi : sigma, steps, delta, eps, NULL, err);
 }
 
 // account() as a ClipEpsilonAt (an accountant that cannot state a bound states none; one
@@ -169,6 +164,7 @@ static FpStatus dpsgd_create(const cJSON *params, const char *path, const Defens
         (st = jv_choice(params, path, "accountant", accountants, 0, &acc, err)) != FP_OK ||
         (st = clip_noise_parse(params, path, setup->params, &s->noise, err)) != FP_OK)
         goto fail;
+    s->noise.rounded = 1;   // one draw per step on the rounded sum (banner)
     s->d = s->noise.d;
     s->use_rdp = acc == 1;
     // The largest rate and the most steps over the configured clients.
@@ -221,9 +217,7 @@ static FpStatus dpsgd_create(const cJSON *params, const char *path, const Defens
             FpError e2 = {0};
             FpStatus cs = steps <= 0 ? fp_fail(&e2, FP_EPARAM, "the federation takes no local steps")
                           : s->use_rdp
-                              ? rdp_sigma_for_epsilon_sampled(s->noise.safe ? RDP_SAMPLING_POISSON_DISCRETE
-                                                                            : RDP_SAMPLING_POISSON,
-                                                              s->q_acct, steps, delta_acc, s->epsilon_target, NULL, 0,
+                              ? rdp_sigma_for_epsilon_sampled(RDP_SAMPLING_POISSON, s->q_acct, steps, delta_acc, s->epsilon_target, NULL, 0,
                                                               &sigma_acc, NULL, &e2)
                               : pld_sigma_for_epsilon(s->q_acct, steps, delta_acc, s->epsilon_target, 0,
                                                       setup->progress, &sigma_acc, NULL, &e2);
@@ -383,15 +377,17 @@ static void dpsgd_privacy(const void *state, int rounds_done, PrivacyRecord *rec
     *rec = (PrivacyRecord){.unit = "record", .delta = s->delta, .sigma = s->sigma, .epsilon_total_sound = eps,
                            .epsilon_round_nominal = cached_epsilon(s, 1, &covered_round), .epsilon_total_nominal = eps,
                            .nominal_notion = "the same account (dp-sgd claims what it can prove)"};
+    clip_standard_account(rec, s->memo, s->q_acct, s->sigma, s->steps_round * (long long)rounds_done, s->delta);
     // By (accountant, clients uniform, safe sampler).
 #define DPSGD_OBSERVER                                                                                       \
     "record-level (eps, delta)-DP w.r.t. one client's data, add/remove one record, for an observer of all of " \
     "the client's uploads: "
 #define DPSGD_ROUNDS "; every round counted (no amplification by client sampling is claimed)"
 #define DPSGD_SAFE                                                                                           \
-    "; the noise is the discrete Gaussian on a grid (Canonne, Kamath, Steinke 2020) on each step's clipped sum, " \
-    "rounded once: sigma divided by the rounding's inflation (config rounding_inflation), delta holding the "   \
-    "table's distance to it"
+    "; the noise is the rounded Gaussian round(N(0, T^2)) on a grid added to each step's clipped sum, rounded " \
+    "once: round(x) + round(Z) = round(round(x) + Z), post-processing of the continuous Gaussian mechanism, "   \
+    "sigma divided by the rounding's inflation (config rounding_inflation), delta holding the table's "        \
+    "distance to the rounded law"
 #define DPSGD_NOTION(text) {text DPSGD_ROUNDS, text DPSGD_SAFE DPSGD_ROUNDS}
     static const char *const notions[2][2][2] = {
         {DPSGD_NOTION(DPSGD_OBSERVER "PLD of the Poisson-subsampled Gaussian at the largest client rate B/n_k and the "
@@ -400,12 +396,12 @@ static void dpsgd_privacy(const void *state, int rounds_done, PrivacyRecord *rec
          DPSGD_NOTION(DPSGD_OBSERVER "PLD of the Poisson-subsampled Gaussian (rate q = B/n_k, multiplier sigma) "
                                      "composed over T local steps x rounds, discretisation, truncation and round-off "
                                      "errors in delta")},
-        {DPSGD_NOTION(DPSGD_OBSERVER "RDP of the Poisson-subsampled Gaussian (with the discrete Gaussian: Zhu & Wang "
-                                     "2019's general bound) at the largest client rate B/n_k and the most local steps "
+        {DPSGD_NOTION(DPSGD_OBSERVER "RDP of the Poisson-subsampled Gaussian (Mironov, Talwar, Zhang 2019) at the "
+                                     "largest client rate B/n_k and the most local steps "
                                      "T over the clients (covering every client), composed over T x rounds, Balle et "
                                      "al. 2020 conversion"),
-         DPSGD_NOTION(DPSGD_OBSERVER "RDP of the Poisson-subsampled Gaussian (with the discrete Gaussian: Zhu & Wang "
-                                     "2019's general bound; rate q = B/n_k, multiplier sigma) composed over T local "
+         DPSGD_NOTION(DPSGD_OBSERVER "RDP of the Poisson-subsampled Gaussian (Mironov, Talwar, Zhang 2019; rate q = "
+                                     "B/n_k, multiplier sigma) composed over T local "
                                      "steps x rounds, Balle et al. 2020 conversion")},
     };
 #undef DPSGD_NOTION
@@ -428,14 +424,12 @@ static void dpsgd_privacy(const void *state, int rounds_done, PrivacyRecord *rec
         return;
     }
     rec->guarantee = GUARANTEE_CONDITIONAL;
-    if (!s->use_rdp)
-        privacy_assume(rec, DPSGD_ASSUME_PLD_DISCRETE);
     privacy_assume(rec, DPSGD_ASSUME_FLOAT_SUM);
     if (!covered)
         privacy_assume(rec, CLIP_NOISE_SLACK_ASSUMPTION);
 }
 
-static void dpsgd_describe(const void *state, cJSON *out) {
+static FpStatus dpsgd_describe(const void *state, cJSON *out) {
     const DpSgd *s = state;
     cJSON_AddNumberToObject(out, "clip", s->clip);
     cJSON_AddNumberToObject(out, "noise_multiplier", s->sigma);
@@ -445,10 +439,8 @@ static void dpsgd_describe(const void *state, cJSON *out) {
     cJSON_AddStringToObject(out, "accountant", s->use_rdp ? "rdp" : "pld");
     cJSON_AddStringToObject(out, "accountant_notion",
                             !s->use_rdp ? "PLD, Poisson-subsampled Gaussian (add/remove one record), errors in delta"
-                            : s->noise.safe
-                                ? "RDP, Poisson-subsampled discrete Gaussian (add/remove one record; Zhu & Wang 2019 "
-                                  "general bound), Balle et al. 2020"
-                                : "RDP, Poisson-subsampled Gaussian (add/remove one record), Balle et al. 2020");
+                            : "RDP, Poisson-subsampled Gaussian (add/remove one record; Mironov, Talwar, Zhang "
+                              "2019), Balle et al. 2020");
     cJSON_AddStringToObject(out, "sampling", "poisson (per record, per local step)");
     cJSON_AddNumberToObject(out, "accountant_sample_rate", s->q_acct);
     cJSON_AddNumberToObject(out, "local_steps_per_round", (double)s->steps_round);
@@ -458,10 +450,13 @@ static void dpsgd_describe(const void *state, cJSON *out) {
         cJSON_AddNumberToObject(out, "rounding_inflation", s->phi);
     int covered;
     double e = cached_epsilon(s, s->rounds, &covered);
+    if (isnan(e))   // out of memory: never a figure (fl/defense.h)
+        return FP_ENOMEM;
     if (isfinite(e))
         cJSON_AddNumberToObject(out, "epsilon_after_all_rounds", e);
     else
         cJSON_AddNullToObject(out, "epsilon_after_all_rounds");
+    return FP_OK;
 }
 
 const DefenseOps defense_dp_sgd = {

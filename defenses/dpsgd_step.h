@@ -12,8 +12,9 @@
 // backward pass (core/per_example.h), not a pass per record.
 // The noise is the federated defenses' Gaussian sampler (ClipNoise, defenses/clip.h), drawn
 // on the clipped sum S before the division: element k of S becomes, with std = σC,
-//   safe (default): g·(round(S_k/g) + J_k), J_k ~ N_Z(0, T²) the discrete Gaussian of the
-//       sampler's table (T grid steps, g = σC/T the grid), from Philox block noise_first + k;
+//   safe (default): g·(round(S_k/g) + J_k), J_k ~ round(N(0, T²)) the rounded Gaussian of
+//       the sampler's table (T grid steps, g = σC/T the grid; the dp-sgd defense sets the
+//       sampler's `rounded`), from Philox block noise_first + k;
 //   float: S_k + σC·rng_normal_at(noise, noise_first + k) (no guarantee, Mironov 2012);
 // then g_k = that / denominator (post-processing). Element-indexed, so the noise is the
 // same on every backend and for any split of the work; the caller keeps the steps of one
@@ -39,17 +40,14 @@
 #ifndef FEDPRIV_DEFENSES_DPSGD_STEP_H
 #define FEDPRIV_DEFENSES_DPSGD_STEP_H
 
-// The assumptions of a dp-sgd record with the safe sampler (defenses/dp_sgd.c): the float
-// summation above, and, with the PLD accountant, its continuous privacy loss.
+// The assumption of a dp-sgd record with the safe sampler (defenses/dp_sgd.c): the float
+// summation above. (Its rounded Gaussian makes both accountants exact, so no assumption
+// about the continuous privacy loss remains.)
 #define DPSGD_ASSUME_FLOAT_SUM                                                                               \
     "the clipped per-example gradients are summed in float32 (one matrix product per layer): the sums of "     \
     "neighbouring batches are taken to differ by at most the clip C, the summation's rounding not bounded, "   \
     "nor how each record's float gradient, computed inside the batch's matrix products, depends on the "       \
     "other records of the batch"
-#define DPSGD_ASSUME_PLD_DISCRETE                                                                            \
-    "the PLD accountant composes the privacy loss of the Poisson-subsampled continuous Gaussian; the "          \
-    "subsampled discrete Gaussian drawn here is assumed no worse (the RDP accountant, \"accountant\": "       \
-    "\"rdp\", bounds it by Zhu & Wang 2019's general bound instead)"
 
 #include <stdint.h>
 

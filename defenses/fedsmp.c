@@ -217,13 +217,14 @@ static void smp_upload_params(const void *state, const DefenseRound *round, Uplo
     clip_gaussian_upload_params(&((const FedSmp *)state)->g, round->participants, out);
 }
 
-static void smp_describe(const void *state, cJSON *out) {
+static FpStatus smp_describe(const void *state, cJSON *out) {
     const FedSmp *s = state;
-    clip_gaussian_describe(&s->g, out);
+    FP_TRY(clip_gaussian_describe(&s->g, out));
     cJSON_AddNumberToObject(out, "topk_fraction", s->fraction);
     cJSON_AddNumberToObject(out, "kept_coordinates", (double)s->k);
     cJSON_AddStringToObject(out, "mask", s->g.paper ? "top-k of the client's own |update| (data-dependent)"
                                                     : "random k per round, shared by the round's clients (public)");
+    return FP_OK;
 }
 
 const DefenseOps defense_fedsmp = {

@@ -100,8 +100,8 @@ static void dpfedavg_upload_params(const void *state, const DefenseRound *round,
     clip_gaussian_upload_params(&((const DpFedAvg *)state)->g, round->participants, out);
 }
 
-static void dpfedavg_describe(const void *state, cJSON *out) {
-    clip_gaussian_describe(&((const DpFedAvg *)state)->g, out);
+static FpStatus dpfedavg_describe(const void *state, cJSON *out) {
+    return clip_gaussian_describe(&((const DpFedAvg *)state)->g, out);
 }
 
 const DefenseOps defense_gaussian_dpfedavg = {

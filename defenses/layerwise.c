@@ -826,7 +826,7 @@ static void lw_privacy(const void *state, int rounds_done, PrivacyRecord *rec) {
     }
 }
 
-static void lw_describe(const void *state, cJSON *out) {
+static FpStatus lw_describe(const void *state, cJSON *out) {
     const LwState *s = state;
     static const char *const clip_names[] = {"mean-norm", "mean-abs", "fixed"};
     cJSON_AddStringToObject(out, "variant", s->variant == LW_PAPER ? "paper" : "corrected");
@@ -901,6 +901,7 @@ static void lw_describe(const void *state, cJSON *out) {
         cJSON_AddNumberToObject(o, "mean_laplace_scale", s->sum_scale[u] / n);
         cJSON_AddItemToArray(units, o);
     }
+    return FP_OK;
 }
 
 const DefenseOps defense_layerwise = {

@@ -219,7 +219,7 @@ void mech_defense_coordinate(PrivacyRecord *rec, double epsilon_total, const cha
     rec->epsilon_total_coordinate = isfinite(rec->epsilon_total_sound) ? epsilon_total : INFINITY;
 }
 
-void mech_defense_describe(const void *state, cJSON *out) {
+FpStatus mech_defense_describe(const void *state, cJSON *out) {
     const MechDefense *d = state;
     const Mech *m = &d->mech;
     if (m->spec.variant != MV_NONE)
@@ -257,6 +257,7 @@ void mech_defense_describe(const void *state, cJSON *out) {
     }
     cJSON_AddNumberToObject(out, "perturbed_scalars", (double)d->d);
     cJSON_AddNumberToObject(out, "units", d->n_units);
+    return FP_OK;
 }
 
 void mech_defense_upload_params(const void *state, const DefenseRound *round, UploadParams *out) {

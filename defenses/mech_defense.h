@@ -61,7 +61,7 @@ void mech_defense_guarantee(const MechDefense *d, double proven_total, PrivacyRe
 // mech_defense_guarantee; ∞ when the whole upload has none): what a training audit's
 // one-coordinate canary tests.
 void mech_defense_coordinate(PrivacyRecord *rec, double epsilon_total, const char *notion);
-void mech_defense_describe(const void *state, cJSON *out);
+FpStatus mech_defense_describe(const void *state, cJSON *out);
 // UploadParams: the mechanism's name, ε per scalar, its range's half-width as the clip
 // ("range"), and as the noise scale the Laplace b or Gaussian σ, or for the other
 // mechanisms the largest output std over the range (at an end or the centre: their

@@ -172,7 +172,8 @@ FpStatus defense_privacy(const DefenseOps *ops, const void *state, int rounds_do
     // NaN is never an ε: the slot's convention for an account that ran out of memory
     // (DefenseOps.privacy), which settling would otherwise show as a complete "no guarantee".
     if (isnan(rec->epsilon_total_sound) || isnan(rec->epsilon_round_nominal) || isnan(rec->epsilon_total_nominal) ||
-        (rec->upload_notion && isnan(rec->epsilon_total_upload)))
+        (rec->upload_notion && isnan(rec->epsilon_total_upload)) ||
+        (rec->standard_notion && (isnan(rec->epsilon_standard_rdp) || isnan(rec->epsilon_standard_pld))))
         return fp_fail(err, FP_ENOMEM, "out of memory while accounting privacy");
     privacy_record_settle(rec);
     return FP_OK;

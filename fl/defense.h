@@ -236,6 +236,15 @@ typedef struct PrivacyRecord {
     int record_bound_covers_client; // a record-level bound whose sensitivity is the whole
                                    // clip ball, so it holds for any change of one client's
                                    // upload (AVP's and NbAFL's Δs = 2C)
+    // The field's figure beside ours (read when standard_notion is set): the ε that the
+    // standard accountant of Opacus and TF Privacy, the Poisson-subsampled Gaussian (add/
+    // remove one), gives for the record's multiplier, rate and steps at its δ, by RDP
+    // (Mironov, Talwar, Zhang 2019, Balle et al. 2020 conversion) and by PLD. A comparison,
+    // not a bound of this run: no rounding inflation, table slack or sampling kind of ours.
+    // NaN: out of memory (defense_privacy fails).
+    double epsilon_standard_rdp;
+    double epsilon_standard_pld;
+    const char *standard_notion;
 } PrivacyRecord;
 
 // "proven", "conditional", "none".
@@ -308,7 +317,9 @@ typedef struct DefenseOps {
     // would claim a complete "no guarantee": defense_privacy() turns it into FP_ENOMEM.
     void (*privacy)(const void *state, int rounds_done, PrivacyRecord *rec);
     // Optional: add the resolved parameters (variant, ε, clip, ...) to a JSON object.
-    void (*describe)(const void *state, cJSON *out);
+    // FP_ENOMEM when an account it states ran out of memory (then out is not a result: a
+    // NaN ε is never written); FP_OK otherwise.
+    FpStatus (*describe)(const void *state, cJSON *out);
     // 1 when key is one create() accepts in the defense's JSON object (the same list it
     // validates with), so that `fedpriv check` can tell a baseline's "params" typo from a
     // value no setting has. NULL: the defense does not say.

@@ -271,6 +271,12 @@ cJSON *privacy_record_json(const PrivacyRecord *p) {
         cJSON_AddItemToArray(as, cJSON_CreateString(p->assumptions[i]));
     if (p->sigma >= 0)
         cJSON_AddNumberToObject(j, "sigma", p->sigma);
+    if (p->standard_notion) {   // the field's figure for the same multiplier, rate and steps (defense.h)
+        cJSON *std = cJSON_AddObjectToObject(j, "standard");
+        jnum_add(std, "rdp", p->epsilon_standard_rdp);
+        jnum_add(std, "pld", p->epsilon_standard_pld);
+        cJSON_AddStringToObject(std, "notion", p->standard_notion);
+    }
     return j;
 }
 
@@ -377,7 +383,7 @@ cJSON *fed_rounds_json(const Federation *f, int with_timings) {
     return arr;
 }
 
-void experiment_describe(const Experiment *ex, const Federation *f, cJSON *result) {
+FpStatus experiment_describe(const Experiment *ex, const Federation *f, cJSON *result, FpError *err) {
     cJSON_AddStringToObject(result, "fedpriv_version", FEDPRIV_VERSION);
     cJSON_AddNumberToObject(result, "seed", (double)(ex->seed & ~RNG_SEED_SECURE));
     cJSON_AddStringToObject(result, "backend", ex->backend->name);
@@ -393,6 +399,11 @@ void experiment_describe(const Experiment *ex, const Federation *f, cJSON *resul
     cJSON_AddItemToObject(cfg, "model", cJSON_Duplicate(ex->model_json, 1));
     cJSON_AddNumberToObject(cJSON_GetObjectItem(cfg, "model"), "parameters", (double)ex->model->table.n_params);
     cJSON_AddItemToObject(cfg, "federation", fed_config_to_json(&ex->fed));
-    if (f)
-        cJSON_AddItemToObject(cfg, "defense", fed_defense_json(f));
+    if (f) {
+        cJSON *dj = fed_defense_json(f, err);
+        if (!dj)
+            return err && err->code ? err->code : FP_ENOMEM;
+        cJSON_AddItemToObject(cfg, "defense", dj);
+    }
+    return FP_OK;
 }

@@ -64,7 +64,8 @@ Federation *experiment_federation(Experiment *ex, const FedHooks *hooks, int qui
 
 // The run metadata every result carries: seed, backend, threads, version, and the
 // resolved dataset/model/federation/defense configs.
-void experiment_describe(const Experiment *ex, const Federation *f, cJSON *result);
+// FP_ENOMEM (err set) when the defense could not state its parameters (fed_defense_json).
+FpStatus experiment_describe(const Experiment *ex, const Federation *f, cJSON *result, FpError *err);
 
 // Rounds as JSON: [{"round", "test_accuracy", "test_loss", ("test_mae"), "participants",
 // "privacy": {...}, "uploads": {...}}, ...] and the final record.

@@ -328,12 +328,17 @@ int fed_client_participations(const Federation *f, int client) {
     return client >= 0 && client < f->s.cfg.clients ? f->participations[client] : 0;
 }
 
-cJSON *fed_defense_json(const Federation *f) {
+cJSON *fed_defense_json(const Federation *f, FpError *err) {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "name", f->s.defense->name);
-    if (f->s.defense->describe)
-        f->s.defense->describe(f->defense_state, j);
-    return j;
+    FpStatus st = j && cJSON_AddStringToObject(j, "name", f->s.defense->name) ? FP_OK : FP_ENOMEM;
+    if (st == FP_OK && f->s.defense->describe)
+        st = f->s.defense->describe(f->defense_state, j);
+    if (st == FP_OK)
+        return j;
+    cJSON_Delete(j);
+    fp_fail(err, st, st == FP_ENOMEM ? "out of memory while accounting privacy" : "the defense could not state its "
+            "parameters");
+    return NULL;
 }
 
 // -- sampling --------------------------------------------------------------------------------

@@ -156,8 +156,10 @@ int fed_rounds_done(const Federation *f);
 const FedRoundResult *fed_round_result(const Federation *f, int round);
 const Partition *fed_partition(const Federation *f);
 void *fed_defense_state(const Federation *f);
-// The defense's resolved parameters (describe()), or NULL.
-cJSON *fed_defense_json(const Federation *f);
+// The defense's resolved parameters (describe()); NULL with err set when they could not be
+// stated ("out of memory while accounting privacy": an account inside describe() ran out
+// of memory, or the object could not be made), never a partial object.
+cJSON *fed_defense_json(const Federation *f, FpError *err);
 // How many rounds client k took part in so far (uploads aggregated).
 int fed_client_participations(const Federation *f, int client);
 // The clients the server's sampler picks at least once in the planned rounds (ever[k] =

@@ -9,14 +9,19 @@
 #include "core/json_number.h"
 #include "reports/results.h"
 
-// epsilon_sound and guarantee are the record's own (the released aggregates' observer),
-// epsilon_upload and upload_guarantee the upload observer's record, labelled by its own proof.
+// epsilon_sound (proven, else inf), epsilon_conditional (the bound under the record's
+// assumptions, empty unless conditional) and guarantee are the record's own (the released
+// aggregates' observer), epsilon_upload and upload_guarantee the upload observer's record,
+// labelled by its own proof; epsilon_standard_rdp and _pld the standard accountant's ε for
+// the same multiplier, rate and steps (the field's figure, no bound of the run; empty when
+// the defense states none).
 static const char *const columns[] = {"cell",      "setting", "defense", "variant", "params", "epsilon",
-                                      "epsilon_nominal", "epsilon_sound", "guarantee", "epsilon_upload",
-                                      "upload_guarantee", "unit", "seed", "status",    "attack",  "metric",  "value"};
+                                      "epsilon_nominal", "epsilon_sound", "epsilon_conditional", "guarantee",
+                                      "epsilon_upload", "upload_guarantee", "epsilon_standard_rdp",
+                                      "epsilon_standard_pld", "unit", "seed", "status", "attack", "metric", "value"};
 #define N_COLUMNS (int)(sizeof columns / sizeof columns[0])
 // The columns a row's entries fill in.
-enum { COL_STATUS = 13, COL_ATTACK, COL_METRIC, COL_VALUE };
+enum { COL_STATUS = 16, COL_ATTACK, COL_METRIC, COL_VALUE };
 _Static_assert(COL_VALUE + 1 == N_COLUMNS, "the row columns are the last four");
 
 // One row's fields: text, or a number (is_num) written by the non-finite rule.
@@ -126,9 +131,12 @@ FpStatus report_export(const char *dir, ExportFormat fmt, HtmlBuf *o, FpError *e
             {.num = jnum_value(cJSON_GetObjectItemCaseSensitive(e, "epsilon")), .is_num = 1},
             {.num = results_cell_metric(c, "epsilon_nominal"), .is_num = 1},
             {.num = results_cell_metric(c, "epsilon_sound"), .is_num = 1},
+            {.num = results_cell_metric(c, "epsilon_conditional"), .is_num = 1},
             {.text = jstr(priv, "guarantee", "")},
             {.num = results_cell_metric(c, "epsilon_upload"), .is_num = 1},
             {.text = jstr(upload, "guarantee", "")},
+            {.num = results_cell_metric(c, "epsilon_standard_rdp"), .is_num = 1},
+            {.num = results_cell_metric(c, "epsilon_standard_pld"), .is_num = 1},
             {.text = jstr(priv, "unit", "")},
             {.num = jnum_value(cJSON_GetObjectItemCaseSensitive(e, "seed")), .is_num = 1},
             {.text = cell_status_name(r.status[i])},

@@ -124,6 +124,12 @@ static void privacy_cells(HtmlBuf *o, const SettingSummary *s) {
         hb_puts(o, "; conditional ");
         rep_put_num(o, s->eps_conditional);
     }
+    if (!isnan(s->eps_standard_rdp) && !isnan(s->eps_standard_pld)) {   // the field's figure (fl/defense.h)
+        hb_puts(o, "; standard accountant RDP ");
+        rep_put_num(o, s->eps_standard_rdp);
+        hb_puts(o, ", PLD ");
+        rep_put_num(o, s->eps_standard_pld);
+    }
     hb_puts(o, "</small></td>");
 }
 

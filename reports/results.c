@@ -60,6 +60,9 @@ static const MetricRange cell_metric_table[] = {
     {"epsilon_conditional", "privacy.sound.epsilon_total_conditional", 0, INFINITY, 1,
      "an epsilon is at least 0 or \"inf\""},
     {"epsilon_upload", "privacy.sound.upload.epsilon_total", 0, INFINITY, 1, "an epsilon is at least 0 or \"inf\""},
+    // The field's figure for the same multiplier, rate and steps (fl/defense.h), no bound of the run.
+    {"epsilon_standard_rdp", "privacy.standard.rdp", 0, INFINITY, 1, "an epsilon is at least 0 or \"inf\""},
+    {"epsilon_standard_pld", "privacy.standard.pld", 0, INFINITY, 1, "an epsilon is at least 0 or \"inf\""},
 };
 #define N_CELL_METRICS (int)(sizeof cell_metric_table / sizeof cell_metric_table[0])
 

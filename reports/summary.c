@@ -163,6 +163,7 @@ static FpStatus build_setting(RunSummary *S, int si) {
     s->eps_nominal = s->eps_nominal_round = s->eps_sound = s->eps_conditional = s->delta = s->sigma = NAN;
     s->eps_upload = s->eps_upload_conditional = NAN;
     s->upload_guarantee = s->upload_notion = NULL;
+    s->eps_standard_rdp = s->eps_standard_pld = NAN;
     s->participants = NAN;
     int n = s->runs->n_runs, K = S->n_attacks;
     FpStatus st = metric_alloc(&s->accuracy, n);
@@ -217,6 +218,8 @@ static FpStatus build_setting(RunSummary *S, int si) {
             s->eps_conditional = jnum_value(jget(snd, "epsilon_total_conditional"));
             s->delta = jnum_value(jget(snd, "delta"));
             s->sigma = jnum_value(jget(p, "sigma"));
+            s->eps_standard_rdp = jnum_value(jget(jget(p, "standard"), "rdp"));
+            s->eps_standard_pld = jnum_value(jget(jget(p, "standard"), "pld"));
             s->assumptions = jget(p, "assumptions");
             const cJSON *up = jget(snd, "upload");
             if (up) {

@@ -58,6 +58,7 @@ typedef struct SettingSummary {
     const cJSON *privacy;   // NULL when no run has one
     const char *unit, *nominal_notion, *sound_notion, *guarantee; // "" when absent
     double eps_nominal, eps_nominal_round, eps_sound, eps_conditional, delta, sigma;
+    double eps_standard_rdp, eps_standard_pld; // the field's figure (privacy.standard; NaN: not stated)
     const cJSON *assumptions;
     // The upload observer's record (privacy.sound.upload), when the defense states one:
     // its proven ε (∞ when none), its conditional bound and its own guarantee label;

@@ -422,7 +422,11 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
     FpStatus fst = f ? fed_run(f, 0, &ferr) : (ferr.code ? ferr.code : FP_ENOMEM);
     cJSON *model = cJSON_AddObjectToObject(j, "model");
     if (f) {
-        cJSON_AddItemToObject(j, "defense_resolved", fed_defense_json(f));
+        cJSON *resolved = fed_defense_json(f, fst == FP_OK ? &ferr : NULL);
+        if (!resolved && fst == FP_OK)   // its account ran out of memory: the cell fails, no NaN in it
+            fst = ferr.code ? ferr.code : FP_ENOMEM;
+        if (resolved)
+            cJSON_AddItemToObject(j, "defense_resolved", resolved);
         int nr = fed_rounds_done(f);
         const FedRoundResult *last = nr > 0 ? fed_round_result(f, nr - 1) : NULL;
         jnum_add(model, "test_accuracy", last && fst == FP_OK ? last->test_accuracy : NAN);
@@ -496,7 +500,11 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
         attack_cache_free(caches[k]);
     free(caches);
     cJSON *meta = cJSON_AddObjectToObject(j, "metadata");
-    experiment_describe(&cex, f, meta);
+    FpError derr = {0};
+    if (experiment_describe(&cex, f, meta, &derr) != FP_OK && status == CELL_DONE) {
+        status = CELL_FAILED;
+        snprintf(why, sizeof why, "training: %.480s", derr.msg);
+    }
     cJSON_DeleteItemFromObjectCaseSensitive(meta, "threads"); // a run setting, kept in "run"
     fed_free(f);
     model_free(cex.model);

@@ -15,7 +15,8 @@ import re
 import sys
 
 COLUMNS = ["cell", "setting", "defense", "variant", "params", "epsilon", "epsilon_nominal", "epsilon_sound",
-           "guarantee", "epsilon_upload", "upload_guarantee", "unit", "seed", "status", "attack", "metric", "value"]
+           "epsilon_conditional", "guarantee", "epsilon_upload", "upload_guarantee", "epsilon_standard_rdp",
+           "epsilon_standard_pld", "unit", "seed", "status", "attack", "metric", "value"]
 
 
 def escape(text):
@@ -80,6 +81,9 @@ def expected(run):
         cols[e["id"]] = {"epsilon": num(e.get("epsilon")), "seed": num(e.get("seed")),
                          "epsilon_nominal": num(priv.get("nominal", {}).get("epsilon_total")),
                          "epsilon_sound": num(priv.get("sound", {}).get("epsilon_total")),
+                         "epsilon_conditional": num(priv.get("sound", {}).get("epsilon_total_conditional")),
+                         "epsilon_standard_rdp": num(priv.get("standard", {}).get("rdp")),
+                         "epsilon_standard_pld": num(priv.get("standard", {}).get("pld")),
                          "guarantee": priv.get("guarantee", ""), "unit": priv.get("unit", ""),
                          "epsilon_upload": num(priv.get("sound", {}).get("upload", {}).get("epsilon_total")),
                          "upload_guarantee": priv.get("sound", {}).get("upload", {}).get("guarantee", ""),
@@ -114,7 +118,8 @@ def compare(name, rows, parse, want, cols, text=lambda s: s):
         if c is None:
             problems.append(f"{name}: unknown cell {r['cell']}")
             continue
-        for col in ("epsilon", "seed", "epsilon_nominal", "epsilon_sound", "epsilon_upload"):
+        for col in ("epsilon", "seed", "epsilon_nominal", "epsilon_sound", "epsilon_conditional", "epsilon_upload",
+                    "epsilon_standard_rdp", "epsilon_standard_pld"):
             if not same(parse(r[col]), c[col]):
                 problems.append(f"{name}: {key} {col} = {r[col]!r}, the run has {c[col]!r}")
         for col in ("guarantee", "upload_guarantee", "unit", "defense", "setting"):

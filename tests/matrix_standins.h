@@ -86,8 +86,9 @@ static void standin_privacy(const void *state, int rounds_done, PrivacyRecord *r
     if (s->epsilon > 1)
         privacy_assume(rec, "stand-in: above epsilon 1 the bound is assumed");
 }
-static void standin_describe(const void *state, cJSON *out) {
+static FpStatus standin_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "epsilon", ((const StandinDefense *)state)->epsilon);
+    return FP_OK;
 }
 // "clientdp": like "noise", but claims client-level DP in another notion and adds its
 // noise at the server (as gaussian-dpfedavg does by default): the report warns about both.
@@ -106,10 +107,15 @@ static void clientdp_privacy(const void *state, int rounds_done, PrivacyRecord *
     rec->upload_notion = "none: the server sees the update";
     rec->upload_own_label = 1;
     privacy_assume_upload(rec, "stand-in: the server sees each clipped update");
+    // The field's figure beside it, as gaussian-dpfedavg's (fl/defense.h).
+    rec->standard_notion = "stand-in standard accountant";
+    rec->epsilon_standard_rdp = 0.9 * s->epsilon;
+    rec->epsilon_standard_pld = 0.8 * s->epsilon;
 }
-static void clientdp_describe(const void *state, cJSON *out) {
+static FpStatus clientdp_describe(const void *state, cJSON *out) {
     cJSON_AddNumberToObject(out, "epsilon", ((const StandinDefense *)state)->epsilon);
     cJSON_AddStringToObject(out, "noise", "server");
+    return FP_OK;
 }
 
 static const DefenseOps standin_noise = {.name = "noise", .summary = "stand-in: Gaussian noise 0.02/eps",

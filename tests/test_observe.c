@@ -347,7 +347,7 @@ START_TEST(victim_data_keep_the_defense_setup) {
     FedClientData cd = {.data = b.test, .idx = idx, .n = 2, .probe = 1};
     FpError err = {0};
     ck_assert_int_eq(fed_set_client_data(b.f, 1, &cd, &err), FP_OK);
-    cJSON *ja = fed_defense_json(a.f), *jb = fed_defense_json(b.f);
+    cJSON *ja = fed_defense_json(a.f, NULL), *jb = fed_defense_json(b.f, NULL);
     double sa = cJSON_GetObjectItem(ja, "sigma_initial")->valuedouble;
     ck_assert(sa == cJSON_GetObjectItem(jb, "sigma_initial")->valuedouble);
     ck_assert_int_eq(cJSON_GetObjectItem(jb, "min_client_samples")->valueint, 30); // not the victim's 2
@@ -654,8 +654,8 @@ START_TEST(records_carry_the_defense_client_state) {
             ck_assert(ra->upload.noise_scale_min > 0);
             ck_assert(ra->privacy.epsilon_total_nominal == rc->privacy.epsilon_total_nominal);
         }
-        cJSON *ja = fed_defense_json(a.f), *jb = fed_defense_json(b.f), *jc = fed_defense_json(c.f),
-              *jd = fed_defense_json(d.f);
+        cJSON *ja = fed_defense_json(a.f, NULL), *jb = fed_defense_json(b.f, NULL), *jc = fed_defense_json(c.f, NULL),
+              *jd = fed_defense_json(d.f, NULL);
         ck_assert(cJSON_Compare(ja, jb, 1) && cJSON_Compare(ja, jc, 1));
         // Control: without the client state, the losses (dp-fedasgp) or the spent budgets and
         // records (flat-laplace) stay where the clients ran.

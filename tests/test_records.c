@@ -329,8 +329,9 @@ START_TEST(check_and_export_read_each_records_label) {
     hb_init(&o);
     ck_assert_msg(report_export(RECORDS_DIR "/run", EXPORT_CSV, &o, &err) == FP_OK, "%s", err.msg);
     ck_assert_ptr_nonnull(o.s);
-    ck_assert_ptr_nonnull(strstr(o.s, ",epsilon_sound,guarantee,epsilon_upload,upload_guarantee,"));
-    ck_assert_ptr_nonnull(strstr(o.s, ",1,proven,inf,none,client,"));
+    ck_assert_ptr_nonnull(strstr(o.s, ",epsilon_sound,epsilon_conditional,guarantee,epsilon_upload,upload_guarantee,"
+                                      "epsilon_standard_rdp,epsilon_standard_pld,"));
+    ck_assert_ptr_nonnull(strstr(o.s, ",1,,proven,inf,none,0.9,0.8,client,"));
     hb_free(&o);
 }
 END_TEST
