@@ -183,6 +183,7 @@ static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const c
     cJSON_AddStringToObject(res, "command", "attack");
     cJSON_AddStringToObject(res, "attack", ops->name);
     experiment_describe(&ex, NULL, res);
+    attack_name_model(ex.model_json, NULL, res); // the config's model is the federation's
     FpStatus st = ops->run(&env, res, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);

@@ -15,7 +15,8 @@ import re
 import sys
 
 COLUMNS = ["cell", "setting", "defense", "variant", "params", "epsilon", "epsilon_nominal", "epsilon_sound",
-           "guarantee", "epsilon_upload", "upload_guarantee", "unit", "seed", "status", "attack", "metric", "value"]
+           "guarantee", "epsilon_upload", "upload_guarantee", "unit", "seed", "status", "attack", "attacked_model",
+           "metric", "value"]
 
 
 def escape(text):

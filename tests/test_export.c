@@ -131,7 +131,7 @@ START_TEST(cli_export) {
     const char *std[] = {"export", RUN, NULL};
     ck_assert_int_eq(cli_run(std, out, err, sizeof out), 0);
     static const char header[] = "cell,setting,defense,variant,params,epsilon,epsilon_nominal,epsilon_sound,guarantee,"
-                                 "epsilon_upload,upload_guarantee,unit,seed,status,attack,metric,value\n";
+                                 "epsilon_upload,upload_guarantee,unit,seed,status,attack,attacked_model,metric,value\n";
     ck_assert(strncmp(out, header, sizeof header - 1) == 0);
     const char *file[] = {"export", RUN, "--format", "jsonl", "-o", TEST_DIR "/cli.jsonl", NULL};
     ck_assert_int_eq(cli_run(file, out, err, sizeof out), 0);
@@ -143,7 +143,7 @@ START_TEST(cli_export) {
     fclose(f);
     cJSON *j = cJSON_Parse(line);
     ck_assert_ptr_nonnull(j);
-    ck_assert_int_eq(cJSON_GetArraySize(j), 17); // the 17 columns
+    ck_assert_int_eq(cJSON_GetArraySize(j), 18); // the 18 columns
     cJSON_Delete(j);
     // Bad input: one line, exit 2.
     const char *fmt[] = {"export", RUN, "--format", "xlsx", NULL};
