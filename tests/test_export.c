@@ -99,9 +99,10 @@ START_TEST(export_round_trips_through_python) {
     FpError err = {0};
     ck_assert_msg(report_export(RUN, EXPORT_CSV, &b, &err) == FP_OK, "%s", err.msg);
     ck_assert_int_eq(report_write_file_atomic(TEST_DIR "/run.csv", b.s, b.len, &err), FP_OK);
-    ck_assert_ptr_nonnull(strstr(b.s, ",probe,psnr,inf\n"));
-    ck_assert_ptr_nonnull(strstr(b.s, ",blind,best_advantage,-inf\n"));
-    ck_assert_ptr_nonnull(strstr(b.s, ",skipped,probe,ssim_mean,\n"));  // the diverged cell: no value
+    // attacked_model: the federation's model (the stand-in attacks have none of their own)
+    ck_assert_ptr_nonnull(strstr(b.s, ",probe,mlp,psnr,inf\n"));
+    ck_assert_ptr_nonnull(strstr(b.s, ",blind,mlp,best_advantage,-inf\n"));
+    ck_assert_ptr_nonnull(strstr(b.s, ",skipped,probe,mlp,ssim_mean,\n"));  // the diverged cell: no value
     ck_assert_ptr_nonnull(strstr(b.s, "noise ε=0.5,noise,,,0.5,"));     // UTF-8 as is
     hb_free(&b);
     hb_init(&b);
