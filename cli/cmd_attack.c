@@ -34,8 +34,9 @@ static void usage(FILE *f) {
                "  done, 1 if the attack diverged (the result says so, without metrics), 2 on bad input.\n"
                "  Gradient inversion (dlg, idlg, dlg-regression) attacks a client of the configured\n"
                "  federation: attack.observer \"server\" (its upload, the default) or \"public\" (the\n"
-               "  released model); dlg and idlg take attack.attacker \"single\" (the default) or\n"
-               "  \"adaptive\" (every variant per image, the strongest kept). docs/attacks-dlg.md.\n"
+               "  released model); dlg and idlg take attack.attacker \"adaptive\" (the default: every\n"
+               "  variant per image, the strongest kept) or \"single\". The result names the attacked\n"
+               "  model (attacked_model: the config's model, the federation's). docs/attacks-dlg.md.\n"
                "  Under mpirun -n R (built with MPI) the ranks share the clients of the attack's target\n"
                "  federation and rank 0 writes DIR (docs/cluster.md).\n");
 }
