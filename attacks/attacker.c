@@ -221,8 +221,12 @@ void applicability_from_result(Applicability *a, const char *source, const cJSON
     if (r.recovered == 0 && escalated_from_result(a, source, res))
         return;
     applicability_from(a, source, &r);
+    // Decided by the adaptive attacker: the reference ran it, or its own decision did.
     const cJSON *by = cJSON_GetObjectItemCaseSensitive(res, "attacker");
-    a->by_adaptive = cJSON_IsString(by) && strcmp(by->valuestring, "adaptive") == 0;
+    const cJSON *dec = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "applicability"),
+                                                        "attacker");
+    a->by_adaptive = (cJSON_IsString(by) && strcmp(by->valuestring, "adaptive") == 0) ||
+                     (cJSON_IsString(dec) && strcmp(dec->valuestring, "adaptive") == 0);
 }
 
 void applicability_json(const Applicability *a, cJSON *obj) {

@@ -2,7 +2,7 @@
 # `make demo`: runs fixtures/demo.json (a cross-silo federation of 10 Fashion-MNIST clients
 # where every attack leaks without a defense; DP-SGD and client-noise DP-FedAvg at three
 # epsilon each, server-noise DP-FedAvg, SPM corrected and Adaptive-Harmony corrected once;
-# two seeds; DLG on the federation's own mlp, RMIA and LiRA on client 0's upload), audits
+# two seeds; iDLG on the federation's own mlp, RMIA and LiRA on client 0's upload), audits
 # the local-DP mechanisms at the same epsilons, and writes the HTML report
 # (docs/report.md, "The demo", gives its time and CPU time).
 #
