@@ -55,20 +55,22 @@ static FpStatus parse_variant(const cJSON *vj, const char *path, const Inversion
     return FP_OK;
 }
 
-FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig *base, int explicit, Attacker *a,
-                        FpError *err) {
+FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig *base, int explicit, int takes_adaptive,
+                        Attacker *a, FpError *err) {
     memset(a, 0, sizeof *a);
     char p[256];
     static const char *const kinds[] = {"single", "adaptive", NULL};
-    FP_TRY(jv_choice(j, path, "attacker", kinds, 0, &a->adaptive, err));
+    FP_TRY(jv_choice(j, path, "attacker", kinds, takes_adaptive, &a->adaptive, err));
     FP_TRY(jv_bool(j, path, "reference", 1, &a->reference, err));
     const cJSON *vs = cJSON_GetObjectItemCaseSensitive(j, "variants");
     if (vs && !a->adaptive)
         return fp_fail(err, FP_EPARAM, "%s: variants are the adaptive attacker's (set \"attacker\": \"adaptive\")",
                        jv_path(p, sizeof p, path, "variants"));
     if (a->adaptive && explicit)
-        return fp_fail(err, FP_EPARAM, "%s: with \"attacker\": \"adaptive\", distance, tv and restarts are set per "
-                       "variant (\"variants\")", jv_path(p, sizeof p, path, "attacker"));
+        return fp_fail(err, FP_EPARAM, "%s: with \"attacker\": \"adaptive\"%s, distance, tv and restarts are set per "
+                       "variant (\"variants\"); \"attacker\": \"single\" runs one configuration of them",
+                       jv_path(p, sizeof p, path, "attacker"),
+                       cJSON_GetObjectItemCaseSensitive(j, "attacker") ? "" : " (the default)");
     if (!a->adaptive) {
         a->n = 1;
         a->v[0] = (AttackerVariant){.inv = *base};
@@ -97,6 +99,18 @@ FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig 
         first += (uint32_t)a->v[k].inv.restarts;
     }
     return FP_OK;
+}
+
+void attacker_default_adaptive(const InversionConfig *base, Attacker *a) {
+    memset(a, 0, sizeof *a);
+    a->adaptive = 1;
+    a->reference = 1;
+    default_variants(base, a);
+    uint32_t first = 0;
+    for (int k = 0; k < a->n; k++) {
+        a->v[k].first_restart = first;
+        first += (uint32_t)a->v[k].inv.restarts;
+    }
 }
 
 void attacker_describe(const Attacker *a, cJSON *obj) {
@@ -146,6 +160,26 @@ void applicability_from(Applicability *a, const char *source, const Recovery *re
     snprintf(a->source, sizeof a->source, "%s", source);
 }
 
+// A reference result's own decision by a stronger attacker (its "applicability" with
+// "attacker": "adaptive" after its single attacker recovered nothing): 1 and a filled
+// a when it says the attack applies.
+static int escalated_from_result(Applicability *a, const char *source, const cJSON *res) {
+    const cJSON *j = cJSON_GetObjectItemCaseSensitive(res, "applicability");
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(j, "attacker");
+    const cJSON *rec = cJSON_GetObjectItemCaseSensitive(j, "reference_images_recovered");
+    const cJSON *n = cJSON_GetObjectItemCaseSensitive(j, "reference_images");
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(j, "reference_ssim_mean");
+    if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "applicable")) || !cJSON_IsString(by) ||
+        strcmp(by->valuestring, "adaptive") != 0 || !cJSON_IsNumber(rec) || !cJSON_IsNumber(n) ||
+        rec->valuedouble < 1 || rec->valuedouble > n->valuedouble || n->valuedouble > 1e9)
+        return 0;
+    Recovery r = {.n = (int)n->valuedouble, .recovered = (int)rec->valuedouble};
+    r.ssim_sum = cJSON_IsNumber(s) ? s->valuedouble * r.n : NAN;
+    applicability_from(a, source, &r);
+    a->by_adaptive = 1;
+    return 1;
+}
+
 void applicability_from_result(Applicability *a, const char *source, const cJSON *entry) {
     memset(a, 0, sizeof *a);
     snprintf(a->source, sizeof a->source, "%s", source);
@@ -184,7 +218,15 @@ void applicability_from_result(Applicability *a, const char *source, const cJSON
                  source, r.recovered, ATTACKER_RECOVERED_SSIM, rec->valuedouble);
         return;
     }
+    if (r.recovered == 0 && escalated_from_result(a, source, res))
+        return;
     applicability_from(a, source, &r);
+    // Decided by the adaptive attacker: the reference ran it, or its own decision did.
+    const cJSON *by = cJSON_GetObjectItemCaseSensitive(res, "attacker");
+    const cJSON *dec = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "applicability"),
+                                                        "attacker");
+    a->by_adaptive = (cJSON_IsString(by) && strcmp(by->valuestring, "adaptive") == 0) ||
+                     (cJSON_IsString(dec) && strcmp(dec->valuestring, "adaptive") == 0);
 }
 
 void applicability_json(const Applicability *a, cJSON *obj) {
@@ -196,9 +238,12 @@ void applicability_json(const Applicability *a, cJSON *obj) {
     char rule[200];
     snprintf(rule, sizeof rule,
              "applicable when the same attack against the federation without any defense recovers at least one "
-             "image (SSIM >= %g)", ATTACKER_RECOVERED_SSIM);
+             "image (SSIM >= %g); not applicable only when the adaptive attacker recovers none either",
+             ATTACKER_RECOVERED_SSIM);
     cJSON_AddStringToObject(j, "rule", rule);
     cJSON_AddStringToObject(j, "reference", a->source);
+    if (a->decided)
+        cJSON_AddStringToObject(j, "attacker", a->by_adaptive ? "adaptive" : "single");
     if (!a->decided) {
         cJSON_AddStringToObject(j, "reason", a->reason);
         return;

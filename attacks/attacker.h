@@ -2,10 +2,9 @@
 // of a verdict", strongest attacker). Shared by the image attacks (dlg, idlg) and by any
 // later inversion attack over the same objective (attacks/inversion.h).
 //
-// Attacker variants. "attacker": "single" (the default of `fedpriv attack`) runs one
-// configuration: the attack's own keys steps, restarts, distance, tv, lbfgs.
-// "attacker": "adaptive" (the default in a matrix) runs every variant of "variants" on
-// every target, by default
+// Attacker variants. "attacker": "adaptive" (the default of every attack that takes it:
+// `fedpriv attack`, a matrix, the audits) runs every variant of "variants" on every
+// target, by default
 //   dlg-l2          the L2 gradient distance of DLG (Zhu et al. 2019), one start;
 //   cosine-tv       the cosine distance with a total-variation prior (Geiping et al. 2020,
 //                   eq. 4), ATTACKER_COSINE_TV, one start;
@@ -14,7 +13,10 @@
 // each {"name", "distance", "tv", "restarts", "steps"} (steps, lbfgs and snapshot_every
 // default to the attack's). Every start of every variant is a different draw: variant v
 // uses the restart streams after those of variants 0..v−1 (InversionProblem.first_restart),
-// so variant 0 with one start is exactly the single attacker.
+// so variant 0 with one start is exactly the single attacker. "attacker": "single" runs one
+// configuration: the attack's own keys steps, restarts, distance, tv, lbfgs (with the
+// adaptive attacker those three are the variants'; setting them without "attacker" is an
+// error naming "single", never a silently weaker attacker).
 //
 // The strongest per target. Per image, the evaluator keeps the variant whose
 // reconstruction is closest to the original (highest SSIM, the recovery metric itself):
@@ -31,7 +33,10 @@
 // defense are no evidence of protection. The reference is the run itself when the defense
 // is "none", a matrix's "none" cell when the runner hands it over (AttackEnv.reference),
 // else a reference run of the attack without the defense ("reference": false skips it:
-// "applicable": null, undecided).
+// "applicable": null, undecided). "Not applicable" is said only of the strongest
+// attacker: when a single attacker's reference recovers nothing, the adaptive attacker
+// runs against the federation without the defense and decides (a weak attacker's
+// failure is no finding about the setting); "applicability.attacker" says which decided.
 #ifndef FEDPRIV_ATTACKS_ATTACKER_H
 #define FEDPRIV_ATTACKS_ATTACKER_H
 
@@ -63,8 +68,12 @@ typedef struct Attacker {
 // messages). base: the configuration the attack's own keys give (the single attacker's,
 // and each variant's defaults); explicit: 1 when j sets restarts, distance or tv itself
 // (an error with "adaptive": those are set per variant).
-FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig *base, int explicit, Attacker *out,
-                        FpError *err);
+// takes_adaptive: the attack takes the adaptive attacker (then its default); 0: only its
+// one configuration (no "attacker" key).
+FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig *base, int explicit, int takes_adaptive,
+                        Attacker *out, FpError *err);
+// The default adaptive attacker over base (its variants' defaults), "reference" on.
+void attacker_default_adaptive(const InversionConfig *base, Attacker *out);
 // {"attacker", "variants": [{"name", "distance", "tv", "restarts", "steps", "first_restart"}]}
 // added to obj (the resolved configuration).
 void attacker_describe(const Attacker *a, cJSON *obj);
@@ -83,6 +92,8 @@ void recovery_json(const Recovery *r, cJSON *obj);
 typedef struct Applicability {
     int decided;             // 0: no reference (applicable null)
     int applicable;
+    int by_adaptive;         // 1: the adaptive attacker decided (this run's, or the one run after a single
+                             // attacker's reference recovered nothing)
     char source[160];        // "this run (no defense)", "cell ID", "reference run without the defense"
     Recovery ref;            // the reference's recovery (when decided)
     char reason[256];        // why it is undecided (when not)

@@ -173,7 +173,7 @@ static FpStatus dlg_parse(const AttackEnv *env, const InversionAttack *a, DlgOpt
     int explicit = cJSON_GetObjectItemCaseSensitive(j, "restarts") || cJSON_GetObjectItemCaseSensitive(j, "distance") ||
                    cJSON_GetObjectItemCaseSensitive(j, "tv");
     if (st == FP_OK)
-        st = attacker_parse(j, path, &o->inv, explicit, &o->attacker, err);
+        st = attacker_parse(j, path, &o->inv, explicit, a->takes_adaptive, &o->attacker, err);
     if (st != FP_OK) {
         free(o->images);
         o->images = NULL;
@@ -638,11 +638,11 @@ static int defense_is_none(const DefenseOps *d) { return !d || strcmp(d->name, "
 // federation without a defense; its recovery decides applicability. A reference that
 // diverges leaves it undecided.
 static FpStatus reference_run(const AttackEnv *env, const DlgOptions *o, const Dataset *d, const uint32_t *idx,
-                              Applicability *ap, FpError *err) {
+                              const char *source, Applicability *ap, FpError *err) {
     const Experiment *ex = env->ex;
-    const char *source = "a reference run of this attack against the federation without a defense";
     if (!env->quiet)
-        fprintf(stderr, "%s: reference run without the defense (does the attack apply?)\n", o->a->name);
+        fprintf(stderr, "%s: reference run of the %s attacker without the defense (does the attack apply?)\n",
+                o->a->name, o->attacker.adaptive ? "adaptive" : "single");
     Targets tg;
     FpError rerr = {0};
     int B = o->batch_size, nb = o->n_images / B;
@@ -665,6 +665,7 @@ static FpStatus reference_run(const AttackEnv *env, const DlgOptions *o, const D
         for (int i = 0; i < o->n_images; i++)
             recovery_add(&r, sc[i].m.ssim, sc[i].m.psnr, sc[i].m.mse);
         applicability_from(ap, source, &r);
+        ap->by_adaptive = o->attacker.adaptive;
     } else if (st == FP_EDIVERGED) {
         memset(ap, 0, sizeof *ap);
         snprintf(ap->source, sizeof ap->source, "%s", source);
@@ -776,17 +777,32 @@ FpStatus inversion_attack_run(const AttackEnv *env, const InversionAttack *a, cJ
     // Does the attack apply at all? Decided against the federation without a defense.
     Applicability ap = {0};
     if (st == FP_OK) {
-        if (defense_is_none(ex->defense))
+        if (defense_is_none(ex->defense)) {
             applicability_from(&ap, "this run (no defense)", &rec);
+            ap.by_adaptive = o.attacker.adaptive;
+        }
         else if (env->reference_given)
             applicability_from_result(&ap, env->reference_source ? env->reference_source : "the reference",
                                       env->reference);
         else if (o.attacker.reference)
-            st = reference_run(env, &o, d, idx, &ap, err);
+            st = reference_run(env, &o, d, idx, "a reference run of this attack against the federation without a "
+                               "defense", &ap, err);
         else {
             snprintf(ap.source, sizeof ap.source, "none");
             snprintf(ap.reason, sizeof ap.reason, "no reference run (\"reference\": false)");
         }
+    }
+    // "Not applicable" only after the strongest attacker fails (attacks/attacker.h): a
+    // single attacker that recovers nothing without the defense hands the decision to the
+    // adaptive one, run against the federation without the defense.
+    if (st == FP_OK && ap.decided && !ap.applicable && !ap.by_adaptive && a->takes_adaptive && o.attacker.reference) {
+        DlgOptions strong = o;
+        attacker_default_adaptive(&o.inv, &strong.attacker);
+        Applicability sa = {0};
+        st = reference_run(env, &strong, d, idx, "a reference run of the adaptive attacker against the federation "
+                           "without a defense (this run's single attacker recovered nothing there)", &sa, err);
+        if (st == FP_OK && sa.decided)
+            ap = sa;
     }
     if (st == FP_OK) {
         char gp[4096];
@@ -814,8 +830,8 @@ FpStatus inversion_attack_run(const AttackEnv *env, const InversionAttack *a, cJ
         }
         applicability_json(&ap, result);
         if (!env->quiet && ap.decided && !ap.applicable)
-            fprintf(stderr, "%s: not applicable: it recovers no image without any defense (%s)\n",
-                    a->name, ap.source);
+            fprintf(stderr, "%s: not applicable: the %s attacker recovers no image without any defense (%s)\n",
+                    a->name, ap.by_adaptive ? "adaptive" : "single", ap.source);
         cJSON_AddNumberToObject(result, "closure_evaluations", (double)tot.evals);
         cJSON_AddNumberToObject(result, "optimisation_seconds", tot.seconds);
         cJSON_AddNumberToObject(result, "ms_per_evaluation", tot.evals ? 1e3 * tot.seconds / tot.evals : 0.0);
@@ -856,11 +872,11 @@ static void dlg_describe(const InversionConfig *c, cJSON *cfg) {
 static const char *const dlg_keys[] = {"distance", "tv", "lbfgs", ATTACKER_KEYS, NULL};
 
 static const InversionAttack dlg_attack = {.name = "dlg", .rule_owner = "DLG", .labels = INV_LABELS_LEARNED,
-                                           .max_batch = DLG_MAX_BATCH, .default_steps = 300, .keys = dlg_keys,
-                                           .parse = dlg_parse_own, .describe = dlg_describe};
+                                           .max_batch = DLG_MAX_BATCH, .default_steps = 300, .takes_adaptive = 1,
+                                           .keys = dlg_keys, .parse = dlg_parse_own, .describe = dlg_describe};
 static const InversionAttack idlg_attack = {.name = "idlg", .rule_owner = "iDLG", .labels = INV_LABELS_IDLG,
-                                            .max_batch = DLG_MAX_BATCH, .default_steps = 300, .keys = dlg_keys,
-                                            .parse = dlg_parse_own, .describe = dlg_describe};
+                                            .max_batch = DLG_MAX_BATCH, .default_steps = 300, .takes_adaptive = 1,
+                                            .keys = dlg_keys, .parse = dlg_parse_own, .describe = dlg_describe};
 
 static FpStatus dlg_validate(const AttackEnv *env, FpError *err) {
     return inversion_attack_validate(env, &dlg_attack, err);

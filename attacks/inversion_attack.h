@@ -35,6 +35,8 @@ typedef struct InversionAttack {
     int max_batch;            // ≤ INV_ATTACK_MAX_BATCH
     int default_steps;
     int simulate_local;       // 1: a victim's E > 1 local steps are simulated on x′ (InvLocalSteps)
+    int takes_adaptive;       // 1: takes "attacker" (adaptive by default, attacks/attacker.h); 0: its one
+                              // configuration is its attacker
     const char *const *keys;  // the attack's own keys (NULL-terminated)
     // Fills the attack's part of cfg (optimiser, distance, prior) from j at path, with
     // its defaults for absent keys.

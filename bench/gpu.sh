@@ -73,7 +73,7 @@ log "DLG on the GPU: fedpriv"
 cat > /tmp/dlg.json <<JSON
 {"seed": 1, "dataset": {"name": "fashion-mnist", "path": "$fm", "split": "test"},
  "model": {"name": "lenet", "init": "uniform"},
- "attack": {"name": "dlg", "images": [0], "batch_size": 1, "steps": 300, "restarts": 1},
+ "attack": {"name": "dlg", "images": [0], "batch_size": 1, "steps": 300, "restarts": 1, "attacker": "single"},
  "defense": {"name": "none"}, "device": "cuda"}
 JSON
 timeout 120 "$bin" attack dlg --config /tmp/dlg.json --out "$work/dlg-fedpriv" 2>&1 | tail -2

@@ -30,7 +30,7 @@ cat > "$build/dlg-job.json" <<EOF
 {"seed": 1,
  "dataset": {"name": "fashion-mnist", "path": "$fm", "split": "test"},
  "model": {"name": "lenet", "init": "uniform"},
- "attack": {"name": "dlg", "images": [0], "batch_size": 1, "steps": 300, "restarts": 1},
+ "attack": {"name": "dlg", "images": [0], "batch_size": 1, "steps": 300, "restarts": 1, "attacker": "single"},
  "defense": {"name": "none"}}
 EOF
 echo "== DLG: LeNet-sigmoid U(-0.5,0.5), Fashion-MNIST test image 0, L-BFGS 300 steps, 1 thread, median of $repeats" >&2

@@ -127,8 +127,9 @@ static const char ABOUT[] =
     "  (the result says so, without metrics), 2 on bad input.\n"
     "  Gradient inversion (dlg, idlg, dlg-regression) attacks a client of the configured\n"
     "  federation: attack.observer \"server\" (its upload, the default) or \"public\" (the\n"
-    "  released model); dlg and idlg take attack.attacker \"single\" (the default) or\n"
-    "  \"adaptive\" (every variant per image, the strongest kept). docs/attacks-dlg.md.\n"
+    "  released model); dlg and idlg take attack.attacker \"adaptive\" (the default: every\n"
+    "  variant per image, the strongest kept) or \"single\". The result names the attacked\n"
+    "  model (attacked_model: the config's model, the federation's). docs/attacks-dlg.md.\n"
     "  Under mpirun -n R (built with MPI) the ranks share the clients of the attack's target\n"
     "  federation and rank 0 writes DIR (docs/cluster.md).";
 
@@ -259,6 +260,7 @@ static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const c
     cJSON_AddStringToObject(res, "command", "attack");
     cJSON_AddStringToObject(res, "attack", ops->name);
     experiment_describe(&ex, NULL, res, NULL);   // no federation: nothing that can fail
+    attack_name_model(ex.model_json, NULL, res); // the config's model is the federation's
     FpStatus st = ops->run(&env, res, &err);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);

@@ -14,15 +14,18 @@
 // aggregates' observer), epsilon_upload and upload_guarantee the upload observer's record,
 // labelled by its own proof; epsilon_standard_rdp and _pld the standard accountant's ε for
 // the same multiplier, rate and steps (the field's figure, no bound of the run; empty when
-// the defense states none).
+// the defense states none). attacked_model names the model a row's figure is of: the
+// federation's for its accuracy and loss, the attacked one for an attack's (a probe
+// model's label when the attack attacked one; runner/attack_registry.h).
 static const char *const columns[] = {"cell",      "setting", "defense", "variant", "params", "epsilon",
                                       "epsilon_nominal", "epsilon_sound", "epsilon_conditional", "guarantee",
                                       "epsilon_upload", "upload_guarantee", "epsilon_standard_rdp",
-                                      "epsilon_standard_pld", "unit", "seed", "status", "attack", "metric", "value"};
+                                      "epsilon_standard_pld", "unit", "seed", "status", "attack",
+                                      "attacked_model", "metric", "value"};
 #define N_COLUMNS (int)(sizeof columns / sizeof columns[0])
 // The columns a row's entries fill in.
-enum { COL_STATUS = 16, COL_ATTACK, COL_METRIC, COL_VALUE };
-_Static_assert(COL_VALUE + 1 == N_COLUMNS, "the row columns are the last four");
+enum { COL_STATUS = 16, COL_ATTACK, COL_ATTACKED_MODEL, COL_METRIC, COL_VALUE };
+_Static_assert(COL_VALUE + 1 == N_COLUMNS, "the row columns are the last five");
 
 // One row's fields: text, or a number (is_num) written by the non-finite rule.
 typedef struct Field {
@@ -141,9 +144,11 @@ FpStatus report_export(const char *dir, ExportFormat fmt, HtmlBuf *o, FpError *e
             {.num = jnum_value(cJSON_GetObjectItemCaseSensitive(e, "seed")), .is_num = 1},
             {.text = cell_status_name(r.status[i])},
             {.text = ""},
+            {.text = jstr(cJSON_GetObjectItemCaseSensitive(r.index, "model"), "name", "")},
             {.text = ""},
             {.is_num = 1},
         };
+        const char *federation_model = f[COL_ATTACKED_MODEL].text;
         static const char *const model_metrics[] = {"model_accuracy", "model_loss"};
         for (int q = 0; q < 2; q++) {
             f[COL_METRIC] = (Field){.text = model_metrics[q]};
@@ -156,6 +161,8 @@ FpStatus report_export(const char *dir, ExportFormat fmt, HtmlBuf *o, FpError *e
                 continue;
             const cJSON *ix = matrix_index_attack(&r, k);
             f[COL_ATTACK] = (Field){.text = jstr(ix, "label", jstr(ix, "name", ""))};
+            f[COL_ATTACKED_MODEL] = (Field){.text = jstr(a, "attacked_model", jstr(ix, "attacked_model",
+                                                                                     federation_model))};
             f[COL_STATUS] = (Field){.text = jstr(a, "status", "")};
             if (strcmp(jstr(a, "status", ""), "done") != 0) {
                 f[COL_METRIC] = (Field){.text = jstr(a, "headline", "")};

@@ -144,6 +144,23 @@ static const char *setting_status(const SettingSummary *s) {
     return "pending";
 }
 
+// Under an attack column's name: the model it attacked ("on mlp"; "probe lenet, not the
+// federation's mlp" when the attack attacked a model of its own). Runs made before results
+// named their model show nothing.
+static void attacked_model_note(HtmlBuf *o, const AttackColumn *c) {
+    const char *m = rep_str(c->index, "attacked_model", NULL);
+    if (!m)
+        return;
+    int probe = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c->index, "probe"));
+    hb_puts(o, probe ? "<b>probe</b> " : "on ");
+    hb_escape(o, m);
+    if (probe) {
+        hb_puts(o, ", not the federation's ");
+        hb_escape(o, rep_str(c->index, "federation_model", "?"));
+    }
+    hb_puts(o, "<br>");
+}
+
 static void attack_cell(Report *R, int si, int k) {
     const RunSummary *S = &R->S;
     const SettingSummary *s = &S->settings[si];
@@ -187,6 +204,17 @@ static void attack_cell(Report *R, int si, int k) {
     rep_stat_title(o, h, n);
     hb_puts(o, "\">");
     rep_put_stat(o, h);
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c->index, "probe"))) {
+        // A probe's figure is of another model than the row's accuracy: both named.
+        const MetricSummary *acc = S->regression ? &s->loss : &s->accuracy;
+        hb_puts(o, "<small class=\"probe\">of the probe ");
+        hb_escape(o, rep_str(c->index, "attacked_model", "?"));
+        hb_puts(o, "; the federation's ");
+        hb_escape(o, rep_str(c->index, "federation_model", "?"));
+        hb_puts(o, S->regression ? ": test loss " : ": accuracy ");
+        rep_put_stat(o, acc);
+        hb_puts(o, "</small>");
+    }
     if (h->stat.missing)
         hb_printf(o, "<small>%d of %d seeds without a value</small>", h->stat.missing, n);
     for (int q = 1; q < c->n_keys; q++) {
@@ -315,6 +343,7 @@ void section_matrix(Report *R) {
         hb_puts(o, "<th>");
         hb_escape(o, c->label);
         hb_puts(o, "<br><small>");
+        attacked_model_note(o, c);
         hb_escape(o, c->scales[0] ? c->scales[0]->name : c->headline);
         if (c->scales[0])
             hb_printf(o, " (chance %g)", c->scales[0]->chance);

@@ -13,4 +13,15 @@ const AttackOps *attack_find(const char *name);
 // when none is near; into buf (n bytes).
 const char *attack_suggest(const char *name, char *buf, size_t n);
 
+// The model an attack attacked, named in its result (issue: a verdict is about the
+// federation's own model). By default an attack attacks the model the federation trains;
+// a "model" of its own that differs (a probe model) is allowed, and then named as one:
+//   "attacked_model": its label (the model's name; its compact JSON when a probe shares
+//                     the federation's name), "probe": true/false, and for a probe
+//                     "federation_model" (the federation's label) and "probe_model" (its JSON).
+// attacked NULL: the federation's model.
+void attack_name_model(const cJSON *federation, const cJSON *attacked, cJSON *obj);
+// The label attack_name_model writes as "attacked_model" into buf; returns 1 for a probe.
+int attack_model_label(const cJSON *federation, const cJSON *attacked, char *buf, size_t n);
+
 #endif

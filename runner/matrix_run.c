@@ -37,6 +37,7 @@
 #include "core/proc.h"
 #include "core/rng_secure.h"
 #include "reports/summary.h"
+#include "runner/attack_registry.h"
 #include "runner/cell_store.h"
 #include "runner/matrix_ranks.h"
 #include "runner/shard.h"
@@ -156,6 +157,10 @@ static void attack_label(const Matrix *m, int k, char *buf, size_t n) {
         len += (size_t)snprintf(buf + len, n - len, " %s=%s", it->string, v ? v : it->valuestring);
         free(v);
     }
+    // A probe model is named in the label, so every column and row that shows it says so.
+    char model[200];
+    if (attack_model_label(m->base.model_json, as->model_json, model, sizeof model) && len < n)
+        snprintf(buf + len, n - len, " on %s (probe)", model);
 }
 
 // The accuracy of always predicting the test set's most frequent class (the chance
@@ -214,6 +219,7 @@ static FpStatus write_index(const Matrix *m, const char *dir, const cJSON *summa
         cJSON_AddBoolToObject(a, "higher_leaks", as->ops->headline_higher_leaks);
         if (as->observer)
             cJSON_AddStringToObject(a, "observer", as->observer);
+        attack_name_model(m->base.model_json, as->model_json, a);
         const cJSON *atk_kind = cJSON_GetObjectItemCaseSensitive(as->json, "attacker");
         if (cJSON_IsString(atk_kind))
             cJSON_AddStringToObject(a, "attacker", atk_kind->valuestring);
@@ -313,6 +319,7 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
     cJSON_AddNumberToObject(e, "index", k);
     if (as->observer)
         cJSON_AddStringToObject(e, "observer", as->observer);
+    attack_name_model(m->base.model_json, as->model_json, e);
     cJSON_AddStringToObject(e, "headline", as->ops->headline ? as->ops->headline : "");
     cJSON_AddBoolToObject(e, "higher_leaks", as->ops->headline_higher_leaks);
     char rel[256], adir[4200];
@@ -321,6 +328,7 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
     snprintf(adir, sizeof adir, "%s/%s", partial, as->dirname);
     FpError err = {0};
     cJSON *res = cJSON_CreateObject();
+    attack_name_model(m->base.model_json, as->model_json, res);
     double t0 = fp_monotonic_seconds();
     FpStatus st = store_make_dirs(adir, &err);
     Experiment aex = *cex;

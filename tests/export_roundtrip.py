@@ -16,7 +16,7 @@ import sys
 
 COLUMNS = ["cell", "setting", "defense", "variant", "params", "epsilon", "epsilon_nominal", "epsilon_sound",
            "epsilon_conditional", "guarantee", "epsilon_upload", "upload_guarantee", "epsilon_standard_rdp",
-           "epsilon_standard_pld", "unit", "seed", "status", "attack", "metric", "value"]
+           "epsilon_standard_pld", "unit", "seed", "status", "attack", "attacked_model", "metric", "value"]
 
 
 def escape(text):

@@ -354,7 +354,7 @@ START_TEST(cli_attack_end_to_end) {
              " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"}, \"defense\": {\"name\": \"none\"},"
              " \"federation\": {\"clients\": 3},"
              " \"attack\": {\"name\": \"idlg\", \"images\": [1, 4], \"batch_size\": 2, \"steps\": 40,"
-             " \"restarts\": 2, \"snapshot_every\": 20}}",
+             " \"restarts\": 2, \"snapshot_every\": 20, \"attacker\": \"single\"}}",
              dir);
     write_text(cfg, text);
     snprintf(cmd, sizeof cmd, "%s attack idlg --config %s --out %s/out --threads 1", bin(), cfg, dir);
@@ -428,7 +428,7 @@ START_TEST(cli_attack_threads_and_observation) {
              "{\"seed\": 5, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\"},"
              " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"},"
              " \"federation\": {\"clients\": 4, \"sample_rate\": 0.5, \"rounds\": 6, \"lr\": 0.01},"
-             " \"attack\": {\"images\": [0, 1, 2], \"steps\": 40, \"restarts\": 2, \"observe\": {\"client\": 1}}}",
+             " \"attack\": {\"images\": [0, 1, 2], \"steps\": 40, \"restarts\": 2, \"attacker\": \"single\", \"observe\": {\"client\": 1}}}",
              dir);
     write_text(cfg, text);
     cJSON *r[2];

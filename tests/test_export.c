@@ -99,9 +99,10 @@ START_TEST(export_round_trips_through_python) {
     FpError err = {0};
     ck_assert_msg(report_export(RUN, EXPORT_CSV, &b, &err) == FP_OK, "%s", err.msg);
     ck_assert_int_eq(report_write_file_atomic(TEST_DIR "/run.csv", b.s, b.len, &err), FP_OK);
-    ck_assert_ptr_nonnull(strstr(b.s, ",probe,psnr,inf\n"));
-    ck_assert_ptr_nonnull(strstr(b.s, ",blind,best_advantage,-inf\n"));
-    ck_assert_ptr_nonnull(strstr(b.s, ",skipped,probe,ssim_mean,\n"));  // the diverged cell: no value
+    // attacked_model: the federation's model (the stand-in attacks have none of their own)
+    ck_assert_ptr_nonnull(strstr(b.s, ",probe,mlp,psnr,inf\n"));
+    ck_assert_ptr_nonnull(strstr(b.s, ",blind,mlp,best_advantage,-inf\n"));
+    ck_assert_ptr_nonnull(strstr(b.s, ",skipped,probe,mlp,ssim_mean,\n"));  // the diverged cell: no value
     ck_assert_ptr_nonnull(strstr(b.s, "noise ε=0.5,noise,,,0.5,"));     // UTF-8 as is
     hb_free(&b);
     hb_init(&b);
@@ -132,7 +133,7 @@ START_TEST(cli_export) {
     ck_assert_int_eq(cli_run(std, out, err, sizeof out), 0);
     static const char header[] = "cell,setting,defense,variant,params,epsilon,epsilon_nominal,epsilon_sound,"
                                  "epsilon_conditional,guarantee,epsilon_upload,upload_guarantee,epsilon_standard_rdp,"
-                                 "epsilon_standard_pld,unit,seed,status,attack,metric,value\n";
+                                 "epsilon_standard_pld,unit,seed,status,attack,attacked_model,metric,value\n";
     ck_assert(strncmp(out, header, sizeof header - 1) == 0);
     const char *file[] = {"export", RUN, "--format", "jsonl", "-o", TEST_DIR "/cli.jsonl", NULL};
     ck_assert_int_eq(cli_run(file, out, err, sizeof out), 0);
@@ -144,7 +145,7 @@ START_TEST(cli_export) {
     fclose(f);
     cJSON *j = cJSON_Parse(line);
     ck_assert_ptr_nonnull(j);
-    ck_assert_int_eq(cJSON_GetArraySize(j), 20); // the 20 columns
+    ck_assert_int_eq(cJSON_GetArraySize(j), 21); // the 21 columns
     cJSON_Delete(j);
     // Bad input: one line, exit 2.
     const char *fmt[] = {"export", RUN, "--format", "xlsx", NULL};

@@ -233,7 +233,7 @@ START_TEST(dlg_at_its_limits_shows_progress) {
     fprintf(f, "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 200, \"test_samples\": 100},"
                " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"}, \"federation\": {\"clients\": 4},"
                " \"defense\": {\"name\": \"none\"}, \"threads\": 1,"
-               " \"attack\": {\"images\": [0], \"steps\": 1000000, \"restarts\": 1000}}\n");
+               " \"attack\": {\"images\": [0], \"steps\": 1000000, \"restarts\": 1000, \"attacker\": \"single\"}}\n");
     ck_assert_int_eq(fclose(f), 0);
     const char *argv[] = {getenv("FEDPRIV_BIN"), "attack", "dlg", "--config", cfg, "--out", out, NULL};
     char got[8192];

@@ -759,12 +759,13 @@ START_TEST(cli_check_exits_1_on_a_violated_baseline) {
     rc = sh(cmd, out, sizeof out);
     ck_assert_msg(rc == 1, "fedpriv check exited %d:\n%s", rc, out);
     // dlg runs once per observer (two clients a round: the release averages them); the
-    // public observer recovers nothing without a defense, so its entry is no evidence.
+    // public observer recovers nothing without a defense, so its entry is no evidence. Its
+    // label names the LeNet it attacks as a probe (the federation trains an mlp).
     ck_assert_msg(strstr(out, "3 violations"), "%s", out);
     ck_assert_msg(strstr(out, "  - bound 1 \"impossible accuracy\": cell \"none\": model_accuracy = "), "%s", out);
-    ck_assert_msg(strstr(out, "  - bound 2 \"no defense leaks nothing\": cell \"none\": dlg observer=server ssim_mean = "),
+    ck_assert_msg(strstr(out, "  - bound 2 \"no defense leaks nothing\": cell \"none\": dlg observer=server on lenet (probe) ssim_mean = "),
                   "%s", out);
-    ck_assert_msg(strstr(out, "  - bound 2 \"no defense leaks nothing\": cell \"none\": dlg observer=public is not "
+    ck_assert_msg(strstr(out, "  - bound 2 \"no defense leaks nothing\": cell \"none\": dlg observer=public on lenet (probe) is not "
                               "applicable"), "%s", out);
 }
 END_TEST
