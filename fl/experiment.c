@@ -52,12 +52,14 @@ static FpStatus check_same_shape(Dataset *train, const Dataset *test, const char
 
 FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train, Dataset **test, char *name_out,
                               size_t name_size, FpError *err) {
-    static const char *const keys[] = {"name", "path", "train_samples", "test_samples", "split", NULL};
+    static const char *const keys[] = {"name", "path", "train_samples", "test_samples", "split", "partition_file",
+                                       NULL};
     FP_TRY(jv_keys(dj, path, keys, err));
-    const char *name, *dpath;
+    const char *name, *dpath, *pfile;
     long long ntrain, ntest;
     FP_TRY(jv_string(dj, path, "name", JV_REQUIRED, NULL, &name, err));
     FP_TRY(jv_string(dj, path, "path", JV_OPTIONAL, NULL, &dpath, err));
+    FP_TRY(jv_string(dj, path, "partition_file", JV_OPTIONAL, NULL, &pfile, err));
     FP_TRY(jv_int(dj, path, "train_samples", JV_OPTIONAL, 0, 0, 1 << 30, &ntrain, err));
     FP_TRY(jv_int(dj, path, "test_samples", JV_OPTIONAL, 0, 0, 1 << 30, &ntest, err));
     const char *const *names = dataset_names();
@@ -77,6 +79,10 @@ FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train
         st = dataset_open(name, "test", dpath, test, err);
     if (st == FP_OK)
         st = check_same_shape(*train, *test, path, err);
+    // The partition file maps the training set as loaded; train_samples then keeps the
+    // first samples with their clients.
+    if (st == FP_OK && pfile)
+        st = dataset_read_partition_file(*train, pfile, err);
     if (st == FP_OK)
         st = take_first(train, ntrain, err);
     if (st == FP_OK)
@@ -87,6 +93,41 @@ FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train
         *train = *test = NULL;
     }
     return st;
+}
+
+// The keys of a config that name files (each a JSON path: object, then key).
+static const struct {
+    const char *object, *key;
+} path_keys[] = {
+    {"dataset", "path"},
+    {"dataset", "partition_file"},
+};
+
+FpStatus experiment_resolve_paths(cJSON *root, const char *config_file, FpError *err) {
+    const char *slash = config_file ? strrchr(config_file, '/') : NULL;
+    if (!slash || !cJSON_IsObject(root))
+        return FP_OK; // a config in the working directory: its paths are already right
+    int dir_len = (int)(slash - config_file);
+    for (size_t i = 0; i < sizeof path_keys / sizeof path_keys[0]; i++) {
+        cJSON *o = cJSON_GetObjectItemCaseSensitive(root, path_keys[i].object);
+        cJSON *v = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, path_keys[i].key) : NULL;
+        if (!cJSON_IsString(v) || !v->valuestring[0] || v->valuestring[0] == '/')
+            continue; // absent, empty (the default), absolute, or not a string (experiment_load says so)
+        size_t n = (size_t)dir_len + 1 + strlen(v->valuestring) + 1;
+        if (n > 4096)
+            return fp_fail(err, FP_EPARAM, "%s.%s: path too long", path_keys[i].object, path_keys[i].key);
+        char *joined = malloc(n);
+        if (!joined)
+            return fp_fail(err, FP_ENOMEM, "out of memory");
+        snprintf(joined, n, "%.*s/%s", dir_len, config_file, v->valuestring);
+        cJSON *nv = cJSON_CreateString(joined);
+        free(joined);
+        if (!nv || !cJSON_ReplaceItemInObjectCaseSensitive(o, path_keys[i].key, nv)) {
+            cJSON_Delete(nv);
+            return fp_fail(err, FP_ENOMEM, "out of memory");
+        }
+    }
+    return FP_OK;
 }
 
 FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const char *device_override,
@@ -321,6 +362,13 @@ void experiment_describe(const Experiment *ex, const Federation *f, cJSON *resul
     cJSON *cfg = cJSON_AddObjectToObject(result, "config");
     cJSON *d = cJSON_AddObjectToObject(cfg, "dataset");
     cJSON_AddStringToObject(d, "name", ex->dataset_name);
+    for (size_t i = 0; i < sizeof path_keys / sizeof path_keys[0]; i++) {
+        const cJSON *v = strcmp(path_keys[i].object, "dataset") == 0
+                             ? cJSON_GetObjectItemCaseSensitive(ex->dataset_json, path_keys[i].key)
+                             : NULL;
+        if (cJSON_IsString(v) && v->valuestring[0]) // as resolved (experiment_resolve_paths)
+            cJSON_AddStringToObject(d, path_keys[i].key, v->valuestring);
+    }
     cJSON_AddNumberToObject(d, "train_samples", ex->train->n);
     cJSON_AddNumberToObject(d, "test_samples", ex->test->n);
     cJSON_AddItemToObject(cfg, "model", cJSON_Duplicate(ex->model_json, 1));
