@@ -32,6 +32,10 @@ static const struct {
      "a CSV file with a header; column \"label\" = classes or \"target\" = regression; "
      "\"{split}\" in the path picks a file per split, else 1/6 held out; column \"client\" = each row's client "
      "(partition \"natural\")"},
+    // -- power-load (datasets/power_load.c) --
+    {"power-load", power_load_open,
+     "hourly load of 20 zones, windows of 24 h x 7 features -> next hour (synthetic GEFCom2012 stand-in; "
+     "path = a CSV hour,weekday,holiday,temperature,<zone loads...>); partition \"natural\": one zone per client"},
     {"npy", npy_open,
      "NumPy arrays: a folder of x_train.npy, y_train.npy, x_test.npy, y_test.npy (or x.npy, y.npy: 1/6 held out), "
      "optional client_train.npy; images NxCxHxW or NxHxWxC"},
@@ -39,15 +43,11 @@ static const struct {
     {"imagefolder", imagefolder_open,
      "PNG images in torchvision's ImageFolder layout ROOT/CLASS/IMAGE.png (ROOT/train and ROOT/test, or "
      "\"{split}\" in the path, else 1/6 held out)"},
-    // -- power-load (datasets/power_load.c) --
-    {"power-load", power_load_open,
-     "hourly load of 20 zones, windows of 24 h x 7 features -> next hour (synthetic GEFCom2012 stand-in; "
-     "path = a CSV hour,weekday,holiday,temperature,<zone loads...>); partition \"natural\": one zone per client"},
 };
 #define N_NAMED ((int)(sizeof named / sizeof named[0]))
 
-static const char *const names_list[] = {"fashion-mnist", "mnist", "cifar10", "csv", "npy", "npz", "imagefolder",
-                                          "power-load", NULL};
+static const char *const names_list[] = {"fashion-mnist", "mnist", "cifar10", "csv", "power-load", "npy", "npz",
+                                          "imagefolder", NULL};
 _Static_assert(sizeof names_list / sizeof names_list[0] == sizeof named / sizeof named[0] + 1,
                "names_list must list every entry of named[]");
 
@@ -207,6 +207,6 @@ FpStatus dataset_open(const char *name, const char *split, const char *path, Dat
     for (int i = 0; name && i < N_NAMED; i++)
         if (strcmp(named[i].name, name) == 0)
             return named[i].open(split, path && path[0] ? path : NULL, out, err);
-    return fp_fail(err, FP_EPARAM, "unknown dataset \"%s\" (one of: fashion-mnist, mnist, cifar10, csv, npy, npz, imagefolder, power-load)",
+    return fp_fail(err, FP_EPARAM, "unknown dataset \"%s\" (one of: fashion-mnist, mnist, cifar10, csv, power-load, npy, npz, imagefolder)",
                    name ? name : "(null)");
 }
