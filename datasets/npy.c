@@ -317,7 +317,7 @@ FpStatus npy_int_column(const NpyArray *a, const char *what, int n, int32_t **id
     *n_ids = 0;
     if (a->ndim != 1 || a->shape[0] != n)
         return fp_fail(err, FP_EFORMAT, "%s: shape (%lld%s) for %d samples: it must be (%d,)", what,
-                       a->ndim ? (long long)a->shape[0] : 0LL, a->ndim == 1 ? ",)" : a->ndim ? ", ...)" : ")", n, n);
+                       a->ndim ? (long long)a->shape[0] : 0LL, a->ndim == 1 ? "," : a->ndim ? ", ..." : "", n, n);
     if (!npy_is_integer(a))
         return fp_fail(err, FP_EFORMAT, "%s: %s values; labels and client ids are integers", what,
                        npy_dtype_name(a->dtype));
