@@ -269,7 +269,9 @@ START_TEST(same_subset_trains_the_same_in_every_format) {
         const cJSON *dj = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "config"), "dataset");
         char want[900];
         snprintf(want, sizeof want, "%s/%s", sub, kinds[k][1]);
-        ck_assert_str_eq(cJSON_GetObjectItem(dj, "path")->valuestring, want); // resolved, and kept
+        const cJSON *kept = cJSON_GetObjectItem(dj, "path");
+        ck_assert_msg(cJSON_IsString(kept), "the result's config drops dataset.path");
+        ck_assert_str_eq(kept->valuestring, want); // resolved, and kept
         cJSON *rj = cJSON_GetObjectItem(r, "rounds"), *round;
         cJSON_ArrayForEach(round, rj) { // timings differ from run to run
             cJSON_DeleteItemFromObject(round, "seconds");
