@@ -104,30 +104,47 @@ static const struct {
 };
 
 FpStatus experiment_resolve_paths(cJSON *root, const char *config_file, FpError *err) {
-    const char *slash = config_file ? strrchr(config_file, '/') : NULL;
-    if (!slash || !cJSON_IsObject(root))
-        return FP_OK; // a config in the working directory: its paths are already right
-    int dir_len = (int)(slash - config_file);
-    for (size_t i = 0; i < sizeof path_keys / sizeof path_keys[0]; i++) {
+    if (!config_file || !cJSON_IsObject(root))
+        return FP_OK;
+    // The config's folder, absolute and without "." or ".." (realpath of the folder, not
+    // of the file: a config linked into place reads data beside the link), so that
+    // `m.json` and `./m.json` name the same files, and a resumed matrix the same cells.
+    char dir[4096];
+    const char *slash = strrchr(config_file, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if ((size_t)(slash - config_file) >= sizeof dir)
+        return fp_fail(err, FP_EPARAM, "%.200s...: path too long", config_file);
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == config_file ? 1 : (int)(slash - config_file), config_file);
+    char *real = realpath(dir, NULL);
+    const char *base = real ? real : dir;
+    const char *sep = base[strlen(base) - 1] == '/' ? "" : "/";
+    FpStatus st = FP_OK;
+    for (size_t i = 0; i < sizeof path_keys / sizeof path_keys[0] && st == FP_OK; i++) {
         cJSON *o = cJSON_GetObjectItemCaseSensitive(root, path_keys[i].object);
         cJSON *v = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, path_keys[i].key) : NULL;
         if (!cJSON_IsString(v) || !v->valuestring[0] || v->valuestring[0] == '/')
             continue; // absent, empty (the default), absolute, or not a string (experiment_load says so)
-        size_t n = (size_t)dir_len + 1 + strlen(v->valuestring) + 1;
-        if (n > 4096)
-            return fp_fail(err, FP_EPARAM, "%s.%s: path too long", path_keys[i].object, path_keys[i].key);
-        char *joined = malloc(n);
-        if (!joined)
-            return fp_fail(err, FP_ENOMEM, "out of memory");
-        snprintf(joined, n, "%.*s/%s", dir_len, config_file, v->valuestring);
+        size_t lb = strlen(base), ls = strlen(sep), lv = strlen(v->valuestring), n = lb + ls + lv + 1;
+        char *joined = n <= 8192 ? malloc(n) : NULL;
+        if (!joined) {
+            st = fp_fail(err, n > 8192 ? FP_EPARAM : FP_ENOMEM, "%s.%s: %s", path_keys[i].object, path_keys[i].key,
+                         n > 8192 ? "path too long" : "out of memory");
+            break;
+        }
+        memcpy(joined, base, lb);
+        memcpy(joined + lb, sep, ls);
+        memcpy(joined + lb + ls, v->valuestring, lv + 1);
         cJSON *nv = cJSON_CreateString(joined);
         free(joined);
         if (!nv || !cJSON_ReplaceItemInObjectCaseSensitive(o, path_keys[i].key, nv)) {
             cJSON_Delete(nv);
-            return fp_fail(err, FP_ENOMEM, "out of memory");
+            st = fp_fail(err, FP_ENOMEM, "out of memory");
         }
     }
-    return FP_OK;
+    free(real);
+    return st;
 }
 
 FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const char *device_override,

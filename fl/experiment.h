@@ -50,9 +50,10 @@ FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const
 void experiment_free(Experiment *ex);
 
 // Makes every relative file path of a parsed config (dataset.path, dataset.partition_file)
-// relative to the folder of config_file, the file it was read from, in place; absolute
-// paths and a config in the working directory are left as they are. The CLI calls it
-// right after reading a config, so the result's config records the paths it used.
+// relative to the folder of config_file, the file it was read from, in place: the
+// folder made absolute (realpath) joined with the path; absolute paths are left as they
+// are. The CLI calls it right after reading a config, so the result's config records
+// the paths it used.
 FpStatus experiment_resolve_paths(cJSON *root, const char *config_file, FpError *err);
 
 // Loads train and test sets from a "dataset" object (also used by attacks that need

@@ -7,6 +7,7 @@
 // line naming the file and exit 2. The files are made here from the Debian
 // dataset-fashion-mnist package (skipped without it) or from a few numbers.
 #include <check.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -179,10 +180,11 @@ START_TEST(same_subset_trains_the_same_in_every_format) {
         fprintf(stderr, "SKIP: no %s\n", DATASET_FASHION_MNIST_DIR);
         return;
     }
-    char dir[512], sub[600], p[800];
+    char dir[512], sub[PATH_MAX], p[PATH_MAX + 200];
     scratch_make(dir, sizeof dir, "byo");
-    snprintf(sub, sizeof sub, "%s/cfg", dir);
-    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    snprintf(p, sizeof p, "%s/cfg", dir);
+    ck_assert_int_eq(mkdir(p, 0700), 0);
+    ck_assert_ptr_nonnull(realpath(p, sub)); // what the result records
     long long ishape[2][4] = {{FM_TRAIN, 28, 28}, {FM_TEST, 28, 28}}, lshape[2] = {FM_TRAIN, FM_TEST};
     // A folder of .npy files.
     snprintf(p, sizeof p, "%s/fm-npy", sub);
@@ -255,7 +257,7 @@ START_TEST(same_subset_trains_the_same_in_every_format) {
     char *rounds0 = NULL, *model0 = NULL;
     size_t model0_len = 0;
     for (int k = 0; k < 4; k++) {
-        char cfg[900], res[900], model[900], ds[300], out[8192], errs[8192];
+        char cfg[PATH_MAX + 100], res[900], model[900], ds[300], out[8192], errs[8192];
         snprintf(ds, sizeof ds, "{\"name\": \"%s\", \"path\": \"%s\"}", kinds[k][0], kinds[k][1]);
         snprintf(cfg, sizeof cfg, "%s/c%d.json", sub, k);
         snprintf(res, sizeof res, "%s/r%d.json", dir, k);
@@ -267,7 +269,7 @@ START_TEST(same_subset_trains_the_same_in_every_format) {
         cJSON *r = NULL;
         ck_assert_msg(jv_load_file(res, &r, &err) == FP_OK, "%s", err.msg);
         const cJSON *dj = cJSON_GetObjectItem(cJSON_GetObjectItem(r, "config"), "dataset");
-        char want[900];
+        char want[PATH_MAX + 100];
         snprintf(want, sizeof want, "%s/%s", sub, kinds[k][1]);
         const cJSON *kept = cJSON_GetObjectItem(dj, "path");
         ck_assert_msg(cJSON_IsString(kept), "the result's config drops dataset.path");
@@ -448,10 +450,11 @@ END_TEST
 // A config's data path is its folder's, not the working directory's, and the result keeps it.
 START_TEST(config_paths_are_relative_to_the_config) {
     SKIP_UNLESS_BIN();
-    char dir[512], sub[600], p[800], cfg[800], res[800];
+    char dir[512], sub[PATH_MAX], p[PATH_MAX + 100], cfg[PATH_MAX + 100], res[800];
     scratch_make(dir, sizeof dir, "byo");
-    snprintf(sub, sizeof sub, "%s/project", dir);
-    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    snprintf(p, sizeof p, "%s/project", dir);
+    ck_assert_int_eq(mkdir(p, 0700), 0);
+    ck_assert_ptr_nonnull(realpath(p, sub)); // what the result records
     write_client_csv(scratch_path(sub, "t.csv", p, sizeof p), 36);
     scratch_path(sub, "c.json", cfg, sizeof cfg);
     write_text(cfg, "{\"seed\": 1, \"threads\": 1, \"dataset\": {\"name\": \"csv\", \"path\": \"t.csv\"},"
