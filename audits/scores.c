@@ -130,6 +130,8 @@ static FpStatus read_csv(const char *path, char *buf, size_t len, ScoreTable *t,
     if (memchr(buf, 0, len))
         return fp_fail(err, FP_EFORMAT, "%s: not a text file (NUL bytes; .npy scores must be named *.npy)", path);
     char *s = buf, *end = buf + len;
+    if (len >= 3 && memcmp(buf, "\xEF\xBB\xBF", 3) == 0)
+        s += 3; // a UTF-8 byte-order mark, as spreadsheets write
     int line = 0;
     char *h = next_line(&s, end, &line);
     if (!h)

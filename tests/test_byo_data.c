@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <zip.h>
+#include <zlib.h>
 
 #include "cli_run.h"
 #include "core/jsonv.h"
@@ -90,6 +91,31 @@ static void write_npz(const char *path, const Member *m, int n) {
         ck_assert_int_eq(zip_set_file_compression(z, (zip_uint64_t)idx, ZIP_CM_DEFLATE, 0), 0);
     }
     ck_assert_msg(zip_close(z) == 0, "zip_close %s", path);
+}
+
+// A one-member zip written by hand, so that its sizes can lie: the member's bytes stored
+// (method 0) or labelled deflated (8), declaring `declared` uncompressed bytes.
+static void put16(FILE *f, unsigned v) { fputc(v & 0xff, f), fputc(v >> 8 & 0xff, f); }
+static void put32(FILE *f, unsigned long v) { put16(f, v & 0xffff), put16(f, v >> 16 & 0xffff); }
+
+static void write_forged_zip(const char *path, const char *name, const unsigned char *data, unsigned long n,
+                             int method, unsigned long declared) {
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    unsigned long crc = crc32(0, data, (unsigned)n), nl = strlen(name);
+    put32(f, 0x04034b50), put16(f, 20), put16(f, 0), put16(f, (unsigned)method), put32(f, 0);
+    put32(f, crc), put32(f, n), put32(f, declared), put16(f, (unsigned)nl), put16(f, 0);
+    fwrite(name, 1, nl, f);
+    fwrite(data, 1, n, f);
+    long cd = ftell(f);
+    put32(f, 0x02014b50), put16(f, 20), put16(f, 20), put16(f, 0), put16(f, (unsigned)method), put32(f, 0);
+    put32(f, crc), put32(f, n), put32(f, declared), put16(f, (unsigned)nl), put16(f, 0), put16(f, 0);
+    put16(f, 0), put16(f, 0), put32(f, 0), put32(f, 0);
+    fwrite(name, 1, nl, f);
+    long end = ftell(f);
+    put32(f, 0x06054b50), put16(f, 0), put16(f, 0), put16(f, 1), put16(f, 1);
+    put32(f, (unsigned long)(end - cd)), put32(f, (unsigned long)cd), put16(f, 0);
+    ck_assert_int_eq(fclose(f), 0);
 }
 
 // ---- the Fashion-MNIST subset -------------------------------------------------------------------
@@ -596,6 +622,28 @@ START_TEST(bad_arrays_are_refused_naming_the_file) {
     ck_assert_int_eq(cli_run(args, out, err, sizeof out), 2);
     assert_one_clean_line(err);
     ck_assert_msg(strstr(err, "bad.npz: not a readable .npz"), "%s", err);
+    // Members whose declared size their stored or deflated bytes cannot hold: refused
+    // before anything of that size is allocated.
+    size_t nlen;
+    long long s1[1] = {4};
+    unsigned char *member = npy_bytes("|u1", s1, 1, "abcd", 4, &nlen);
+    static const struct {
+        int method;
+        unsigned long declared;
+    } forged[] = {{0, 0x7fffffffUL}, {8, 0xfffffff0UL}};
+    for (int k = 0; k < 2; k++) {
+        write_forged_zip(scratch_path(dir, "bad.npz", p, sizeof p), "x_train.npy", member, (unsigned long)nlen,
+                         forged[k].method, forged[k].declared);
+        ck_assert_int_eq(cli_run(args, out, err, sizeof out), 2);
+        assert_one_clean_line(err);
+        ck_assert_msg(strstr(err, "bad.npz:x_train.npy: declares") && strstr(err, "not a size it can hold"), "%s",
+                      err);
+    }
+    // The same member with its true size is read (and then lacks its labels).
+    write_forged_zip(p, "x_train.npy", member, (unsigned long)nlen, 0, (unsigned long)nlen);
+    ck_assert_int_eq(cli_run(args, out, err, sizeof out), 2);
+    ck_assert_msg(strstr(err, "no labels"), "%s", err);
+    free(member);
     snprintf(p, sizeof p, "%s/img", dir);
     mkdir(p, 0700);
     snprintf(p, sizeof p, "%s/img/a", dir);
