@@ -12,7 +12,7 @@
 
 CC      ?= gcc
 NVCC    ?= $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
-PKGS    := vips libcjson libpng zlib openblas fftw3l libprotobuf-c
+PKGS    := vips libcjson libpng zlib openblas fftw3l libprotobuf-c libzip
 # The test framework links into the test runner only, never into ./fedpriv.
 TEST_PKGS := check
 SANITIZE ?= 0
@@ -209,7 +209,7 @@ $(TEST_BIN): | $(FAULT_SHIM)
 # --- set-up ---------------------------------------------------------------
 APT_PKGS := gcc make pkg-config libopenblas-dev libcjson-dev check zlib1g-dev libpng-dev \
             libvips-dev libfftw3-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin python3 \
-            protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch
+            protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch libzip-dev
 DATA_DIR ?= data
 
 deps:

@@ -380,7 +380,7 @@ static FpStatus pick_coords(const ParamTable *t, uint64_t seed, int m, uint32_t 
     return FP_OK;
 }
 
-// ---- one-run: guesses ----------------------------------------------------------------------
+// ---- scores: the bounds from canary scores -------------------------------------------------
 
 typedef struct {
     double s;
@@ -395,10 +395,10 @@ static int cmp_scored_desc(const void *x, const void *y) {
 }
 
 // Correct guesses when the k highest scores are guessed in and the k lowest out.
-static int correct_guesses(const Canary *cn, int m, int parity, int score, int k, Scored *buf, int *n_out) {
+static int correct_guesses(const TrainingAuditScores *sc, int parity, int score, int k, Scored *buf, int *n_out) {
     int n = 0;
-    for (int c = parity; c < m; c += 2)
-        buf[n++] = (Scored){cn[c].score[score], cn[c].in, c};
+    for (int c = parity; c < sc->n; c += 2)
+        buf[n++] = (Scored){sc->score[score][c], sc->in[c], c};
     qsort(buf, (size_t)n, sizeof(Scored), cmp_scored_desc);
     int v = 0;
     for (int i = 0; i < k && i < n; i++)
@@ -414,11 +414,151 @@ typedef struct {
     double epsilon;
 } OneRunChoice;
 
+static FpStatus check_scores(const TrainingAuditScores *sc, int min_n, FpError *err) {
+    if (sc->n < min_n || sc->n_scores < 1 || sc->n_scores > TRAINING_AUDIT_MAX_SCORES)
+        return fp_fail(err, FP_EPARAM, "%d rows of %d scores: the audit needs at least %d rows and 1 to %d scores",
+                       sc->n, sc->n_scores, min_n, TRAINING_AUDIT_MAX_SCORES);
+    for (int i = 0; i < sc->n; i++) {
+        if (sc->in[i] != 0 && sc->in[i] != 1)
+            return fp_fail(err, FP_EPARAM, "row %d: inclusion bit %d (0 or 1)", i, sc->in[i]);
+        for (int k = 0; k < sc->n_scores; k++)
+            if (isnan(sc->score[k][i]))
+                return fp_fail(err, FP_EPARAM, "row %d: the %s score is NaN", i, sc->names[k]);
+    }
+    return FP_OK;
+}
+
+FpStatus training_audit_one_run_scores(const TrainingAuditScores *sc, double delta, double confidence, cJSON *res,
+                                       FpError *err) {
+    FP_TRY(check_scores(sc, 2, err));
+    int m = sc->n;
+    Scored *buf = malloc(sizeof(Scored) * (size_t)m);
+    if (!buf)
+        return fp_fail(err, FP_ENOMEM, "out of memory for %d canaries", m);
+    // Choose the score and k on the even canaries, bound on the odd ones.
+    double p0 = 1 - confidence;
+    int half = m / 2; // odd canaries: m/2; even: m − m/2
+    static const int divisors[] = {100, 50, 20, 10, 5, 4};
+    OneRunChoice best = {.epsilon = -1};
+    for (int s = 0; s < sc->n_scores; s++)
+        for (size_t di = 0; di < sizeof divisors / sizeof divisors[0]; di++) {
+            int k = half / divisors[di];
+            if (k < 1)
+                continue;
+            int n, v = correct_guesses(sc, 0, s, k, buf, &n);
+            double e = training_audit_one_run_epsilon(n, 2 * k, v, delta, p0);
+            if (e > best.epsilon)
+                best = (OneRunChoice){s, k, 2 * k, v, n, e};
+        }
+    if (best.epsilon < 0) // too few canaries for any k of the grid: no guesses, ε̂ = 0
+        best = (OneRunChoice){0, 0, 0, 0, m - half, 0};
+    int n, v = correct_guesses(sc, 1, best.score, best.k, buf, &n);
+    double eps = training_audit_one_run_epsilon(n, 2 * best.k, v, delta, p0);
+    // The most this audit could report: every guess right, at the best k of the grid.
+    double ceiling = 0;
+    for (size_t di = 0; di < sizeof divisors / sizeof divisors[0]; di++) {
+        int k = half / divisors[di];
+        if (k >= 1)
+            ceiling = fmax(ceiling, training_audit_one_run_epsilon(n, 2 * k, 2 * k, delta, p0));
+    }
+    free(buf);
+    cJSON_AddNumberToObject(res, "epsilon_ceiling", ceiling);
+    int in_total = 0;
+    for (int c = 0; c < m; c++)
+        in_total += sc->in[c];
+    cJSON_AddNumberToObject(res, "epsilon_lower_bound", eps);
+    cJSON_AddNumberToObject(res, "canaries", m);
+    cJSON_AddNumberToObject(res, "canaries_in", in_total);
+    cJSON_AddNumberToObject(res, "canaries_scored", n);
+    cJSON_AddNumberToObject(res, "guesses", 2 * best.k);
+    cJSON_AddNumberToObject(res, "correct", v);
+    cJSON_AddStringToObject(res, "score", sc->names[best.score]);
+    cJSON *sel = cJSON_AddObjectToObject(res, "selection");
+    cJSON_AddNumberToObject(sel, "canaries", best.m);
+    cJSON_AddNumberToObject(sel, "guesses", best.r);
+    cJSON_AddNumberToObject(sel, "correct", best.v);
+    cJSON_AddNumberToObject(sel, "epsilon", best.epsilon);
+    return FP_OK;
+}
+
 // δ of the bound: the config's, else the defense's account's (0 for pure DP).
 static double audit_delta(const AuditCtx *a) {
     if (!isnan(a->cfg->delta))
         return a->cfg->delta;
     return a->rec.delta > 0 && a->rec.delta < 1 ? a->rec.delta : 0;
+}
+
+// The canaries' (or runs') scores as columns, for the bounds and the scores file.
+typedef struct {
+    double *col[N_SCORES];
+    int *in;
+    TrainingAuditScores view;
+} ScoreColumns;
+
+static FpStatus score_columns(const Canary *cn, int n, ScoreColumns *o, FpError *err) {
+    memset(o, 0, sizeof *o);
+    o->in = malloc(sizeof(int) * (size_t)(n ? n : 1));
+    for (int s = 0; s < N_SCORES; s++)
+        o->col[s] = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    if (!o->in || !o->col[0] || !o->col[1]) {
+        free(o->in);
+        for (int s = 0; s < N_SCORES; s++)
+            free(o->col[s]);
+        return fp_fail(err, FP_ENOMEM, "out of memory for %d scores", n);
+    }
+    for (int i = 0; i < n; i++) {
+        o->in[i] = cn[i].in;
+        for (int s = 0; s < N_SCORES; s++)
+            o->col[s][i] = cn[i].score[s];
+    }
+    o->view = (TrainingAuditScores){.n = n, .n_scores = N_SCORES, .in = o->in};
+    for (int s = 0; s < N_SCORES; s++) {
+        o->view.names[s] = score_names[s];
+        o->view.score[s] = o->col[s];
+    }
+    return FP_OK;
+}
+
+static void score_columns_free(ScoreColumns *o) {
+    free(o->in);
+    for (int s = 0; s < N_SCORES; s++)
+        free(o->col[s]);
+}
+
+// DIR/scores.csv: the scores the bound was computed from, for `fedpriv audit-scores`
+// (which reproduces ε̂ from them): a header "canary,in,signed,magnitude" (one-run) or
+// "run,in,signed,magnitude" (multi-run), then one row per canary or run in order, %.17g
+// so that every score reads back as the same double. Written through fp_open_beneath
+// (no link below DIR is followed) and renamed into place.
+static FpStatus write_scores(const char *dir, const char *id_name, const TrainingAuditScores *sc, FpError *err) {
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "scores.csv.tmp.%ld", (long)getpid());
+    int fd = fp_open_beneath(dir, tmp, O_WRONLY | O_CREAT | O_TRUNC, NULL, err);
+    if (fd < 0)
+        return err ? err->code : FP_EIO;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        close(fd);
+        return fp_fail(err, FP_EIO, "%s/%s: cannot write", dir, tmp);
+    }
+    fprintf(f, "%s,in", id_name);
+    for (int s = 0; s < sc->n_scores; s++)
+        fprintf(f, ",%s", sc->names[s]);
+    fputc('\n', f);
+    for (int i = 0; i < sc->n; i++) {
+        fprintf(f, "%d,%d", i, sc->in[i]);
+        for (int s = 0; s < sc->n_scores; s++)
+            fprintf(f, ",%.17g", sc->score[s][i]);
+        fputc('\n', f);
+    }
+    char from[4200], to[4200];
+    snprintf(from, sizeof from, "%s/%s", dir, tmp);
+    snprintf(to, sizeof to, "%s/scores.csv", dir);
+    if (ferror(f) | (fclose(f) != 0) || rename(from, to) != 0) {
+        unlink(from);
+        return fp_fail(err, FP_EIO, "%s: cannot write: %s", to, strerror(errno));
+    }
+    return FP_OK;
 }
 
 static FpStatus one_run(AuditCtx *a, cJSON *res, FpError *err) {
@@ -430,11 +570,9 @@ static FpStatus one_run(AuditCtx *a, cJSON *res, FpError *err) {
                        "(federation.clients)", m, K);
     Canary *cn = calloc((size_t)m, sizeof(Canary));
     uint32_t *coords = malloc(sizeof(uint32_t) * (size_t)m);
-    Scored *buf = malloc(sizeof(Scored) * (size_t)m);
-    if (!cn || !coords || !buf) {
+    if (!cn || !coords) {
         free(cn);
         free(coords);
-        free(buf);
         return fp_fail(err, FP_ENOMEM, "out of memory for %d canaries", m);
     }
     FpStatus st = pick_coords(&a->model->table, ex->seed, m, coords, err);
@@ -445,51 +583,15 @@ static FpStatus one_run(AuditCtx *a, cJSON *res, FpError *err) {
                          .in = (int)(rng_next_u32(&bits) & 1u)};
     if (st == FP_OK)
         st = train_with_canaries(a, ex->seed, cn, m, err);
-    if (st == FP_OK) {
-        // Choose the score and k on the even canaries, bound on the odd ones.
-        double delta = audit_delta(a), p0 = 1 - cfg->confidence;
-        int half = m / 2; // odd canaries: m/2; even: m − m/2
-        static const int divisors[] = {100, 50, 20, 10, 5, 4};
-        OneRunChoice best = {.epsilon = -1};
-        for (int sc = 0; sc < N_SCORES; sc++)
-            for (size_t di = 0; di < sizeof divisors / sizeof divisors[0]; di++) {
-                int k = half / divisors[di];
-                if (k < 1)
-                    continue;
-                int n, v = correct_guesses(cn, m, 0, sc, k, buf, &n);
-                double e = training_audit_one_run_epsilon(n, 2 * k, v, delta, p0);
-                if (e > best.epsilon)
-                    best = (OneRunChoice){sc, k, 2 * k, v, n, e};
-            }
-        int n, v = correct_guesses(cn, m, 1, best.score, best.k, buf, &n);
-        double eps = training_audit_one_run_epsilon(n, 2 * best.k, v, delta, p0);
-        // The most this audit could report: every guess right, at the best k of the grid.
-        double ceiling = 0;
-        for (size_t di = 0; di < sizeof divisors / sizeof divisors[0]; di++) {
-            int k = half / divisors[di];
-            if (k >= 1)
-                ceiling = fmax(ceiling, training_audit_one_run_epsilon(n, 2 * k, 2 * k, delta, p0));
-        }
-        cJSON_AddNumberToObject(res, "epsilon_ceiling", ceiling);
-        int in_total = 0;
-        for (int c = 0; c < m; c++)
-            in_total += cn[c].in;
-        cJSON_AddNumberToObject(res, "epsilon_lower_bound", eps);
-        cJSON_AddNumberToObject(res, "canaries", m);
-        cJSON_AddNumberToObject(res, "canaries_in", in_total);
-        cJSON_AddNumberToObject(res, "canaries_scored", n);
-        cJSON_AddNumberToObject(res, "guesses", 2 * best.k);
-        cJSON_AddNumberToObject(res, "correct", v);
-        cJSON_AddStringToObject(res, "score", score_names[best.score]);
-        cJSON *sel = cJSON_AddObjectToObject(res, "selection");
-        cJSON_AddNumberToObject(sel, "canaries", best.m);
-        cJSON_AddNumberToObject(sel, "guesses", best.r);
-        cJSON_AddNumberToObject(sel, "correct", best.v);
-        cJSON_AddNumberToObject(sel, "epsilon", best.epsilon);
+    ScoreColumns cols;
+    if (st == FP_OK && (st = score_columns(cn, m, &cols, err)) == FP_OK) {
+        st = training_audit_one_run_scores(&cols.view, audit_delta(a), cfg->confidence, res, err);
+        if (st == FP_OK && cfg->state_dir && (st = write_scores(cfg->state_dir, "canary", &cols.view, err)) == FP_OK)
+            cJSON_AddStringToObject(res, "scores_file", "scores.csv");
+        score_columns_free(&cols);
     }
     free(cn);
     free(coords);
-    free(buf);
     return st;
 }
 
@@ -500,13 +602,13 @@ typedef struct {
     double tau, epsilon;
 } Test;
 
-static void count_fires(const Canary *runs, int lo, int hi, const Test *t, long long *fi, long long *ni,
+static void count_fires(const TrainingAuditScores *sc, int lo, int hi, const Test *t, long long *fi, long long *ni,
                         long long *fo, long long *no) {
     *fi = *ni = *fo = *no = 0;
     for (int r = lo; r < hi; r++) {
-        double s = runs[r].score[t->score];
+        double s = sc->score[t->score][r];
         int fire = t->ge ? s >= t->tau : s <= t->tau;
-        if (runs[r].in) {
+        if (sc->in[r]) {
             (*ni)++;
             *fi += fire;
         } else {
@@ -514,6 +616,43 @@ static void count_fires(const Canary *runs, int lo, int hi, const Test *t, long 
             *fo += fire;
         }
     }
+}
+
+FpStatus training_audit_multi_run_scores(const TrainingAuditScores *sc, double delta, double confidence, cJSON *res,
+                                         FpError *err) {
+    FP_TRY(check_scores(sc, 4, err));
+    int R = sc->n, pick = R / 2;
+    double alpha = 1 - confidence;
+    Test best = {.epsilon = -1};
+    for (int s = 0; s < sc->n_scores; s++)
+        for (int ge = 0; ge <= 1; ge++)
+            for (int r = 0; r < pick; r++) {
+                Test t = {s, ge, sc->score[s][r], 0};
+                long long fi, ni, fo, no;
+                count_fires(sc, 0, pick, &t, &fi, &ni, &fo, &no);
+                t.epsilon = training_audit_counts_epsilon(fi, ni, fo, no, delta, alpha);
+                if (t.epsilon > best.epsilon)
+                    best = t;
+            }
+    long long fi, ni, fo, no;
+    count_fires(sc, pick, R, &best, &fi, &ni, &fo, &no);
+    double eps = training_audit_counts_epsilon(fi, ni, fo, no, delta, alpha);
+    cJSON_AddNumberToObject(res, "epsilon_lower_bound", eps);
+    // The most this audit could report: a test that fires in every scored "in" run and
+    // in no "out" run.
+    cJSON_AddNumberToObject(res, "epsilon_ceiling", training_audit_counts_epsilon(ni, ni, 0, no, delta, alpha));
+    cJSON_AddNumberToObject(res, "runs", R);
+    cJSON_AddNumberToObject(res, "runs_scored", R - pick);
+    cJSON *test = cJSON_AddObjectToObject(res, "test");
+    cJSON_AddStringToObject(test, "score", sc->names[best.score]);
+    cJSON_AddStringToObject(test, "fires_when", best.ge ? "score >= threshold" : "score <= threshold");
+    cJSON_AddNumberToObject(test, "threshold", best.tau);
+    cJSON_AddNumberToObject(test, "fired_in", (double)fi);
+    cJSON_AddNumberToObject(test, "runs_in", (double)ni);
+    cJSON_AddNumberToObject(test, "fired_out", (double)fo);
+    cJSON_AddNumberToObject(test, "runs_out", (double)no);
+    cJSON_AddNumberToObject(test, "selection_epsilon", best.epsilon);
+    return FP_OK;
 }
 
 // ---- multi-run: finished runs kept on disk --------------------------------------------------
@@ -786,38 +925,12 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
         st = journal_failed(cfg->state_dir, err);
     if (st == FP_OK)
         cJSON_AddNumberToObject(res, "runs_resumed", resumed);
-    if (st == FP_OK) {
-        double delta = audit_delta(a), alpha = 1 - cfg->confidence;
-        int pick = R / 2;
-        Test best = {.epsilon = -1};
-        for (int sc = 0; sc < N_SCORES; sc++)
-            for (int ge = 0; ge <= 1; ge++)
-                for (int r = 0; r < pick; r++) {
-                    Test t = {sc, ge, runs[r].score[sc], 0};
-                    long long fi, ni, fo, no;
-                    count_fires(runs, 0, pick, &t, &fi, &ni, &fo, &no);
-                    t.epsilon = training_audit_counts_epsilon(fi, ni, fo, no, delta, alpha);
-                    if (t.epsilon > best.epsilon)
-                        best = t;
-                }
-        long long fi, ni, fo, no;
-        count_fires(runs, pick, R, &best, &fi, &ni, &fo, &no);
-        double eps = training_audit_counts_epsilon(fi, ni, fo, no, delta, alpha);
-        cJSON_AddNumberToObject(res, "epsilon_lower_bound", eps);
-        // The most this audit could report: a test that fires in every scored "in" run and
-        // in no "out" run.
-        cJSON_AddNumberToObject(res, "epsilon_ceiling", training_audit_counts_epsilon(ni, ni, 0, no, delta, alpha));
-        cJSON_AddNumberToObject(res, "runs", R);
-        cJSON_AddNumberToObject(res, "runs_scored", R - pick);
-        cJSON *test = cJSON_AddObjectToObject(res, "test");
-        cJSON_AddStringToObject(test, "score", score_names[best.score]);
-        cJSON_AddStringToObject(test, "fires_when", best.ge ? "score >= threshold" : "score <= threshold");
-        cJSON_AddNumberToObject(test, "threshold", best.tau);
-        cJSON_AddNumberToObject(test, "fired_in", (double)fi);
-        cJSON_AddNumberToObject(test, "runs_in", (double)ni);
-        cJSON_AddNumberToObject(test, "fired_out", (double)fo);
-        cJSON_AddNumberToObject(test, "runs_out", (double)no);
-        cJSON_AddNumberToObject(test, "selection_epsilon", best.epsilon);
+    ScoreColumns cols;
+    if (st == FP_OK && (st = score_columns(runs, R, &cols, err)) == FP_OK) {
+        st = training_audit_multi_run_scores(&cols.view, audit_delta(a), cfg->confidence, res, err);
+        if (st == FP_OK && cfg->state_dir && (st = write_scores(cfg->state_dir, "run", &cols.view, err)) == FP_OK)
+            cJSON_AddStringToObject(res, "scores_file", "scores.csv");
+        score_columns_free(&cols);
     }
     free(runs);
     return st;

@@ -87,7 +87,8 @@ typedef struct TrainingAuditConfig {
     double delta;                 // "delta" in [0, 1); NAN when absent: the defense's δ
     double epsilon_claimed;       // "epsilon_claimed"; NAN: the defense's account (see above)
     const char *state_dir;        // not JSON, set by the caller: a directory where the multi-run audit keeps
-                                  // its finished runs (multi-run.txt) and resumes from them; NULL: none
+                                  // its finished runs (multi-run.txt) and resumes from them, and where both
+                                  // write the scores they bound (scores.csv, for audit-scores); NULL: none
 } TrainingAuditConfig;
 
 // Parses the audit's keys of an attack object ("name" is allowed and ignored); unknown
@@ -107,6 +108,29 @@ FpStatus training_audit_run(Experiment *ex, const TrainingAuditConfig *cfg, int 
 // below p (0 when none is, at most 100).
 double training_audit_one_run_p_value(int m, int r, int v, double eps, double delta);
 double training_audit_one_run_epsilon(int m, int r, int v, double delta, double p);
+
+// The bounds from scores alone: what training_audit_run computes once it has trained,
+// and what `fedpriv audit-scores` computes from a file of scores a team made with any
+// framework. Row i is canary i (one-run: the even rows choose the score and k, the odd
+// rows give the bound) or run i (multi-run: the first half chooses the test, the second
+// half gives the bound); in[i] is 1 when canary i was included (run i had the canary).
+// Every row holds n_scores scores (the auditor picks the best on the selection rows;
+// audit-training's are "signed" and "magnitude"). Each fills res with the keys
+// training_audit_run documents for its method (epsilon_lower_bound, epsilon_ceiling,
+// the counts and the chosen score or test). FP_EPARAM for a bit other than 0/1, a NaN
+// score, or too few rows (one-run 2, multi-run 4).
+#define TRAINING_AUDIT_MAX_SCORES 8
+typedef struct TrainingAuditScores {
+    int n;
+    int n_scores;
+    const char *names[TRAINING_AUDIT_MAX_SCORES];
+    const double *score[TRAINING_AUDIT_MAX_SCORES]; // score[k][i]: score k of row i
+    const int *in;
+} TrainingAuditScores;
+FpStatus training_audit_one_run_scores(const TrainingAuditScores *scores, double delta, double confidence, cJSON *res,
+                                       FpError *err);
+FpStatus training_audit_multi_run_scores(const TrainingAuditScores *scores, double delta, double confidence,
+                                         cJSON *res, FpError *err);
 
 // The multi-run bound from counts: the test fired in fire_in of n_in "in" runs and
 // fire_out of n_out "out" runs; one-sided Clopper-Pearson at alpha/2 each.

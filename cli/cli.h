@@ -39,6 +39,7 @@ int cmd_accountant(int argc, char **argv);
 int cmd_forecast(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_audit_training(int argc, char **argv);
+int cmd_audit_scores(int argc, char **argv);
 int cmd_ssim(int argc, char **argv);
 int cmd_matrix(int argc, char **argv);
 int cmd_report(int argc, char **argv);

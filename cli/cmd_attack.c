@@ -201,8 +201,11 @@ static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const c
     FpError err = {0};
     cJSON *root = NULL;
     int lead = comm_rank(comm) == 0;
-    if (fp_check_writable_dir(out, &err) != FP_OK || jv_load_file(config, &root, &err) != FP_OK)
+    if (fp_check_writable_dir(out, &err) != FP_OK || jv_load_file(config, &root, &err) != FP_OK ||
+        experiment_resolve_paths(root, config, &err) != FP_OK) {
+        cJSON_Delete(root);
         return attack_error(cmd, comm, &err, 0);
+    }
     cJSON *attack_json = cJSON_GetObjectItemCaseSensitive(root, "attack");
     cJSON *owned = NULL;
     if (!attack_json) {

@@ -95,8 +95,11 @@ int cmd_forecast(int argc, char **argv) {
     }
     FpError err = {0};
     cJSON *root = NULL;
-    if ((out && fp_check_writable_file(out, &err) != FP_OK) || jv_load_file(config, &root, &err) != FP_OK)
+    if ((out && fp_check_writable_file(out, &err) != FP_OK) || jv_load_file(config, &root, &err) != FP_OK ||
+        experiment_resolve_paths(root, config, &err) != FP_OK) {
+        cJSON_Delete(root);
         return cli_report_error("forecast", &err);
+    }
     static const char *const extra[] = {"attack", NULL};
     Experiment ex;
     if (experiment_load(root, extra, NULL, 0, defense_find, &ex, &err) != FP_OK) {

@@ -152,6 +152,8 @@ int cmd_matrix(int argc, char **argv) {
         st = jv_load_file(file, &root, &err);
     if (st == FP_OK) // before the data are loaded: that may take long
         st = matrix_check_owner(out, root, file, &err);
+    if (st == FP_OK) // paths in the matrix file are relative to its folder
+        st = experiment_resolve_paths(root, file, &err);
     if (st == FP_OK) {
         MatrixOptions mo = {.device = device, .threads = (int)threads, .file = file, .progress = stderr};
         st = matrix_load(root, &mo, &m, &err);

@@ -65,6 +65,8 @@ static int train_run(Comm *comm, const char *config, const char *out, const char
         st = fp_check_writable_file(save_onnx, &err);
     if (st == FP_OK)
         st = jv_load_file(config, &root, &err);
+    if (st == FP_OK) // paths in the config are relative to its folder
+        st = experiment_resolve_paths(root, config, &err);
     int loaded = st == FP_OK; // these messages name their file already
     // --secure-rng overrides the config's "rng" key (docs/security.md).
     if (st == FP_OK && secure_rng && cJSON_IsObject(root)) {

@@ -26,6 +26,8 @@ static const Command commands[] = {
     {"audit", cmd_audit, "audit a local-DP mechanism: bias, variance and an epsilon lower bound"},
     {"audit-training", cmd_audit_training,
      "audit a whole training run with canary clients: --config FILE.json --out DIR (epsilon lower bound)"},
+    {"audit-scores", cmd_audit_scores,
+     "audit scores from any framework: --scores FILE (membership ROC, or canary/run epsilon lower bounds)"},
     {"ssim", cmd_ssim, "SSIM, PSNR and MSE of two PNG images: A.png B.png [--json]"},
     {"matrix", cmd_matrix, "run an attack x defense matrix: FILE.json --out DIR [--jobs N] [--shard K/N|slurm]; "
                            "--status DIR"},

@@ -132,6 +132,47 @@ static int parse_number(char *s, float *out) {
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
+// Numbers a column's values: non-negative integers (up to CSV_MAX_INT_LABEL) as they
+// are (*k = max + 1), else the distinct strings sorted bytewise, 0..K-1. NULL when out
+// of memory.
+static int32_t *number_values(char **vals, size_t rows, int *k, FpError *err) {
+    int32_t *cls = fp_malloc(rows * sizeof *cls, err);
+    if (!cls)
+        return NULL;
+    int K = 0, all_int = 1;
+    for (size_t i = 0; i < rows && all_int; i++) {
+        char *e;
+        long v = strtol(vals[i], &e, 10);
+        if (!vals[i][0] || *e || v < 0 || v > CSV_MAX_INT_LABEL || vals[i][0] == '+' || vals[i][0] == '-')
+            all_int = 0;
+        else {
+            cls[i] = (int32_t)v;
+            K = (int)v + 1 > K ? (int)v + 1 : K;
+        }
+    }
+    if (!all_int) {
+        char **sorted = fp_malloc(rows * sizeof *sorted, err);
+        if (!sorted) {
+            free(cls);
+            return NULL;
+        }
+        memcpy(sorted, vals, rows * sizeof *sorted);
+        qsort(sorted, rows, sizeof *sorted, cmp_str);
+        size_t u = 0;
+        for (size_t i = 0; i < rows; i++)
+            if (u == 0 || strcmp(sorted[u - 1], sorted[i]) != 0)
+                sorted[u++] = sorted[i];
+        K = (int)u;
+        for (size_t i = 0; i < rows; i++) {
+            char **hit = bsearch(&vals[i], sorted, u, sizeof *sorted, cmp_str);
+            cls[i] = (int32_t)(hit - sorted);
+        }
+        free(sorted);
+    }
+    *k = K;
+    return cls;
+}
+
 static const char *base_name(const char *p) {
     const char *s = strrchr(p, '/');
     return s ? s + 1 : p;
@@ -139,6 +180,11 @@ static const char *base_name(const char *p) {
 
 FpStatus csv_load(const char *path, const char *label_column, const char *target_column, Dataset **out,
                   FpError *err) {
+    return csv_load_clients(path, label_column, target_column, NULL, out, err);
+}
+
+FpStatus csv_load_clients(const char *path, const char *label_column, const char *target_column,
+                          const char *client_column, Dataset **out, FpError *err) {
     *out = NULL;
     if (!path)
         return fp_fail(err, FP_EPARAM, "csv_load: no file given");
@@ -150,7 +196,8 @@ FpStatus csv_load(const char *path, const char *label_column, const char *target
     FpStatus st = FP_OK;
     CsvReader r = {path, (char *)raw, (char *)raw + len, 1};
     CsvRecord rec = {0};
-    char **header = NULL, **labels = NULL, **sorted = NULL;
+    char **header = NULL, **labels = NULL, **clients = NULL;
+    int32_t *cls = NULL, *cids = NULL;
     float *feat = NULL, *targ = NULL;
     Dataset *d = NULL;
     if (len >= 3 && raw[0] == 0xEF && raw[1] == 0xBB && raw[2] == 0xBF)
@@ -219,7 +266,11 @@ FpStatus csv_load(const char *path, const char *label_column, const char *target
             goto done;
         }
     }
-    int nfeat = ncol - (special >= 0);
+    int client_col = -1; // optional: no such column, no client ids
+    for (int j = 0; client_column && j < ncol; j++)
+        if (strcmp(header[j], client_column) == 0 && j != special)
+            client_col = j;
+    int nfeat = ncol - (special >= 0) - (client_col >= 0);
     if (nfeat < 1) {
         st = fp_fail(err, FP_EFORMAT, "%s:%d: no feature columns besides \"%s\"", path, hline, want);
         goto done;
@@ -233,7 +284,9 @@ FpStatus csv_load(const char *path, const char *label_column, const char *target
         labels = fp_malloc(cap * sizeof *labels, err);
     if (target_column)
         targ = fp_malloc(cap * sizeof *targ, err);
-    if (!feat || (label_column && !labels) || (target_column && !targ)) {
+    if (client_col >= 0)
+        clients = fp_malloc(cap * sizeof *clients, err);
+    if (!feat || (label_column && !labels) || (target_column && !targ) || (client_col >= 0 && !clients)) {
         st = err ? err->code : FP_ENOMEM;
         goto done;
     }
@@ -258,7 +311,10 @@ FpStatus csv_load(const char *path, const char *label_column, const char *target
             float *nt = targ ? realloc(targ, cap * sizeof *targ) : NULL;
             if (nt)
                 targ = nt;
-            if (!nf || (labels && !nl) || (targ && !nt)) {
+            char **nc = clients ? realloc(clients, cap * sizeof *clients) : NULL;
+            if (nc)
+                clients = nc;
+            if (!nf || (labels && !nl) || (targ && !nt) || (clients && !nc)) {
                 st = fp_fail(err, FP_ENOMEM, "%s: out of memory at %zu rows", path, rows);
                 goto done;
             }
@@ -267,6 +323,10 @@ FpStatus csv_load(const char *path, const char *label_column, const char *target
         for (int j = 0, f = 0; j < ncol; j++) {
             if (j == special && labels) {
                 labels[rows] = trim(rec.field[j]);
+                continue;
+            }
+            if (j == client_col) {
+                clients[rows] = trim(rec.field[j]);
                 continue;
             }
             float v;
@@ -295,50 +355,23 @@ FpStatus csv_load(const char *path, const char *label_column, const char *target
         goto done;
     }
 
-    // Classes: integers as they are, else the sorted distinct strings.
-    int K = 0;
-    int32_t *cls = NULL;
-    if (labels) {
-        cls = fp_malloc(rows * sizeof *cls, err);
-        if (!cls) {
-            st = err ? err->code : FP_ENOMEM;
-            goto done;
-        }
-        int all_int = 1;
-        for (size_t i = 0; i < rows && all_int; i++) {
-            char *e;
-            long v = strtol(labels[i], &e, 10);
-            if (!labels[i][0] || *e || v < 0 || v > CSV_MAX_INT_LABEL || labels[i][0] == '+' || labels[i][0] == '-')
-                all_int = 0;
-            else {
-                cls[i] = (int32_t)v;
-                K = (int)v + 1 > K ? (int)v + 1 : K;
-            }
-        }
-        if (!all_int) {
-            sorted = fp_malloc(rows * sizeof *sorted, err);
-            if (!sorted) {
-                free(cls);
-                st = err ? err->code : FP_ENOMEM;
-                goto done;
-            }
-            memcpy(sorted, labels, rows * sizeof *sorted);
-            qsort(sorted, rows, sizeof *sorted, cmp_str);
-            size_t u = 0;
-            for (size_t i = 0; i < rows; i++)
-                if (u == 0 || strcmp(sorted[u - 1], sorted[i]) != 0)
-                    sorted[u++] = sorted[i];
-            K = (int)u;
-            for (size_t i = 0; i < rows; i++) {
-                char **hit = bsearch(&labels[i], sorted, u, sizeof *sorted, cmp_str);
-                cls[i] = (int32_t)(hit - sorted);
-            }
-        }
+    // Classes and clients: integers as they are, else the sorted distinct strings.
+    int K = 0, KC = 0;
+    if (labels && !(cls = number_values(labels, rows, &K, err))) {
+        st = err ? err->code : FP_ENOMEM;
+        goto done;
+    }
+    if (clients && !(cids = number_values(clients, rows, &KC, err))) {
+        st = err ? err->code : FP_ENOMEM;
+        goto done;
     }
     d = dataset_create(base_name(path), (int)rows, 1, 1, nfeat, labels ? K : 0, targ ? 1 : 0, err);
     if (!d) {
-        free(cls);
         st = err ? err->code : FP_ENOMEM;
+        goto done;
+    }
+    if (cids && (st = dataset_set_clients(d, cids, KC, path, err)) != FP_OK) {
+        dataset_free(d);
         goto done;
     }
     memcpy(d->x, feat, rows * (size_t)nfeat * sizeof *feat);
@@ -346,7 +379,6 @@ FpStatus csv_load(const char *path, const char *label_column, const char *target
         memcpy(d->y, cls, rows * sizeof *cls);
     if (targ)
         memcpy(d->target, targ, rows * sizeof *targ);
-    free(cls);
     *out = d;
 done:
     free(raw);
@@ -354,7 +386,9 @@ done:
     free(rec.col_line);
     free(header);
     free(labels);
-    free(sorted);
+    free(clients);
+    free(cls);
+    free(cids);
     free(feat);
     free(targ);
     return st;

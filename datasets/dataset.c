@@ -62,7 +62,25 @@ void dataset_free(Dataset *d) {
     free(d->x);
     free(d->y);
     free(d->target);
+    free(d->client);
     free(d);
+}
+
+FpStatus dataset_set_clients(Dataset *d, const int32_t *ids, int n_ids, const char *source, FpError *err) {
+    if (!d || (d->n > 0 && !ids) || n_ids < 1)
+        return fp_fail(err, FP_EPARAM, "dataset_set_clients: bad arguments");
+    for (int i = 0; i < d->n; i++)
+        if (ids[i] < 0 || ids[i] >= n_ids)
+            return fp_fail(err, FP_EFORMAT, "%s: client id %d of sample %d outside [0, %d)", source, (int)ids[i], i,
+                           n_ids);
+    int32_t *c = fp_malloc(sizeof(int32_t) * (size_t)d->n + 1, err);
+    if (!c)
+        return err ? err->code : FP_ENOMEM;
+    memcpy(c, ids, sizeof(int32_t) * (size_t)d->n);
+    free(d->client);
+    d->client = c;
+    d->n_client_ids = n_ids;
+    return FP_OK;
 }
 
 Dataset *dataset_subset(const Dataset *src, const uint32_t *idx, int n, FpError *err) {
@@ -80,6 +98,15 @@ Dataset *dataset_subset(const Dataset *src, const uint32_t *idx, int n, FpError 
     if (!d)
         return NULL;
     memcpy(d->source, src->source, sizeof d->source);
+    if (src->client) {
+        if (!(d->client = fp_malloc(sizeof(int32_t) * (size_t)n + 1, err))) {
+            dataset_free(d);
+            return NULL;
+        }
+        d->n_client_ids = src->n_client_ids;
+        for (int i = 0; i < n; i++)
+            d->client[i] = src->client[idx[i]];
+    }
     size_t ss = dataset_sample_size(src), td = (size_t)src->target_dim;
     for (int i = 0; i < n; i++) {
         memcpy(d->x + (size_t)i * ss, src->x + (size_t)idx[i] * ss, ss * sizeof(float));

@@ -45,6 +45,8 @@ typedef struct Dataset {
     float *x;             // n * c*h*w
     int32_t *y;           // n labels, or NULL
     float *target;        // n * target_dim, or NULL
+    int32_t *client;      // n client ids in [0, n_client_ids) (a client column or a partition file), or NULL
+    int n_client_ids;     // 0 when client is NULL
 } Dataset;
 
 static inline size_t dataset_sample_size(const Dataset *d) { return (size_t)d->c * d->h * d->w; }
@@ -60,8 +62,13 @@ Dataset *dataset_create(const char *name, int n, int c, int h, int w, int n_clas
                         FpError *err);
 void dataset_free(Dataset *d); // NULL is fine
 
-// A new dataset holding the samples idx[0..n) of src, in that order (repeats allowed).
-// Fails with FP_EPARAM when an index is >= src->n. The name is src's.
+// Attaches client ids (n of them, copied; each in [0, n_ids)) to d, replacing any it had:
+// the split `"partition": "natural"` then follows (dataset_natural_partition). source
+// names the file the ids came from in messages. FP_EFORMAT for an id out of range.
+FpStatus dataset_set_clients(Dataset *d, const int32_t *ids, int n_ids, const char *source, FpError *err);
+
+// A new dataset holding the samples idx[0..n) of src, in that order (repeats allowed;
+// client ids go with their samples). Fails with FP_EPARAM when an index is >= src->n. The name is src's.
 Dataset *dataset_subset(const Dataset *src, const uint32_t *idx, int n, FpError *err);
 
 // The deterministic train/test split used where a source has no split of its own
@@ -131,6 +138,23 @@ FpStatus cifar10_load(const char *const *files, int n_files, Dataset **out, FpEr
 //   header has 5`. name is the file's base name.
 FpStatus csv_load(const char *path, const char *label_column, const char *target_column, Dataset **out,
                   FpError *err);
+// csv_load, and when the header has a column named client_column (NULL: none), that
+// column gives each row's client (dataset_set_clients): non-negative integers as they
+// are, else the distinct strings sorted bytewise and numbered 0..K-1 (as labels are).
+// It is not a feature.
+FpStatus csv_load_clients(const char *path, const char *label_column, const char *target_column,
+                          const char *client_column, Dataset **out, FpError *err);
+
+// Image folders in torchvision's ImageFolder layout, PNG images (datasets/imagefolder.c
+// says how classes, samples and splits are found).
+FpStatus imagefolder_open(const char *split, const char *path, Dataset **out, FpError *err);
+
+// A partition file: one client id per sample of d, attached to d (dataset_set_clients).
+// path is a .npy file (a 1-D integer array of d->n items) or a text file of d->n lines,
+// each one non-negative integer (a first line "client" is a header and skipped). Ids are
+// as given; clients 0..max. A length other than d->n, or a bad id, is FP_EFORMAT naming
+// the file (and the line).
+FpStatus dataset_read_partition_file(Dataset *d, const char *path, FpError *err);
 
 // ---------------------------------------------------------------------------------
 // Named datasets (datasets/open.c)
@@ -153,6 +177,10 @@ FpStatus csv_load(const char *path, const char *label_column, const char *target
 //                    (call csv_load to pick other columns). If path contains "{split}" it
 //                    is replaced by the split ("load-{split}.csv" → "load-train.csv");
 //                    otherwise the one file is split by dataset_holdout(..., 6, ...).
+//                    A column named "client" gives each row's client (csv_load_clients).
+//   "npy", "npz"     NumPy arrays x_train, y_train, x_test, y_test (client_train) in a
+//                    folder of .npy files or an .npz archive (datasets/npy.h).
+//   "imagefolder"    PNG images in torchvision's ImageFolder layout (imagefolder_open).
 // Unknown name or split, or a missing required path → FP_EPARAM. The result is named
 // "<name>/<split>".
 FpStatus dataset_open(const char *name, const char *split, const char *path, Dataset **out, FpError *err);
@@ -204,6 +232,12 @@ FpStatus partition_iid(int n, int n_clients, RngStream *rng, Partition **out, Fp
 // client (lowest id on ties). labels[i] must be in [0, n_classes); 0 < alpha <= 1e6.
 FpStatus partition_dirichlet(const int32_t *labels, int n, int n_classes, int n_clients, double alpha,
                              RngStream *rng, Partition **out, FpError *err);
+
+// The natural partition of a dataset with client ids (d->client: a client column or a
+// partition file, datasets/partition_file.c): client k holds exactly the samples whose
+// id is k, in dataset order. n_clients must be d->n_client_ids, and every client must
+// hold a sample, else FP_EPARAM saying which.
+FpStatus dataset_client_partition(const Dataset *d, int n_clients, Partition **out, FpError *err);
 
 // Pathological non-IID shards (McMahan et al. 2017, FedAvg): sort the indices by label
 // (stable: ties by index), cut them into S = n_clients*shards_per_client contiguous

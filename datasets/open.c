@@ -2,6 +2,7 @@
 // path) finds the files for a split, loads them with the format's loader, and names
 // the result "<name>/<split>". The table below is what `fedpriv list` prints.
 #include "datasets/dataset.h"
+#include "datasets/npy.h"        // "npy", "npz"
 #include "datasets/power_load.h" // "power-load" (datasets/power_load.c)
 
 #include <stdio.h>
@@ -29,15 +30,24 @@ static const struct {
     {"cifar10", open_cifar10, "CIFAR-10 binary batches (data_batch_1..5.bin, test_batch.bin), 3x32x32, 10 classes"},
     {"csv", open_csv,
      "a CSV file with a header; column \"label\" = classes or \"target\" = regression; "
-     "\"{split}\" in the path picks a file per split, else 1/6 held out"},
+     "\"{split}\" in the path picks a file per split, else 1/6 held out; column \"client\" = each row's client "
+     "(partition \"natural\")"},
     // -- power-load (datasets/power_load.c) --
     {"power-load", power_load_open,
      "hourly load of 20 zones, windows of 24 h x 7 features -> next hour (synthetic GEFCom2012 stand-in; "
      "path = a CSV hour,weekday,holiday,temperature,<zone loads...>); partition \"natural\": one zone per client"},
+    {"npy", npy_open,
+     "NumPy arrays: a folder of x_train.npy, y_train.npy, x_test.npy, y_test.npy (or x.npy, y.npy: 1/6 held out), "
+     "optional client_train.npy; images NxCxHxW or NxHxWxC"},
+    {"npz", npz_open_dataset, "the same arrays in one .npz archive (np.savez or np.savez_compressed)"},
+    {"imagefolder", imagefolder_open,
+     "PNG images in torchvision's ImageFolder layout ROOT/CLASS/IMAGE.png (ROOT/train and ROOT/test, or "
+     "\"{split}\" in the path, else 1/6 held out)"},
 };
 #define N_NAMED ((int)(sizeof named / sizeof named[0]))
 
-static const char *const names_list[] = {"fashion-mnist", "mnist", "cifar10", "csv", "power-load", NULL};
+static const char *const names_list[] = {"fashion-mnist", "mnist", "cifar10", "csv", "power-load", "npy", "npz",
+                                          "imagefolder", NULL};
 _Static_assert(sizeof names_list / sizeof names_list[0] == sizeof named / sizeof named[0] + 1,
                "names_list must list every entry of named[]");
 
@@ -161,10 +171,10 @@ static FpStatus open_csv(const char *split, const char *path, Dataset **out, FpE
     // unlabelled would parse twice; instead try label first and fall back on its
     // FP_EPARAM (no such column), which is the only error that can differ.
     Dataset *d = NULL;
-    FpStatus st = csv_load(file, "label", NULL, &d, err);
+    FpStatus st = csv_load_clients(file, "label", NULL, "client", &d, err);
     if (st == FP_EPARAM) {
         FpError e2 = {0};
-        st = csv_load(file, NULL, "target", &d, &e2);
+        st = csv_load_clients(file, NULL, "target", "client", &d, &e2);
         if (st == FP_EPARAM)
             return fp_fail(err, FP_EFORMAT,
                            "csv: %s: no column named \"label\" (classification) or \"target\" (regression)", file);
@@ -197,6 +207,6 @@ FpStatus dataset_open(const char *name, const char *split, const char *path, Dat
     for (int i = 0; name && i < N_NAMED; i++)
         if (strcmp(named[i].name, name) == 0)
             return named[i].open(split, path && path[0] ? path : NULL, out, err);
-    return fp_fail(err, FP_EPARAM, "unknown dataset \"%s\" (one of: fashion-mnist, mnist, cifar10, csv, power-load)",
+    return fp_fail(err, FP_EPARAM, "unknown dataset \"%s\" (one of: fashion-mnist, mnist, cifar10, csv, power-load, npy, npz, imagefolder)",
                    name ? name : "(null)");
 }

@@ -448,9 +448,12 @@ FpStatus power_load_partition(const Dataset *d, int n_clients, Partition **out, 
 FpStatus dataset_natural_partition(const Dataset *d, int n_clients, Partition **out, FpError *err) {
     if (power_load_zones(d))
         return power_load_partition(d, n_clients, out, err);
+    if (d && d->client)
+        return dataset_client_partition(d, n_clients, out, err);
     *out = NULL;
     return fp_fail(err, FP_EPARAM, "federation.partition: \"natural\" needs a dataset with a natural split "
-                                   "(power-load: one client per zone); %s has none",
+                                   "(power-load: one client per zone; a client column or dataset.partition_file); "
+                                   "%s has none",
                    d ? d->name : "(null)");
 }
 

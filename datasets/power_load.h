@@ -89,8 +89,9 @@ int power_load_zones(const Dataset *d);
 // a different client count, or a dataset whose size is not zones × windows.
 FpStatus power_load_partition(const Dataset *d, int n_clients, Partition **out, FpError *err);
 
-// `"partition": "natural"` in the engine: the split a dataset brings with it (today
-// only power-load has one; others fail with FP_EPARAM saying so).
+// `"partition": "natural"` in the engine: the split a dataset brings with it (power-load's
+// zones, or client ids from a client column or a partition file: dataset_client_partition;
+// others fail with FP_EPARAM saying so).
 FpStatus dataset_natural_partition(const Dataset *d, int n_clients, Partition **out, FpError *err);
 
 // Forecast quality: MSE and MAE on the normalised load, MAPE (fraction) on loads.

@@ -64,12 +64,14 @@ static FpStatus check_same_shape(Dataset *train, const Dataset *test, const char
 
 FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train, Dataset **test, char *name_out,
                               size_t name_size, FpError *err) {
-    static const char *const keys[] = {"name", "path", "train_samples", "test_samples", "split", NULL};
+    static const char *const keys[] = {"name", "path", "train_samples", "test_samples", "split", "partition_file",
+                                       NULL};
     FP_TRY(jv_keys(dj, path, keys, err));
-    const char *name, *dpath;
+    const char *name, *dpath, *pfile;
     long long ntrain, ntest;
     FP_TRY(jv_string(dj, path, "name", JV_REQUIRED, NULL, &name, err));
     FP_TRY(jv_string(dj, path, "path", JV_OPTIONAL, NULL, &dpath, err));
+    FP_TRY(jv_string(dj, path, "partition_file", JV_OPTIONAL, NULL, &pfile, err));
     FP_TRY(jv_int(dj, path, "train_samples", JV_OPTIONAL, 0, 0, 1 << 30, &ntrain, err));
     FP_TRY(jv_int(dj, path, "test_samples", JV_OPTIONAL, 0, 0, 1 << 30, &ntest, err));
     const char *const *names = dataset_names();
@@ -92,6 +94,10 @@ FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train
         st = dataset_open(name, "test", dpath, test, err);
     if (st == FP_OK)
         st = check_same_shape(*train, *test, path, err);
+    // The partition file maps the training set as loaded; train_samples then keeps the
+    // first samples with their clients.
+    if (st == FP_OK && pfile)
+        st = dataset_read_partition_file(*train, pfile, err);
     if (st == FP_OK)
         st = take_first(train, ntrain, err);
     if (st == FP_OK)
@@ -101,6 +107,59 @@ FpStatus experiment_load_data(const cJSON *dj, const char *path, Dataset **train
         dataset_free(*test);
         *train = *test = NULL;
     }
+    return st;
+}
+
+// The keys of a config that name files (each a JSON path: object, then key).
+static const struct {
+    const char *object, *key;
+} path_keys[] = {
+    {"dataset", "path"},
+    {"dataset", "partition_file"},
+    {"model", "onnx"},
+};
+
+FpStatus experiment_resolve_paths(cJSON *root, const char *config_file, FpError *err) {
+    if (!config_file || !cJSON_IsObject(root))
+        return FP_OK;
+    // The config's folder, absolute and without "." or ".." (realpath of the folder, not
+    // of the file: a config linked into place reads data beside the link), so that
+    // `m.json` and `./m.json` name the same files, and a resumed matrix the same cells.
+    char dir[4096];
+    const char *slash = strrchr(config_file, '/');
+    if (!slash)
+        snprintf(dir, sizeof dir, ".");
+    else if ((size_t)(slash - config_file) >= sizeof dir)
+        return fp_fail(err, FP_EPARAM, "%.200s...: path too long", config_file);
+    else
+        snprintf(dir, sizeof dir, "%.*s", slash == config_file ? 1 : (int)(slash - config_file), config_file);
+    char *real = realpath(dir, NULL);
+    const char *base = real ? real : dir;
+    const char *sep = base[strlen(base) - 1] == '/' ? "" : "/";
+    FpStatus st = FP_OK;
+    for (size_t i = 0; i < sizeof path_keys / sizeof path_keys[0] && st == FP_OK; i++) {
+        cJSON *o = cJSON_GetObjectItemCaseSensitive(root, path_keys[i].object);
+        cJSON *v = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, path_keys[i].key) : NULL;
+        if (!cJSON_IsString(v) || !v->valuestring[0] || v->valuestring[0] == '/')
+            continue; // absent, empty (the default), absolute, or not a string (experiment_load says so)
+        size_t lb = strlen(base), ls = strlen(sep), lv = strlen(v->valuestring), n = lb + ls + lv + 1;
+        char *joined = n <= 8192 ? malloc(n) : NULL;
+        if (!joined) {
+            st = fp_fail(err, n > 8192 ? FP_EPARAM : FP_ENOMEM, "%s.%s: %s", path_keys[i].object, path_keys[i].key,
+                         n > 8192 ? "path too long" : "out of memory");
+            break;
+        }
+        memcpy(joined, base, lb);
+        memcpy(joined + lb, sep, ls);
+        memcpy(joined + lb + ls, v->valuestring, lv + 1);
+        cJSON *nv = cJSON_CreateString(joined);
+        free(joined);
+        if (!nv || !cJSON_ReplaceItemInObjectCaseSensitive(o, path_keys[i].key, nv)) {
+            cJSON_Delete(nv);
+            st = fp_fail(err, FP_ENOMEM, "out of memory");
+        }
+    }
+    free(real);
     return st;
 }
 
@@ -394,6 +453,13 @@ FpStatus experiment_describe(const Experiment *ex, const Federation *f, cJSON *r
     cJSON *cfg = cJSON_AddObjectToObject(result, "config");
     cJSON *d = cJSON_AddObjectToObject(cfg, "dataset");
     cJSON_AddStringToObject(d, "name", ex->dataset_name);
+    for (size_t i = 0; i < sizeof path_keys / sizeof path_keys[0]; i++) {
+        const cJSON *v = strcmp(path_keys[i].object, "dataset") == 0
+                             ? cJSON_GetObjectItemCaseSensitive(ex->dataset_json, path_keys[i].key)
+                             : NULL;
+        if (cJSON_IsString(v) && v->valuestring[0]) // as resolved (experiment_resolve_paths)
+            cJSON_AddStringToObject(d, path_keys[i].key, v->valuestring);
+    }
     cJSON_AddNumberToObject(d, "train_samples", ex->train->n);
     cJSON_AddNumberToObject(d, "test_samples", ex->test->n);
     cJSON_AddItemToObject(cfg, "model", cJSON_Duplicate(ex->model_json, 1));

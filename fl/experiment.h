@@ -54,8 +54,16 @@ FpStatus experiment_load_at(const cJSON *root, const char *config_file, const ch
                             Experiment *ex, FpError *err);
 void experiment_free(Experiment *ex);
 
+// Makes every relative file path of a parsed config (dataset.path, dataset.partition_file)
+// relative to the folder of config_file, the file it was read from, in place: the
+// folder made absolute (realpath) joined with the path; absolute paths are left as they
+// are. The CLI calls it right after reading a config, so the result's config records
+// the paths it used.
+FpStatus experiment_resolve_paths(cJSON *root, const char *config_file, FpError *err);
+
 // Loads train and test sets from a "dataset" object (also used by attacks that need
-// only data): keys name, path, train_samples, test_samples.
+// only data): keys name, path, train_samples, test_samples, split, partition_file (a
+// client id per training sample: the natural partition, dataset_read_partition_file).
 FpStatus experiment_load_data(const cJSON *dataset_json, const char *path, Dataset **train, Dataset **test,
                               char *name_out, size_t name_size, FpError *err);
 

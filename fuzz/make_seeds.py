@@ -144,3 +144,21 @@ put("baseline", "hostile-duplicate", b'\0{"bounds": [{"defense": "none", "metric
 put("baseline", "hostile-label", b'\0{"bounds": [{"label": "\\u001b[2J\\u001b]0;owned\\u0007\\nall bounds hold", "defense": "*", "metric": "model_accuracy", "at_least": 2}]}')
 put("mnist_json", "hostile-duplicate", ('{"data": [], "data": %s}' % one).encode())
 put("mnist_json", "hostile-leading-zero", ('{"data": %s}' % one.replace("0.5", "00.5", 1)).encode())
+
+# --- npy: [use byte][.npy file] (fuzz/fuzz_npy.c) ----------------------------------------
+def npy(descr, shape, data, fortran="False", extra=""):
+    dims = ", ".join(str(d) for d in shape) + ("," if len(shape) == 1 else "")
+    h = "{'descr': '%s', 'fortran_order': %s, 'shape': (%s), %s}" % (descr, fortran, dims, extra)
+    h += " " * ((64 - (10 + len(h) + 1) % 64) % 64) + "\n"
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(h)) + h.encode() + data
+put("npy", "valid-u1-images", b"\0" + npy("|u1", (3, 4, 5), bytes(range(60))))
+put("npy", "valid-f4-nhwc", b"\0" + npy("<f4", (2, 5, 5, 1), struct.pack("<50f", *[i / 64 for i in range(50)])))
+put("npy", "valid-f8-table", b"\0" + npy("<f8", (4, 2), struct.pack("<8d", *range(8))))
+put("npy", "valid-i8-labels", b"\1" + npy("<i8", (4,), struct.pack("<4q", 0, 2, 1, 2)))
+put("npy", "valid-partition-text", b"\2client\n0\n1\n1\n0\n")
+put("npy", "broken-count", b"\0" + npy("|u1", (3, 4, 5), bytes(59)))
+put("npy", "broken-fortran", b"\0" + npy("<f4", (2, 2), bytes(16), fortran="True"))
+put("npy", "broken-big-endian", b"\0" + npy(">f4", (2, 2), bytes(16)))
+put("npy", "broken-huge-shape", b"\0" + npy("<f8", (1 << 40, 1 << 40), bytes(8)))
+put("npy", "broken-extra-key", b"\0" + npy("|u1", (1,), b"\0", extra="'x': 1, "))
+put("npy", "broken-negative-label", b"\1" + npy("<i8", (4,), struct.pack("<4q", 0, -2, 1, 2)))

@@ -41,6 +41,8 @@
 // diverged, failed or is pending, or without the metric, is a violation. With
 // "require_complete" (default true) every failed or pending cell of the run is one too.
 //
+// A DIR without results.json whose audit/ folder holds findings (fedpriv audit --out,
+// fedpriv audit-scores --out) is checked as a run without cells.
 // Bad input (FP_EPARAM, exit 2): unknown keys, wrong types, a bound without a limit,
 // at_least > at_most, min_cells < 1, and names that exist nowhere: a defense, attack or
 // mechanism neither registered nor in the run, a variant the defense does not have, an

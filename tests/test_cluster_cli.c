@@ -44,7 +44,7 @@ static void write_real_matrix(const char *path, int rounds, const char *defenses
              " \"model\": {\"name\": \"mlp\", \"hidden\": [16]},"
              " \"federation\": {\"clients\": 4, \"rounds\": %d, \"batch_size\": 16, \"lr\": 0.1},"
              " \"defenses\": %s, \"attacks\": [{\"name\": \"basic-mia\"}]}",
-             CSV, rounds, defenses);
+             "blobs.csv", rounds, defenses); // beside the matrix file, which its paths are relative to
     standin_write_text(path, text);
 }
 
@@ -339,12 +339,13 @@ END_TEST
 
 // ---- one federation across ranks ------------------------------------------------------------
 
+// (The configs are written to TEST_DIR/<run>/, and their data path is relative to them.)
 // Two federations, each with client sampling: server-side Gaussian noise (gaussian-dpfedavg,
 // keyed by the round, drawn on every rank), and client-side Laplace noise whose aggregation
 // weighs each upload by the loss its client reported (dp-fedasgp's paper variant: the
 // per-client state moves with the upload).
 #define TRAIN_CONFIG(defense, sampling)                                                                     \
-    "{\"seed\": 5, \"threads\": 1, \"dataset\": {\"name\": \"csv\", \"path\": \"" CSV "\"},"                  \
+    "{\"seed\": 5, \"threads\": 1, \"dataset\": {\"name\": \"csv\", \"path\": \"../blobs.csv\"},"               \
     " \"model\": {\"name\": \"mlp\", \"hidden\": [16]},"                                                    \
     " \"federation\": {\"clients\": 7, \"sample_rate\": 0.6, \"sampling\": \"" sampling "\", \"rounds\": 3," \
     " \"batch_size\": 16, \"lr\": 0.1, \"momentum\": 0.5}, \"defense\": " defense "}"

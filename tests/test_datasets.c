@@ -666,7 +666,7 @@ END_TEST
 
 START_TEST(named_datasets) {
     const char *const *names = dataset_names();
-    const char *want[] = {"fashion-mnist", "mnist", "cifar10", "csv", "power-load"};
+    const char *want[] = {"fashion-mnist", "mnist", "cifar10", "csv", "power-load", "npy", "npz", "imagefolder"};
     const int n_want = (int)(sizeof want / sizeof want[0]);
     int n = 0;
     for (; names[n]; n++) {

@@ -248,7 +248,7 @@ START_TEST(cli_train_meets_target) {
     fclose(f);
     f = fopen(RECORDS_DIR "/cfg.json", "w");
     ck_assert_ptr_nonnull(f);
-    fprintf(f, "{\"seed\": 3, \"dataset\": {\"name\": \"csv\", \"path\": \"" RECORDS_DIR "/toy.csv\"},"
+    fprintf(f, "{\"seed\": 3, \"dataset\": {\"name\": \"csv\", \"path\": \"toy.csv\"}," // beside cfg.json
                " \"model\": {\"name\": \"logreg\"}, \"federation\": {\"clients\": 20, \"sample_rate\": 0.3,"
                " \"sampling\": \"bernoulli\", \"rounds\": 5, \"batch_size\": 5, \"lr\": 0.1}, \"defense\":"
                " {\"name\": \"gaussian-dpfedavg\", \"noise\": \"client\", \"epsilon\": 2}, \"threads\": 1}\n");

@@ -6,7 +6,7 @@
 // owned by the caller of those functions, so nothing read after the jump is a
 // non-volatile local modified after setjmp (C11 7.13.2.1). Warnings are discarded:
 // library code does not print.
-#include "eval/png.h"
+#include "core/png.h"
 
 #include <errno.h>
 #include <png.h>
