@@ -576,7 +576,7 @@ START_TEST(idlg_on_imported_lenet_matches_builtin) {
     free(buf);
     model_free(ref);
     static const char *const idlg =
-        "{\"name\": \"idlg\", \"images\": [1, 4], \"batch_size\": 2, \"steps\": 15, \"restarts\": 1}";
+        "{\"name\": \"idlg\", \"images\": [1, 4], \"batch_size\": 2, \"steps\": 15, \"attacker\": \"single\", \"restarts\": 1}";
     cJSON *a = attack_result(dir, "builtin", "idlg", "{\"name\": \"lenet\", \"init\": \"uniform\"}", idlg);
     cJSON *b = attack_result(dir, "imported", "idlg", "{\"onnx\": \"lenet.onnx\"}", idlg);
     static const char *const keys[] = {"ssim_mean", "images", NULL};
