@@ -56,7 +56,7 @@ static FpStatus parse_variant(const cJSON *vj, const char *path, const Inversion
 }
 
 FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig *base, int explicit, int takes_adaptive,
-                        Attacker *a, FpError *err) {
+                        AttackerSet set, Attacker *a, FpError *err) {
     memset(a, 0, sizeof *a);
     char p[256];
     static const char *const kinds[] = {"single", "adaptive", NULL};
@@ -78,7 +78,7 @@ FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig 
                  base->distance == INV_DISTANCE_COSINE ? (base->tv > 0 ? "cosine-tv" : "cosine")
                                                        : (base->tv > 0 ? "l2-tv" : "dlg-l2"));
     } else if (!vs)
-        default_variants(base, a);
+        (set ? set : default_variants)(base, a);
     else {
         const char *vp = jv_path(p, sizeof p, path, "variants");
         if (!cJSON_IsArray(vs) || cJSON_GetArraySize(vs) < 1 || cJSON_GetArraySize(vs) > ATTACKER_MAX_VARIANTS)
@@ -101,11 +101,11 @@ FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig 
     return FP_OK;
 }
 
-void attacker_default_adaptive(const InversionConfig *base, Attacker *a) {
+void attacker_default_adaptive(const InversionConfig *base, AttackerSet set, Attacker *a) {
     memset(a, 0, sizeof *a);
     a->adaptive = 1;
     a->reference = 1;
-    default_variants(base, a);
+    (set ? set : default_variants)(base, a);
     uint32_t first = 0;
     for (int k = 0; k < a->n; k++) {
         a->v[k].first_restart = first;

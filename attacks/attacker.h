@@ -69,11 +69,13 @@ typedef struct Attacker {
 // and each variant's defaults); explicit: 1 when j sets restarts, distance or tv itself
 // (an error with "adaptive": those are set per variant).
 // takes_adaptive: the attack takes the adaptive attacker (then its default); 0: only its
-// one configuration (no "attacker" key).
+// one configuration (no "attacker" key). set: the attack's own default adaptive set over
+// base (NULL: the set above).
+typedef void (*AttackerSet)(const InversionConfig *base, Attacker *out);
 FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig *base, int explicit, int takes_adaptive,
-                        Attacker *out, FpError *err);
-// The default adaptive attacker over base (its variants' defaults), "reference" on.
-void attacker_default_adaptive(const InversionConfig *base, Attacker *out);
+                        AttackerSet set, Attacker *out, FpError *err);
+// The default adaptive attacker over base (its variants' defaults; set as above), "reference" on.
+void attacker_default_adaptive(const InversionConfig *base, AttackerSet set, Attacker *out);
 // {"attacker", "variants": [{"name", "distance", "tv", "restarts", "steps", "first_restart"}]}
 // added to obj (the resolved configuration).
 void attacker_describe(const Attacker *a, cJSON *obj);

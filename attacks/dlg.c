@@ -170,10 +170,11 @@ static FpStatus dlg_parse(const AttackEnv *env, const InversionAttack *a, DlgOpt
         st = fp_fail(err, FP_EPARAM, "federation.batch_size: %d is smaller than %s.batch_size = %d: %s simulates the "
                      "victim's local steps on its whole batch (a minibatch order is not simulated)",
                      ex->fed.batch_size, path, o->batch_size, a->name);
-    int explicit = cJSON_GetObjectItemCaseSensitive(j, "restarts") || cJSON_GetObjectItemCaseSensitive(j, "distance") ||
-                   cJSON_GetObjectItemCaseSensitive(j, "tv");
+    int explicit = !a->adaptive_set &&
+                   (cJSON_GetObjectItemCaseSensitive(j, "restarts") || cJSON_GetObjectItemCaseSensitive(j, "distance") ||
+                    cJSON_GetObjectItemCaseSensitive(j, "tv"));
     if (st == FP_OK)
-        st = attacker_parse(j, path, &o->inv, explicit, a->takes_adaptive, &o->attacker, err);
+        st = attacker_parse(j, path, &o->inv, explicit, a->takes_adaptive, a->adaptive_set, &o->attacker, err);
     if (st != FP_OK) {
         free(o->images);
         o->images = NULL;
@@ -797,7 +798,7 @@ FpStatus inversion_attack_run(const AttackEnv *env, const InversionAttack *a, cJ
     // adaptive one, run against the federation without the defense.
     if (st == FP_OK && ap.decided && !ap.applicable && !ap.by_adaptive && a->takes_adaptive && o.attacker.reference) {
         DlgOptions strong = o;
-        attacker_default_adaptive(&o.inv, &strong.attacker);
+        attacker_default_adaptive(&o.inv, a->adaptive_set, &strong.attacker);
         Applicability sa = {0};
         st = reference_run(env, &strong, d, idx, "a reference run of the adaptive attacker against the federation "
                            "without a defense (this run's single attacker recovered nothing there)", &sa, err);

@@ -18,6 +18,7 @@
 #include <cjson/cJSON.h>
 
 #include "attacks/attack.h"
+#include "attacks/attacker.h"
 #include "attacks/inversion.h"
 
 #define INV_ATTACK_MAX_BATCH 64
@@ -37,6 +38,10 @@ typedef struct InversionAttack {
     int simulate_local;       // 1: a victim's E > 1 local steps are simulated on x′ (InvLocalSteps)
     int takes_adaptive;       // 1: takes "attacker" (adaptive by default, attacks/attacker.h); 0: its one
                               // configuration is its attacker
+    // Its own default adaptive set (NULL: attacks/attacker.h's). An attack with its own set
+    // configures that set's first variant with its keys (restarts, distance, tv), which
+    // are then not refused beside the adaptive attacker.
+    AttackerSet adaptive_set;
     const char *const *keys;  // the attack's own keys (NULL-terminated)
     // Fills the attack's part of cfg (optimiser, distance, prior) from j at path, with
     // its defaults for absent keys.

@@ -315,8 +315,11 @@ static cJSON *run_ig(const char *dir, const char *name, const char *model_init, 
     snprintf(text, sizeof text,
              "{\"seed\": 3, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\", \"split\": \"test\"},"
              " \"model\": {\"name\": \"lenet\", \"init\": \"%s\"}, \"defense\": %s, \"federation\": %s,"
-             " \"attack\": {\"name\": \"inverting-gradients\"%s}}",
-             dir, model_init, defense, federation, attack_extra);
+             " \"attack\": {\"name\": \"inverting-gradients\"%s%s}}",
+             dir, model_init, defense, federation,
+             // These tests are of the paper's configuration (signed Adam on cosine + TV): the
+             // single attacker, unless a test names one (the adaptive set: test_ig_labels.c).
+             strstr(attack_extra, "\"attacker\"") ? "" : ", \"attacker\": \"single\"", attack_extra);
     write_text(cfg, text);
     snprintf(cmd, sizeof cmd, "%s attack inverting-gradients --config %s --out %s/%s --threads 1", bin(), cfg, dir,
              name);
@@ -422,7 +425,7 @@ START_TEST(cli_local_steps_and_batch4) {
     const struct { const char *fed, *extra, *needle; } bad[] = {
         {fed, ", \"decay\": \"cosine\"", "decay"},
         {fed, ", \"lbfgs\": {}", "lbfgs"},
-        {fed, ", \"attacker\": \"adaptive\"", "attacker"},
+        {fed, ", \"attacker\": \"strongest\"", "attacker"},
         {fed, ", \"lr\": 0", "lr"},
         {"{\"clients\": 3, \"local_steps\": 5, \"batch_size\": 2}",
          ", \"images\": [0, 1, 2, 3], \"batch_size\": 4, \"local\": \"federation\"", "federation.batch_size"},
