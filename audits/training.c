@@ -37,6 +37,7 @@
 #define AUDIT_CANARY_NORM_MEASURED 1e6
 
 enum { SCORE_SIGNED = 0, SCORE_MAGNITUDE = 1, N_SCORES = 2 };
+_Static_assert(N_SCORES <= TRAINING_AUDIT_MAX_SCORES, "a canary holds every score");
 static const char *const score_names[] = {"signed", "magnitude"};
 static const char *const method_names[] = {"one-run", "multi-run", NULL};
 static const char *const observer_names[] = {"final-model", "aggregates", "uploads", NULL};
@@ -134,16 +135,78 @@ double training_audit_one_run_epsilon(int m, int r, int v, double delta, double 
     return lo;
 }
 
+// ---- the f-DP one-run bound (Mahloujifar, Melis, Chaudhuri 2024) -----------------------------
+
+// The inverse blow-up of the (ε, δ)-DP trade-off curve f(x) = max(0, 1 − δ − e^ε x,
+// e^−ε (1 − δ − x)): b(x) = 1 − f(x) = min(1, δ + e^ε x, 1 − e^−ε (1 − δ − x)) is the
+// most an event of probability x under one neighbour can have under the other, and
+// b⁻¹(y) the least probability an event of probability y under one needs under the
+// other (b is a minimum of increasing pieces: its inverse the maximum of theirs).
+static double eps_delta_blow_up_inverse(double y, double eps, double delta) {
+    if (y <= delta)
+        return 0;
+    double a = (y - delta) * exp(-eps), b = 1 - delta - exp(eps) * (1 - y);
+    double x = a > b ? a : b;
+    return x < 1 ? x : 1;
+}
+
+int training_audit_fdp_rejects(int m, int r, int v, double eps, double delta, double p) {
+    if (r <= 0 || v <= 0 || v > r || r > m)
+        return 0;
+    double t = p * r / m;                // the guesses' share of the probability budget
+    double rr = t * v / r, h = t * (r - v) / r; // r[v], h[v]
+    for (int i = v - 1; i >= 0; i--) {
+        double h_next = h, b = eps_delta_blow_up_inverse(rr, eps, delta);
+        h = b > h_next ? b : h_next;
+        rr += (double)i / (double)(r - i) * (h - h_next);
+    }
+    return rr + h > (double)r / m;
+}
+
+double training_audit_fdp_epsilon(int m, int r, int v, double delta, double p) {
+    if (!training_audit_fdp_rejects(m, r, v, 0, delta, p))
+        return 0;
+    double lo = 0, hi = 1;
+    while (hi < 100 && training_audit_fdp_rejects(m, r, v, hi, delta, p)) {
+        lo = hi;
+        hi *= 2;
+    }
+    if (hi >= 100 && training_audit_fdp_rejects(m, r, v, 100, delta, p))
+        return 100;
+    for (int it = 0; it < 60; it++) { // rejected at lo, not at hi
+        double mid = 0.5 * (lo + hi);
+        if (training_audit_fdp_rejects(m, r, v, mid, delta, p))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+// Both bounds bound the same tail P[W >= v] of the same count W (SNJ's p-value, and
+// f-DP's: rejected means P[W >= v] < p under the curve), so their minimum does too, and
+// the larger ε̂ holds at the stated confidence, not at twice the error: for the true ε,
+// {max > ε} lies in {the smaller tail bound at W is below p}, whose probability is at
+// most p (the least v where it is below p has P[W >= v] below p).
+static double one_run_bound(int m, int r, int v, double delta, double p, double *snj, double *fdp) {
+    *snj = training_audit_one_run_epsilon(m, r, v, delta, p);
+    *fdp = training_audit_fdp_epsilon(m, r, v, delta, p);
+    return *snj > *fdp ? *snj : *fdp;
+}
+
 static double ratio_bound(long long fa, long long na, long long fb, long long nb, double delta, double a) {
     double num = audit_cp_lower(fa, na, a) - delta, den = audit_cp_upper(fb, nb, a);
     return num > 0 && den > 0 ? log(num / den) : -INFINITY;
 }
 
+// Four one-sided bounds enter (a lower and an upper for each of p(in) and p(out)), and
+// the maximum over the two directions holds when all four do: α/4 each, a union bound
+// of α. (At α/2 each the stated 95% was 90%.)
 double training_audit_counts_epsilon(long long fire_in, long long n_in, long long fire_out, long long n_out,
                                      double delta, double alpha) {
     if (n_in <= 0 || n_out <= 0)
         return 0;
-    double a = alpha / 2;
+    double a = alpha / 4;
     double e1 = ratio_bound(fire_in, n_in, fire_out, n_out, delta, a);
     double e2 = ratio_bound(fire_out, n_out, fire_in, n_in, delta, a);
     double e = e1 > e2 ? e1 : e2;
@@ -156,7 +219,7 @@ typedef struct Canary {
     int client;
     uint32_t coord;     // flat index of its Dirac
     int in;
-    double score[N_SCORES];
+    double score[TRAINING_AUDIT_MAX_SCORES];
 } Canary;
 
 typedef struct AuditCtx {
@@ -428,15 +491,17 @@ static FpStatus check_scores(const TrainingAuditScores *sc, int min_n, FpError *
     return FP_OK;
 }
 
-FpStatus training_audit_one_run_scores(const TrainingAuditScores *sc, double delta, double confidence, cJSON *res,
-                                       FpError *err) {
-    FP_TRY(check_scores(sc, 2, err));
+// The one-run procedure on scores: the score and k chosen on the even canaries, the bound
+// (the larger of SNJ's and the f-DP bound, one_run_bound) from the odd ones; ceiling: every
+// guess right at the best k of the grid. sc is checked by the caller.
+static FpStatus one_run_choose(const TrainingAuditScores *sc, double delta, double confidence,
+                               TrainingAuditOneRunBound *out, FpError *err) {
+    memset(out, 0, sizeof *out);
     int m = sc->n;
     Scored *buf = malloc(sizeof(Scored) * (size_t)m);
     if (!buf)
         return fp_fail(err, FP_ENOMEM, "out of memory for %d canaries", m);
-    // Choose the score and k on the even canaries, bound on the odd ones.
-    double p0 = 1 - confidence;
+    double p0 = 1 - confidence, snj, fdp;
     int half = m / 2; // odd canaries: m/2; even: m − m/2
     static const int divisors[] = {100, 50, 20, 10, 5, 4};
     OneRunChoice best = {.epsilon = -1};
@@ -446,39 +511,86 @@ FpStatus training_audit_one_run_scores(const TrainingAuditScores *sc, double del
             if (k < 1)
                 continue;
             int n, v = correct_guesses(sc, 0, s, k, buf, &n);
-            double e = training_audit_one_run_epsilon(n, 2 * k, v, delta, p0);
+            double e = one_run_bound(n, 2 * k, v, delta, p0, &snj, &fdp);
             if (e > best.epsilon)
                 best = (OneRunChoice){s, k, 2 * k, v, n, e};
         }
-    if (best.epsilon < 0) // too few canaries for any k of the grid: no guesses, ε̂ = 0
+    if (best.k < 1) // fewer than 2 odd canaries: no guess at all, ε̂ = 0
         best = (OneRunChoice){0, 0, 0, 0, m - half, 0};
-    int n, v = correct_guesses(sc, 1, best.score, best.k, buf, &n);
-    double eps = training_audit_one_run_epsilon(n, 2 * best.k, v, delta, p0);
-    // The most this audit could report: every guess right, at the best k of the grid.
-    double ceiling = 0;
+    int n = half, v = best.k > 0 ? correct_guesses(sc, 1, best.score, best.k, buf, &n) : 0;
+    out->epsilon = best.k > 0 ? one_run_bound(n, 2 * best.k, v, delta, p0, &out->epsilon_snj, &out->epsilon_fdp) : 0;
     for (size_t di = 0; di < sizeof divisors / sizeof divisors[0]; di++) {
         int k = half / divisors[di];
         if (k >= 1)
-            ceiling = fmax(ceiling, training_audit_one_run_epsilon(n, 2 * k, 2 * k, delta, p0));
+            out->ceiling = fmax(out->ceiling, one_run_bound(n, 2 * k, 2 * k, delta, p0, &snj, &fdp));
     }
+    out->score = best.score;
+    out->guesses = 2 * best.k;
+    out->correct = v;
+    out->scored = n;
+    out->selection_canaries = best.m;
+    out->selection_guesses = best.r;
+    out->selection_correct = best.v;
+    out->selection_epsilon = best.epsilon;
     free(buf);
-    cJSON_AddNumberToObject(res, "epsilon_ceiling", ceiling);
-    int in_total = 0;
-    for (int c = 0; c < m; c++)
-        in_total += sc->in[c];
-    cJSON_AddNumberToObject(res, "epsilon_lower_bound", eps);
-    cJSON_AddNumberToObject(res, "canaries", m);
-    cJSON_AddNumberToObject(res, "canaries_in", in_total);
-    cJSON_AddNumberToObject(res, "canaries_scored", n);
-    cJSON_AddNumberToObject(res, "guesses", 2 * best.k);
-    cJSON_AddNumberToObject(res, "correct", v);
-    cJSON_AddStringToObject(res, "score", sc->names[best.score]);
-    cJSON *sel = cJSON_AddObjectToObject(res, "selection");
-    cJSON_AddNumberToObject(sel, "canaries", best.m);
-    cJSON_AddNumberToObject(sel, "guesses", best.r);
-    cJSON_AddNumberToObject(sel, "correct", best.v);
-    cJSON_AddNumberToObject(sel, "epsilon", best.epsilon);
     return FP_OK;
+}
+
+FpStatus training_audit_one_run_scores(const TrainingAuditScores *sc, double delta, double confidence, cJSON *res,
+                                       FpError *err) {
+    FP_TRY(check_scores(sc, 2, err));
+    TrainingAuditOneRunBound b;
+    FP_TRY(one_run_choose(sc, delta, confidence, &b, err));
+    int in_total = 0;
+    for (int c = 0; c < sc->n; c++)
+        in_total += sc->in[c];
+    cJSON_AddNumberToObject(res, "epsilon_ceiling", b.ceiling);
+    cJSON_AddNumberToObject(res, "epsilon_lower_bound", b.epsilon);
+    // Both bounds from the same guesses; the larger is reported (one_run_bound).
+    cJSON_AddNumberToObject(res, "epsilon_steinke_nasr_jagielski", b.epsilon_snj);
+    cJSON_AddNumberToObject(res, "epsilon_fdp", b.epsilon_fdp);
+    cJSON_AddStringToObject(res, "bound", b.epsilon_fdp > b.epsilon_snj ? "f-dp (Mahloujifar et al. 2024)"
+                                                                       : "Steinke, Nasr, Jagielski 2023");
+    cJSON_AddNumberToObject(res, "canaries", sc->n);
+    cJSON_AddNumberToObject(res, "canaries_in", in_total);
+    cJSON_AddNumberToObject(res, "canaries_scored", b.scored);
+    cJSON_AddNumberToObject(res, "guesses", b.guesses);
+    cJSON_AddNumberToObject(res, "correct", b.correct);
+    cJSON_AddStringToObject(res, "score", sc->names[b.score]);
+    cJSON *sel = cJSON_AddObjectToObject(res, "selection");
+    cJSON_AddNumberToObject(sel, "canaries", b.selection_canaries);
+    cJSON_AddNumberToObject(sel, "guesses", b.selection_guesses);
+    cJSON_AddNumberToObject(sel, "correct", b.selection_correct);
+    cJSON_AddNumberToObject(sel, "epsilon", b.selection_epsilon);
+    return FP_OK;
+}
+
+FpStatus training_audit_one_run_bound(const double *scores, int n_scores, const int *in, int m, double delta,
+                                      double confidence, TrainingAuditOneRunBound *out, FpError *err) {
+    memset(out, 0, sizeof *out);
+    if (m < 2 || n_scores < 1 || n_scores > TRAINING_AUDIT_MAX_SCORES)
+        return fp_fail(err, FP_EPARAM, "one-run bound: %d canaries and %d scores (need at least 2 and 1 to %d)", m,
+                       n_scores, TRAINING_AUDIT_MAX_SCORES);
+    double *cols = malloc(sizeof(double) * (size_t)m * (size_t)n_scores);
+    int *bits = malloc(sizeof(int) * (size_t)m);
+    if (!cols || !bits) {
+        free(cols);
+        free(bits);
+        return fp_fail(err, FP_ENOMEM, "out of memory for %d canaries", m);
+    }
+    TrainingAuditScores sc = {.n = m, .n_scores = n_scores, .in = bits};
+    for (int k = 0; k < n_scores; k++) {
+        sc.names[k] = "score";
+        sc.score[k] = cols + (size_t)k * (size_t)m;
+        for (int c = 0; c < m; c++)
+            cols[(size_t)k * m + c] = scores[(size_t)c * (size_t)n_scores + (size_t)k];
+    }
+    for (int c = 0; c < m; c++)
+        bits[c] = in[c] != 0;
+    FpStatus st = one_run_choose(&sc, delta, confidence, out, err);
+    free(cols);
+    free(bits);
+    return st;
 }
 
 // δ of the bound: the config's, else the defense's account's (0 for pure DP).

@@ -38,7 +38,8 @@
 // index choose the score and k (the best bound over k in {m/100, m/50, m/20, m/10, m/5,
 // m/4 of them}); the bound is computed from the odd-index canaries alone (m/2 of
 // them): given the even bits, the run is still (ε, δ)-DP in each odd bit, which are
-// independent fair coins.
+// independent fair coins. Beside it, the f-DP bound of Mahloujifar, Melis and
+// Chaudhuri (2024) on the same guesses (below); the larger ε̂ is reported.
 //
 // Multi-run audit (Nasr, Hayes, Steinke, Balle, Tramèr, Jagielski, Carlini, Terzis
 // 2023, "Tight auditing of differentially private machine learning", the white-box
@@ -46,12 +47,13 @@
 // with the canary client (the last client id) "in" and "out"; the canary's coordinate
 // is public and fixed. The first half of the runs chooses the test: a score, a
 // threshold τ and a side (in when score >= τ, or <= τ), maximising the bound on those
-// runs. On the second half, with one-sided Clopper-Pearson bounds at level (1−conf)/2
+// runs. On the second half, with one-sided Clopper-Pearson bounds at level (1−conf)/4
 // each (Jagielski, Ullman, Oprea 2020):
 //   ε̂ = max over (a, b) in {(in, out), (out, in)} of ln((p_lo(a) − δ) / p_hi(b)),
 // p(·) the probability that the test fires; if the training run is (ε, δ)-DP for this
 // pair of neighbours, ε̂ <= ε with probability >= confidence (a union bound over the
-// two directions' bounds). Runs differ in data partition, initialisation and noise:
+// four one-sided bounds the two directions use; at (1−conf)/2 each, as before this
+// release, it held at 1 − 2(1−conf) only). Runs differ in data partition, initialisation and noise:
 // each run is a neighbouring pair's draw, and a mixture of (ε, δ)-indistinguishable
 // pairs is (ε, δ)-indistinguishable.
 //
@@ -132,8 +134,39 @@ FpStatus training_audit_one_run_scores(const TrainingAuditScores *scores, double
 FpStatus training_audit_multi_run_scores(const TrainingAuditScores *scores, double delta, double confidence,
                                          cJSON *res, FpError *err);
 
+// The f-DP one-run bound (Mahloujifar, Melis, Chaudhuri 2024, "Auditing f-differential
+// privacy in one run", arXiv 2410.22235, Algorithm 3 with abstentions, two classes), for
+// the trade-off curve f of (eps, delta)-DP. With b⁻¹ the inverse of x ↦ 1 − f(x) and
+// t = p·r/m, it runs h_v = t(r − v)/r, r_v = t·v/r and, for i = v−1 down to 0,
+//   h_i = max(h_{i+1}, b⁻¹(r_{i+1})),  r_i = r_{i+1} + i/(r − i) · (h_i − h_{i+1});
+// when r_0 + h_0 > r/m, an f-DP mechanism gives v or more correct guesses with
+// probability below p, and the curve is rejected (returns 1). ε̂ is the largest ε
+// whose curve is rejected at p (0 when none is, at most 100; doubling, then 60
+// bisection steps, never above the root). Tighter than SNJ's where δ > 0 (its 2mδ term).
+int training_audit_fdp_rejects(int m, int r, int v, double eps, double delta, double p);
+double training_audit_fdp_epsilon(int m, int r, int v, double delta, double p);
+
+// The same one-run procedure on a row-major array (training_audit_one_run_scores on its
+// columns): m canaries, scores (m, n_scores) row-major, in[c] != 0
+// when canary c was in. The even canaries choose the score and k (above), the odd ones
+// are bounded; ε̂ is the larger of SNJ's and the f-DP bound on the same guesses, which
+// still holds at the stated confidence (both bound one tail of one count: their
+// minimum does too). ceiling: every guess right at the best k. FP_EPARAM when m < 2 or
+// n_scores is outside [1, TRAINING_AUDIT_MAX_SCORES].
+typedef struct TrainingAuditOneRunBound {
+    double epsilon;               // max(epsilon_snj, epsilon_fdp)
+    double epsilon_snj, epsilon_fdp;
+    double ceiling;
+    int score, guesses, correct, scored;   // the chosen score, r, v, the odd canaries
+    int selection_canaries, selection_guesses, selection_correct;
+    double selection_epsilon;
+} TrainingAuditOneRunBound;
+FpStatus training_audit_one_run_bound(const double *scores, int n_scores, const int *in, int m, double delta,
+                                     double confidence, TrainingAuditOneRunBound *out, FpError *err);
+
 // The multi-run bound from counts: the test fired in fire_in of n_in "in" runs and
-// fire_out of n_out "out" runs; one-sided Clopper-Pearson at alpha/2 each.
+// fire_out of n_out "out" runs; one-sided Clopper-Pearson at alpha/4 each (four bounds
+// enter the maximum over the two directions: a union bound of alpha).
 double training_audit_counts_epsilon(long long fire_in, long long n_in, long long fire_out, long long n_out,
                                      double delta, double alpha);
 

@@ -10,7 +10,8 @@
 
 static const char ABOUT[] =
     "  Audits the config's federation and defense with canary clients and writes DIR/result.json:\n"
-    "  epsilon_lower_bound (at the stated confidence), the observer, the defense's epsilon\n"
+    "  epsilon_lower_bound (at the stated confidence; one-run: the larger of the Steinke-Nasr-Jagielski\n"
+    "  and f-DP bounds, both reported), the observer, the defense's epsilon\n"
     "  (epsilon_claimed, epsilon_sound, guarantee) and pass (lower bound <= claimed).\n"
     "  The config's \"attack\" object holds the audit's keys: method (one-run | multi-run), observer\n"
     "  (final-model | aggregates | uploads), neighbours (remove | replace), canaries (200), runs (200),\n"

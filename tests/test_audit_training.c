@@ -48,8 +48,9 @@ START_TEST(one_run_bound_matches_reference) {
 END_TEST
 
 START_TEST(counts_bound_is_clopper_pearson) {
-    // A perfect test on 50 + 50 runs: ln(lower(50/50) / upper(0/50)) at 0.025 each.
-    double lo = pow(0.025, 1.0 / 50), hi = 1 - pow(0.025, 1.0 / 50);
+    // A perfect test on 50 + 50 runs: ln(lower(50/50) / upper(0/50)) at 0.0125 each
+    // (four one-sided bounds share the 0.05).
+    double lo = pow(0.0125, 1.0 / 50), hi = 1 - pow(0.0125, 1.0 / 50);
     ck_assert_double_eq_tol(training_audit_counts_epsilon(50, 50, 0, 50, 0, 0.05), log(lo / hi), 1e-9);
     // Symmetric in the two directions, 0 when nothing separates them.
     ck_assert_double_eq_tol(training_audit_counts_epsilon(0, 50, 50, 50, 0, 0.05), log(lo / hi), 1e-9);
