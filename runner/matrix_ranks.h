@@ -14,7 +14,8 @@
 #define FEDPRIV_RUNNER_MATRIX_RANKS_H
 
 #include "core/comm.h"
-#include "runner/matrix_internal.h"
+#include "runner/matrix_cell.h"
+#include "runner/matrix_progress.h"
 
 // Every rank calls this with its own status of a step all ranks took (loading the
 // matrix, preparing the folder). FP_OK when every rank succeeded. Otherwise the same
