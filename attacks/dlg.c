@@ -638,7 +638,7 @@ static FpStatus reference_run(const AttackEnv *env, const DlgOptions *o, const D
     FpError rerr = {0};
     int B = o->batch_size, nb = o->n_images / B;
     FpStatus st = targets_observe(env, o, defense_find("none"), NULL, d, idx, &tg, NULL, &rerr);
-    InvJob *jobs = st == FP_OK ? inversions_run(ex, o, &tg, env->quiet ? NULL : stderr, &rerr) : NULL;
+    InvJob *jobs = st == FP_OK ? inversions_run(ex, o, &tg, env->quiet ? env->progress : stderr, &rerr) : NULL;
     if (st == FP_OK && !jobs)
         st = rerr.code ? rerr.code : FP_ENOMEM;
     for (int k = 0; st == FP_OK && k < nb * o->attacker.n; k++)
@@ -726,7 +726,7 @@ FpStatus inversion_attack_run(const AttackEnv *env, const InversionAttack *a, cJ
         cJSON_AddItemToObject(result, "observer_privacy", victims_observer_privacy(&tg.obs[latest]));
     InvJob *jobs = NULL;
     int labels_in_multiset = 0;
-    if (st == FP_OK && !(jobs = inversions_run(ex, &o, &tg, env->quiet ? NULL : stderr, err)))
+    if (st == FP_OK && !(jobs = inversions_run(ex, &o, &tg, env->quiet ? env->progress : stderr, err)))
         st = err && err->code ? err->code : FP_ENOMEM;
     for (int k = 0; st == FP_OK && k < n_batches * V; k++)
         if (jobs[k].st != FP_OK) {

@@ -68,8 +68,7 @@ static int attempt_retries(const char *dir, const Cell *c) {
 // One attack against the cell's setting → its entry in the cell's "attacks" list.
 static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex, AttackCache *cache,
                          const char *dir, const cJSON *reference, const char *partial, int verbose,
-                         CellStatus *status, char *why,
-                         size_t why_n) {
+                         FILE *progress, double progress_seconds, CellStatus *status, char *why, size_t why_n) {
     AttackSpec *as = &m->attacks[k];
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", as->ops->name);
@@ -99,7 +98,8 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
         char refdir[4200];
         snprintf(refdir, sizeof refdir, "%s/reference-models", dir);
         AttackEnv env = {.ex = &aex, .attack_json = as->json, .path = as->path, .out_dir = adir, .cache = cache,
-                         .reference_dir = refdir, .quiet = !verbose};
+                         .reference_dir = refdir, .quiet = !verbose, .progress = progress,
+                         .progress_seconds = progress_seconds};
         // The reference of an attack that decides whether it applies: this attack in the
         // matrix's cell without a defense (when this cell has a defense and that cell's
         // result is on disk; else the attack runs its own reference).
@@ -284,8 +284,8 @@ static void cell_attacks(Matrix *m, int i, const Experiment *cex, FpStatus train
         if (caches && !caches[owner])
             caches[owner] = attack_cache_create();
         AttackCache *cache = caches ? caches[owner] : NULL;
-        cJSON_AddItemToArray(atk, run_attack(m, c, k, cex, cache, rc->dir, reference, partial, rc->verbose, status,
-                                             why, why_n));
+        cJSON_AddItemToArray(atk, run_attack(m, c, k, cex, cache, rc->dir, reference, partial, rc->verbose,
+                                             rc->progress, rc->progress_seconds, status, why, why_n));
         // The line, when due, says what was done and what runs next.
         if (k + 1 < m->n_attacks) {
             matrix_attack_title(m, k + 1, title, sizeof title);

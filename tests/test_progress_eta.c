@@ -1,7 +1,7 @@
 // A matrix run's progress (runner/matrix_progress.h, runner/matrix_cell.h): the ETA
 // learned per kind of cell, the lines that name each attack's observer and attacked
 // model and count the attacks as the file lists them, and the lines long work inside a
-// cell prints.
+// cell prints (the rounds, the attacks, a membership attack's reference models).
 //
 // The ETA test runs real cells (the runner, the federation, a stand-in attack) whose
 // defense sleeps a given time per upload, so two kinds of cells cost about 0.1 s and
@@ -262,6 +262,23 @@ START_TEST(long_cells_report_rounds_and_attacks) {
 }
 END_TEST
 
+// A membership attack's reference models, trained inside a quiet cell, say how many are
+// done (LiRA offline: 8 small reference models on the blob data).
+START_TEST(reference_models_report_k_of_n) {
+    Stamped *s = malloc(sizeof *s);
+    ck_assert_ptr_nonnull(s);
+    const char *dir = TEST_DIR "/references";
+    run_stamped("[{\"name\": \"none\"}]", "[{\"name\": \"lira\", \"shadow_models\": 8}]", dir, s, 0.001);
+    int refs = find_line(s, "attacks[0]: offline: ");
+    for (int i = 0; (refs < 0 || getenv("FP_TEST_VERBOSE")) && i < s->n; i++)
+        fprintf(stderr, "  %s\n", s->text[i]);
+    ck_assert_msg(refs >= 0, "no line for the reference models");
+    ck_assert_msg(strstr(s->text[refs], " of 8 reference models ("), "%s", s->text[refs]);
+    free(s);
+    standin_rm(dir);
+}
+END_TEST
+
 Suite *suite_progress_eta(void) {
     Suite *s = suite_create("progress_eta");
     TCase *tc = tcase_create("progress_eta");
@@ -270,6 +287,7 @@ Suite *suite_progress_eta(void) {
     tcase_add_test(tc, eta_after_a_quarter_is_within_25_percent);
     tcase_add_test(tc, lines_name_observers_and_count_attacks_as_listed);
     tcase_add_test(tc, long_cells_report_rounds_and_attacks);
+    tcase_add_test(tc, reference_models_report_k_of_n);
     suite_add_tcase(s, tc);
     return s;
 }
