@@ -66,9 +66,11 @@ static int attempt_retries(const char *dir, const Cell *c) {
 }
 
 // One attack against the cell's setting → its entry in the cell's "attacks" list.
+// The cell's status and why (the first attack's failure or divergence) are raised as
+// this attack ends.
 static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex, AttackCache *cache,
-                         const char *dir, const cJSON *reference, const char *partial, int verbose,
-                         FILE *progress, double progress_seconds, CellStatus *status, char *why, size_t why_n) {
+                         const cJSON *reference, const char *partial, const CellRunContext *rc, CellStatus *status,
+                         char *why, size_t why_n) {
     AttackSpec *as = &m->attacks[k];
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", as->ops->name);
@@ -96,17 +98,16 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
     }
     if (st == FP_OK) {
         char refdir[4200];
-        snprintf(refdir, sizeof refdir, "%s/reference-models", dir);
+        snprintf(refdir, sizeof refdir, "%s/reference-models", rc->dir);
         AttackEnv env = {.ex = &aex, .attack_json = as->json, .path = as->path, .out_dir = adir, .cache = cache,
-                         .reference_dir = refdir, .quiet = !verbose, .progress = progress,
-                         .progress_seconds = progress_seconds};
+                         .reference_dir = refdir, .quiet = !rc->verbose, .progress = rc->progress,
+                         .progress_seconds = rc->progress_seconds};
         // The reference of an attack that decides whether it applies: this attack in the
         // matrix's cell without a defense (when this cell has a defense and that cell's
         // result is on disk; else the attack runs its own reference).
         char source[160];
         if (as->ops->uses_reference && reference && matrix_cell_needs_reference(m, (int)(c - m->cells))) {
-            const Cell *rc = &m->cells[m->reference_cell];
-            snprintf(source, sizeof source, "cell %s", rc->id);
+            snprintf(source, sizeof source, "cell %s", m->cells[m->reference_cell].id);
             env.reference_given = 1;
             env.reference = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(reference, "attacks"), k);
             env.reference_source = source;
@@ -284,8 +285,7 @@ static void cell_attacks(Matrix *m, int i, const Experiment *cex, FpStatus train
         if (caches && !caches[owner])
             caches[owner] = attack_cache_create();
         AttackCache *cache = caches ? caches[owner] : NULL;
-        cJSON_AddItemToArray(atk, run_attack(m, c, k, cex, cache, rc->dir, reference, partial, rc->verbose,
-                                             rc->progress, rc->progress_seconds, status, why, why_n));
+        cJSON_AddItemToArray(atk, run_attack(m, c, k, cex, cache, reference, partial, rc, status, why, why_n));
         // The line, when due, says what was done and what runs next.
         if (k + 1 < m->n_attacks) {
             matrix_attack_title(m, k + 1, title, sizeof title);

@@ -44,6 +44,7 @@ static FpStatus cell_ended(Matrix *m, const char *dir, Cell *c, MatrixProgress *
     return matrix_index_write(m, dir, 0, err);
 }
 
+// One cell after the other, here.
 static FpStatus run_serial(Matrix *m, const CellRunContext *rc, const int *todo, int n, FILE *progress,
                            MatrixProgress *pr, int *ran, FpError *err) {
     FpStatus st = FP_OK;
@@ -68,6 +69,44 @@ static FpStatus run_serial(Matrix *m, const CellRunContext *rc, const int *todo,
     return st;
 }
 
+// Cell i in a child process that dies with the parent; the child's pid, or -1.
+static pid_t fork_cell(Matrix *m, int i, const CellRunContext *rc, pid_t parent) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(4);
+    FpError cerr = {0};
+    CellOutcome out;
+    FpStatus cst = matrix_cell_execute(m, i, rc, &out, &cerr);
+    if (cst != FP_OK)
+        fp_print_line(stderr, "fedpriv matrix: %s", cerr.msg);
+    fflush(NULL);
+    _exit(cst == FP_OK ? 0 : 3);
+}
+
+// Cell i's process ended with wstatus: the cell's status from its file, or, when it wrote
+// nothing usable, recorded as a crash.
+static FpStatus reap_cell(Matrix *m, int i, const CellRunContext *rc, int wstatus, double seconds, FpError *err) {
+    Cell *c = &m->cells[i];
+    c->seconds = seconds;
+    CellStatus fs = store_cell_status(rc->dir, c->id, c->hash, c->message, sizeof c->message);
+    if (fs != CELL_PENDING) {
+        c->status = fs;
+        return FP_OK;
+    }
+    char why[256];
+    if (WIFSIGNALED(wstatus))
+        snprintf(why, sizeof why, "the cell's process was killed by signal %d", WTERMSIG(wstatus));
+    else
+        snprintf(why, sizeof why, "the cell's process exited with status %d before writing its result",
+                 WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+    return matrix_cell_record_crash(m, i, rc->dir, why, seconds, rc->threads, err);
+}
+
+// Up to jobs cells at once, each in a forked process.
 static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo, int n, int jobs,
                            MatrixProgress *pr, int *ran, FpError *err) {
     typedef struct {
@@ -93,23 +132,10 @@ static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo,
             int s = 0;
             while (slots[s].pid)
                 s++;
-            fflush(NULL);
-            pid_t pid = fork();
+            pid_t pid = fork_cell(m, todo[next], rc, parent);
             if (pid < 0) {
                 st = fp_fail(err, FP_EIO, "cannot start a cell process: %s", strerror(errno));
                 break;
-            }
-            if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (getppid() != parent)
-                    _exit(4);
-                FpError cerr = {0};
-                CellOutcome out;
-                FpStatus cst = matrix_cell_execute(m, todo[next], rc, &out, &cerr);
-                if (cst != FP_OK)
-                    fp_print_line(stderr, "fedpriv matrix: %s", cerr.msg);
-                fflush(NULL);
-                _exit(cst == FP_OK ? 0 : 3);
             }
             slots[s] = (Slot){.pid = pid, .cell = todo[next], .t0 = fp_monotonic_seconds()};
             running++;
@@ -131,20 +157,9 @@ static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo,
         if (s == jobs)
             continue; // not one of ours
         Cell *c = &m->cells[slots[s].cell];
-        c->seconds = fp_monotonic_seconds() - slots[s].t0;
-        CellStatus fs = store_cell_status(dir, c->id, c->hash, c->message, sizeof c->message);
-        if (fs == CELL_PENDING) { // it wrote nothing usable
-            char why[256];
-            if (WIFSIGNALED(wstatus))
-                snprintf(why, sizeof why, "the cell's process was killed by signal %d", WTERMSIG(wstatus));
-            else
-                snprintf(why, sizeof why, "the cell's process exited with status %d before writing its result",
-                         WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
-            FpStatus rs = matrix_cell_record_crash(m, slots[s].cell, dir, why, c->seconds, rc->threads, err);
-            if (rs != FP_OK && st == FP_OK)
-                st = rs;
-        } else
-            c->status = fs;
+        FpStatus rs = reap_cell(m, slots[s].cell, rc, wstatus, fp_monotonic_seconds() - slots[s].t0, err);
+        if (rs != FP_OK && st == FP_OK)
+            st = rs;
         slots[s].pid = 0;
         running--;
         FpStatus ws = cell_ended(m, dir, c, pr, ran, err);
@@ -157,9 +172,9 @@ static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo,
 
 // ---- the folder's locks --------------------------------------------------------------
 // flock (an optimisation for one host; correctness never rests on it, runner/cell_store.h)
-// on DIR/.lock, opened through the one opener (core/files.h: never a link or a FIFO). A run of the whole matrix holds it
-// exclusively and writes "pid P on HOST since TIME" into it, so a second run says who
-// holds the folder instead of waiting without a word.
+// on DIR/.lock, opened through the one opener (core/files.h: never a link or a FIFO). A
+// run of the whole matrix holds it exclusively and writes "pid P on HOST since TIME" into
+// it, so a second run says who holds the folder instead of waiting without a word.
 
 // The holder's line, and whether it is a process of this host that is still alive.
 static void lock_holder(int fd, char *who, size_t n, int *alive) {
@@ -588,7 +603,8 @@ static void print_plan(const Matrix *m, const MatrixRunOptions *opt, const RunSh
     if (opt->jobs > 1 && s->n > 0)
         fprintf(f, "matrix: %d cells at a time, %d thread%s each\n", opt->jobs, threads, threads == 1 ? "" : "s");
     if (ranks > 1)
-        fprintf(f, "matrix: %d MPI ranks, cells handed out from rank 0, largest first\n", ranks);
+        fprintf(f, "matrix: %d MPI ranks, cells handed out from rank 0, largest first (after one of each kind)\n",
+                ranks);
     fflush(f);
 }
 
