@@ -289,7 +289,7 @@ static void cell_attacks(Matrix *m, int i, const Experiment *cex, FpStatus train
         // The line, when due, says what was done and what runs next.
         if (k + 1 < m->n_attacks) {
             matrix_attack_title(m, k + 1, title, sizeof title);
-            snprintf(pr.label, sizeof pr.label, "matrix: %.120s: attacks (next %.100s)", c->label, title);
+            snprintf(pr.label, sizeof pr.label, "matrix: %.120s: attacks, next %.100s", c->label, title);
         }
         fp_progress_add(&pr, 1);
     }

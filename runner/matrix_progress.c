@@ -116,7 +116,6 @@ void matrix_progress_cell(MatrixProgress *p, const Cell *c, const char *dir, con
         p->pending[i] = 0;
         p->remaining--;
     }
-    p->run_seconds += c->seconds;
     cost_rates_add(p->rates, cell_kind(c), c->cost, c->seconds);
     if (!p->out)
         return;

@@ -18,7 +18,6 @@ typedef struct MatrixProgress {
     int seeds;              // the matrix's seeds: with more than one, each line names its cell's
     unsigned char *pending; // per cell: 1 while it is still to run in this process
     CostRates *rates;       // seconds per unit of cost, per kind (the cell's defense object)
-    double run_seconds;
 } MatrixProgress;
 
 // total: this run's share of the cells, finished of them already; todo: the n cells to
