@@ -178,18 +178,19 @@ static void check_eta_after_a_quarter(const char *defenses, const char *name) {
     standin_rm(dir);
 }
 
-// Two kinds of cells, one about 10 times the other's cost (each upload sleeps 15 or
-// 170 ms: about 0.1 s and 1 s a cell), listed cheap ones first and then the other way
+// Two kinds of cells, one about 10 times the other's cost (each upload sleeps 30 or
+// 300 ms: about 0.2 s and 2 s a cell, the sleep well above the cell's own work, which a
+// loaded machine slows), listed cheap ones first and then the other way
 // round: 6 + 2 cells, so a quarter is 2 cells. Before the rates were learned per kind,
 // the ETA was the mean cell time so far times the cells left: 2.3 times too long in the
 // second order, 0.6 times in the first (and the two costly cells of the first order ran
 // last, unmeasured).
 START_TEST(eta_after_a_quarter_is_within_25_percent) {
-    check_eta_after_a_quarter("[{\"name\": \"slowdown\", \"ms\": 15, \"epsilon\": [1, 2, 3, 4, 5, 6]},"
-                              " {\"name\": \"slowdown\", \"ms\": 170, \"epsilon\": [1, 2]}]",
+    check_eta_after_a_quarter("[{\"name\": \"slowdown\", \"ms\": 30, \"epsilon\": [1, 2, 3, 4, 5, 6]},"
+                              " {\"name\": \"slowdown\", \"ms\": 300, \"epsilon\": [1, 2]}]",
                               "cheap-first");
-    check_eta_after_a_quarter("[{\"name\": \"slowdown\", \"ms\": 170, \"epsilon\": [1, 2]},"
-                              " {\"name\": \"slowdown\", \"ms\": 15, \"epsilon\": [1, 2, 3, 4, 5, 6]}]",
+    check_eta_after_a_quarter("[{\"name\": \"slowdown\", \"ms\": 300, \"epsilon\": [1, 2]},"
+                              " {\"name\": \"slowdown\", \"ms\": 30, \"epsilon\": [1, 2, 3, 4, 5, 6]}]",
                               "costly-first");
 }
 END_TEST
