@@ -503,7 +503,8 @@ FpStatus mia_target_references(const AttackEnv *env, MiaTarget *t, MiaRefKind ki
     FpStatus st = FP_OK;
     double every = env->progress_seconds > 0 ? env->progress_seconds : 10.0;
     RefProgress progress = {.models = fp_progress_start(env->quiet ? env->progress : NULL, todo, every, every,
-                                                        "reference models", "%s: %s", env->path,
+                                                        "reference models", "%s: %s",
+                                                        env->progress_label ? env->progress_label : env->path,
                                                         ref_kind_names[kind])};
     pthread_mutex_init(&progress.lock, NULL);
     RefJob jobs[FED_MAX_THREADS];

@@ -99,9 +99,12 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
     if (st == FP_OK) {
         char refdir[4200];
         snprintf(refdir, sizeof refdir, "%s/reference-models", rc->dir);
+        char title[160], label[300];
+        matrix_attack_title(m, k, title, sizeof title);
+        snprintf(label, sizeof label, "matrix: %.120s: %s", c->label, title);
         AttackEnv env = {.ex = &aex, .attack_json = as->json, .path = as->path, .out_dir = adir, .cache = cache,
                          .reference_dir = refdir, .quiet = !rc->verbose, .progress = rc->progress,
-                         .progress_seconds = rc->progress_seconds};
+                         .progress_seconds = rc->progress_seconds, .progress_label = label};
         // The reference of an attack that decides whether it applies: this attack in the
         // matrix's cell without a defense (when this cell has a defense and that cell's
         // result is on disk; else the attack runs its own reference).

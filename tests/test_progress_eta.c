@@ -283,7 +283,7 @@ START_TEST(reference_models_report_k_of_n) {
     ck_assert_ptr_nonnull(s);
     const char *dir = TEST_DIR "/references";
     run_stamped("[{\"name\": \"none\"}]", "[{\"name\": \"lira\", \"shadow_models\": 8}]", dir, s, 0.001);
-    int refs = find_line(s, "attacks[0]: offline: ");
+    int refs = find_line(s, "matrix: none: lira (mlp): offline: ");
     for (int i = 0; (refs < 0 || getenv("FP_TEST_VERBOSE")) && i < s->n; i++)
         fprintf(stderr, "  %s\n", s->text[i]);
     ck_assert_msg(refs >= 0, "no line for the reference models");
