@@ -25,6 +25,12 @@ typedef struct AttackEnv {
     struct AttackCache *cache;     // NULL: nothing shared
     const char *reference_dir;     // the on-disk reference-model cache (attacks/refcache.h); NULL: none
     int quiet;                     // no progress on stderr
+    FILE *progress;                // when quiet, long work's lines all the same (core/progress.h:
+                                   // inversion steps, reference models k of N); NULL: none (a
+                                   // matrix cell's runner sets it)
+    double progress_seconds;       // their interval, 0: 10 s (inversion steps: always 10 s)
+    const char *progress_label;    // their prefix (a matrix cell's names the cell and the
+                                   // attack); NULL: the attack's name, or its JSON path
     // The same attack against the federation without a defense, for attacks that decide
     // whether they apply (attacks/attacker.h): reference_given = 1 when the caller hands
     // it over (a matrix's "none" cell); reference is then that cell's entry for this attack

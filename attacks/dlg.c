@@ -369,9 +369,9 @@ static void *inversion_worker(void *arg) {
 }
 
 // Job bi·V + v inverts batch bi with variant v; progress (NULL: silent) gets the steps'
-// progress line.
+// progress line, labelled `label`.
 static InvJob *inversions_run(const Experiment *ex, const DlgOptions *o, const Targets *tg, FILE *progress,
-                              FpError *err) {
+                              const char *label, FpError *err) {
     int V = o->attacker.n, n = tg->n_batches * V;
     InvJob *jobs = calloc((size_t)n, sizeof *jobs);
     if (!jobs) {
@@ -384,7 +384,7 @@ static InvJob *inversions_run(const Experiment *ex, const DlgOptions *o, const T
         steps += (long long)jobs[k].v->inv.steps * jobs[k].v->inv.restarts;
     }
     InvProgress pr;
-    inv_progress_init(&pr, progress, o->a->name, steps);
+    inv_progress_init(&pr, progress, label, steps);
     int T = ex->threads < 1 ? 1 : ex->threads;
     if (T > n)
         T = n;
@@ -633,6 +633,12 @@ static void describe_config(const DlgOptions *o, const Model *model, cJSON *resu
     o->a->describe(&o->inv, cfg);
 }
 
+// The inversion steps' line is labelled as the caller says (a matrix cell names itself
+// and the attack), else with the attack's name.
+static const char *progress_label(const AttackEnv *env, const DlgOptions *o) {
+    return env->quiet && env->progress_label ? env->progress_label : o->a->name;
+}
+
 static int defense_is_none(const DefenseOps *d) { return !d || strcmp(d->name, "none") == 0; }
 
 // The reference run: the same attack (observer, attacker, images, seed) against the
@@ -648,7 +654,7 @@ static FpStatus reference_run(const AttackEnv *env, const DlgOptions *o, const D
     FpError rerr = {0};
     int B = o->batch_size, nb = o->n_images / B;
     FpStatus st = targets_observe(env, o, defense_find("none"), NULL, d, idx, &tg, NULL, &rerr);
-    InvJob *jobs = st == FP_OK ? inversions_run(ex, o, &tg, env->quiet ? NULL : stderr, &rerr) : NULL;
+    InvJob *jobs = st == FP_OK ? inversions_run(ex, o, &tg, env->quiet ? env->progress : stderr, progress_label(env, o), &rerr) : NULL;
     if (st == FP_OK && !jobs)
         st = rerr.code ? rerr.code : FP_ENOMEM;
     for (int k = 0; st == FP_OK && k < nb * o->attacker.n; k++)
@@ -737,7 +743,7 @@ FpStatus inversion_attack_run(const AttackEnv *env, const InversionAttack *a, cJ
         cJSON_AddItemToObject(result, "observer_privacy", victims_observer_privacy(&tg.obs[latest]));
     InvJob *jobs = NULL;
     int labels_in_multiset = 0;
-    if (st == FP_OK && !(jobs = inversions_run(ex, &o, &tg, env->quiet ? NULL : stderr, err)))
+    if (st == FP_OK && !(jobs = inversions_run(ex, &o, &tg, env->quiet ? env->progress : stderr, progress_label(env, &o), err)))
         st = err && err->code ? err->code : FP_ENOMEM;
     for (int k = 0; st == FP_OK && k < n_batches * V; k++)
         if (jobs[k].st != FP_OK) {

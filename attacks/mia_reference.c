@@ -17,6 +17,7 @@
 #include "attacks/refcache.h"
 #include "attacks/target.h"
 #include "core/clock.h"
+#include "core/progress.h"
 #include "core/version.h"
 
 static const char *const ref_kind_names[MIA_REF_KINDS] = {"offline", "online"};
@@ -400,12 +401,20 @@ static uint64_t reference_plan(const AttackEnv *env, const MiaTarget *t, MiaRefK
     return seed;
 }
 
+// Reference models done of those to train, shared by the workers: a line at most every
+// env->progress_seconds (10 s) on env->progress when quiet (else each model has its own).
+typedef struct {
+    pthread_mutex_t lock;
+    FpProgress models;
+} RefProgress;
+
 typedef struct {
     const AttackEnv *env;
     MiaTarget *t;
     MiaRefKind kind;
     int first, step, end, threads;
     unsigned char *loaded;        // per model
+    RefProgress *progress;
     FpStatus st;
     FpError err;
 } RefJob;
@@ -427,6 +436,9 @@ static FpStatus reference_model(RefJob *jb, int j, RefScratch *w) {
         fprintf(stderr, "mia: %s reference model %d on %d samples %s in %.1f s (test accuracy %.4f)\n",
                 ref_kind_names[jb->kind], j + 1, rs->size, rq.loaded ? "read from the cache" : "trained",
                 fp_monotonic_seconds() - t0, rq.test_accuracy);
+    pthread_mutex_lock(&jb->progress->lock);
+    fp_progress_add(&jb->progress->models, 1);
+    pthread_mutex_unlock(&jb->progress->lock);
     return FP_OK;
 }
 
@@ -499,6 +511,12 @@ FpStatus mia_target_references(const AttackEnv *env, MiaTarget *t, MiaRefKind ki
         workers = 1;
     double t0 = fp_monotonic_seconds();
     FpStatus st = FP_OK;
+    double every = env->progress_seconds > 0 ? env->progress_seconds : 10.0;
+    RefProgress progress = {.models = fp_progress_start(env->quiet ? env->progress : NULL, todo, every, every,
+                                                        "reference models", "%s: %s",
+                                                        env->progress_label ? env->progress_label : env->path,
+                                                        ref_kind_names[kind])};
+    pthread_mutex_init(&progress.lock, NULL);
     RefJob jobs[FED_MAX_THREADS];
     pthread_t tid[FED_MAX_THREADS];
     int started[FED_MAX_THREADS] = {0};
@@ -507,7 +525,7 @@ FpStatus mia_target_references(const AttackEnv *env, MiaTarget *t, MiaRefKind ki
         ex->backend->set_threads(1);
     for (int w = 0; w < workers; w++)
         jobs[w] = (RefJob){.env = env, .t = t, .kind = kind, .first = rs->n + w, .step = workers, .end = n_models,
-                           .threads = workers > 1 ? 1 : ex->threads, .loaded = loaded};
+                           .threads = workers > 1 ? 1 : ex->threads, .loaded = loaded, .progress = &progress};
     for (int w = 1; w < workers; w++)
         started[w] = pthread_create(&tid[w], NULL, reference_worker, &jobs[w]) == 0;
     reference_worker(&jobs[0]);
@@ -517,6 +535,7 @@ FpStatus mia_target_references(const AttackEnv *env, MiaTarget *t, MiaRefKind ki
         else
             reference_worker(&jobs[w]);
     }
+    pthread_mutex_destroy(&progress.lock);
     for (int w = 0; w < workers && st == FP_OK; w++)
         if (jobs[w].st != FP_OK) {
             st = jobs[w].st;

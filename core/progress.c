@@ -4,6 +4,7 @@
 #include <stdarg.h>
 
 #include "core/clock.h"
+#include "core/status.h"
 
 FpProgress fp_progress_start(FILE *f, long long total, double first, double every, const char *unit,
                              const char *label_fmt, ...) {
@@ -25,8 +26,9 @@ void fp_progress_add(FpProgress *p, long long n) {
         return;
     double el = now - p->t0, eta = el * (double)(p->total - p->done) / (double)p->done;
     int hours = eta >= 7200;
-    fprintf(p->f, "%s: %lld of %lld %s (%.0f s, ETA %.0f %s)\n", p->label, p->done, p->total, p->unit, el,
-            hours ? eta / 3600 : eta, hours ? "h" : "s");
+    // The label may hold a config's text (a matrix cell's): escaped, as every line is.
+    fp_print_line(p->f, "%s: %lld of %lld %s (%.0f s, ETA %.0f %s)", p->label, p->done, p->total, p->unit, el,
+                  hours ? eta / 3600 : eta, hours ? "h" : "s");
     fflush(p->f);
     p->next = now + p->every;
 }

@@ -10,7 +10,7 @@
 
 typedef struct FpProgress {
     FILE *f;             // NULL: silent
-    char label[96];      // the line's prefix
+    char label[256];     // the line's prefix
     const char *unit;    // "draws", "inversion steps"
     double t0, next, every;
     long long done, total;

@@ -2,6 +2,7 @@
 #include "runner/cell_cost.h"
 
 #include <math.h>
+#include <stdlib.h>
 
 static uint64_t sat_add(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
 static uint64_t sat_mul(uint64_t a, uint64_t b) { return a && b > UINT64_MAX / a ? UINT64_MAX : a * b; }
@@ -56,4 +57,54 @@ FpStatus cost_cell(const Experiment *ex, const AttackOps *const *attacks, const 
         total = sat_add(total, sat_add(cost_train(fed, ex->train->n, target, params), eval));
     *out = total;
     return FP_OK;
+}
+
+struct CostRates {
+    int n_kinds;
+    double *seconds, *units; // per kind: the ended cells' seconds and estimated costs
+    double all_seconds, all_units;
+};
+
+CostRates *cost_rates_create(int n_kinds) {
+    CostRates *r = calloc(1, sizeof *r);
+    if (!r)
+        return NULL;
+    r->n_kinds = n_kinds > 0 ? n_kinds : 0;
+    r->seconds = calloc((size_t)(r->n_kinds ? r->n_kinds : 1), sizeof(double));
+    r->units = calloc((size_t)(r->n_kinds ? r->n_kinds : 1), sizeof(double));
+    if (!r->seconds || !r->units) {
+        cost_rates_free(r);
+        return NULL;
+    }
+    return r;
+}
+
+void cost_rates_free(CostRates *r) {
+    if (!r)
+        return;
+    free(r->seconds);
+    free(r->units);
+    free(r);
+}
+
+static double cost_units(uint64_t cost) { return cost ? (double)cost : 1.0; }
+
+void cost_rates_add(CostRates *r, int kind, uint64_t cost, double seconds) {
+    if (!r || !(seconds >= 0) || !isfinite(seconds))
+        return;
+    double u = cost_units(cost);
+    if (kind >= 0 && kind < r->n_kinds) {
+        r->seconds[kind] += seconds;
+        r->units[kind] += u;
+    }
+    r->all_seconds += seconds;
+    r->all_units += u;
+}
+
+double cost_rates_predict(const CostRates *r, int kind, uint64_t cost) {
+    if (!r || r->all_units <= 0)
+        return NAN;
+    int known = kind >= 0 && kind < r->n_kinds && r->units[kind] > 0;
+    double rate = known ? r->seconds[kind] / r->units[kind] : r->all_seconds / r->all_units;
+    return rate * cost_units(cost);
 }

@@ -41,4 +41,25 @@ uint64_t cost_train(const FedConfig *fed, int n_train, uint64_t samples, uint64_
 FpStatus cost_cell(const Experiment *ex, const AttackOps *const *attacks, const AttackEnv *env, int n_attacks,
                    uint64_t *out, FpError *err);
 
+// ---- what the estimate costs in seconds, learned from the cells that ended ------------
+// The estimate is relative work; what a unit of it costs in seconds depends on the
+// machine and on what the estimate does not see (a defense's per-example gradients, an
+// attack's inner loops). So the runner learns, per kind of cell (the defense object a
+// cell comes from: its cells differ only in swept values and seed), the rate
+//
+//   rate(kind) = Σ seconds / Σ cost      over the cells of that kind that ended,
+//
+// and predicts a cell's seconds as rate(kind) × its cost; a kind with no cell ended yet
+// takes the rate pooled over every kind. A ratio of sums, so one cell's noise weighs by
+// its size, and a cell of cost 0 counts as cost 1.
+typedef struct CostRates CostRates;
+
+CostRates *cost_rates_create(int n_kinds); // NULL: out of memory
+void cost_rates_free(CostRates *r);
+// A cell of this kind and estimated cost ended after `seconds` (kind outside [0,
+// n_kinds) counts in the pool only).
+void cost_rates_add(CostRates *r, int kind, uint64_t cost, double seconds);
+// The predicted seconds of a cell of this kind and cost; NaN while no cell has ended.
+double cost_rates_predict(const CostRates *r, int kind, uint64_t cost);
+
 #endif

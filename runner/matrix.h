@@ -83,6 +83,8 @@ typedef struct MatrixRunOptions {
                        // rank 0 hands them out, largest first (runner/matrix_ranks.c)
     const char *job;   // the scheduler's job, for the claims ("slurm 1234_5"); may be NULL
     int keep_diverged; // 1: a diverged cell is finished (no retry; see above)
+    double cell_progress_seconds; // inside a cell, long work's lines on the progress stream at most
+                                  // this often; 0: every 10 s (runner/matrix_cell.h)
 } MatrixRunOptions;
 
 // Reruns of a diverged cell: one.

@@ -1,4 +1,6 @@
-// What runner/matrix.c (loading, cells) and runner/matrix_run.c (running) share.
+// What the matrix's files share: runner/matrix.c (loading, cells), matrix_index.c (the
+// index), matrix_cell.c (one cell, executed), matrix_progress.c (the lines and the ETA),
+// matrix_run.c and matrix_ranks.c (running the cells: here, forked, on MPI ranks).
 // Not for other modules: use runner/matrix.h.
 #ifndef FEDPRIV_RUNNER_MATRIX_INTERNAL_H
 #define FEDPRIV_RUNNER_MATRIX_INTERNAL_H
@@ -64,27 +66,7 @@ struct Matrix {
     double index_written_at; // monotonic seconds of the last index write (0: none yet)
 };
 
-// What running one cell needs besides the matrix.
-typedef struct CellRunContext {
-    const char *dir;
-    int threads;
-    int verbose;
-    const cJSON *who;   // for the claim: shard, rank, job (may be NULL)
-} CellRunContext;
-
-// How a cell ended in this process.
-typedef struct CellOutcome {
-    CellStatus status;
-    char message[256];
-    double seconds;
-    int kept_existing;  // another writer had finished it first: its result stands
-} CellOutcome;
-
-// Runs cell i here and commits it (runner/cell_store.h). Touches no Cell field, so that
-// another thread may read the matrix meanwhile. The return value is an error only when
-// the cell cannot be written; a failing or diverging cell is an outcome.
-FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOutcome *out, FpError *err);
-
+// ---- the index (runner/matrix_index.c) ----
 // Refreshes the cells' statuses from their files (unfinished cells only, and only files
 // changed since the last look are read) and rewrites DIR/results.json atomically. The
 // index is thus written from the cell files alone, by whichever process: concurrent
@@ -95,15 +77,17 @@ FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOut
 #define MATRIX_INDEX_INTERVAL 2.0
 FpStatus matrix_index_write(Matrix *m, const char *dir, int force, FpError *err);
 
-// Progress on stderr: one line per cell ended, with the ETA.
-typedef struct MatrixProgress {
-    FILE *out;
-    int total, finished, ran, jobs, remaining;
-    int seeds;          // the matrix's seeds: with more than one, each line names its cell's
-    double run_seconds;
-} MatrixProgress;
-// where: "" or " (rank 2)". c->status and c->seconds are this run's.
-void matrix_progress_cell(MatrixProgress *p, const Cell *c, const char *dir, const char *where);
+// A cell whose result stands: done, or diverged and either kept (--keep-diverged) or
+// already retried (runner/matrix.h).
+int matrix_cell_settled(const Cell *c, int keep_diverged);
+// Reads the status of cell c from disk when its file changed since the last look; 1 when
+// the status changed.
+int matrix_cell_refresh(Cell *c, const char *dir);
+// The last look, now with the values: per setting, every metric over the seeds and the
+// warnings (reports/summary.h), read back from the cell files. A run that cannot be
+// summarised keeps the index without "summary" (fedpriv report summarises it again);
+// running out of memory on the way is an error, not a run without a summary.
+FpStatus matrix_index_write_final(Matrix *m, const char *dir, FpError *err);
 
 const DefenseOps *matrix_defense_find(const Matrix *m, const char *name);
 const AttackOps *matrix_attack_find(const Matrix *m, const char *name);

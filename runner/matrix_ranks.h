@@ -1,6 +1,7 @@
 // A matrix across MPI ranks (`mpirun -n R fedpriv matrix F.json --out DIR`): every rank
 // loads the matrix; rank 0 hands the cells out one at a time, largest estimated cost
-// first (runner/cell_cost.h), to whichever rank asks, and runs cells itself in a second
+// first (runner/cell_cost.h; after one cell of each kind, which the ETA measures early:
+// runner/matrix_progress.h), to whichever rank asks, and runs cells itself in a second
 // thread meanwhile (its main thread alone talks to MPI, core/comm.h); each rank commits
 // the cells it ran into DIR like any other writer (runner/cell_store.h), and rank 0
 // writes the index and the progress. A rank that dies takes the job down with it (that
@@ -14,7 +15,8 @@
 #define FEDPRIV_RUNNER_MATRIX_RANKS_H
 
 #include "core/comm.h"
-#include "runner/matrix_internal.h"
+#include "runner/matrix_cell.h"
+#include "runner/matrix_progress.h"
 
 // Every rank calls this with its own status of a step all ranks took (loading the
 // matrix, preparing the folder). FP_OK when every rank succeeded. Otherwise the same

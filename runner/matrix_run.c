@@ -1,7 +1,7 @@
 // Running a matrix (see runner/matrix.h): one cell at a time in this process, or up
 // to --jobs cells at once, each in a forked process, or the cells of one shard, or
 // cells handed out to MPI ranks (runner/matrix_ranks.c). Either way a cell computes the
-// same thing: its result depends only on its spec and the seed.
+// same thing (runner/matrix_cell.c): its result depends only on its spec and the seed.
 //
 // Crash safety. A cell's artifacts are written into this writer's own work folder,
 // renamed to DIR/cells/ID/ when the cell ends, and only then is DIR/cells/ID.json
@@ -10,14 +10,11 @@
 // leaves either a finished cell or one that is run again from scratch. Forked cells die
 // with their parent (PR_SET_PDEATHSIG), so a killed run leaves no writer behind.
 #include "core/clock.h"
-#include "core/json_number.h"
 #include "runner/matrix_internal.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,582 +27,86 @@
 #include <unistd.h>
 
 #include "attacks/refcache.h"
-#include "attacks/target.h"
 #include "core/comm.h"
 #include "core/files.h"
-#include "core/jsonv.h"
-#include "core/proc.h"
-#include "core/rng_secure.h"
-#include "reports/summary.h"
-#include "runner/attack_registry.h"
 #include "runner/cell_store.h"
+#include "runner/matrix_cell.h"
+#include "runner/matrix_progress.h"
 #include "runner/matrix_ranks.h"
 #include "runner/shard.h"
 
-// A cell whose result stands: done, or diverged and either kept (--keep-diverged) or
-// already retried (runner/matrix.h).
-static int cell_settled(const Cell *c, int keep_diverged) {
-    return c->status == CELL_DONE ||
-           (c->status == CELL_DIVERGED && (keep_diverged || c->retries >= MATRIX_DIVERGED_RETRIES));
+// ---- running the cells ---------------------------------------------------------------
+
+// Cell c ended in this process (or its child): its line and the index.
+static FpStatus cell_ended(Matrix *m, const char *dir, Cell *c, MatrixProgress *pr, int *ran, FpError *err) {
+    ran[c - m->cells] = 1;
+    matrix_progress_cell(pr, c, dir, "");
+    return matrix_index_write(m, dir, 0, err);
 }
 
-// Reads the status of cell c from disk when its file changed since the last look;
-// 1 when the status changed. A settled cell stays so (runner/cell_store.h: a finished
-// result is never replaced, a diverged one only by its retry), so it is not looked at
-// again.
-static int refresh_status(Cell *c, const char *dir) {
-    if (cell_settled(c, 0) && c->disk_mtime_ns >= 0)
-        return 0;
-    char path[4096];
-    store_cell_json_path(dir, c->id, path, sizeof path);
-    struct stat sb;
-    long long mtime = -1, size = -1;
-    if (stat(path, &sb) == 0) {
-        mtime = (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
-        size = (long long)sb.st_size;
-    }
-    if (mtime == c->disk_mtime_ns && size == c->disk_size)
-        return 0;
-    CellStatus was = c->status;
-    c->retries = 0;
-    c->status = mtime < 0 ? CELL_PENDING
-                          : store_cell_status_retries(dir, c->id, c->hash, c->message, sizeof c->message, &c->retries);
-    if (c->status == CELL_PENDING)
-        c->message[0] = 0;
-    c->disk_mtime_ns = mtime;
-    c->disk_size = size;
-    return c->status != was;
-}
-
-static int refresh_statuses(Matrix *m, const char *dir) {
-    int changed = 0;
-    for (int i = 0; i < m->n_cells; i++)
-        changed |= refresh_status(&m->cells[i], dir);
-    return changed;
-}
-
-static FpStatus write_index(const Matrix *m, const char *dir, const cJSON *summary, FpError *err);
-
-// Writes, then looks again, until no cell changed in between. Of concurrent writers,
-// the one whose index lands last therefore saw every cell committed before it (a cell
-// committed later is followed by its writer's own index), so the final index misses
-// nothing (on NFS up to its attribute caching; `fedpriv matrix --status` rebuilds it).
-static FpStatus index_write_loop(Matrix *m, const char *dir, const cJSON *summary, FpError *err) {
-    refresh_statuses(m, dir);
-    for (int tries = 0; tries < 8; tries++) {
-        FP_TRY(write_index(m, dir, summary, err));
-        if (!refresh_statuses(m, dir))
-            break;
-    }
-    return FP_OK;
-}
-
-FpStatus matrix_index_write(Matrix *m, const char *dir, int force, FpError *err) {
-    double now = fp_monotonic_seconds();
-    if (!force && m->index_written_at > 0 && now - m->index_written_at < MATRIX_INDEX_INTERVAL)
-        return FP_OK;
-    m->index_written_at = now;
-    return index_write_loop(m, dir, NULL, err);
-}
-
-// The last look, now with the values: per setting, every metric over the seeds and the
-// warnings (reports/summary.h), read back from the cell files. A run that cannot be
-// summarised keeps the index without "summary" (fedpriv report summarises it again);
-// running out of memory on the way is an error, not a run without a summary.
-static FpStatus index_write_final(Matrix *m, const char *dir, FpError *err) {
-    FP_TRY(index_write_loop(m, dir, NULL, err));
-    MatrixResults mr;
-    RunSummary rs;
-    FpError serr = {0};
-    FpStatus st = matrix_results_load(dir, &mr, &serr);
-    if (st != FP_OK)
-        return st == FP_ENOMEM ? fp_fail(err, st, "%s", serr.msg) : FP_OK;
-    st = run_summary_build(&mr, &rs, &serr);
-    if (st == FP_ENOMEM)
-        st = fp_fail(err, st, "%s", serr.msg);
-    else if (st != FP_OK)
-        st = FP_OK;
-    else {
-        cJSON *sj = run_summary_json(&rs);
-        st = sj ? index_write_loop(m, dir, sj, err) : fp_fail(err, FP_ENOMEM, "out of memory");
-        cJSON_Delete(sj);
-        run_summary_free(&rs);
-    }
-    matrix_results_free(&mr);
-    return st;
-}
-
-// How the report names attack k: its name, and when another attack of the matrix has
-// the same name, the options that tell them apart ("dlg observer=public").
-static void attack_label(const Matrix *m, int k, char *buf, size_t n) {
-    const AttackSpec *as = &m->attacks[k];
-    size_t len = (size_t)snprintf(buf, n, "%s", as->ops->name);
-    const cJSON *it;
-    cJSON_ArrayForEach(it, as->json) {
-        if (strcmp(it->string, "name") == 0)
-            continue;
-        int differs = 0;
-        for (int o = 0; o < m->n_attacks; o++) {
-            if (o == k || strcmp(m->attacks[o].ops->name, as->ops->name) != 0)
-                continue;
-            const cJSON *other = cJSON_GetObjectItemCaseSensitive(m->attacks[o].json, it->string);
-            differs |= !other || !cJSON_Compare(other, it, 1);
-        }
-        if (!differs || len >= n)
-            continue;
-        char *v = cJSON_IsString(it) ? NULL : cJSON_PrintUnformatted(it);
-        len += (size_t)snprintf(buf + len, n - len, " %s=%s", it->string, v ? v : it->valuestring);
-        free(v);
-    }
-    // A probe model is named in the label, so every column and row that shows it says so.
-    char model[200];
-    if (attack_model_label(m->base.model_json, as->model_json, model, sizeof model) && len < n)
-        snprintf(buf + len, n - len, " on %s (probe)", model);
-}
-
-// The accuracy of always predicting the test set's most frequent class (the chance
-// level the report marks); NaN for a regression task.
-static double chance_accuracy(const Dataset *test) {
-    if (!test->y || test->n_classes <= 0 || test->n <= 0)
-        return NAN;
-    int *count = calloc((size_t)test->n_classes, sizeof(int)), best = 0;
-    if (!count)
-        return NAN;
-    for (int i = 0; i < test->n; i++)
-        if (test->y[i] >= 0 && test->y[i] < test->n_classes && ++count[test->y[i]] > best)
-            best = count[test->y[i]];
-    free(count);
-    return (double)best / test->n;
-}
-
-static FpStatus write_index(const Matrix *m, const char *dir, const cJSON *summary, FpError *err) {
-    cJSON *ix = cJSON_CreateObject();
-    cJSON_AddStringToObject(ix, "fedpriv_version", FEDPRIV_VERSION);
-    cJSON_AddStringToObject(ix, "kind", "fedpriv-matrix");
-    cJSON_AddStringToObject(ix, "matrix_file", m->file);
-    if (m->named)
-        cJSON_AddStringToObject(ix, "name", m->owner);
-    const cJSON *desc = cJSON_GetObjectItemCaseSensitive(m->root, "description");
-    cJSON_AddStringToObject(ix, "description", cJSON_IsString(desc) ? desc->valuestring : "");
-    cJSON_AddNumberToObject(ix, "seed", (double)m->seeds[0]);
-    cJSON *seeds = cJSON_AddArrayToObject(ix, "seeds");
-    for (int s = 0; s < m->n_seeds; s++)
-        cJSON_AddItemToArray(seeds, cJSON_CreateNumber((double)m->seeds[s]));
-    cJSON_AddStringToObject(ix, "rng", matrix_rng_name(m));
-    cJSON_AddStringToObject(ix, "backend", m->base.backend->name);
-    cJSON_AddNumberToObject(ix, "threads", m->base.threads);
-    cJSON *ds = cJSON_AddObjectToObject(ix, "dataset");
-    cJSON_AddStringToObject(ds, "name", m->base.dataset_name);
-    cJSON_AddNumberToObject(ds, "train_samples", m->base.train->n);
-    cJSON_AddNumberToObject(ds, "test_samples", m->base.test->n);
-    if (m->base.test->n_classes > 0) {
-        cJSON_AddNumberToObject(ds, "classes", m->base.test->n_classes);
-        jnum_add(ds, "chance_accuracy", chance_accuracy(m->base.test));
-    }
-    cJSON_AddItemToObject(ix, "model", cJSON_Duplicate(m->base.model_json, 1));
-    cJSON_AddNumberToObject(cJSON_GetObjectItemCaseSensitive(ix, "model"), "parameters",
-                            (double)m->base.model->table.n_params);
-    cJSON_AddItemToObject(ix, "federation", fed_config_to_json(&m->base.fed));
-    cJSON *atk = cJSON_AddArrayToObject(ix, "attacks");
-    for (int k = 0; k < m->n_attacks; k++) {
-        const AttackSpec *as = &m->attacks[k];
-        cJSON *a = cJSON_CreateObject();
-        cJSON_AddStringToObject(a, "name", as->ops->name);
-        char label[256];
-        attack_label(m, k, label, sizeof label);
-        cJSON_AddStringToObject(a, "label", label);
-        cJSON_AddStringToObject(a, "summary", as->ops->summary ? as->ops->summary : "");
-        cJSON_AddStringToObject(a, "headline", as->ops->headline ? as->ops->headline : "");
-        cJSON_AddBoolToObject(a, "higher_leaks", as->ops->headline_higher_leaks);
-        if (as->observer)
-            cJSON_AddStringToObject(a, "observer", as->observer);
-        attack_name_model(m->base.model_json, as->model_json, a);
-        const cJSON *atk_kind = cJSON_GetObjectItemCaseSensitive(as->json, "attacker");
-        if (cJSON_IsString(atk_kind))
-            cJSON_AddStringToObject(a, "attacker", atk_kind->valuestring);
-        cJSON_AddStringToObject(a, "dir", as->dirname);
-        cJSON *cfg = cJSON_Duplicate(as->json, 1);
-        if (as->model_json)
-            cJSON_AddItemToObject(cfg, "model", cJSON_Duplicate(as->model_json, 1));
-        cJSON_AddItemToObject(a, "config", cfg);
-        cJSON_AddItemToArray(atk, a);
-    }
-    cJSON *cells = cJSON_AddArrayToObject(ix, "cells");
-    int counts[4] = {0};
-    for (int i = 0; i < m->n_cells; i++) {
-        const Cell *c = &m->cells[i];
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "id", c->id);
-        cJSON_AddStringToObject(e, "label", c->label);
-        cJSON_AddStringToObject(e, "defense", c->ops->name);
-        const cJSON *variant = cJSON_GetObjectItemCaseSensitive(c->defense, "variant");
-        if (cJSON_IsString(variant))
-            cJSON_AddStringToObject(e, "variant", variant->valuestring);
-        jnum_add(e, "epsilon", c->epsilon);
-        cJSON_AddItemToObject(e, "params", cJSON_Duplicate(c->params, 1));
-        cJSON_AddNumberToObject(e, "defense_index", c->defense_index);
-        cJSON_AddNumberToObject(e, "setting", c->setting);
-        cJSON_AddNumberToObject(e, "seed", (double)c->seed);
-        cJSON_AddStringToObject(e, "status", cell_status_name(c->status));
-        if (c->message[0])
-            cJSON_AddStringToObject(e, "message", c->message);
-        cJSON_AddStringToObject(e, "spec_hash", c->hash);
-        char file[160];
-        snprintf(file, sizeof file, "cells/%s.json", c->id);
-        cJSON_AddStringToObject(e, "file", file);
-        cJSON_AddItemToArray(cells, e);
-        counts[c->status]++;
-    }
-    cJSON *cn = cJSON_AddObjectToObject(ix, "counts");
-    for (int s = 0; s < 4; s++)
-        cJSON_AddNumberToObject(cn, cell_status_name((CellStatus)s), counts[s]);
-    if (summary)
-        cJSON_AddItemToObject(ix, "summary", cJSON_Duplicate(summary, 1));
-    char path[4096];
-    snprintf(path, sizeof path, "%s/results.json", dir);
-    FpStatus st = jv_write_file_atomic(path, ix, err);
-    cJSON_Delete(ix);
-    return st;
-}
-
-// The cell's JSON skeleton: identity, spec and defense.
-static cJSON *cell_json_begin(const Cell *c) {
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddStringToObject(j, "fedpriv_version", FEDPRIV_VERSION);
-    cJSON_AddStringToObject(j, "cell", c->id);
-    cJSON_AddStringToObject(j, "label", c->label);
-    cJSON_AddStringToObject(j, "status", "pending");
-    cJSON_AddStringToObject(j, "spec_hash", c->hash);
-    cJSON_AddItemToObject(j, "spec", cJSON_Duplicate(c->spec, 1));
-    cJSON_AddStringToObject(j, "defense", c->ops->name);
-    cJSON_AddNumberToObject(j, "seed", (double)c->seed);
-    jnum_add(j, "epsilon", c->epsilon);
-    cJSON_AddItemToObject(j, "params", cJSON_Duplicate(c->params, 1));
-    return j;
-}
-
-// retries: "diverged_retries" (runner/matrix.h), written when not 0.
-static void cell_json_finish(cJSON *j, CellStatus s, const char *message, double seconds, int threads, int retries) {
-    char host[72];
-    proc_host(host, sizeof host);
-    cJSON_ReplaceItemInObjectCaseSensitive(j, "status", cJSON_CreateString(cell_status_name(s)));
-    if (message && message[0])
-        cJSON_AddStringToObject(j, "message", message);
-    cJSON *run = cJSON_AddObjectToObject(j, "run");
-    cJSON_AddNumberToObject(run, "wall_seconds", seconds);
-    cJSON_AddNumberToObject(run, "threads", threads);
-    cJSON_AddNumberToObject(run, "pid", (double)getpid());
-    cJSON_AddStringToObject(run, "host", host);
-    if (retries > 0)
-        cJSON_AddNumberToObject(run, "diverged_retries", retries);
-}
-
-// The "diverged_retries" of the attempt at cell c that starts now: one more than its
-// file's when that result diverged (this attempt is its retry), else the file's.
-static int attempt_retries(const char *dir, const Cell *c) {
-    int had;
-    CellStatus was = store_cell_status_retries(dir, c->id, c->hash, NULL, 0, &had);
-    return had + (was == CELL_DIVERGED);
-}
-
-// One attack against the cell's setting → its entry in the cell's "attacks" list.
-static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex, AttackCache *cache,
-                         const char *dir, const cJSON *reference, const char *partial, int verbose,
-                         CellStatus *status, char *why,
-                         size_t why_n) {
-    AttackSpec *as = &m->attacks[k];
-    cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "name", as->ops->name);
-    cJSON_AddNumberToObject(e, "index", k);
-    if (as->observer)
-        cJSON_AddStringToObject(e, "observer", as->observer);
-    attack_name_model(m->base.model_json, as->model_json, e);
-    cJSON_AddStringToObject(e, "headline", as->ops->headline ? as->ops->headline : "");
-    cJSON_AddBoolToObject(e, "higher_leaks", as->ops->headline_higher_leaks);
-    char rel[256], adir[4200];
-    snprintf(rel, sizeof rel, "cells/%s/%s", c->id, as->dirname);
-    cJSON_AddStringToObject(e, "dir", rel);
-    snprintf(adir, sizeof adir, "%s/%s", partial, as->dirname);
-    FpError err = {0};
-    cJSON *res = cJSON_CreateObject();
-    attack_name_model(m->base.model_json, as->model_json, res);
-    double t0 = fp_monotonic_seconds();
-    FpStatus st = store_make_dirs(adir, &err);
-    Experiment aex = *cex;
-    aex.model = NULL;
-    if (st == FP_OK) {
-        aex.model = model_clone(as->proto ? as->proto : m->base.model, m->base.backend, &err);
-        if (!aex.model)
-            st = err.code ? err.code : FP_ENOMEM;
-        else
-            st = model_init(aex.model, c->seed, &err); // the attack's model from this cell's seed
-    }
-    if (st == FP_OK) {
-        char refdir[4200];
-        snprintf(refdir, sizeof refdir, "%s/reference-models", dir);
-        AttackEnv env = {.ex = &aex, .attack_json = as->json, .path = as->path, .out_dir = adir, .cache = cache,
-                         .reference_dir = refdir, .quiet = !verbose};
-        // The reference of an attack that decides whether it applies: this attack in the
-        // matrix's cell without a defense (when this cell has a defense and that cell's
-        // result is on disk; else the attack runs its own reference).
-        char source[160];
-        if (as->ops->uses_reference && reference && matrix_cell_needs_reference(m, (int)(c - m->cells))) {
-            const Cell *rc = &m->cells[m->reference_cell];
-            snprintf(source, sizeof source, "cell %s", rc->id);
-            env.reference_given = 1;
-            env.reference = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(reference, "attacks"), k);
-            env.reference_source = source;
-        }
-        st = as->ops->run(&env, res, &err);
-    }
-    model_free(aex.model);
-    double secs = fp_monotonic_seconds() - t0;
-    CellStatus s = CELL_DONE;
-    char msg[512] = "";
-    const char *hk = as->ops->headline ? as->ops->headline : "";
-    const cJSON *hv = cJSON_GetObjectItemCaseSensitive(res, hk);
-    if (st == FP_EDIVERGED) {
-        s = CELL_DIVERGED;
-        snprintf(msg, sizeof msg, "%s", err.msg[0] ? err.msg : "the attack diverged");
-    } else if (st != FP_OK) {
-        s = CELL_FAILED;
-        snprintf(msg, sizeof msg, "%s", err.msg[0] ? err.msg : fp_status_name(st));
-    } else if (!cJSON_IsNumber(hv)) {
-        s = CELL_FAILED;
-        snprintf(msg, sizeof msg, "the result has no numeric headline metric \"%s\"", hk);
-    } else if (!isfinite(hv->valuedouble)) {
-        s = CELL_DIVERGED; // never a silent number: NaN/Inf is recorded as divergence
-        snprintf(msg, sizeof msg, "the headline metric \"%s\" is not finite", hk);
-    }
-    cJSON_AddStringToObject(e, "status", cell_status_name(s));
-    const cJSON *applicable = cJSON_GetObjectItemCaseSensitive(res, "applicable");
-    if (s == CELL_DONE) {
-        cJSON_AddNumberToObject(e, "value", hv->valuedouble);
-        if (applicable) // true, false, or null (undecided)
-            cJSON_AddItemToObject(e, "applicable", cJSON_Duplicate(applicable, 0));
-    } else {
-        cJSON_AddNullToObject(e, "value");
-        cJSON_AddStringToObject(e, "message", msg);
-    }
-    cJSON_AddNumberToObject(e, "seconds", secs);
-    cJSON_AddItemToObject(e, "result", res);
-    if (s > *status) {
-        *status = s;
-        snprintf(why, why_n, "%.64s: %.400s", as->ops->name, msg);
-    }
-    return e;
-}
-
-static int same_model(const cJSON *a, const cJSON *b) {
-    if (!a || !b)
-        return a == b;
-    return cJSON_Compare(a, b, 1);
-}
-
-FpStatus matrix_cell_execute(Matrix *m, int i, const CellRunContext *rc, CellOutcome *out, FpError *err) {
-    const Cell *c = &m->cells[i];
-    const char *dir = rc->dir;
-    int threads = rc->threads, verbose = rc->verbose;
-    char partial[4096];
-    double t0 = fp_monotonic_seconds();
-    memset(out, 0, sizeof *out);
-    int retries = attempt_retries(dir, c);
-    FP_TRY(store_claim(dir, c->id, c->hash, rc->who, err));
-    FP_TRY(store_partial_create(dir, c->id, partial, sizeof partial, err));
-    cJSON *j = cell_json_begin(c);
-    CellStatus status = CELL_DONE;
-    char why[512] = "";
-    FpError ferr = {0};
-    Experiment cex = m->base;
-    cex.seed = c->seed | (m->base.seed & RNG_SEED_SECURE); // this cell's seed, same RNG kind
-    cex.threads = threads;
-    cex.defense = c->ops;
-    cex.defense_json = c->defense;
-    cex.model = model_clone(m->base.model, m->base.backend, &ferr);
-    if (cex.model && model_init(cex.model, c->seed, &ferr) != FP_OK) {
-        model_free(cex.model);
-        cex.model = NULL;
-    }
-    Federation *f = cex.model ? experiment_federation(&cex, NULL, !verbose, &ferr) : NULL;
-    FpStatus fst = f ? fed_run(f, 0, &ferr) : (ferr.code ? ferr.code : FP_ENOMEM);
-    cJSON *model = cJSON_AddObjectToObject(j, "model");
-    if (f) {
-        cJSON *resolved = fed_defense_json(f, fst == FP_OK ? &ferr : NULL);
-        if (!resolved && fst == FP_OK)   // its account ran out of memory: the cell fails, no NaN in it
-            fst = ferr.code ? ferr.code : FP_ENOMEM;
-        if (resolved)
-            cJSON_AddItemToObject(j, "defense_resolved", resolved);
-        int nr = fed_rounds_done(f);
-        const FedRoundResult *last = nr > 0 ? fed_round_result(f, nr - 1) : NULL;
-        jnum_add(model, "test_accuracy", last && fst == FP_OK ? last->test_accuracy : NAN);
-        jnum_add(model, "test_loss", last && fst == FP_OK ? last->test_loss : NAN);
-        if (!m->base.test->n_classes)
-            jnum_add(model, "test_mae", last && fst == FP_OK ? last->test_mae : NAN);
-        cJSON_AddItemToObject(model, "rounds", fed_rounds_json(f, 1));
-        cJSON *boom = fst == FP_OK ? fed_loss_explosion_json(f, m->base.test->n_classes) : NULL;
-        if (boom)
-            cJSON_AddItemToObject(model, "loss_exploded", boom);
-        if (last)
-            cJSON_AddItemToObject(j, "privacy", privacy_record_json(&last->privacy));
-    }
-    if (fst == FP_EDIVERGED) {
-        status = CELL_DIVERGED;
-        snprintf(why, sizeof why, "training: %.480s", ferr.msg);
-        cJSON_AddNumberToObject(model, "diverged_round", f ? fed_rounds_done(f) : 0);
-    } else if (fst != FP_OK) {
-        status = CELL_FAILED;
-        snprintf(why, sizeof why, "training: %.480s", ferr.msg[0] ? ferr.msg : fp_status_name(fst));
-    }
-    // The attacks of a cell share trained targets (attacks/target.h): a membership
-    // target or shadow model trained for one attack is reused by the next. Reference
-    // models also go to DIR/reference-models/ (attacks/refcache.h), shared by every cell,
-    // shard and rerun that trains the same model.
-    // The cache keys targets by their options, not by the architecture, so attacks with
-    // a model of their own ("model" in the attack object) share only with the same model.
-    AttackCache **caches = calloc((size_t)(m->n_attacks ? m->n_attacks : 1), sizeof(AttackCache *));
-    cJSON *atk = cJSON_AddArrayToObject(j, "attacks");
-    // The reference cell's result (it ran first where this run holds it: matrix_run orders
-    // the cells so); one not on disk, or of another spec, is none (the attack then runs its
-    // own reference).
-    cJSON *reference = NULL;
-    if (matrix_cell_needs_reference(m, i)) {
-        const Cell *rcell = &m->cells[m->reference_cell];
-        char rpath[4096];
-        snprintf(rpath, sizeof rpath, "cells/%s.json", rcell->id);
-        if (store_cell_status(dir, rcell->id, rcell->hash, NULL, 0) != CELL_DONE ||
-            jv_load_beneath(dir, rpath, &reference, NULL, NULL) != FP_OK) {
-            cJSON_Delete(reference);
-            reference = NULL;
-        }
-    }
-    for (int k = 0; k < m->n_attacks; k++) {
-        if (fst != FP_OK) { // no trained setting to attack: say so, never a number
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddStringToObject(e, "name", m->attacks[k].ops->name);
-            cJSON_AddNumberToObject(e, "index", k);
-            cJSON_AddStringToObject(e, "headline", m->attacks[k].ops->headline ? m->attacks[k].ops->headline : "");
-            cJSON_AddBoolToObject(e, "higher_leaks", m->attacks[k].ops->headline_higher_leaks);
-            cJSON_AddStringToObject(e, "status", "skipped");
-            cJSON_AddNullToObject(e, "value");
-            cJSON_AddStringToObject(e, "message", "not run: the federation did not train");
-            cJSON_AddItemToArray(atk, e);
-            continue;
-        }
-        if (verbose)
-            fp_print_line(stderr, "matrix: %s: attack %s", c->label, m->attacks[k].ops->name);
-        int owner = k;
-        for (int o = 0; o < k && owner == k; o++)
-            if (same_model(m->attacks[o].model_json, m->attacks[k].model_json))
-                owner = o;
-        if (caches && !caches[owner])
-            caches[owner] = attack_cache_create();
-        AttackCache *cache = caches ? caches[owner] : NULL;
-        cJSON_AddItemToArray(atk, run_attack(m, c, k, &cex, cache, dir, reference, partial, verbose, &status, why,
-                                             sizeof why));
-    }
-    cJSON_Delete(reference);
-    for (int k = 0; caches && k < m->n_attacks; k++)
-        attack_cache_free(caches[k]);
-    free(caches);
-    cJSON *meta = cJSON_AddObjectToObject(j, "metadata");
-    FpError derr = {0};
-    if (experiment_describe(&cex, f, meta, &derr) != FP_OK && status == CELL_DONE) {
-        status = CELL_FAILED;
-        snprintf(why, sizeof why, "training: %.480s", derr.msg);
-    }
-    cJSON_DeleteItemFromObjectCaseSensitive(meta, "threads"); // a run setting, kept in "run"
-    fed_free(f);
-    model_free(cex.model);
-    out->seconds = fp_monotonic_seconds() - t0;
-    cell_json_finish(j, status, why, out->seconds, threads, retries);
-    FpStatus st = store_commit(dir, c->id, c->hash, partial, j, &out->kept_existing, err);
-    cJSON_Delete(j);
-    out->status = status;
-    // A message longer than the outcome's field is cut there (the cell's JSON keeps it whole).
-    snprintf(out->message, sizeof out->message, "%.*s", (int)sizeof out->message - 1, why);
-    if (st == FP_OK && out->kept_existing) // the result that stands is the other writer's
-        out->status = store_cell_status(dir, c->id, c->hash, out->message, sizeof out->message);
-    return st;
-}
-
-// A cell whose process died before writing its result: recorded as failed (unless
-// another writer finished it), and the dead process's work folder and claim removed.
-static FpStatus record_crash(Matrix *m, int i, const char *dir, const char *why, double seconds, int threads,
-                             FpError *err) {
-    Cell *c = &m->cells[i];
-    store_clean_leftovers(dir, 0);
-    cJSON *j = cell_json_begin(c);
-    cJSON_AddArrayToObject(j, "attacks");
-    cell_json_finish(j, CELL_FAILED, why, seconds, threads, attempt_retries(dir, c));
-    int kept;
-    FpStatus st = store_commit(dir, c->id, c->hash, NULL, j, &kept, err);
-    cJSON_Delete(j);
-    c->status = st == FP_OK && kept ? store_cell_status(dir, c->id, c->hash, c->message, sizeof c->message)
-                                    : CELL_FAILED;
-    if (!kept)
-        snprintf(c->message, sizeof c->message, "%s", why);
-    return st;
-}
-
-static void format_duration(double s, char *buf, size_t n) {
-    if (s < 60)
-        snprintf(buf, n, "%.0f s", s);
-    else if (s < 3600)
-        snprintf(buf, n, "%d min %02d s", (int)(s / 60), (int)fmod(s, 60));
-    else
-        snprintf(buf, n, "%d h %02d min", (int)(s / 3600), (int)fmod(s / 60, 60));
-}
-
-void matrix_progress_cell(MatrixProgress *p, const Cell *c, const char *dir, const char *where) {
-    p->finished++;
-    p->ran++;
-    p->remaining--;
-    p->run_seconds += c->seconds;
-    if (!p->out)
-        return;
-    char line[1024];
-    char seed[40] = "";
-    if (p->seeds > 1)
-        snprintf(seed, sizeof seed, " (seed %llu)", (unsigned long long)c->seed);
-    size_t k = (size_t)snprintf(line, sizeof line, "matrix: [%d/%d] %s%s: %s in %.1f s%s", p->finished, p->total,
-                                c->label, seed, cell_status_name(c->status), c->seconds, where ? where : "");
-    // The headline figures, read back from the cell file (it may come from a child).
-    char rel[200];
-    snprintf(rel, sizeof rel, "cells/%s.json", c->id);
-    cJSON *j = NULL;
-    if (c->status != CELL_FAILED && jv_load_beneath(dir, rel, &j, NULL, NULL) == FP_OK) {
-        const cJSON *acc = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(j, "model"),
-                                                            "test_accuracy");
-        if (cJSON_IsNumber(acc) && k < sizeof line)
-            k += (size_t)snprintf(line + k, sizeof line - k, ": accuracy %.4f", acc->valuedouble);
-        const cJSON *a;
-        cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(j, "attacks")) {
-            const cJSON *n = cJSON_GetObjectItemCaseSensitive(a, "name");
-            const cJSON *h = cJSON_GetObjectItemCaseSensitive(a, "headline");
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, "value");
-            const cJSON *s = cJSON_GetObjectItemCaseSensitive(a, "status");
-            if (k >= sizeof line || !cJSON_IsString(n) || !cJSON_IsString(h) || !cJSON_IsString(s))
-                continue;
-            if (cJSON_IsNumber(v))
-                k += (size_t)snprintf(line + k, sizeof line - k, ", %s %s %.4f", n->valuestring, h->valuestring,
-                                      v->valuedouble);
+// One cell after the other, here.
+static FpStatus run_serial(Matrix *m, const CellRunContext *rc, const int *todo, int n, FILE *progress,
+                           MatrixProgress *pr, int *ran, FpError *err) {
+    FpStatus st = FP_OK;
+    for (int t = 0; t < n && st == FP_OK; t++) {
+        Cell *c = &m->cells[todo[t]];
+        if (progress) {
+            if (m->n_seeds > 1)
+                fp_print_line(progress, "matrix: running %s (seed %llu)", c->label, (unsigned long long)c->seed);
             else
-                k += (size_t)snprintf(line + k, sizeof line - k, ", %s %s", n->valuestring, s->valuestring);
+                fp_print_line(progress, "matrix: running %s", c->label);
+            fflush(progress);
+        }
+        CellOutcome out;
+        st = matrix_cell_execute(m, todo[t], rc, &out, err);
+        if (st == FP_OK) {
+            c->status = out.status;
+            snprintf(c->message, sizeof c->message, "%s", out.message);
+            c->seconds = out.seconds;
+            st = cell_ended(m, rc->dir, c, pr, ran, err);
         }
     }
-    cJSON_Delete(j);
-    if (c->status != CELL_DONE && c->message[0] && k < sizeof line)
-        k += (size_t)snprintf(line + k, sizeof line - k, " (%s)", c->message);
-    if (p->remaining > 0 && k < sizeof line) {
-        int par = p->jobs < p->remaining ? p->jobs : p->remaining;
-        char eta[64];
-        format_duration(p->run_seconds / p->ran * p->remaining / par, eta, sizeof eta);
-        snprintf(line + k, sizeof line - k, "; ETA %s", eta);
-    }
-    fp_print_line(p->out, "%s", line); // labels and messages come from files: escaped
-    fflush(p->out);
+    return st;
 }
 
+// Cell i in a child process that dies with the parent; the child's pid, or -1.
+static pid_t fork_cell(Matrix *m, int i, const CellRunContext *rc, pid_t parent) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+        _exit(4);
+    FpError cerr = {0};
+    CellOutcome out;
+    FpStatus cst = matrix_cell_execute(m, i, rc, &out, &cerr);
+    if (cst != FP_OK)
+        fp_print_line(stderr, "fedpriv matrix: %s", cerr.msg);
+    fflush(NULL);
+    _exit(cst == FP_OK ? 0 : 3);
+}
+
+// Cell i's process ended with wstatus: the cell's status from its file, or, when it wrote
+// nothing usable, recorded as a crash.
+static FpStatus reap_cell(Matrix *m, int i, const CellRunContext *rc, int wstatus, double seconds, FpError *err) {
+    Cell *c = &m->cells[i];
+    c->seconds = seconds;
+    CellStatus fs = store_cell_status(rc->dir, c->id, c->hash, c->message, sizeof c->message);
+    if (fs != CELL_PENDING) {
+        c->status = fs;
+        return FP_OK;
+    }
+    char why[256];
+    if (WIFSIGNALED(wstatus))
+        snprintf(why, sizeof why, "the cell's process was killed by signal %d", WTERMSIG(wstatus));
+    else
+        snprintf(why, sizeof why, "the cell's process exited with status %d before writing its result",
+                 WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+    return matrix_cell_record_crash(m, i, rc->dir, why, seconds, rc->threads, err);
+}
+
+// Up to jobs cells at once, each in a forked process.
 static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo, int n, int jobs,
                            MatrixProgress *pr, int *ran, FpError *err) {
     typedef struct {
@@ -631,23 +132,10 @@ static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo,
             int s = 0;
             while (slots[s].pid)
                 s++;
-            fflush(NULL);
-            pid_t pid = fork();
+            pid_t pid = fork_cell(m, todo[next], rc, parent);
             if (pid < 0) {
                 st = fp_fail(err, FP_EIO, "cannot start a cell process: %s", strerror(errno));
                 break;
-            }
-            if (pid == 0) {
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (getppid() != parent)
-                    _exit(4);
-                FpError cerr = {0};
-                CellOutcome out;
-                FpStatus cst = matrix_cell_execute(m, todo[next], rc, &out, &cerr);
-                if (cst != FP_OK)
-                    fp_print_line(stderr, "fedpriv matrix: %s", cerr.msg);
-                fflush(NULL);
-                _exit(cst == FP_OK ? 0 : 3);
             }
             slots[s] = (Slot){.pid = pid, .cell = todo[next], .t0 = fp_monotonic_seconds()};
             running++;
@@ -669,25 +157,12 @@ static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo,
         if (s == jobs)
             continue; // not one of ours
         Cell *c = &m->cells[slots[s].cell];
-        c->seconds = fp_monotonic_seconds() - slots[s].t0;
-        CellStatus fs = store_cell_status(dir, c->id, c->hash, c->message, sizeof c->message);
-        if (fs == CELL_PENDING) { // it wrote nothing usable
-            char why[256];
-            if (WIFSIGNALED(wstatus))
-                snprintf(why, sizeof why, "the cell's process was killed by signal %d", WTERMSIG(wstatus));
-            else
-                snprintf(why, sizeof why, "the cell's process exited with status %d before writing its result",
-                         WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
-            FpStatus rs = record_crash(m, slots[s].cell, dir, why, c->seconds, rc->threads, err);
-            if (rs != FP_OK && st == FP_OK)
-                st = rs;
-        } else
-            c->status = fs;
+        FpStatus rs = reap_cell(m, slots[s].cell, rc, wstatus, fp_monotonic_seconds() - slots[s].t0, err);
+        if (rs != FP_OK && st == FP_OK)
+            st = rs;
         slots[s].pid = 0;
         running--;
-        ran[slots[s].cell] = 1;
-        matrix_progress_cell(pr, c, dir, "");
-        FpStatus ws = matrix_index_write(m, dir, 0, err);
+        FpStatus ws = cell_ended(m, dir, c, pr, ran, err);
         if (ws != FP_OK && st == FP_OK)
             st = ws;
     }
@@ -697,9 +172,9 @@ static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo,
 
 // ---- the folder's locks --------------------------------------------------------------
 // flock (an optimisation for one host; correctness never rests on it, runner/cell_store.h)
-// on DIR/.lock, opened through the one opener (core/files.h: never a link or a FIFO). A run of the whole matrix holds it
-// exclusively and writes "pid P on HOST since TIME" into it, so a second run says who
-// holds the folder instead of waiting without a word.
+// on DIR/.lock, opened through the one opener (core/files.h: never a link or a FIFO). A
+// run of the whole matrix holds it exclusively and writes "pid P on HOST since TIME" into
+// it, so a second run says who holds the folder instead of waiting without a word.
 
 // The holder's line, and whether it is a process of this host that is still alive.
 static void lock_holder(int fd, char *who, size_t n, int *alive) {
@@ -934,221 +409,291 @@ static int count_stale_cells(const Matrix *m, const char *dir, char *example, si
     return stale;
 }
 
+// ---- matrix_run's steps --------------------------------------------------------------
+
+static FpStatus check_run_options(const Matrix *m, const MatrixRunOptions *opt, FpError *err) {
+    int ranks = comm_size(opt->comm);
+    if (opt->jobs > 1 && m->base.backend->device != DEVICE_CPU)
+        return fp_fail(err, FP_EPARAM, "--jobs %d: parallel cells need the cpu device (a GPU runs one cell at a time)",
+                       opt->jobs);
+    if (opt->jobs > 1 && ranks > 1)
+        return fp_fail(err, FP_EPARAM, "--jobs %d under MPI: the %d ranks already run cells side by side (start more "
+                       "ranks instead)", opt->jobs, ranks);
+    if (opt->shard_count > 1 &&
+        (opt->shard_index < 0 || opt->shard_index >= opt->shard_count || opt->shard_count > SHARD_MAX))
+        return fp_fail(err, FP_EPARAM, "--shard %d/%d: no such shard", opt->shard_index + 1, opt->shard_count);
+    return FP_OK;
+}
+
+// The folder, made ready to write: its folders (every rank makes them, rank 0 first in
+// practice; mkdir is idempotent), its owner and locks (rank 0), no link where cells or
+// reference models go, and what dead writers on this host left removed. The folder's
+// matrix first (before the locks: a shard of another matrix is refused as such, not as
+// "already running"), then the locks.
+static FpStatus prepare_folder(const Matrix *m, const char *dir, const MatrixRunOptions *opt, int rank,
+                               int locks[2], FpError *err) {
+    int sharded = opt->shard_count > 1;
+    char path[4200];
+    FP_TRY(store_make_dirs(dir, err));
+    snprintf(path, sizeof path, "%s/cells", dir);
+    FP_TRY(store_make_dirs(path, err));
+    char matrix_name[4200];
+    matrix_owner_describe(m, matrix_name, sizeof matrix_name);
+    if (rank == 0) {
+        FP_TRY(matrix_owner_claim(m, dir, err));
+        FP_TRY(take_locks(dir, sharded, opt->shard_index, opt->shard_count, matrix_name, opt->progress, locks, err));
+    }
+    struct stat cst;
+    if (lstat(path, &cst) != 0 || !S_ISDIR(cst.st_mode))
+        return fp_fail(err, FP_EIO, "%s: not a folder (a symbolic link is not followed: cells are written only "
+                       "inside the run folder)", path);
+    char refs[4200];
+    snprintf(refs, sizeof refs, "%s/reference-models", dir);
+    FP_TRY(refcache_check_dir(refs, err));
+    FP_TRY(store_check_files(dir, err));
+    store_clean_leftovers(dir, rank == 0 && !sharded);
+    return FP_OK;
+}
+
+// Cell files in DIR/cells that are not cells of this matrix, said on the progress stream.
+static int note_stale_cells(const Matrix *m, const char *dir, FILE *progress) {
+    char example[300] = "";
+    int stale = count_stale_cells(m, dir, example, sizeof example);
+    if (stale && progress) {
+        fp_print_line(progress, "matrix: note: %s/cells holds %d cell file%s not of this matrix as it is now (e.g. "
+                      "%s: from before an edit of it, or of another fedpriv version); report and check read only this "
+                      "run's cells", dir, stale, stale == 1 ? "" : "s", example);
+        fflush(progress);
+    }
+    return stale;
+}
+
+// This run's share and what of it is left to run.
+typedef struct RunShare {
+    int *mine;      // per cell: 1 when this run's (the shard's cells, or all)
+    int *todo;      // the cells to run, n of them, in the order they run (order_cells)
+    int *ran;       // per cell: 1 when this run (this rank; rank 0: any rank) ran it
+    int n, n_mine, skipped, retrying;
+} RunShare;
+
+static void share_free(RunShare *s) {
+    free(s->mine);
+    free(s->todo);
+    free(s->ran);
+}
+
+// The shard's cells (the same on every rank and every host), or all; then each one's
+// status from disk: the settled ones are skipped, the others are to run.
+static FpStatus select_cells(Matrix *m, const char *dir, const MatrixRunOptions *opt, RunShare *s, FpError *err) {
+    size_t cells = (size_t)(m->n_cells ? m->n_cells : 1);
+    s->mine = calloc(cells, sizeof(int));
+    s->todo = malloc(sizeof(int) * cells);
+    s->ran = calloc(cells, sizeof(int));
+    uint64_t *costs = malloc(sizeof(uint64_t) * cells);
+    FpStatus st = s->mine && s->todo && s->ran && costs ? FP_OK : fp_fail(err, FP_ENOMEM, "out of memory");
+    if (st == FP_OK && opt->shard_count > 1) {
+        for (int i = 0; i < m->n_cells; i++)
+            costs[i] = m->cells[i].cost;
+        st = shard_assign(costs, m->n_cells, opt->shard_count, s->todo, err);
+        for (int i = 0; st == FP_OK && i < m->n_cells; i++)
+            s->mine[i] = s->todo[i] == opt->shard_index;
+    } else if (st == FP_OK)
+        for (int i = 0; i < m->n_cells; i++)
+            s->mine[i] = 1;
+    free(costs);
+    for (int i = 0; st == FP_OK && i < m->n_cells; i++) {
+        Cell *c = &m->cells[i];
+        c->message[0] = 0;
+        c->seconds = 0;
+        c->status = CELL_PENDING;
+        c->disk_mtime_ns = c->disk_size = -2; // unknown: read now
+        matrix_cell_refresh(c, dir);
+        if (!s->mine[i])
+            continue;
+        s->n_mine++;
+        if (matrix_cell_settled(c, opt->keep_diverged))
+            s->skipped++;
+        else {
+            s->retrying += c->status == CELL_DIVERGED;
+            s->todo[s->n++] = i;
+        }
+    }
+    return st;
+}
+
+// Moves, stably, the cells for which keep(m, i, seen) says 1 to the front of todo.
+static void hoist(const Matrix *m, int *todo, int n, int (*keep)(const Matrix *, int, unsigned char *),
+                  unsigned char *seen) {
+    int front = 0;
+    for (int t = 0; t < n; t++)
+        if (keep(m, todo[t], seen)) {
+            int i = todo[t];
+            memmove(todo + front + 1, todo + front, sizeof(int) * (size_t)(t - front));
+            todo[front++] = i;
+        }
+}
+static int first_of_its_kind(const Matrix *m, int i, unsigned char *seen) {
+    int k = m->cells[i].defense_index, first = !seen[k];
+    seen[k] = 1;
+    return first;
+}
+static int is_reference(const Matrix *m, int i, unsigned char *seen) { return i == m->reference_cell; }
+
+// The order the cells run in. Under MPI, largest estimated cost first (the hand-out's
+// tail is then short); else as listed. Then the first cell of each kind (defense
+// object) comes first, so that the ETA has measured every kind early
+// (runner/matrix_progress.h); and, outside MPI, the reference cell (no defense) before
+// all: the others read its attacks' results.
+static FpStatus order_cells(Matrix *m, RunShare *s, int ranks, FpError *err) {
+    size_t cells = (size_t)(m->n_cells ? m->n_cells : 1);
+    unsigned char *seen = calloc(cells, 1);
+    int *order = ranks > 1 ? malloc(sizeof(int) * cells) : NULL;
+    uint64_t *costs = ranks > 1 ? malloc(sizeof(uint64_t) * cells) : NULL;
+    if (!seen || (ranks > 1 && (!order || !costs))) {
+        free(seen);
+        free(order);
+        free(costs);
+        return fp_fail(err, FP_ENOMEM, "out of memory");
+    }
+    if (ranks > 1) {
+        for (int i = 0; i < m->n_cells; i++)
+            costs[i] = m->cells[i].cost;
+        shard_order_by_cost(costs, m->n_cells, order);
+        for (int t = 0; t < s->n; t++)
+            seen[s->todo[t]] = 1;
+        s->n = 0;
+        for (int t = 0; t < m->n_cells; t++)
+            if (seen[order[t]])
+                s->todo[s->n++] = order[t];
+        memset(seen, 0, cells);
+    }
+    hoist(m, s->todo, s->n, first_of_its_kind, seen);
+    if (ranks <= 1)
+        hoist(m, s->todo, s->n, is_reference, NULL);
+    free(seen);
+    free(order);
+    free(costs);
+    return FP_OK;
+}
+
+// The first lines: what runs, and how.
+static void print_plan(const Matrix *m, const MatrixRunOptions *opt, const RunShare *s, int threads, int ranks) {
+    FILE *f = opt->progress;
+    char attacks[512];
+    int n_attacks = matrix_attacks_configured(m, attacks, sizeof attacks);
+    char each[600];
+    snprintf(each, sizeof each, "%d attack%s each%s%s", n_attacks, n_attacks == 1 ? "" : "s", n_attacks ? ": " : "",
+             attacks);
+    if (opt->shard_count > 1) {
+        fp_print_line(f, "matrix: shard %d/%d: %d cells (%s), %d already finished, %d to run", opt->shard_index + 1,
+                      opt->shard_count, s->n_mine, each, s->skipped, s->n);
+        double part = 0, all = 0;
+        for (int i = 0; i < m->n_cells; i++) {
+            all += (double)m->cells[i].cost;
+            part += s->mine[i] ? (double)m->cells[i].cost : 0;
+        }
+        fprintf(f, "matrix: shard %d/%d holds %d of the %d cells, %.1f%% of the estimated work\n",
+                opt->shard_index + 1, opt->shard_count, s->n_mine, m->n_cells, all > 0 ? 100 * part / all : 0);
+    } else
+        fp_print_line(f, "matrix: %d cells (%d settings x %d seed%s, %s), %d already finished, %d to run", s->n_mine,
+                      m->n_settings, m->n_seeds, m->n_seeds == 1 ? "" : "s", each, s->skipped, s->n);
+    if (s->retrying)
+        fprintf(f, "matrix: %d of them diverged on an earlier run and %s retried once (--keep-diverged keeps "
+                "diverged cells as they are)\n", s->retrying, s->retrying == 1 ? "is" : "are");
+    if (opt->jobs > 1 && s->n > 0)
+        fprintf(f, "matrix: %d cells at a time, %d thread%s each\n", opt->jobs, threads, threads == 1 ? "" : "s");
+    if (ranks > 1)
+        fprintf(f, "matrix: %d MPI ranks, cells handed out from rank 0, largest first (after one of each kind)\n",
+                ranks);
+    fflush(f);
+}
+
+// The counts after the run, from the cells' files: a worker rank knows only its own cells.
+static MatrixSummary summarize(Matrix *m, const char *dir, const RunShare *s, int rank, int stale) {
+    MatrixSummary sum = {.cells = m->n_cells, .mine = s->n_mine, .skipped = s->skipped, .stale = stale};
+    for (int i = 0; i < m->n_cells; i++) {
+        if (rank == 0 || s->ran[i])
+            matrix_cell_refresh(&m->cells[i], dir);
+        CellStatus cs = m->cells[i].status;
+        sum.matrix_finished += cs == CELL_DONE || cs == CELL_DIVERGED;
+        if (!s->mine[i] || (rank > 0 && !s->ran[i]))
+            continue;
+        switch (cs) {
+        case CELL_DONE: sum.done++; break;
+        case CELL_DIVERGED: sum.diverged++; break;
+        case CELL_FAILED: sum.failed++; break;
+        default: sum.pending++; break;
+        }
+    }
+    return sum;
+}
+
 FpStatus matrix_run(Matrix *m, const char *dir, const MatrixRunOptions *opt_in, MatrixSummary *sum, FpError *err) {
     MatrixRunOptions opt = opt_in ? *opt_in : (MatrixRunOptions){.jobs = 1};
     if (opt.jobs < 1)
         opt.jobs = 1;
-    int sharded = opt.shard_count > 1;
+    FP_TRY(check_run_options(m, &opt, err));
     int ranks = comm_size(opt.comm), rank = comm_rank(opt.comm);
-    if (opt.jobs > 1 && m->base.backend->device != DEVICE_CPU)
-        return fp_fail(err, FP_EPARAM, "--jobs %d: parallel cells need the cpu device (a GPU runs one cell at a time)",
-                       opt.jobs);
-    if (opt.jobs > 1 && ranks > 1)
-        return fp_fail(err, FP_EPARAM, "--jobs %d under MPI: the %d ranks already run cells side by side (start more "
-                       "ranks instead)", opt.jobs, ranks);
-    if (sharded && (opt.shard_index < 0 || opt.shard_index >= opt.shard_count || opt.shard_count > SHARD_MAX))
-        return fp_fail(err, FP_EPARAM, "--shard %d/%d: no such shard", opt.shard_index + 1, opt.shard_count);
+    FILE *cell_progress = opt.progress; // every rank's long cells say how far they are
     if (rank > 0)
         opt.progress = NULL; // rank 0 speaks for the job
     double t_start = fp_monotonic_seconds();
-    char path[4200];
-    // Every rank makes the folders (rank 0 first in practice; mkdir is idempotent) and
-    // removes what dead writers on its own host left.
-    FpStatus st = store_make_dirs(dir, err);
-    snprintf(path, sizeof path, "%s/cells", dir);
-    if (st == FP_OK)
-        st = store_make_dirs(path, err);
-    // The folder's matrix first (before the locks: a shard of another matrix is refused as
-    // such, not as "already running"), then the locks.
-    char matrix_name[4200];
-    matrix_owner_describe(m, matrix_name, sizeof matrix_name);
+    int locks[2] = {-1, -1}, stale = 0;
+    RunShare share = {0};
+    FpStatus st = prepare_folder(m, dir, &opt, rank, locks, err);
     if (st == FP_OK && rank == 0)
-        st = matrix_owner_claim(m, dir, err);
-    int locks[2] = {-1, -1};
+        stale = note_stale_cells(m, dir, opt.progress);
+    if (st == FP_OK)
+        st = select_cells(m, dir, &opt, &share, err);
+    if (st == FP_OK)
+        st = order_cells(m, &share, ranks, err);
     if (st == FP_OK && rank == 0)
-        st = take_locks(dir, sharded, opt.shard_index, opt.shard_count, matrix_name, opt.progress, locks, err);
-    // The cells folder must be a folder inside DIR, not a link to somewhere else.
-    struct stat cst;
-    if (st == FP_OK && (lstat(path, &cst) != 0 || !S_ISDIR(cst.st_mode)))
-        st = fp_fail(err, FP_EIO, "%s: not a folder (a symbolic link is not followed: cells are written only "
-                     "inside the run folder)", path);
-    // Nor is the reference-model cache, and no cell file is a link or a FIFO.
-    if (st == FP_OK) {
-        char refs[4200];
-        snprintf(refs, sizeof refs, "%s/reference-models", dir);
-        st = refcache_check_dir(refs, err);
-    }
-    if (st == FP_OK)
-        st = store_check_files(dir, err);
-    if (st == FP_OK)
-        store_clean_leftovers(dir, rank == 0 && !sharded);
-    int stale = 0;
-    if (st == FP_OK && rank == 0) {
-        char stale_example[300] = "";
-        stale = count_stale_cells(m, dir, stale_example, sizeof stale_example);
-        if (stale && opt.progress) {
-            fp_print_line(opt.progress, "matrix: note: %s/cells holds %d cell file%s not of this matrix as it is "
-                          "now (e.g. %s: from before an edit of it, or of another fedpriv version); report and check "
-                          "read only this run's cells", dir, stale, stale == 1 ? "" : "s", stale_example);
-            fflush(opt.progress);
-        }
-    }
-    // This run's share: the shard's cells (the same on every rank and every host), or all.
-    int *mine = calloc((size_t)(m->n_cells ? m->n_cells : 1), sizeof(int));
-    int *todo = malloc(sizeof(int) * (size_t)(m->n_cells ? m->n_cells : 1));
-    int *ran = calloc((size_t)(m->n_cells ? m->n_cells : 1), sizeof(int));
-    uint64_t *costs = malloc(sizeof(uint64_t) * (size_t)(m->n_cells ? m->n_cells : 1));
-    if (st == FP_OK && (!mine || !todo || !ran || !costs))
-        st = fp_fail(err, FP_ENOMEM, "out of memory");
-    if (st == FP_OK) {
-        for (int i = 0; i < m->n_cells; i++)
-            costs[i] = m->cells[i].cost;
-        if (sharded) {
-            st = shard_assign(costs, m->n_cells, opt.shard_count, todo, err);
-            for (int i = 0; st == FP_OK && i < m->n_cells; i++)
-                mine[i] = todo[i] == opt.shard_index;
-        } else
-            for (int i = 0; i < m->n_cells; i++)
-                mine[i] = 1;
-    }
-    int n = 0, skipped = 0, n_mine = 0, retrying = 0;
-    if (st == FP_OK) {
-        for (int i = 0; i < m->n_cells; i++) {
-            Cell *c = &m->cells[i];
-            c->message[0] = 0;
-            c->seconds = 0;
-            c->status = CELL_PENDING;
-            c->disk_mtime_ns = c->disk_size = -2; // unknown: read now
-            refresh_status(c, dir);
-            if (!mine[i])
-                continue;
-            n_mine++;
-            if (cell_settled(c, opt.keep_diverged))
-                skipped++;
-            else {
-                retrying += c->status == CELL_DIVERGED;
-                todo[n++] = i;
-            }
-        }
-        // The reference cell (no defense) runs first: the others read its attacks' results.
-        for (int t = 1; t < n; t++)
-            if (todo[t] == m->reference_cell) {
-                memmove(todo + 1, todo, sizeof(int) * (size_t)t);
-                todo[0] = m->reference_cell;
-            }
-        if (rank == 0)
-            st = matrix_index_write(m, dir, 1, err);
-    }
+        st = matrix_index_write(m, dir, 1, err);
     int prepared = st == FP_OK; // the folder is ours to write
+    if (!prepared)
+        share.n = 0;
     int threads = m->base.threads;
     if (opt.jobs > 1)
         threads = threads / opt.jobs > 0 ? threads / opt.jobs : 1;
-    int par = ranks > 1 ? ranks : opt.jobs;
-    MatrixProgress pr = {.out = opt.progress, .total = n_mine, .finished = skipped, .jobs = par, .remaining = n,
-                         .seeds = m->n_seeds};
-    if (st == FP_OK && opt.progress) {
-        char share[64] = "";
-        if (sharded)
-            snprintf(share, sizeof share, "shard %d/%d: ", opt.shard_index + 1, opt.shard_count);
-        if (sharded)
-            fprintf(opt.progress, "matrix: %s%d cells (%d attacks each), %d already finished, %d to run\n", share,
-                    n_mine, m->n_attacks, skipped, n);
-        else
-            fprintf(opt.progress, "matrix: %d cells (%d settings x %d seed%s, %d attacks each), %d already finished, "
-                    "%d to run\n", n_mine, m->n_settings, m->n_seeds, m->n_seeds == 1 ? "" : "s", m->n_attacks, skipped,
-                    n);
-        if (sharded) {
-            double part = 0, all = 0;
-            for (int i = 0; i < m->n_cells; i++) {
-                all += (double)m->cells[i].cost;
-                part += mine[i] ? (double)m->cells[i].cost : 0;
-            }
-            fprintf(opt.progress, "matrix: shard %d/%d holds %d of the %d cells, %.1f%% of the estimated work\n",
-                    opt.shard_index + 1, opt.shard_count, n_mine, m->n_cells, all > 0 ? 100 * part / all : 0);
-        }
-        if (retrying)
-            fprintf(opt.progress, "matrix: %d of them diverged on an earlier run and %s retried once "
-                    "(--keep-diverged keeps diverged cells as they are)\n", retrying, retrying == 1 ? "is" : "are");
-        if (opt.jobs > 1 && n > 0)
-            fprintf(opt.progress, "matrix: %d cells at a time, %d thread%s each\n", opt.jobs, threads,
-                    threads == 1 ? "" : "s");
-        if (ranks > 1)
-            fprintf(opt.progress, "matrix: %d MPI ranks, cells handed out from rank 0, largest first\n", ranks);
-        fflush(opt.progress);
-    }
+    MatrixProgress pr;
+    FpStatus ps = matrix_progress_init(&pr, m, opt.progress, share.n_mine, share.skipped, share.todo, share.n,
+                                       ranks > 1 ? ranks : opt.jobs, st == FP_OK ? err : NULL);
+    if (st == FP_OK)
+        st = ps;
+    if (st == FP_OK && opt.progress)
+        print_plan(m, &opt, &share, threads, ranks);
     cJSON *who = claim_who(&opt);
-    CellRunContext rc = {.dir = dir, .threads = threads, .verbose = opt.verbose, .who = who};
-    if (ranks > 1) {
-        // The cells to run, largest first. Every rank takes part in the hand-out even
-        // after an error here (rank 0 then tells the others to stop): a rank that left
-        // early would leave the others waiting.
-        int *order = st == FP_OK ? fp_malloc(sizeof(int) * (size_t)(m->n_cells ? m->n_cells : 1), err) : NULL;
-        if (st == FP_OK && !order)
-            st = FP_ENOMEM;
-        n = 0;
-        if (order) {
-            shard_order_by_cost(costs, m->n_cells, order);
-            for (int t = 0; t < m->n_cells; t++) {
-                if (mine[order[t]] && !cell_settled(&m->cells[order[t]], opt.keep_diverged))
-                    todo[n++] = order[t];
-            }
-            free(order);
-        }
-        st = matrix_run_ranks(m, opt.comm, &rc, todo, n, st, &pr, ran, err);
-    } else if (st == FP_OK && opt.jobs > 1 && n > 1)
-        st = run_forked(m, &rc, todo, n, opt.jobs, &pr, ran, err);
-    else
-        for (int t = 0; t < n && st == FP_OK; t++) {
-            Cell *c = &m->cells[todo[t]];
-            if (opt.progress) {
-                if (m->n_seeds > 1)
-                    fp_print_line(opt.progress, "matrix: running %s (seed %llu)", c->label, (unsigned long long)c->seed);
-                else
-                    fp_print_line(opt.progress, "matrix: running %s", c->label);
-                fflush(opt.progress);
-            }
-            CellOutcome out;
-            st = matrix_cell_execute(m, todo[t], &rc, &out, err);
-            if (st == FP_OK) {
-                c->status = out.status;
-                snprintf(c->message, sizeof c->message, "%s", out.message);
-                c->seconds = out.seconds;
-                ran[todo[t]] = 1;
-                matrix_progress_cell(&pr, c, dir, "");
-                st = matrix_index_write(m, dir, 0, err);
-            }
-        }
+    CellRunContext rc = {.dir = dir, .threads = threads, .verbose = opt.verbose, .progress = cell_progress,
+                         .progress_seconds = opt.cell_progress_seconds > 0 ? opt.cell_progress_seconds
+                                                                           : MATRIX_CELL_PROGRESS_SECONDS,
+                         .who = who};
+    if (ranks > 1) // every rank takes part even after an error here (rank 0 then tells the others to stop): a
+                   // rank that left early would leave the others waiting
+        st = matrix_run_ranks(m, opt.comm, &rc, share.todo, share.n, st, &pr, share.ran, err);
+    else if (st == FP_OK && opt.jobs > 1 && share.n > 1)
+        st = run_forked(m, &rc, share.todo, share.n, opt.jobs, &pr, share.ran, err);
+    else if (st == FP_OK)
+        st = run_serial(m, &rc, share.todo, share.n, opt.progress, &pr, share.ran, err);
     cJSON_Delete(who);
-    MatrixSummary s = {.cells = m->n_cells, .mine = n_mine, .skipped = skipped, .stale = stale, .seconds = fp_monotonic_seconds() - t_start};
-    for (int i = 0; prepared && i < m->n_cells; i++) {
-        if (rank == 0 || ran[i]) // a worker rank knows only its own cells
-            refresh_status(&m->cells[i], dir);
-        CellStatus cs = m->cells[i].status;
-        s.matrix_finished += cs == CELL_DONE || cs == CELL_DIVERGED;
-        if (!mine[i] || (rank > 0 && !ran[i]))
-            continue;
-        switch (cs) {
-        case CELL_DONE: s.done++; break;
-        case CELL_DIVERGED: s.diverged++; break;
-        case CELL_FAILED: s.failed++; break;
-        default: s.pending++; break;
-        }
-    }
+    matrix_progress_free(&pr);
+    if (prepared) {
+        MatrixSummary s = summarize(m, dir, &share, rank, stale);
+        s.seconds = fp_monotonic_seconds() - t_start;
+        if (sum)
+            *sum = s;
+    } else if (sum)
+        *sum = (MatrixSummary){.cells = m->n_cells, .mine = share.n_mine, .skipped = share.skipped, .stale = stale,
+                               .seconds = fp_monotonic_seconds() - t_start};
     if (rank == 0 && prepared) {
         FpError ierr = {0};
-        FpStatus is = index_write_final(m, dir, &ierr); // the last look: what every writer finished
+        FpStatus is = matrix_index_write_final(m, dir, &ierr); // the last look: what every writer finished
         if (st == FP_OK && is != FP_OK) {
             st = is;
             if (err)
                 *err = ierr;
         }
     }
-    if (sum)
-        *sum = s;
-    free(mine);
-    free(todo);
-    free(ran);
-    free(costs);
+    share_free(&share);
     release_locks(locks);
     return st;
 }
