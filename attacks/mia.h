@@ -92,7 +92,9 @@ typedef struct MiaTarget {
     MiaSizes sz;
     int n_classes;
     uint32_t *perm;              // the permuted training set (n_data indices) all pieces point into
-    const uint32_t *train_idx;   // client data (n_train); client k owns [k·m, (k+1)·m)
+    const uint32_t *train_idx;   // client data (n_train); client k owns [bounds[k], bounds[k+1])
+    int *bounds;                 // clients + 1: the pieces of train_idx (mia_split on the run's seed)
+    char partition[16];          // federation.partition as the engine names it
     uint32_t *eval_idx;          // 2M: members then non-members
     const uint32_t *adv_in;      // adversary's piece (m), or NULL
     const uint32_t *adv_out;     // adversary's D_test (m), or NULL
@@ -142,9 +144,26 @@ typedef struct MiaTarget {
 // A 64-bit seed (below 2^53, exact in JSON) for a derived model: shadow j, an attack model.
 uint64_t mia_derived_seed(uint64_t seed, RngPurpose purpose, uint32_t round, uint32_t client);
 
-// The member range [*first, *first + count) of a model trained on n samples split in
-// `clients` pieces: the target client's piece, or all of them.
-int mia_member_range(const MiaTargetConfig *cfg, int clients, int n, int *first);
+// The clients' pieces of a training list. Every target, shadow and reference model
+// trains on a list of n samples cut into federation.clients pieces: client k owns
+// positions [bounds[k], bounds[k+1]) (bounds has clients + 1 entries, bounds[0] = 0,
+// bounds[clients] = n). mia_split makes them as the engine partitions its data
+// (fl/fed.c, datasets/partition.c), on the labels of the list and the model's seed (the
+// RNG_PARTITION stream the engine draws for that seed), and reorders the list in place so
+// that each piece is contiguous:
+//   "iid"        the list is already in random order: equal contiguous pieces k·n/K, the
+//                list unchanged (no draw);
+//   "dirichlet"  partition_dirichlet(labels, n, classes, K, federation.alpha);
+//   "shards"     partition_shards(labels, n, K, federation.shards_per_client);
+//   "natural"    FP_EPARAM: only power-load brings a natural split, and it is no
+//                classification dataset.
+// A partitioner's refusal (too few samples) comes back naming federation.partition.
+FpStatus mia_split(const Experiment *ex, uint32_t *idx, int n, uint64_t seed, int *bounds, FpError *err);
+
+// The member range [*first, *first + count) of a model trained on n samples whose pieces
+// are bounds (NULL: equal pieces k·n/clients, the IID split): the target client's piece,
+// or all of them.
+int mia_member_range(const MiaTargetConfig *cfg, const int *bounds, int clients, int n, int *first);
 
 // A request to record the global model's confidence series (CS-MIA): after each round,
 // p_y and Mentr of samples idx (n of them) into py and mentr (rounds × n each, the
@@ -156,15 +175,17 @@ typedef struct MiaSeries {
 } MiaSeries;
 
 // Trains a model of the experiment's architecture on idx[0..n) as cfg says, by fl/
-// (fed_run with the plan's pieces as the partition, or local_train for the central
-// target). fresh: a new initialisation from seed (shadow and reference models); else the
-// experiment's initial model (the target). series: optional confidence-series recording
+// (fed_run with the pieces idx[bounds[k], bounds[k+1]) as the partition, bounds NULL:
+// equal pieces, or local_train for the central target). fresh: a new initialisation
+// from seed (shadow and reference models); else the experiment's initial model (the
+// target). series: optional confidence-series recording
 // (global target; NULL: none). *round_out: the client target's round. *defense_out (when
 // not NULL): the defense's resolved parameters and the privacy spent. participations
 // (when not NULL, federated): the rounds each client took part in.
-FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n, uint64_t seed,
-                         int fresh, const Dataset *test, int quiet, int threads, const MiaSeries *series,
-                         Model **out, int *round_out, cJSON **defense_out, int *participations, FpError *err);
+FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n,
+                         const int *bounds, uint64_t seed, int fresh, const Dataset *test, int quiet, int threads,
+                         const MiaSeries *series, Model **out, int *round_out, cJSON **defense_out,
+                         int *participations, FpError *err);
 
 // ---------------------------------------------------------------------------------
 // Features and the attack model (attacks/mia_features.c)

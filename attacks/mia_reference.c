@@ -88,10 +88,13 @@ static char *procedure_text(const AttackEnv *env, const MiaTarget *t) {
 }
 
 // One model's identity: the procedure, its training list (order included: it decides
-// the clients' pieces) by indices and content, and its seed.
-static char *reference_identity(const MiaTarget *t, const Dataset *d, const uint32_t *idx, int n, uint64_t seed,
-                                int views, int shift) {
+// the clients' pieces) by indices and content, its pieces when they are not the IID
+// split's equal ones, and its seed.
+static char *reference_identity(const MiaTarget *t, const Dataset *d, const uint32_t *idx, int n, const int *bounds,
+                                int clients, uint64_t seed, int views, int shift) {
     uint64_t hi = refcache_hash(REFCACHE_HASH_START, idx, sizeof(uint32_t) * (size_t)n), hc = REFCACHE_HASH_START;
+    if (bounds && t->cfg.kind != MIA_TARGET_CENTRAL && strcmp(t->partition, "iid") != 0) // IID: the key it always had
+        hi = refcache_hash(hi, bounds, sizeof(int) * ((size_t)clients + 1));
     for (int i = 0; i < n; i++) {
         uint64_t c = sample_content(d, idx[i]);
         hc = refcache_hash(hc, &c, sizeof c);
@@ -113,6 +116,7 @@ static char *reference_identity(const MiaTarget *t, const Dataset *d, const uint
 typedef struct RefRequest {
     const uint32_t *train;        // training list
     int n_train;
+    const int *bounds;            // its clients' pieces (mia_split; NULL: equal pieces)
     uint64_t seed;
     const uint32_t *query;        // samples to score
     const uint64_t *content;      // their content hashes
@@ -127,7 +131,7 @@ typedef struct RefRequest {
 
 // A client that the server never sampled (or whose self-sampling kept it out of every
 // round) trained on nothing: its piece of the training list is OUT for this model
-// (client k holds positions [k·n/K, (k+1)·n/K), as mia_train_model splits it).
+// (client k holds positions [bounds[k], bounds[k+1]), as mia_train_model splits it).
 static FpStatus drop_untrained(int n_data, RefRequest *rq, int K, const int *took_part, FpError *err) {
     int idle = 0;
     for (int k = 0; k < K; k++)
@@ -139,7 +143,8 @@ static FpStatus drop_untrained(int n_data, RefRequest *rq, int K, const int *too
         return fp_fail(err, FP_ENOMEM, "out of memory");
     for (int k = 0; k < K; k++)
         if (!took_part[k])
-            for (long long i = (long long)k * rq->n_train / K; i < (long long)(k + 1) * rq->n_train / K; i++)
+            for (long long i = rq->bounds ? rq->bounds[k] : (long long)k * rq->n_train / K;
+                 i < (rq->bounds ? rq->bounds[k + 1] : (long long)(k + 1) * rq->n_train / K); i++)
                 untrained[rq->train[i]] = 1;
     for (int q = 0; q < rq->n_query; q++)
         if (untrained[rq->query[q]])
@@ -155,7 +160,8 @@ static FpStatus reference_obtain(const AttackEnv *env, const MiaTarget *t, RefRe
     char *id = NULL;
     rq->loaded = 0;
     if (env->reference_dir && t->procedure) {
-        id = reference_identity(t, ex->train, rq->train, rq->n_train, rq->seed, V, V > 1 ? rq->shift : 0);
+        id = reference_identity(t, ex->train, rq->train, rq->n_train, rq->bounds, ex->fed.clients, rq->seed, V,
+                                V > 1 ? rq->shift : 0);
         if (!id)
             return fp_fail(err, FP_ENOMEM, "out of memory");
         FpError lerr = {0};
@@ -182,8 +188,8 @@ static FpStatus reference_obtain(const AttackEnv *env, const MiaTarget *t, RefRe
     int K = ex->fed.clients, *took_part = t->cfg.kind == MIA_TARGET_CENTRAL ? NULL : calloc((size_t)K, sizeof(int));
     FpStatus st = t->cfg.kind != MIA_TARGET_CENTRAL && !took_part ? fp_fail(err, FP_ENOMEM, "out of memory") : FP_OK;
     if (st == FP_OK)
-        st = mia_train_model(env, &t->cfg, rq->train, rq->n_train, rq->seed, 1, t->shadow_test, 1, threads, NULL, &m,
-                             NULL, NULL, took_part, err);
+        st = mia_train_model(env, &t->cfg, rq->train, rq->n_train, rq->bounds, rq->seed, 1, t->shadow_test, 1, threads,
+                             NULL, &m, NULL, NULL, took_part, err);
     if (st == FP_OK && took_part && rq->member)
         st = drop_untrained(ex->train->n, rq, K, took_part, err);
     free(took_part);
@@ -292,30 +298,49 @@ FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, 
     if (t->shadow_size == shadow_size)
         return FP_OK;
     Experiment *ex = env->ex;
-    int C = t->n_classes, first;
-    int members = mia_member_range(&t->cfg, t->sz.clients, shadow_size, &first);
-    if (shadow_size + members > t->sz.pool)
-        return fp_fail(err, FP_EPARAM, "%s.shadow_size: %d + %d shadow samples exceed the pool of %d", env->path,
-                       shadow_size, members, t->sz.pool);
+    int C = t->n_classes, first, K = t->sz.clients;
+    uint64_t seed = mia_derived_seed(ex->seed, RNG_SHADOW, 0, 0);
+    // shadow-in = pool[0, S), split among the clients as the engine partitions: trained on;
+    // its member set, then as many shadow-out = pool[S, S + members).
+    uint32_t *train = fp_malloc(sizeof(uint32_t) * (size_t)shadow_size, err);
+    int *bounds = fp_malloc(sizeof(int) * ((size_t)K + 1), err);
+    if (!train || !bounds) {
+        free(train);
+        free(bounds);
+        return FP_ENOMEM;
+    }
+    memcpy(train, t->pool_idx, sizeof(uint32_t) * (size_t)shadow_size);
+    FpStatus st = t->cfg.kind == MIA_TARGET_CENTRAL ? FP_OK : mia_split(ex, train, shadow_size, seed, bounds, err);
+    int members = mia_member_range(&t->cfg, t->cfg.kind == MIA_TARGET_CENTRAL ? NULL : bounds, K, shadow_size, &first);
+    if (st == FP_OK && shadow_size + members > t->sz.pool)
+        st = fp_fail(err, FP_EPARAM, "%s.shadow_size: %d + %d shadow samples exceed the pool of %d", env->path,
+                     shadow_size, members, t->sz.pool);
     free(t->shadow_idx);
     free(t->shadow_logits);
     t->shadow_size = 0;
-    t->shadow_idx = fp_malloc(sizeof(uint32_t) * 2 * (size_t)members, err);
-    t->shadow_logits = fp_malloc(sizeof(float) * 2 * (size_t)members * C, err);
-    uint64_t *content = fp_malloc(sizeof(uint64_t) * 2 * (size_t)members, err);
-    if (!t->shadow_idx || !t->shadow_logits || !content) {
+    t->shadow_idx = st == FP_OK ? fp_malloc(sizeof(uint32_t) * 2 * (size_t)members, err) : NULL;
+    t->shadow_logits = st == FP_OK ? fp_malloc(sizeof(float) * 2 * (size_t)members * C, err) : NULL;
+    uint64_t *content = st == FP_OK ? fp_malloc(sizeof(uint64_t) * 2 * (size_t)members, err) : NULL;
+    if (st == FP_OK && (!t->shadow_idx || !t->shadow_logits || !content))
+        st = FP_ENOMEM;
+    if (st != FP_OK) {
         free(content);
-        return FP_ENOMEM;
+        free(train);
+        free(bounds);
+        return st;
     }
-    // shadow-in = pool[0, S): trained on; its member set, then as many shadow-out = pool[S, S + members).
-    memcpy(t->shadow_idx, t->pool_idx + first, sizeof(uint32_t) * (size_t)members);
+    memcpy(t->shadow_idx, train + first, sizeof(uint32_t) * (size_t)members);
     memcpy(t->shadow_idx + members, t->pool_idx + shadow_size, sizeof(uint32_t) * (size_t)members);
     content_of(ex->train, t->shadow_idx, 2 * members, content);
     double t0 = fp_monotonic_seconds();
-    RefRequest rq = {.train = t->pool_idx, .n_train = shadow_size, .seed = mia_derived_seed(ex->seed, RNG_SHADOW, 0, 0),
-                     .query = t->shadow_idx, .content = content, .n_query = 2 * members, .logits = t->shadow_logits};
-    FpStatus st = reference_obtain(env, t, &rq, ex->threads, err);
+    RefRequest rq = {.train = train, .n_train = shadow_size,
+                     .bounds = t->cfg.kind == MIA_TARGET_CENTRAL ? NULL : bounds,
+                     .seed = seed, .query = t->shadow_idx, .content = content, .n_query = 2 * members,
+                     .logits = t->shadow_logits};
+    st = reference_obtain(env, t, &rq, ex->threads, err);
     free(content);
+    free(train);
+    free(bounds);
     FP_TRY(st);
     t->shadow_test_accuracy = rq.test_accuracy;
     t->shadow_loaded = rq.loaded;
@@ -334,7 +359,12 @@ FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, 
 
 FpStatus mia_online_check(const AttackEnv *env, const MiaTargetConfig *cfg, const MiaSizes *sz, int n_models,
                           int shadow_size, FpError *err) {
-    int first, mm = mia_member_range(cfg, sz->clients, shadow_size, &first);
+    int first, mm = mia_member_range(cfg, NULL, sz->clients, shadow_size, &first);
+    if (cfg->kind == MIA_TARGET_CLIENT && env->ex->fed.partition != PARTITION_IID)
+        return fp_fail(err, FP_EPARAM, "%s.variant: the online reference models of a client target put each "
+                       "candidate in the client's piece, which a label-skewed partition (federation.partition "
+                       "\"%s\") decides itself: use \"variant\": \"offline\" or \"target\": "
+                       "\"global\"", env->path, env->ex->fed.partition == PARTITION_DIRICHLET ? "dirichlet" : "shards");
     if (n_models % 2)
         return fp_fail(err, FP_EPARAM, "%s.shadow_models: the online variant pairs its reference models (each "
                        "candidate IN for exactly half of them): %d is odd", env->path, n_models);
@@ -353,16 +383,20 @@ typedef struct {
     uint32_t *pool;       // sz.pool
     uint32_t *cands;      // 2M
     uint32_t *train;      // shadow_size
+    int *bounds;          // clients + 1: the pieces of train (mia_split)
     unsigned char *mark;  // n_data, zero between models
     float *scratch;       // n_query × C (the logits before they are copied into the set)
 } RefScratch;
 
-// Model j's training list, seed and what it is to each query (attacks/target.h).
-static uint64_t reference_plan(const AttackEnv *env, const MiaTarget *t, MiaRefKind kind, int j, int S, RefScratch *w,
-                               unsigned char *member) {
+// Model j's training list (split among the clients as the engine partitions, into
+// w->train and w->bounds), seed and what it is to each query (attacks/target.h). The
+// online plan puts the candidates in the member range of equal pieces: all of the list
+// (global target) or, IID only (mia_online_check), the client's piece.
+static FpStatus reference_plan(const AttackEnv *env, const MiaTarget *t, MiaRefKind kind, int j, int S, RefScratch *w,
+                               unsigned char *member, uint64_t *seed_out, FpError *err) {
     const Experiment *ex = env->ex;
-    int P = t->sz.pool, M = t->sz.members, first = 0;
-    int mm = mia_member_range(&t->cfg, t->sz.clients, S, &first);
+    int P = t->sz.pool, M = t->sz.members, first = 0, K = t->sz.clients;
+    int mm = mia_member_range(&t->cfg, NULL, K, S, &first);
     memcpy(w->pool, t->pool_idx, sizeof(uint32_t) * (size_t)P);
     uint64_t seed;
     if (kind == MIA_REF_OFFLINE) {
@@ -392,13 +426,20 @@ static uint64_t reference_plan(const AttackEnv *env, const MiaTarget *t, MiaRefK
                 w->train[i] = rest[r++];
         seed = mia_derived_seed(ex->seed, RNG_SHADOW, 3, (uint32_t)j);
     }
+    if (t->cfg.kind == MIA_TARGET_CENTRAL)
+        for (int k = 0; k <= K; k++)
+            w->bounds[k] = (int)((long long)k * S / K);
+    else
+        FP_TRY(mia_split(ex, w->train, S, seed, w->bounds, err));
+    mm = mia_member_range(&t->cfg, t->cfg.kind == MIA_TARGET_CENTRAL ? NULL : w->bounds, K, S, &first);
     for (int i = 0; i < S; i++)
         w->mark[w->train[i]] = i >= first && i < first + mm ? MIA_Q_IN : MIA_Q_OTHER;
     for (int q = 0; q < t->n_query; q++)
         member[q] = w->mark[t->query_idx[q]];
     for (int i = 0; i < S; i++)
         w->mark[w->train[i]] = 0;
-    return seed;
+    *seed_out = seed;
+    return FP_OK;
 }
 
 // Reference models done of those to train, shared by the workers: a line at most every
@@ -424,8 +465,11 @@ static FpStatus reference_model(RefJob *jb, int j, RefScratch *w) {
     MiaRefSet *rs = &t->refs[jb->kind];
     size_t row = (size_t)j * t->n_query;
     double t0 = fp_monotonic_seconds();
-    uint64_t seed = reference_plan(jb->env, t, jb->kind, j, rs->size, w, rs->member + row);
-    RefRequest rq = {.train = w->train, .n_train = rs->size, .seed = seed, .query = t->query_idx,
+    uint64_t seed = 0;
+    FP_TRY(reference_plan(jb->env, t, jb->kind, j, rs->size, w, rs->member + row, &seed, &jb->err));
+    RefRequest rq = {.train = w->train, .n_train = rs->size,
+                     .bounds = t->cfg.kind == MIA_TARGET_CENTRAL ? NULL : w->bounds,
+                     .seed = seed, .query = t->query_idx,
                      .content = t->query_content, .n_query = t->n_query, .member = rs->member + row,
                      .views = rs->views, .shift = t->view_shift,
                      .logits = rs->logits + row * rs->views * t->n_classes};
@@ -449,14 +493,16 @@ static void *reference_worker(void *arg) {
     w.pool = malloc(sizeof(uint32_t) * (size_t)(t->sz.pool ? t->sz.pool : 1));
     w.cands = malloc(sizeof(uint32_t) * 2 * (size_t)t->sz.members);
     w.train = malloc(sizeof(uint32_t) * (size_t)t->refs[jb->kind].size);
+    w.bounds = malloc(sizeof(int) * ((size_t)t->sz.clients + 1));
     w.mark = calloc((size_t)t->sz.n_data, 1);
-    if (!w.pool || !w.cands || !w.train || !w.mark)
+    if (!w.pool || !w.cands || !w.train || !w.bounds || !w.mark)
         jb->st = fp_fail(&jb->err, FP_ENOMEM, "out of memory for a reference model");
     for (int j = jb->first; jb->st == FP_OK && j < jb->end; j += jb->step)
         jb->st = reference_model(jb, j, &w);
     free(w.pool);
     free(w.cands);
     free(w.train);
+    free(w.bounds);
     free(w.mark);
     return NULL;
 }

@@ -17,15 +17,61 @@ uint64_t mia_derived_seed(uint64_t seed, RngPurpose purpose, uint32_t round, uin
     return ((uint64_t)w[0] << 21 ^ w[1]) & (((uint64_t)1 << 53) - 1); // JSON-exact
 }
 
-// Pieces k·n/clients .. (attacks/mia.h).
-int mia_member_range(const MiaTargetConfig *cfg, int clients, int n, int *first) {
+// (attacks/mia.h)
+int mia_member_range(const MiaTargetConfig *cfg, const int *bounds, int clients, int n, int *first) {
     if (cfg->kind == MIA_TARGET_CLIENT) {
-        long long a = (long long)cfg->client * n / clients, b = (long long)(cfg->client + 1) * n / clients;
+        long long a = bounds ? bounds[cfg->client] : (long long)cfg->client * n / clients;
+        long long b = bounds ? bounds[cfg->client + 1] : (long long)(cfg->client + 1) * n / clients;
         *first = (int)a;
         return (int)(b - a);
     }
     *first = 0;
     return n;
+}
+
+// (attacks/mia.h) The engine's own partitioners on the list's labels: the same code and
+// the same stream (RNG_PARTITION, round 0, on the model's seed) as fl/fed.c's.
+FpStatus mia_split(const Experiment *ex, uint32_t *idx, int n, uint64_t seed, int *bounds, FpError *err) {
+    const FedConfig *fc = &ex->fed;
+    int K = fc->clients;
+    if (fc->partition == PARTITION_IID) {
+        for (int k = 0; k <= K; k++)
+            bounds[k] = (int)((long long)k * n / K);
+        return FP_OK;
+    }
+    if (fc->partition == PARTITION_NATURAL || !ex->train->y)
+        return fp_fail(err, FP_EPARAM, "federation.partition: \"natural\" has no membership targets: only "
+                       "power-load brings a natural split, and membership inference needs a classification dataset");
+    int32_t *labels = fp_malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1), err);
+    uint32_t *copy = fp_malloc(sizeof(uint32_t) * (size_t)(n > 0 ? n : 1), err);
+    if (!labels || !copy) {
+        free(labels);
+        free(copy);
+        return FP_ENOMEM;
+    }
+    for (int i = 0; i < n; i++)
+        labels[i] = ex->train->y[idx[i]];
+    memcpy(copy, idx, sizeof(uint32_t) * (size_t)n);
+    RngStream rs = rng_stream(seed, RNG_PARTITION, 0, 0);
+    Partition *p = NULL;
+    FpError perr = {0};
+    FpStatus st = fc->partition == PARTITION_DIRICHLET
+                      ? partition_dirichlet(labels, n, ex->train->n_classes, K, fc->alpha, &rs, &p, &perr)
+                      : partition_shards(labels, n, K, fc->shards_per_client, &rs, &p, &perr);
+    free(labels);
+    if (st == FP_EPARAM)
+        st = fp_fail(err, st, "federation.partition: %s (the membership plan's client data: %d samples)", perr.msg, n);
+    else if (st != FP_OK && err)
+        *err = perr;
+    for (int k = 0, at = 0; st == FP_OK && k < K; k++) { // piece k: its positions, increasing
+        bounds[k] = at;
+        for (int i = 0; i < p->count[k]; i++)
+            idx[at++] = copy[p->idx[k][i]];
+        bounds[k + 1] = at;
+    }
+    partition_free(p);
+    free(copy);
+    return st;
 }
 
 // ---------------------------------------------------------------------------------
@@ -85,9 +131,10 @@ static void hook_global(void *ctx, int round, Model *global) {
 }
 
 // (attacks/mia.h)
-FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n, uint64_t seed,
-                         int fresh, const Dataset *test, int quiet, int threads, const MiaSeries *series, Model **out,
-                         int *round_out, cJSON **defense_out, int *participations, FpError *err) {
+FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n,
+                         const int *bounds, uint64_t seed, int fresh, const Dataset *test, int quiet, int threads,
+                         const MiaSeries *series, Model **out, int *round_out, cJSON **defense_out,
+                         int *participations, FpError *err) {
     Experiment *ex = env->ex;
     const Backend *be = ex->backend;
     *out = NULL;
@@ -123,7 +170,7 @@ FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const
             return fp_fail(err, FP_ENOMEM, "out of memory");
         }
         for (int k = 0; k < K; k++)
-            counts[k] = (int)((long long)(k + 1) * n / K - (long long)k * n / K);
+            counts[k] = bounds ? bounds[k + 1] - bounds[k] : (int)((long long)(k + 1) * n / K - (long long)k * n / K);
         Partition *part = partition_create(K, counts, err);
         free(counts);
         if (!part) {
@@ -131,7 +178,8 @@ FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const
             return err ? err->code : FP_ENOMEM;
         }
         for (int k = 0; k < K; k++)
-            memcpy(part->idx[k], idx + (long long)k * n / K, sizeof(uint32_t) * (size_t)part->count[k]);
+            memcpy(part->idx[k], idx + (bounds ? bounds[k] : (long long)k * n / K),
+                   sizeof(uint32_t) * (size_t)part->count[k]);
         TrainHooks hooks = {.series = series};
         TrainHooks *h = &hooks;
         if (series && !(h->series_logits = malloc(sizeof(float) * (size_t)series->n * ex->train->n_classes)))

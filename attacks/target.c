@@ -90,10 +90,37 @@ FpStatus mia_target_parse(const AttackEnv *env, MiaTargetConfig *cfg, FpError *e
     if (ex->train->n_classes < 2 || !ex->train->y)
         return fp_fail(err, FP_EPARAM, "dataset.name: membership inference needs a classification dataset, \"%s\" "
                        "is not one", ex->dataset_name);
-    if (cfg->kind != MIA_TARGET_CENTRAL && ex->fed.partition != PARTITION_IID)
-        return fp_fail(err, FP_EPARAM, "federation.partition: membership-inference targets split their client data "
-                       "IID (samples_per_client each); \"iid\" is the only partition supported here");
+    if (cfg->kind != MIA_TARGET_CENTRAL && ex->fed.partition == PARTITION_NATURAL)
+        return fp_fail(err, FP_EPARAM, "federation.partition: \"natural\" has no membership targets: only "
+                       "power-load brings a natural split, and membership inference needs a classification dataset");
     return FP_OK;
+}
+
+// The data plan's permutation of the training set (RNG_ATTACK round 0), its first n_train
+// entries (the client data) split among the clients as the engine partitions (mia_split
+// on the run's seed; the central target trains on them whole: equal pieces, which
+// nothing reads). perm NULL: only the bounds (from a scratch permutation where the
+// partition needs one).
+static FpStatus plan_split(const Experiment *ex, int n_train, int central, uint32_t *perm, int *bounds,
+                           FpError *err) {
+    int n = ex->train->n, K = ex->fed.clients, by_labels = !central && ex->fed.partition != PARTITION_IID;
+    uint32_t *own = NULL;
+    if (!perm && by_labels && !(perm = own = fp_malloc(sizeof(uint32_t) * (size_t)n, err)))
+        return FP_ENOMEM;
+    if (perm) {
+        for (int i = 0; i < n; i++)
+            perm[i] = (uint32_t)i;
+        RngStream rs = rng_stream(ex->seed, RNG_ATTACK, 0, 0);
+        rng_shuffle_u32(&rs, perm, (uint32_t)n);
+    }
+    FpStatus st = FP_OK;
+    if (by_labels)
+        st = mia_split(ex, perm, n_train, ex->seed, bounds, err);
+    else
+        for (int k = 0; k <= K; k++)
+            bounds[k] = (int)((long long)k * n_train / K);
+    free(own);
+    return st;
 }
 
 FpStatus mia_sizes(const AttackEnv *env, const MiaTargetConfig *cfg, MiaSizes *sz, FpError *err) {
@@ -107,30 +134,52 @@ FpStatus mia_sizes(const AttackEnv *env, const MiaTargetConfig *cfg, MiaSizes *s
         return fp_fail(err, FP_EPARAM, "federation.clients: %d clients are too many for %d training samples",
                        sz->clients, sz->n_data);
     long long n_train = (long long)sz->clients * sz->per_client;
+    if (n_train >= sz->n_data)
+        return fp_fail(err, FP_EPARAM, "federation.samples_per_client: %d clients × %d samples leave no non-members "
+                       "among the %d training samples of the dataset", sz->clients, sz->per_client, sz->n_data);
+    sz->n_train = (int)n_train;
+    int *bounds = fp_malloc(sizeof(int) * ((size_t)sz->clients + 1), err);
+    if (!bounds)
+        return FP_ENOMEM;
+    FpStatus st = plan_split(ex, sz->n_train, cfg->kind == MIA_TARGET_CENTRAL, NULL, bounds, err);
+    if (st != FP_OK) {
+        free(bounds);
+        return st;
+    }
     sz->adversary = cfg->kind == MIA_TARGET_GLOBAL && sz->clients >= 2 ? sz->clients - 1 : -1;
-    sz->adv_out = sz->adversary >= 0 ? sz->per_client : 0;
-    if (n_train + sz->adv_out + 1 > sz->n_data)
+    // The adversary's D_test: as many samples as its piece holds (CS-MIA's D_train).
+    sz->adv_out = sz->adversary >= 0 ? bounds[sz->adversary + 1] - bounds[sz->adversary] : 0;
+    if (n_train + sz->adv_out + 1 > sz->n_data) {
+        free(bounds);
         return fp_fail(err, FP_EPARAM, "federation.samples_per_client: %d clients × %d samples%s leave no non-members "
                        "among the %d training samples of the dataset", sz->clients, sz->per_client,
                        sz->adv_out ? " (+ the adversary's held-out set)" : "", sz->n_data);
-    sz->n_train = (int)n_train;
+    }
     int first;
     if (cfg->kind == MIA_TARGET_GLOBAL) { // members: records of clients that take part (not the adversary's)
         unsigned char *ever = fp_malloc((size_t)sz->clients, err);
-        if (!ever)
+        if (!ever) {
+            free(bounds);
             return FP_ENOMEM;
+        }
         fed_sampled_clients(&ex->fed, ex->seed, ever);
         for (int k = 0; k < sz->clients; k++)
             sz->taking_part += ever[k];
         for (int k = 0; k < sz->clients; k++)
-            sz->available += ever[k] && k != sz->adversary ? sz->per_client : 0;
+            sz->available += ever[k] && k != sz->adversary ? bounds[k + 1] - bounds[k] : 0;
         free(ever);
-        if (sz->available == 0)
+        if (sz->available == 0) {
+            free(bounds);
             return fp_fail(err, FP_EPARAM, "federation.sample_rate: no client but the adversary takes part in the "
                            "%d rounds: the global target has no members", ex->fed.rounds);
+        }
     } else
-        sz->available = cfg->kind == MIA_TARGET_CLIENT ? mia_member_range(cfg, sz->clients, sz->n_train, &first)
-                                                       : sz->n_train;
+        sz->available = mia_member_range(cfg, cfg->kind == MIA_TARGET_CLIENT ? bounds : NULL, sz->clients,
+                                         sz->n_train, &first);
+    sz->model_members = sz->available;
+    if (cfg->kind == MIA_TARGET_GLOBAL)
+        sz->model_members = sz->n_train;
+    free(bounds);
     int room = sz->n_data - sz->n_train - sz->adv_out; // for non-members and the pool
     if (cfg->members > 0) {
         if (cfg->members > sz->available)
@@ -145,7 +194,6 @@ FpStatus mia_sizes(const AttackEnv *env, const MiaTargetConfig *cfg, MiaSizes *s
     } else
         sz->members = sz->available < room ? sz->available : room;
     sz->pool = room - sz->members;
-    sz->model_members = mia_member_range(cfg, sz->clients, sz->n_train, &first);
     return FP_OK;
 }
 
@@ -157,7 +205,8 @@ FpStatus mia_shadow_size(const AttackEnv *env, const MiaSizes *sz, long long req
     jv_path(p, sizeof p, env->path, "shadow_size");
     int first;
     if (requested > 0) {
-        long long need = requested + (need_out ? mia_member_range(&cfg, sz->clients, (int)requested, &first) : 0);
+        long long need =
+            requested + (need_out ? mia_member_range(&cfg, NULL, sz->clients, (int)requested, &first) : 0);
         if (requested < sz->clients)
             return fp_fail(err, FP_EPARAM, "%s: %lld samples cannot be split among %d clients", p, requested,
                            sz->clients);
@@ -171,7 +220,7 @@ FpStatus mia_shadow_size(const AttackEnv *env, const MiaSizes *sz, long long req
     }
     // Default: the target's own training size (four equal parts), shrunk to what the pool holds.
     int s = sz->n_train;
-    while (s >= sz->clients && s + (need_out ? mia_member_range(&cfg, sz->clients, s, &first) : 0) > sz->pool)
+    while (s >= sz->clients && s + (need_out ? mia_member_range(&cfg, NULL, sz->clients, s, &first) : 0) > sz->pool)
         s = s * 15 / 16 < s - 1 ? s * 15 / 16 : s - 1;
     if (s < sz->clients)
         return fp_fail(err, FP_EPARAM, "%s: the shadow pool holds only %d samples (dataset %d = target training %d + "
@@ -212,6 +261,7 @@ static void target_free(MiaTarget *t) {
     if (!t)
         return;
     free(t->perm);
+    free(t->bounds);
     free(t->eval_idx);
     free(t->eval_logits);
     free(t->series_py);
@@ -247,7 +297,7 @@ static void target_key(const Experiment *ex, const MiaTargetConfig *cfg, char *k
 // non-members with them (the set stays balanced), the series rows following.
 static void keep_participants(MiaTarget *t, const int *took_part) {
     MiaSizes *sz = &t->sz;
-    int M = sz->members, m = sz->per_client, kept = 0;
+    int M = sz->members, kept = 0;
     int *row = malloc(sizeof(int) * 2 * (size_t)(M > 0 ? M : 1)); // new row of each old eval row (-1: dropped)
     int *client_of = malloc(sizeof(int) * (size_t)sz->n_data);
     if (!row || !client_of) { // no scratch: nothing can be checked, so nothing is claimed
@@ -257,8 +307,9 @@ static void keep_participants(MiaTarget *t, const int *took_part) {
     }
     for (int i = 0; i < sz->n_data; i++)
         client_of[i] = -1;
-    for (int i = 0; i < sz->n_train; i++)
-        client_of[t->train_idx[i]] = i / m;
+    for (int k = 0; k < sz->clients; k++)
+        for (int i = t->bounds[k]; i < t->bounds[k + 1]; i++)
+            client_of[t->train_idx[i]] = k;
     for (int i = 0; i < M; i++) {
         int k = client_of[t->eval_idx[i]];
         row[i] = k >= 0 && took_part[k] ? kept++ : -1;
@@ -300,26 +351,29 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
     const MiaSizes *sz = &t->sz;
     t->cfg = *cfg;
     t->n_classes = ex->train->n_classes;
-    int C = t->n_classes, M = sz->members, m = sz->per_client;
-    // The data plan: one permutation of the training set, cut into pieces.
+    int C = t->n_classes, M = sz->members, m = sz->adv_out;
+    // The data plan: one permutation of the training set, cut into pieces, the client
+    // data split among the clients as the engine partitions.
     t->perm = fp_malloc(sizeof(uint32_t) * (size_t)sz->n_data, err);
+    t->bounds = fp_malloc(sizeof(int) * ((size_t)sz->clients + 1), err);
     t->eval_idx = fp_malloc(sizeof(uint32_t) * 2 * (size_t)M, err);
     t->eval_logits = fp_malloc(sizeof(float) * 2 * (size_t)M * C, err);
-    if (!t->perm || !t->eval_idx || !t->eval_logits)
+    if (!t->perm || !t->bounds || !t->eval_idx || !t->eval_logits)
         return FP_ENOMEM;
-    for (int i = 0; i < sz->n_data; i++)
-        t->perm[i] = (uint32_t)i;
-    RngStream rs = rng_stream(ex->seed, RNG_ATTACK, 0, 0);
-    rng_shuffle_u32(&rs, t->perm, (uint32_t)sz->n_data);
+    FP_TRY(plan_split(ex, sz->n_train, cfg->kind == MIA_TARGET_CENTRAL, t->perm, t->bounds, err));
+    cJSON *fj = fed_config_to_json(&ex->fed); // the partition as the engine names it
+    const cJSON *pn = cJSON_GetObjectItemCaseSensitive(fj, "partition");
+    snprintf(t->partition, sizeof t->partition, "%s", cJSON_IsString(pn) ? pn->valuestring : "iid");
+    cJSON_Delete(fj);
     t->train_idx = t->perm;
     const uint32_t *non_members = t->perm + sz->n_train;
-    t->adv_in = sz->adversary >= 0 ? t->train_idx + (size_t)sz->adversary * m : NULL;
+    t->adv_in = sz->adversary >= 0 ? t->train_idx + t->bounds[sz->adversary] : NULL;
     t->adv_out = sz->adversary >= 0 ? non_members + M : NULL;
     t->pool_idx = non_members + M + sz->adv_out;
     // Eval members: M drawn uniformly from the target's evaluable members.
     int first = 0;
     if (cfg->kind == MIA_TARGET_CLIENT)
-        mia_member_range(cfg, sz->clients, sz->n_train, &first);
+        mia_member_range(cfg, t->bounds, sz->clients, sz->n_train, &first);
     uint32_t *avail = fp_malloc(sizeof(uint32_t) * (size_t)sz->available, err);
     if (!avail)
         return FP_ENOMEM;
@@ -333,8 +387,9 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
         int k_avail = 0;
         for (int k = 0; k < sz->clients; k++)
             if (ever[k] && k != sz->adversary) {
-                memcpy(avail + k_avail, t->train_idx + (size_t)k * m, sizeof(uint32_t) * (size_t)m);
-                k_avail += m;
+                int piece = t->bounds[k + 1] - t->bounds[k];
+                memcpy(avail + k_avail, t->train_idx + t->bounds[k], sizeof(uint32_t) * (size_t)piece);
+                k_avail += piece;
             }
         free(ever);
     } else
@@ -384,7 +439,7 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
         free(sidx);
         return FP_ENOMEM;
     }
-    FpStatus st = mia_train_model(env, cfg, t->train_idx, sz->n_train, ex->seed, 0, ex->test, env->quiet,
+    FpStatus st = mia_train_model(env, cfg, t->train_idx, sz->n_train, t->bounds, ex->seed, 0, ex->test, env->quiet,
                                   ex->threads, sidx ? &series : NULL, &model, &t->participated_round,
                                   &t->defense, took_part, err);
     free(sidx);
@@ -396,12 +451,13 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
     }
     // What the attacks read: logits on the eval samples, Yeom's τ (over the records the
     // target trained on: those of clients that took part), accuracies.
-    int first_train = 0, n_tr = mia_member_range(cfg, sz->clients, sz->n_train, &first_train);
+    int first_train = 0, n_tr = mia_member_range(cfg, t->bounds, sz->clients, sz->n_train, &first_train);
     uint32_t *trained = st == FP_OK ? fp_malloc(sizeof(uint32_t) * (size_t)(n_tr > 0 ? n_tr : 1), err) : NULL;
     int n_trained = 0;
-    for (int i = 0; trained && i < n_tr; i++)
-        if (cfg->kind != MIA_TARGET_GLOBAL || took_part[(first_train + i) / m])
-            trained[n_trained++] = t->train_idx[first_train + i];
+    for (int k = 0; trained && k < sz->clients; k++) // the pieces that overlap the member range
+        for (int i = t->bounds[k]; i < t->bounds[k + 1]; i++)
+            if (i >= first_train && i < first_train + n_tr && (cfg->kind != MIA_TARGET_GLOBAL || took_part[k]))
+                trained[n_trained++] = t->train_idx[i];
     free(took_part);
     if (st == FP_OK && !trained)
         st = FP_ENOMEM;
@@ -509,6 +565,15 @@ void mia_target_describe(const MiaTarget *t, cJSON *result) {
     if (sz->adversary >= 0)
         cJSON_AddNumberToObject(plan, "adversary_client", sz->adversary);
     cJSON_AddStringToObject(plan, "split", "one RNG_ATTACK permutation of the training set, cut in this order; "
-                                           "client data split IID");
+                                           "client data split as the engine partitions (RNG_PARTITION on the "
+                                           "run's seed)");
+    if (t->cfg.kind == MIA_TARGET_CENTRAL)
+        return;
+    cJSON_AddStringToObject(plan, "partition", t->partition);
+    if (strcmp(t->partition, "iid") != 0) { // unequal pieces: each one's size (samples_per_client is their mean)
+        cJSON *a = cJSON_AddArrayToObject(plan, "client_samples");
+        for (int k = 0; a && k < sz->clients; k++)
+            cJSON_AddItemToArray(a, cJSON_CreateNumber(t->bounds[k + 1] - t->bounds[k]));
+    }
 }
 

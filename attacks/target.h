@@ -11,7 +11,8 @@
 //
 //   m   = federation.samples_per_client, or n / (4·clients) when that is 0 (so that by
 //         default the target trains on a quarter of the data, as in ML-Leaks' four
-//         equal parts). Client k owns piece k of the client data.
+//         equal parts). Client k owns piece k of the client data, cut as the engine
+//         partitions (mia_split, attacks/mia.h): equal under IID, unequal under label skew.
 //   M   = eval members = eval non-members (balanced): "members" in the attack config,
 //         default all the target's members that the data can balance. Global target:
 //         drawn from the pieces of the clients the server samples (fed_sampled_clients);
