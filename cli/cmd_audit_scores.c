@@ -13,36 +13,26 @@
 
 #include "audits/scores.h"
 #include "cli/cli.h"
+#include "cli/options.h"
 #include "core/files.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
 
 static const char *const CMD = "audit-scores";
 
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: fedpriv audit-scores --scores FILE [--kind membership|one-run|multi-run] [--delta D]\n"
-            "                            [--confidence C] [--epsilon-claimed E] [--name NAME] [--json] [--out FILE]\n"
-            "\n"
-            "  Audits scores from any framework. FILE is CSV with a header (numbers only): a bit column,\n"
-            "  \"member\" (membership scores) or \"in\" (canaries or runs), an optional id column \"canary\",\n"
-            "  \"run\" or \"id\", and score columns; or .npy: an N x K array, column 0 the bits, the rest scores.\n"
-            "  The kind comes from the columns (\"canary\": one-run, \"run\": multi-run, \"member\": membership)\n"
-            "  or --kind.\n"
-            "    membership  ROC of the score: AUC with its interval, TPR at 1%%, 0.1%% and 0 FPR with intervals\n"
-            "    one-run     epsilon lower bound from canary scores (Steinke et al. 2023), rows in canary order\n"
-            "    multi-run   epsilon lower bound from runs with and without the canary (Nasr et al. 2023)\n"
-            "  The bounds are audit-training's: its DIR/scores.csv gives the same epsilon_lower_bound with the\n"
-            "  --delta and --confidence of its result.json.\n"
-            "\n"
-            "  --delta D            delta of the bound, in [0, 1) (default 0)\n"
-            "  --confidence C       in [0.5, 0.999999] (default 0.95)\n"
-            "  --epsilon-claimed E  the epsilon to test: pass = lower bound <= E (exit 1 when refuted)\n"
-            "  --name NAME          the finding's name for fedpriv check (\"audit\": NAME; default \"scores\")\n"
-            "  --json               print the result as JSON\n"
-            "  --out FILE           also write the JSON result to FILE (RUN/audit/NAME.json for fedpriv check)\n"
-            "  Exit 0 when done, 1 when the claim is refuted, 2 on bad input.\n");
-}
+static const char ABOUT[] =
+    "  Audits scores from any framework. FILE is CSV with a header (numbers only): a bit column,\n"
+    "  \"member\" (membership scores) or \"in\" (canaries or runs), an optional id column \"canary\",\n"
+    "  \"run\" or \"id\", and score columns; or .npy: an N x K array, column 0 the bits, the rest scores.\n"
+    "  The kind comes from the columns (\"canary\": one-run, \"run\": multi-run, \"member\": membership)\n"
+    "  or --kind.\n"
+    "    membership  ROC of the score: AUC with its interval, TPR at 1%, 0.1% and 0 FPR with intervals\n"
+    "    one-run     epsilon lower bound from canary scores (the larger of Steinke et al. 2023 and the\n"
+    "                f-DP bound of Mahloujifar et al. 2024), rows in canary order\n"
+    "    multi-run   epsilon lower bound from runs with and without the canary (Nasr et al. 2023)\n"
+    "  The bounds are audit-training's: its DIR/scores.csv gives the same epsilon_lower_bound with the\n"
+    "  --delta and --confidence of its result.json.\n"
+    "  Exit 0 when done, 1 when the claim is refuted, 2 on bad input.";
 
 typedef struct {
     const char *scores, *kind, *name, *out;
@@ -50,50 +40,45 @@ typedef struct {
     int json;
 } Options;
 
-// Every option of the command, in one place. 0 when the options are good, else the exit
-// status (the line printed).
+// Every option of the command, in one table (cli/options.h). 0 when the options are good,
+// else the exit status (the help or the one line printed).
 static int parse_options(int argc, char **argv, Options *o) {
     *o = (Options){.name = "scores", .delta = 0, .confidence = 0.95, .claimed = NAN};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        const char **str = strcmp(a, "--scores") == 0 ? &o->scores
-                           : strcmp(a, "--kind") == 0 ? &o->kind
-                           : strcmp(a, "--name") == 0 ? &o->name
-                           : strcmp(a, "--out") == 0  ? &o->out
-                                                      : NULL;
-        double *num = strcmp(a, "--delta") == 0             ? &o->delta
-                      : strcmp(a, "--confidence") == 0      ? &o->confidence
-                      : strcmp(a, "--epsilon-claimed") == 0 ? &o->claimed
-                                                            : NULL;
-        if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-            continue;
-        }
-        if ((!str && !num) || !v) {
-            fp_print_line(stderr, "fedpriv %s: %s option \"%s\" (fedpriv %s --help)", CMD,
-                          str || num ? "a value is missing after the" : "unknown", a, CMD);
-            return CLI_EXIT_BADINPUT;
-        }
-        if (str)
-            *str = v;
-        else if (!cli_parse_double(CMD, a, v, num))
-            return CLI_EXIT_BADINPUT;
-        i++;
-    }
+    static const char *const kinds[] = {"membership", "one-run", "multi-run", NULL};
+    int kind = -1, kind_given = 0;
+    const CliOption opts[] = {
+        {"--scores", NULL, CLI_STRING, &o->scores, .value = "FILE", .help = "the scores (CSV or .npy), required"},
+        {"--kind", NULL, CLI_CHOICE, &kind, &kind_given, .value = "KIND", .choices = kinds,
+         .help = "what the scores are (default: from the columns)"},
+        {"--delta", NULL, CLI_DOUBLE, &o->delta, .value = "D", .help = "delta of the bound (default 0)", .lo = 0,
+         .hi = 1, .hi_open = 1},
+        {"--confidence", NULL, CLI_DOUBLE, &o->confidence, .value = "C", .help = "the bound's confidence (default 0.95)",
+         .lo = 0.5, .hi = TRAINING_AUDIT_CONFIDENCE_MAX},
+        {"--epsilon-claimed", NULL, CLI_DOUBLE, &o->claimed, .value = "E",
+         .help = "the epsilon to test: pass = lower bound <= E (exit 1 when refuted)", .lo = 0, .hi = 1e6},
+        {"--name", NULL, CLI_STRING, &o->name, .value = "NAME",
+         .help = "the finding's name for fedpriv check (\"audit\": NAME; default \"scores\")"},
+        {"--json", NULL, CLI_FLAG, &o->json, .help = "print the result as JSON"},
+        {"--out", NULL, CLI_STRING, &o->out, .value = "FILE",
+         .help = "also write the JSON result to FILE (RUN/audit/NAME.json for fedpriv check)"},
+    };
+    const CliCommand c = {
+        .cmd = CMD,
+        .synopsis = "fedpriv audit-scores --scores FILE [--kind membership|one-run|multi-run] [--delta D]\n"
+                    "                            [--confidence C] [--epsilon-claimed E] [--name NAME] [--json] [--out FILE]",
+        .about = ABOUT,
+        .opts = opts,
+        .n_opts = CLI_OPTIONS_COUNT(opts),
+    };
+    int rc = cli_options_parse(&c, argc, argv);
+    if (rc != CLI_PARSED)
+        return rc == CLI_EXIT_OK ? -2 : rc;
     if (!o->scores) {
         fp_print_line(stderr, "fedpriv %s: --scores FILE is required (fedpriv %s --help)", CMD, CMD);
         return CLI_EXIT_BADINPUT;
     }
-    if (o->kind && scores_kind_parse(o->kind) == SCORES_KIND_UNKNOWN) {
-        fp_print_line(stderr, "fedpriv %s: --kind must be membership, one-run or multi-run, got \"%.64s\"", CMD, o->kind);
-        return CLI_EXIT_BADINPUT;
-    }
-    if (!(o->delta >= 0 && o->delta < 1) || !(o->confidence >= 0.5 && o->confidence <= TRAINING_AUDIT_CONFIDENCE_MAX) ||
-        (!isnan(o->claimed) && !(o->claimed >= 0 && o->claimed <= 1e6))) {
-        fp_print_line(stderr, "fedpriv %s: --delta must be in [0, 1), --confidence in [0.5, %g], --epsilon-claimed in "
-                      "[0, 1e6]", CMD, TRAINING_AUDIT_CONFIDENCE_MAX);
-        return CLI_EXIT_BADINPUT;
-    }
+    if (kind_given)
+        o->kind = kinds[kind];
     return 0;
 }
 
@@ -123,12 +108,10 @@ static void print_text(const cJSON *r, ScoresKind kind) {
 }
 
 int cmd_audit_scores(int argc, char **argv) {
-    if (cli_wants_help(argc, argv)) {
-        usage(stdout);
-        return CLI_EXIT_OK;
-    }
     Options o;
     int rc = parse_options(argc, argv, &o);
+    if (rc == -2) // the help was printed
+        return CLI_EXIT_OK;
     if (rc)
         return rc;
     FpError err = {0};

@@ -194,7 +194,7 @@ static int lines(const char *s) {
 // it; the same for every command.
 START_TEST(every_command_uses_the_parser) {
     static const char *const cmds[] = {"train",  "list", "attack", "accountant", "forecast", "audit", "audit-training",
-                                       "ssim",   "matrix", "report", "check",    "export"};
+                                       "ssim",   "matrix", "report", "check",    "export", "audit-scores"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         int rc = RUN(cmds[i], "--help");
         SKIP_WITHOUT_BIN(rc);
