@@ -47,6 +47,9 @@ static const char *css =
     "pre{background:#f7f7f7;border:1px solid #e3e3e3;padding:8px;overflow:auto;font-size:12px;max-height:360px}"
     "dl{display:grid;grid-template-columns:max-content auto;gap:2px 14px}dt{font-weight:600}dd{margin:0}"
     "ul.why{margin:2px 0 0 16px;padding:0;font-size:12px;color:#555}"
+    // A number cell does not wrap; the reasons listed under its figure do (inside the
+    // column, never widening the page: the privacy table of a dp-sgd run was 2,905 px).
+    "td.num ul.why{white-space:normal;text-align:left;min-width:16em;max-width:26em}"
     // The verdict: a word and one line of figures per cell; it fits 1,280 x 800 (13 rows).
     "h1+p,h1+p+p{margin:4px 0}h2#verdict{margin-top:10px}table.verdict th small{font-weight:400}"
     "table.verdict{width:100%;font-size:13px;line-height:1.25}table.verdict th,table.verdict td{padding:2px 6px}"

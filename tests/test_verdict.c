@@ -70,8 +70,14 @@ static const char *const P_CDP_COND = "{\"unit\": \"client\", \"nominal\": {\"ep
                                       " \"sound\": {\"epsilon_total\": \"inf\", \"epsilon_total_conditional\": 2.211,"
                                       " \"delta\": 1e-05, \"notion\": \"(eps, delta)-DP per client\", \"upload\":"
                                       " {\"epsilon_total\": \"inf\", \"epsilon_total_conditional\": 236, \"notion\": \"per"
-                                      " upload\", \"guarantee\": \"conditional\", \"assumptions\": [\"a table\"]}},"
-                                      " \"guarantee\": \"conditional\", \"assumptions\": [\"exact draws\"], \"sigma\": 0.7}";
+                                      " upload\", \"guarantee\": \"conditional\", \"assumptions\": [\"a table: its distance to the ideal law"
+                                      " (2^-59 per draw) is taken as negligible, though over the run's draws (1 +"
+                                      " e^eps) draws 2^-59 exceeds even half of delta at this epsilon, as the upload"
+                                      " record of a real run reads\"]}},"
+                                      " \"guarantee\": \"conditional\", \"assumptions\": [\"exact draws: the table's distance to the ideal"
+                                      " law (2^-59 per draw) is taken as negligible, though over the run's draws (1 +"
+                                      " e^eps) draws 2^-59 exceeds even half of delta at this epsilon, as a real"
+                                      " record's reasons read\"], \"sigma\": 0.7}";
 
 #define NAN_ NAN
 static const SynSetting demo13[] = {
