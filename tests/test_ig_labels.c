@@ -160,9 +160,9 @@ START_TEST(default_attacker_recovers_batches_of_four) {
         return;
     }
 #if defined(__SANITIZE_ADDRESS__)
-    // Three adaptive inversions take minutes under ASan and UBSan, and the figure is the
-    // same bits in the release build, where this test runs; the sanitizers see the same
-    // code through fashion_mnist_labels_at_batch_four and test_ig.c.
+    // Three adaptive inversions take minutes under ASan and UBSan; the figure is checked
+    // in the release build, and the sanitizers see the same code through
+    // fashion_mnist_labels_at_batch_four and test_ig.c.
     printf("SKIP default_attacker_recovers_batches_of_four: a figure test, run in the release build\n");
     return;
 #endif
