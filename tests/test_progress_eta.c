@@ -186,6 +186,13 @@ static void check_eta_after_a_quarter(const char *defenses, const char *name) {
 // second order, 0.6 times in the first (and the two costly cells of the first order ran
 // last, unmeasured).
 START_TEST(eta_after_a_quarter_is_within_25_percent) {
+#if defined(__SANITIZE_ADDRESS__)
+    // A timing check on real cells: under ASan and UBSan the cells' own cost is no longer
+    // the sleeps the test plants (5.1 s predicted against 3.2 s at load 3), so it runs in
+    // the release build, whose ETA code is the same.
+    printf("SKIP eta_after_a_quarter_is_within_25_percent: a timing check, run in the release build\n");
+    return;
+#endif
     check_eta_after_a_quarter("[{\"name\": \"slowdown\", \"ms\": 30, \"epsilon\": [1, 2, 3, 4, 5, 6]},"
                               " {\"name\": \"slowdown\", \"ms\": 300, \"epsilon\": [1, 2]}]",
                               "cheap-first");
