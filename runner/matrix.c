@@ -373,13 +373,16 @@ static FpStatus expand_attacks(Matrix *m, FpError *err) {
     return st;
 }
 
-int matrix_cell_needs_reference(const Matrix *m, int i) {
-    if (m->reference_cell < 0 || i == m->reference_cell)
-        return 0;
+int matrix_reference_of(const Matrix *m, int i) {
+    int takes = 0;
     for (int k = 0; k < m->n_attacks; k++)
-        if (m->attacks[k].ops->uses_reference)
-            return 1;
-    return 0;
+        takes |= m->attacks[k].ops->uses_reference;
+    if (!takes || strcmp(m->cells[i].ops->name, "none") == 0)
+        return -1;
+    for (int r = 0; r < m->n_cells; r++)
+        if (m->cells[r].seed == m->cells[i].seed && strcmp(m->cells[r].ops->name, "none") == 0)
+            return r;
+    return -1;
 }
 
 // Everything a cell's result depends on, as canonical JSON; its hash names the cell.
@@ -542,10 +545,6 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
     TRY(experiment_load(m->base_root, NULL, opt->device, opt->threads, NULL, &m->base, err));
     m->have_base = 1;
     TRY(expand_attacks(m, err));
-    m->reference_cell = -1;
-    for (int i = 0; i < m->n_cells && m->reference_cell < 0; i++)
-        if (strcmp(m->cells[i].ops->name, "none") == 0)
-            m->reference_cell = i;
     for (int k = 0; k < m->n_attacks; k++) {
         AttackSpec *as = &m->attacks[k];
         if (!as->model_json)

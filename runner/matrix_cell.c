@@ -69,9 +69,11 @@ static int attempt_retries(const char *dir, const Cell *c) {
 // One attack against the cell's setting → its entry in the cell's "attacks" list.
 // The cell's status and why (the first attack's failure or divergence) are raised as
 // this attack ends.
+// reference: the entries of the cell's reference cell (matrix_reference_of), as its file
+// has them ({"attacks": [...]}), or NULL.
 static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex, AttackCache *cache,
-                         const cJSON *reference, const char *partial, const CellRunContext *rc, CellStatus *status,
-                         char *why, size_t why_n) {
+                         const cJSON *reference, const char *reference_id, const char *partial,
+                         const CellRunContext *rc, CellStatus *status, char *why, size_t why_n) {
     AttackSpec *as = &m->attacks[k];
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "name", as->ops->name);
@@ -81,7 +83,7 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
     attack_name_model(m->base.model_json, as->model_json, e);
     cJSON_AddStringToObject(e, "headline", as->ops->headline ? as->ops->headline : "");
     cJSON_AddBoolToObject(e, "higher_leaks", as->ops->headline_higher_leaks);
-    char rel[256], adir[4200];
+    char rel[256], adir[4096 + 256];
     snprintf(rel, sizeof rel, "cells/%s/%s", c->id, as->dirname);
     cJSON_AddStringToObject(e, "dir", rel);
     snprintf(adir, sizeof adir, "%s/%s", partial, as->dirname);
@@ -109,11 +111,12 @@ static cJSON *run_attack(Matrix *m, const Cell *c, int k, const Experiment *cex,
                          .reference_dir = refdir, .quiet = !rc->verbose, .progress = rc->progress,
                          .progress_seconds = rc->progress_seconds, .progress_label = label};
         // The reference of an attack that decides whether it applies: this attack in the
-        // matrix's cell without a defense (when this cell has a defense and that cell's
-        // result is on disk; else the attack runs its own reference).
+        // cell without a defense of the same seed (cell_reference: read from its file, or
+        // run here when it is not there yet, so that every way of running the matrix
+        // decides alike).
         char source[160];
-        if (as->ops->uses_reference && reference && matrix_cell_needs_reference(m, (int)(c - m->cells))) {
-            snprintf(source, sizeof source, "cell %s", m->cells[m->reference_cell].id);
+        if (as->ops->uses_reference && reference) {
+            snprintf(source, sizeof source, "cell %s", reference_id);
             env.reference_given = 1;
             env.reference = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(reference, "attacks"), k);
             env.reference_source = source;
@@ -233,13 +236,9 @@ static FpStatus cell_train(Experiment *cex, const Cell *c, const CellRunContext 
     return fst;
 }
 
-// The reference cell's result for cell i, when i takes it (it ran first where this run
-// holds it: matrix_run orders the cells so); one not on disk, or of another spec, is
-// none (the attack then runs its own reference).
-static cJSON *cell_reference(const Matrix *m, int i, const char *dir) {
-    if (!matrix_cell_needs_reference(m, i))
-        return NULL;
-    const Cell *rcell = &m->cells[m->reference_cell];
+// The reference cell r's result as its file has it, when it is done; else NULL.
+static cJSON *reference_on_disk(const Matrix *m, int r, const char *dir) {
+    const Cell *rcell = &m->cells[r];
     char rpath[4096];
     snprintf(rpath, sizeof rpath, "cells/%s.json", rcell->id);
     cJSON *reference = NULL;
@@ -265,6 +264,52 @@ static cJSON *skipped_attack(const Matrix *m, int k) {
     return e;
 }
 
+static int same_model(const cJSON *a, const cJSON *b);
+
+// The attacks that take a reference, run against reference cell r here, as its file
+// would have them ({"attacks": [...]}: the others as skipped): when r has not finished
+// where this process can read it (another shard or rank runs it, or runs it now). They
+// run exactly as in cell r (its seed, no defense, their own targets), so the entries
+// equal its file's, and the cell's result does not depend on which way the matrix ran.
+// Their artifacts go to a scratch folder in the cell's work folder, removed after.
+static cJSON *reference_run_here(Matrix *m, int r, const Experiment *cex, const char *partial,
+                                 const CellRunContext *rc, const char *label) {
+    const Cell *rcell = &m->cells[r];
+    Experiment rex = *cex;
+    rex.seed = rcell->seed | (m->base.seed & RNG_SEED_SECURE);
+    rex.defense = rcell->ops;
+    rex.defense_json = rcell->defense;
+    if (rc->progress || rc->verbose)
+        fp_print_line(rc->progress ? rc->progress : stderr,
+                      "matrix: %s: running the attacks of cell %s here, its reference (its result is not on disk yet)",
+                      label, rcell->id);
+    char scratch[4096 + 128];
+    snprintf(scratch, sizeof scratch, "%s/reference-%s", partial, rcell->id);
+    cJSON *j = cJSON_CreateObject(), *atk = cJSON_AddArrayToObject(j, "attacks");
+    AttackCache **caches = calloc((size_t)(m->n_attacks ? m->n_attacks : 1), sizeof(AttackCache *));
+    for (int k = 0; k < m->n_attacks; k++) {
+        if (!m->attacks[k].ops->uses_reference) {
+            cJSON_AddItemToArray(atk, skipped_attack(m, k));
+            continue;
+        }
+        int owner = k;
+        for (int o = 0; o < k && owner == k; o++)
+            if (m->attacks[o].ops->uses_reference && same_model(m->attacks[o].model_json, m->attacks[k].model_json))
+                owner = o;
+        if (caches && !caches[owner])
+            caches[owner] = attack_cache_create();
+        CellStatus ignored = CELL_DONE; // its failure is cell r's, read from its entry here
+        char why[512];
+        cJSON_AddItemToArray(atk, run_attack(m, rcell, k, &rex, caches ? caches[owner] : NULL, NULL, NULL, scratch,
+                                             rc, &ignored, why, sizeof why));
+    }
+    for (int k = 0; caches && k < m->n_attacks; k++)
+        attack_cache_free(caches[k]);
+    free(caches);
+    store_rm_tree(scratch);
+    return j;
+}
+
 // Every attack of the matrix against the trained cell → j's "attacks" list, with a
 // progress line at most every rc->progress_seconds naming the attack that runs next.
 static void cell_attacks(Matrix *m, int i, const Experiment *cex, FpStatus trained, const char *partial,
@@ -283,7 +328,10 @@ static void cell_attacks(Matrix *m, int i, const Experiment *cex, FpStatus train
     // The cache keys targets by their options, not by the architecture, so attacks with
     // a model of their own ("model" in the attack object) share only with the same model.
     AttackCache **caches = calloc((size_t)(m->n_attacks ? m->n_attacks : 1), sizeof(AttackCache *));
-    cJSON *reference = cell_reference(m, i, rc->dir);
+    int r = matrix_reference_of(m, i);
+    cJSON *reference = r >= 0 ? reference_on_disk(m, r, rc->dir) : NULL;
+    if (r >= 0 && !reference)
+        reference = reference_run_here(m, r, cex, partial, rc, c->label);
     FpProgress pr = fp_progress_start(rc->verbose ? NULL : rc->progress, m->n_attacks, rc->progress_seconds,
                                       rc->progress_seconds, "attacks", "matrix: %s: attacks", c->label);
     for (int k = 0; k < m->n_attacks; k++) {
@@ -298,7 +346,8 @@ static void cell_attacks(Matrix *m, int i, const Experiment *cex, FpStatus train
         if (caches && !caches[owner])
             caches[owner] = attack_cache_create();
         AttackCache *cache = caches ? caches[owner] : NULL;
-        cJSON_AddItemToArray(atk, run_attack(m, c, k, cex, cache, reference, partial, rc, status, why, why_n));
+        cJSON_AddItemToArray(atk, run_attack(m, c, k, cex, cache, reference, r >= 0 ? m->cells[r].id : NULL, partial, rc, status,
+                                             why, why_n));
         // The line, when due, says what was done and what runs next.
         if (k + 1 < m->n_attacks) {
             matrix_attack_title(m, k + 1, title, sizeof title);

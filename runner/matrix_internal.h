@@ -56,8 +56,6 @@ struct Matrix {
     int n_seeds;        // "seeds", or the one "seed"
     uint64_t *seeds;
     int n_settings;
-    int reference_cell; // the cell without a defense ("none"), or -1: the reference of the
-                        // attacks that decide whether they apply (AttackOps.uses_reference)
     char file[256];
     // The matrix's identity for its run folders (runner/matrix_owner.c): its "name"
     // (named = 1), or else its file's canonical path.
@@ -91,9 +89,10 @@ FpStatus matrix_index_write_final(Matrix *m, const char *dir, FpError *err);
 
 const DefenseOps *matrix_defense_find(const Matrix *m, const char *name);
 const AttackOps *matrix_attack_find(const Matrix *m, const char *name);
-// 1 when cell i waits for the reference cell: it has a defense and an attack that takes
-// the reference.
-int matrix_cell_needs_reference(const Matrix *m, int i);
+// The reference of cell i: the first cell without a defense ("none") of the same seed,
+// whose attacks' results decide whether an attack applies (AttackOps.uses_reference);
+// -1 when i has no defense, no attack takes a reference, or the matrix has no such cell.
+int matrix_reference_of(const Matrix *m, int i);
 // "philox" (reproducible) or "secure" (the config's "rng": "secure"; core/rng_secure.h).
 const char *matrix_rng_name(const Matrix *m);
 

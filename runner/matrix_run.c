@@ -123,11 +123,12 @@ static FpStatus run_forked(Matrix *m, const CellRunContext *rc, const int *todo,
     FpStatus st = FP_OK;
     while ((next < n && st == FP_OK) || running > 0) {
         while (st == FP_OK && next < n && running < jobs) {
-            // A cell that takes the reference cell's results waits until that one ends.
-            int ref_busy = 0;
-            for (int q = 0; q < jobs; q++)
-                ref_busy |= slots[q].pid && slots[q].cell == m->reference_cell;
-            if (ref_busy && matrix_cell_needs_reference(m, todo[next]))
+            // A cell that takes its reference cell's results waits until that one ends
+            // (else it would run the reference's attacks itself: runner/matrix_cell.c).
+            int ref = matrix_reference_of(m, todo[next]), ref_busy = 0;
+            for (int q = 0; q < jobs && ref >= 0; q++)
+                ref_busy |= slots[q].pid && slots[q].cell == ref;
+            if (ref_busy)
                 break;
             int s = 0;
             while (slots[s].pid)
@@ -537,13 +538,16 @@ static int first_of_its_kind(const Matrix *m, int i, unsigned char *seen) {
     seen[k] = 1;
     return first;
 }
-static int is_reference(const Matrix *m, int i, unsigned char *seen) { return i == m->reference_cell; }
+static int is_reference(const Matrix *m, int i, unsigned char *seen) {
+    (void)seen;
+    return strcmp(m->cells[i].ops->name, "none") == 0;
+}
 
 // The order the cells run in. Under MPI, largest estimated cost first (the hand-out's
 // tail is then short); else as listed. Then the first cell of each kind (defense
 // object) comes first, so that the ETA has measured every kind early
-// (runner/matrix_progress.h); and, outside MPI, the reference cell (no defense) before
-// all: the others read its attacks' results.
+// (runner/matrix_progress.h); and, outside MPI, the reference cells (no defense) before
+// all: the others read their attacks' results.
 static FpStatus order_cells(Matrix *m, RunShare *s, int ranks, FpError *err) {
     size_t cells = (size_t)(m->n_cells ? m->n_cells : 1);
     unsigned char *seen = calloc(cells, 1);

@@ -247,6 +247,57 @@ START_TEST(cli_every_way_gives_the_same_cells) {
 }
 END_TEST
 
+// A defended cell whose reference (the "none" cell) is not on disk yet runs the
+// reference's attacks itself: shards run in the order 3, 2, 1 (the "none" cell is in
+// shard 1) give every cell the same result, "applicable" included, as one process that
+// ran "none" first. Without it a membership attack's "applicable" was null in the
+// cells that ran before "none" finished, so the result depended on the order.
+START_TEST(a_cell_runs_its_missing_reference_itself) {
+    if (!getenv("FEDPRIV_BIN") || !*getenv("FEDPRIV_BIN")) {
+        fprintf(stderr, "SKIP: FEDPRIV_BIN is not set (make test sets it)\n");
+        return;
+    }
+    setup_data();
+    write_real_matrix(REAL_MATRIX, 3, REAL_DEFENSES);
+    const char *ref = TEST_DIR "/reference-one", *dir = TEST_DIR "/reference-backwards";
+    standin_rm(ref);
+    standin_rm(dir);
+    int rc = run_matrix(REAL_MATRIX, ref, NULL, NULL);
+    ck_assert_msg(rc == 0, "fedpriv matrix exited %d:\n%s", rc, err_buf);
+    ck_assert_msg(!strstr(err_buf, "here, its reference"), "one process ran none first, yet:\n%s", err_buf);
+    int ran_here = 0;
+    for (int k = 3; k >= 1; k--) {
+        char shard[8];
+        snprintf(shard, sizeof shard, "%d/3", k);
+        rc = run_matrix(REAL_MATRIX, dir, "--shard", shard);
+        ck_assert_msg(rc == 0, "--shard %s exited %d:\n%s", shard, rc, err_buf);
+        ran_here += strstr(err_buf, "running the attacks of cell none-") != NULL;
+    }
+    ck_assert_msg(ran_here >= 1, "no shard ran the reference's attacks itself");
+    assert_same_runs(ref, dir);
+    assert_same_runs(dir, ref);
+    assert_index_complete(dir, 6);
+    cJSON *cell = NULL;
+    char p[512];
+    DIR *d = opendir(TEST_DIR "/reference-backwards/cells");
+    ck_assert_ptr_nonnull(d);
+    struct dirent *de;
+    int defended = 0;
+    while ((de = readdir(d)))
+        if (strncmp(de->d_name, "laplace-", 8) == 0 && strstr(de->d_name, ".json")) {
+            snprintf(p, sizeof p, "%s/cells/%s", dir, de->d_name);
+            cell = load_json(p);
+            const cJSON *a = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(cell, "attacks"), 0);
+            ck_assert_msg(cJSON_IsBool(cJSON_GetObjectItemCaseSensitive(a, "applicable")), "%s: applicable undecided",
+                          p);
+            cJSON_Delete(cell);
+            defended++;
+        }
+    closedir(d);
+    ck_assert_int_eq(defended, 3);
+}
+END_TEST
+
 // The pid of a claim by rank `rank` in dir, or 0.
 static pid_t claim_of_rank(const char *dir, int rank) {
     char cells[256];
@@ -508,6 +559,7 @@ Suite *suite_cluster_cli(void) {
     TCase *tc = tcase_create("cli");
     tcase_set_timeout(tc, 600); // ASan and a busy machine: one full run can take a minute
     tcase_add_test(tc, cli_every_way_gives_the_same_cells);
+    tcase_add_test(tc, a_cell_runs_its_missing_reference_itself);
     tcase_add_test(tc, mpi_killed_rank_then_rerun_gives_the_same_cells);
     tcase_add_test(tc, train_across_ranks_is_bit_identical);
     tcase_add_test(tc, mpi_runs_keep_leak_detection_on);
