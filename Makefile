@@ -21,7 +21,7 @@ MPI     ?= auto
 MPICC   ?= $(shell command -v mpicc 2>/dev/null)
 
 # The sanitizer build compiles for the same CPU as the release build, so that ASan and
-# UBSan see the SIMD paths (AVX-512 in defenses/dgauss.c, mech_laplace.c, mech_gaussian.c)
+# UBSan see the SIMD paths (AVX-512 in defenses/dp/dgauss.c, mech_laplace.c, mech_gaussian.c)
 # the release build runs; `make valgrind`, which cannot run them, has its own portable build.
 ifeq ($(SANITIZE),1)
 BUILD_KIND := san
@@ -92,7 +92,7 @@ endif
 # switching never mixes objects.
 BUILD   := build/$(BUILD_KIND)$(if $(filter 1,$(HAVE_CUDA)),,-cpu)$(if $(filter 1,$(HAVE_MPI)),-mpi,)
 
-MODULES := core core/cpu models datasets eval fl defenses attacks audits reports runner cli
+MODULES := core core/cpu models datasets eval fl defenses/dp defenses attacks audits reports runner cli
 LIB_SRC := $(filter-out cli/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 
 ifeq ($(HAVE_CUDA),1)

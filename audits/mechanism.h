@@ -1,4 +1,4 @@
-// Empirical audit of a scalar local-DP mechanism (defenses/mech.h): `fedpriv audit`.
+// Empirical audit of a scalar local-DP mechanism (defenses/dp/mech.h): `fedpriv audit`.
 //
 // For each input x it draws N outputs (RNG_AUDIT stream (seed, input index, 0)) and
 // compares the sample mean and variance with the closed forms: z-scores against the
@@ -27,7 +27,7 @@
 
 #include "core/progress.h"
 #include "core/status.h"
-#include "defenses/mech.h"
+#include "defenses/dp/mech.h"
 
 #define AUDIT_MAX_INPUTS 16
 // The sizes' limits (also the CLI's) and the progress rule: an audit's work grows with

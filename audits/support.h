@@ -23,7 +23,7 @@
 
 #include "audits/mechanism.h"
 #include "core/status.h"
-#include "defenses/mech.h"
+#include "defenses/dp/mech.h"
 
 typedef struct SupportConfig {
     long long samples;      // outputs per ordered pair (default 10^5)

@@ -1,4 +1,4 @@
-// The float log of the mechanism kernels (mech_logf, defenses/mech_internal.h) on every
+// The float log of the mechanism kernels (mech_logf, defenses/dp/mech_internal.h) on every
 // float in [2^-34, 1]: its largest error against the long-double log, in units of the
 // documented bound 2^-23(1 + |ln u|) (MECH_LOGF_ERR), and whether it is non-decreasing
 // (the float laplace sampler's exact inverse search relies on it). About a minute.
@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "defenses/mech_internal.h"
+#include "defenses/dp/mech_internal.h"
 
 int main(void) {
     float lo = 0x1p-34f, hi = 1.0f, prev = -INFINITY, worst_u = 0;

@@ -1,4 +1,4 @@
-// Perturbation throughput of the local-DP mechanisms (defenses/mech.h) on a 10^7-element
+// Perturbation throughput of the local-DP mechanisms (defenses/dp/mech.h) on a 10^7-element
 // upload, one thread, the safe and the float samplers side by side: M elements/s of the
 // fast path (best of R runs) in thread CPU time and wall clock, beside the per-element
 // oracle it must equal bit for bit. Targets: safe laplace >= 300 M elements/s of one core's
@@ -12,8 +12,8 @@
 #include <time.h>
 
 #include "defenses/clip.h"
-#include "defenses/dlaplace.h"
-#include "defenses/mech.h"
+#include "defenses/dp/dlaplace.h"
+#include "defenses/dp/mech.h"
 
 static double clock_s(clockid_t c) {
     struct timespec t;
@@ -108,7 +108,7 @@ static Speed measure_fed(int safe, float *x, float *y, size_t n, int reps) {
 }
 
 // The federated defenses' Laplace noise (dp-fedasgp, layerwise, flat-laplace;
-// defenses/dlaplace.h) on n coordinates, scale 4096 grid steps, b = 0.5: the safe sampler
+// defenses/dp/dlaplace.h) on n coordinates, scale 4096 grid steps, b = 0.5: the safe sampler
 // (16-wide Philox) or the float one (rng_laplace_at per element). For the safe sampler
 // `same` checks the 16-wide path against dlap_value element by element on the first 10^5.
 static Speed measure_fed_laplace(int safe, float *x, size_t n, int reps) {

@@ -1,7 +1,7 @@
 // `fedpriv accountant`: (ε, δ) of the subsampled Gaussian mechanism run for N steps
 // (Poisson sampling, or a fixed-size sample without replacement), by the RDP accountant
-// (defenses/accountant.h) or, for Poisson sampling, the PLD accountant
-// (defenses/accountant_pld.h); or the smallest noise multiplier that meets a target ε.
+// (defenses/dp/accountant.h) or, for Poisson sampling, the PLD accountant
+// (defenses/dp/accountant_pld.h); or the smallest noise multiplier that meets a target ε.
 #include <cjson/cJSON.h>
 #include <limits.h>
 #include <math.h>
@@ -12,8 +12,8 @@
 #include "cli/cli.h"
 #include "cli/options.h"
 #include "core/json_number.h"
-#include "defenses/accountant.h"
-#include "defenses/accountant_pld.h"
+#include "defenses/dp/accountant.h"
+#include "defenses/dp/accountant_pld.h"
 
 static const char *const CMD = "accountant";
 

@@ -1,4 +1,4 @@
-// `fedpriv audit`: samples one local-DP mechanism (defenses/mech.h) on chosen inputs and
+// `fedpriv audit`: samples one local-DP mechanism (defenses/dp/mech.h) on chosen inputs and
 // runs three tests (all by default, or those named by --test):
 //   moments  the empirical mean, bias factor and variance against the closed forms
 //            (audits/mechanism.h), within 6σ;

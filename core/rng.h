@@ -53,7 +53,7 @@ static inline double rng_u01d(uint32_t hi, uint32_t lo) {
 
 // A sub-stream of s: the same seed, round and client, its purpose with bit 12 + tag set
 // (purposes stay below 2^12; the counter holds 16 bits of it), for a procedure that
-// indexes more than one sequence of blocks alike (the safe Gaussian's, defenses/dgauss.h).
+// indexes more than one sequence of blocks alike (the safe Gaussian's, defenses/dp/dgauss.h).
 #define RNG_SUBSTREAM_SHIFT 12
 static inline uint32_t rng_substream_purpose(uint32_t purpose, unsigned tag) {
     return purpose | 1u << (RNG_SUBSTREAM_SHIFT + tag);

@@ -7,7 +7,7 @@
 //   - self-sampling (Alg. 4): q ~ U(0.5, 1), take part with probability q (so
 //     Bernoulli(0.75) overall), from RNG_DEFENSE_AUX block 0 of (round, client);
 //     "self_sampling": false turns it off;
-//   - per unit ℓ with d_ℓ scalars (Alg. 2, defenses/mech_harmony.c): one j ~ U{0..d_ℓ-1},
+//   - per unit ℓ with d_ℓ scalars (Alg. 2, defenses/dp/mech_harmony.c): one j ~ U{0..d_ℓ-1},
 //     W*[j] = c ± d_ℓ·r·κ, every other scalar the fill: c (corrected, Alg. 2 line 1) or
 //     0 (paper, Eq. 12). The draws are sequential on the client's RNG_DEFENSE stream, unit
 //     by unit. The upload is the full buffer; what it carries is (ℓ, j, sign).

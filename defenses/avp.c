@@ -52,7 +52,7 @@
 #include <string.h>
 
 #include "core/jsonv.h"
-#include "defenses/accountant.h"
+#include "defenses/dp/accountant.h"
 #include "defenses/clip.h"
 #include "fl/defense.h"
 

@@ -7,8 +7,8 @@
 
 #include "core/json_number.h"
 #include "core/jsonv.h"
-#include "defenses/accountant.h"
-#include "defenses/accountant_pld.h"
+#include "defenses/dp/accountant.h"
+#include "defenses/dp/accountant_pld.h"
 
 double clip_norm(const float *x, const ParamTable *t) {
     double s = 0;

@@ -19,7 +19,7 @@
 
 #include "core/params.h"
 #include "core/rng.h"
-#include "defenses/dgauss.h"
+#include "defenses/dp/dgauss.h"
 #include "fl/defense.h"
 
 // L2 norm of the trainable elements of x.
@@ -40,7 +40,7 @@ double clip_scale(double norm, double c);
 //
 //   "safe" (default): element i becomes g·(round(x[i]/g) + J_i), J_i ~ N_Z(0, S²) the
 //       discrete Gaussian (Canonne, Kamath, Steinke 2020) from the wide table
-//       (defenses/dgauss.h) on element i's words (dgauss_wide_words), g = std/S the grid. Rounding
+//       (defenses/dp/dgauss.h) on element i's words (dgauss_wide_words), g = std/S the grid. Rounding
 //       is to the nearest grid point, deterministic: a vector of d noised coordinates moves
 //       by at most √d/2 steps, so a query of L2 sensitivity Δ (one vector added or removed)
 //       has sensitivity at most Δ/g + √d/2 steps on the grid, and at most Δ/g + √d for two

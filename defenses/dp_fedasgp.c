@@ -54,7 +54,7 @@
 
 #include "core/jsonv.h"
 #include "defenses/clip.h"
-#include "defenses/dlaplace.h"
+#include "defenses/dp/dlaplace.h"
 #include "fl/defense.h"
 #include "models/predict.h"
 
@@ -75,7 +75,7 @@ typedef struct DpFedAsgp {
     int *n_samples;        // per client id: n_i
     size_t *selected;      // per client id: coordinates noised in its last upload
     // corrected: the noise ("sampler"; docs/defenses-federated.md, the Laplace noise)
-    int safe;              // 1: the discrete Laplace on grids (defenses/dlaplace.h); 0: float
+    int safe;              // 1: the discrete Laplace on grids (defenses/dp/dlaplace.h); 0: float
     double svt_grid;       // g_s: the grid of the queries |g'_j|, the threshold and ν, ρ
     long long svt_shift;   // s: integer steps that cover a neighbour's move of a query (ΔS/g_s + 2 err)
     long long threshold_steps; // T on the grid (public, rounded to nearest)

@@ -17,7 +17,7 @@
 // subsampled Gaussian mechanism with rate q_k and multiplier σ (sensitivity C of the sum,
 // noise σC); a round is T_k such steps (T_k = local_steps, or epochs · ⌈n_k / B⌉), the
 // run composes T_k · rounds of them. The account is the PLD accountant (default; its
-// discretisation, truncation and round-off errors are all in δ, defenses/accountant_pld.h)
+// discretisation, truncation and round-off errors are all in δ, defenses/dp/accountant_pld.h)
 // or RDP ("accountant": "rdp"). Clients of different sizes are covered by the largest
 // rate and the most steps (the subsampled Gaussian's loss grows with both), stated in the
 // notion when they differ. Every round counts, whether the client took part or not: the
@@ -51,8 +51,8 @@
 #include <string.h>
 
 #include "core/jsonv.h"
-#include "defenses/accountant.h"
-#include "defenses/accountant_pld.h"
+#include "defenses/dp/accountant.h"
+#include "defenses/dp/accountant_pld.h"
 #include "defenses/clip.h"
 #include "defenses/dpsgd_step.h"
 #include "defenses/registry.h"

@@ -45,7 +45,7 @@
 
 #include "core/jsonv.h"
 #include "defenses/clip.h"
-#include "defenses/dlaplace.h"
+#include "defenses/dp/dlaplace.h"
 #include "fl/defense.h"
 #include "defenses/shapley.h"
 #include "models/model.h"

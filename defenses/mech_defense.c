@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "core/jsonv.h"
-#include "defenses/accountant.h"
+#include "defenses/dp/accountant.h"
 
 // Why a float sampler proves nothing, with the share of 2000 outputs at the range's upper
 // end (or +1) that cannot occur at its lower end (or -1): mech_support_check, stream

@@ -1,12 +1,12 @@
 // The shared body of the local-DP defenses that perturb every trainable scalar of an
-// upload independently with one scalar mechanism of defenses/mech.h: spm, duchi, pm,
+// upload independently with one scalar mechanism of defenses/dp/mech.h: spm, duchi, pm,
 // ldp-fl, laplace and gaussian (defenses/<name>.c are their DefenseOps tables). The
 // parameters are the mechanism's (see mech_spec_parse) plus
 //   "upload": "weights" (default: SPM's Alg. 1 perturbs the trained weights), "delta" or
 //             "gradient": what the client perturbs;
 //   "range": "layer" (ldp-fl): each layer's [c - r, c + r] is the [min, max] of that layer
 //             in the round's global model (public), r at least "min_radius" (1e-3).
-//   "sampler": "safe" (default) or "float" (spm, pm, laplace, gaussian; defenses/mech.h).
+//   "sampler": "safe" (default) or "float" (spm, pm, laplace, gaussian; defenses/dp/mech.h).
 // Element i of the upload draws from Philox block ⌊i/e⌋ of &round->rng (mech.h), so the
 // noise does not depend on the layer loop or the thread that runs the client.
 // Privacy: the unit is one scalar. The nominal ε is the paper's per scalar per round
@@ -24,7 +24,7 @@
 #define FEDPRIV_DEFENSES_MECH_DEFENSE_H
 
 #include "fl/defense.h"
-#include "defenses/mech.h"
+#include "defenses/dp/mech.h"
 
 typedef struct MechDefense {
     Mech mech;

@@ -20,7 +20,7 @@
 //   statistics are sent as they are.
 // - All randomness comes from the RngStream in the round context, indexed by element:
 //   the noise of element i depends only on (stream, i) — e.g. rng_*_at(&round->rng, i),
-//   or, for the fast scalar mechanisms of defenses/mech.h, word i mod 4 of Philox block
+//   or, for the fast scalar mechanisms of defenses/dp/mech.h, word i mod 4 of Philox block
 //   ⌊i/4⌋ — so results do not depend on loop order or thread count, and the GPU draws
 //   the same numbers.
 // - `variant` is "corrected" (the default: the mechanism with the digest's fixes) or

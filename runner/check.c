@@ -12,7 +12,7 @@
 #include "runner/attack_registry.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
-#include "defenses/mech.h"
+#include "defenses/dp/mech.h"
 #include "defenses/registry.h"
 #include "fl/defense.h"
 #include "reports/results.h"

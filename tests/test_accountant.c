@@ -1,4 +1,4 @@
-// Privacy accountants (defenses/accountant.h): test vectors, monotonicity, the σ search
+// Privacy accountants (defenses/dp/accountant.h): test vectors, monotonicity, the σ search
 // and `fedpriv accountant` bad-input exit codes.
 //
 // Reference values. The spec's vectors (docs: shared spec "attacks-metrics-accounting",
@@ -22,7 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "defenses/accountant.h"
+#include "defenses/dp/accountant.h"
 #include "tests/cli_run.h"
 
 static double rel_err(double got, double want) {

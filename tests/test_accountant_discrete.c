@@ -1,4 +1,4 @@
-// Proven accounts of the discrete Gaussian (defenses/accountant_discrete.c), against values
+// Proven accounts of the discrete Gaussian (defenses/dp/accountant_discrete.c), against values
 // computed here independently of the formulas: the Rényi divergences of the laws
 // themselves, summed over the integer lattice in long double.
 //
@@ -16,7 +16,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "defenses/accountant.h"
+#include "defenses/dp/accountant.h"
 
 // ln Σ_x e^{t(x)} over the terms written into t[0..n), in long double.
 static long double log_sum(const long double *t, int n) {

@@ -1,4 +1,4 @@
-// The PLD accountant (defenses/accountant_pld.h): against an independent high-precision
+// The PLD accountant (defenses/dp/accountant_pld.h): against an independent high-precision
 // reference, against RDP, the exact Gaussian, composition, monotonicity, the σ search and
 // `fedpriv accountant --method pld`.
 //
@@ -14,8 +14,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "defenses/accountant.h"
-#include "defenses/accountant_pld.h"
+#include "defenses/dp/accountant.h"
+#include "defenses/dp/accountant_pld.h"
 #include "tests/cli_run.h"
 
 // {q, sigma, steps, delta, eps_remove, eps_add}; the add/remove ε is the larger.

@@ -1,7 +1,7 @@
 // Audits where accounts go wrong (issue: multi-round, subsampled configurations): DP-FedAvg
 // over 20 rounds at q = 0.1 audited by a white-box observer of every released aggregate,
 // and three broken accountants the audit must catch, each the standard RDP account
-// (defenses/accountant.h) fed a wrong input for the run as trained: q ten times too
+// (defenses/dp/accountant.h) fed a wrong input for the run as trained: q ten times too
 // small, one round's ε reported as the total (composition ignored), and a fixed-size
 // cohort (replace one client) accounted as Poisson sampling (add/remove). Each control
 // declares its broken ε as the claim (epsilon_claimed) and is caught: ε̂ above it at the
@@ -15,7 +15,7 @@
 
 #include "audits/training.h"
 #include "core/json_number.h"
-#include "defenses/accountant.h"
+#include "defenses/dp/accountant.h"
 #include "defenses/registry.h"
 
 // Class k's mean a fixed random vector in [0,1]^36, Gaussian spread 0.2 (the fixture of

@@ -1,4 +1,4 @@
-// The discrete Laplace of the federated defenses (defenses/dlaplace.h): its draws against
+// The discrete Laplace of the federated defenses (defenses/dp/dlaplace.h): its draws against
 // the exact law (per atom and moments, 6 standard errors, fixed seeds) with a halved scale
 // as the control; the realised law's adjacent ratios within the stated E (and E at the
 // ideal 2^(1/q)) with a broken table as the control; element-indexed draws (the 16-wide
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "core/rng.h"
-#include "defenses/dlaplace.h"
+#include "defenses/dp/dlaplace.h"
 
 static DLap make_law(double scale_min) {
     DLap t;

@@ -21,7 +21,7 @@
 
 #include "core/backend.h"
 #include "datasets/dataset.h"
-#include "defenses/accountant.h"
+#include "defenses/dp/accountant.h"
 #include "defenses/clip.h"
 #include "defenses/registry.h"
 #include "fl/defense.h"

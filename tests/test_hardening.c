@@ -22,7 +22,7 @@
 #include "core/jsonv.h"
 #include "core/rng_secure.h"
 #include "datasets/dataset.h"
-#include "defenses/mech.h"
+#include "defenses/dp/mech.h"
 #include "models/model.h"
 
 #if defined(__SANITIZE_ADDRESS__)

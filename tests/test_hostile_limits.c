@@ -327,7 +327,7 @@ START_TEST(product_binary_does_not_link_check) {
 END_TEST
 
 // Case 8: the sanitizer build compiled without -march=native, so ASan and UBSan never ran
-// the AVX-512 paths (defenses/dgauss.c, mech_laplace.c, mech_gaussian.c) the release
+// the AVX-512 paths (defenses/dp/dgauss.c, mech_laplace.c, mech_gaussian.c) the release
 // build runs. The tests compile with the library's CFLAGS: on a CPU with AVX-512F and DQ,
 // every build this runs in (release and SANITIZE=1) must have compiled those paths, which
 // tests/test_mechanisms.c (fast_path_matches_oracle) then checks bit for bit against the

@@ -1,5 +1,8 @@
 // The layering rule (README, docs): dependencies point downward only,
-//   cli -> runner -> audits -> reports, attacks -> defenses -> fl -> models -> datasets, eval -> core
+//   cli -> runner -> audits -> reports, attacks -> defenses -> fl -> models -> datasets, eval, dp -> core
+// (dp is defenses/dp: the mechanisms, samplers and accountants, which know nothing of
+// federations or plugins, so the mechanism audits and `fedpriv accountant` use them
+// without the plugin layer)
 // (audits sit above attacks: the training-run audit runs in a matrix as an attack)
 // (models sit above datasets: models/predict.h evaluates a model over a dataset's batches)
 // Every `#include "MODULE/..."` in the library's sources is checked against it: a module
@@ -19,7 +22,8 @@ typedef struct {
 
 static const Layer layers[] = {
     {"core", "core", 0},         {"core/cpu", "core", 0},   {"core/cuda", "core", 0},
-    {"datasets", "datasets", 1}, {"eval", "eval", 1},         {"models", "models", 2},
+    {"datasets", "datasets", 1}, {"eval", "eval", 1},         {"defenses/dp", "dp", 1},
+    {"models", "models", 2},
     {"fl", "fl", 3},             {"defenses", "defenses", 4}, {"attacks", "attacks", 5},
     {"reports", "reports", 5},   {"audits", "audits", 6},     {"runner", "runner", 7},
     {"cli", "cli", 8},
@@ -111,6 +115,12 @@ START_TEST(rule_catches_upward_includes) {
     ck_assert(include_allowed(layer_of_dir("models"), "datasets/dataset.h"));
     ck_assert(!include_allowed(layer_of_dir("datasets"), "models/model.h"));
     ck_assert(!include_allowed(layer_of_dir("datasets"), "eval/png.h")); // a sibling
+    const Layer *dp = layer_of_dir("defenses/dp"), *defenses = layer_of_dir("defenses");
+    ck_assert(!include_allowed(dp, "defenses/mech_defense.h")); // the plugin layer above it
+    ck_assert(!include_allowed(dp, "fl/defense.h"));
+    ck_assert(include_allowed(dp, "defenses/dp/dgauss.h"));
+    ck_assert(include_allowed(defenses, "defenses/dp/mech.h"));
+    ck_assert(include_allowed(layer_of_dir("audits"), "defenses/dp/accountant.h"));
 }
 END_TEST
 

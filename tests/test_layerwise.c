@@ -14,7 +14,7 @@
 #include "core/autodiff.h"
 #include "core/jsonv.h"
 #include "datasets/power_load.h"
-#include "defenses/dlaplace.h"
+#include "defenses/dp/dlaplace.h"
 #include "defenses/registry.h"
 #include "fl/defense.h"
 #include "defenses/layerwise.h"

@@ -6,7 +6,7 @@
 //   w for "corrected" and "pnpm", coordinate by coordinate within 6σ and pooled (the
 //   least-squares slope of the aggregate on w) within 6σ, where σ comes from the
 //   closed-form variances of shared spec spm.md §1.3, written out here independently
-//   of defenses/mech_spm.c. The pooled test must also reject the other variant's
+//   of defenses/dp/mech_spm.c. The pooled test must also reject the other variant's
 //   factor by more than 6σ, so it can tell them apart.
 // - The same shrinkage inside the engine: one round of a federation on a synthetic set,
 //   the global model against the mean of the clients' trained weights (the

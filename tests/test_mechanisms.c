@@ -1,4 +1,4 @@
-// Local-DP mechanisms (defenses/mech.h) and the defenses built on them: the fast loops
+// Local-DP mechanisms (defenses/dp/mech.h) and the defenses built on them: the fast loops
 // against the per-element oracle, the closed forms against the output laws and the
 // digests' tables, Monte-Carlo moments and histograms within 6σ, parameter errors, and
 // the defense plugins (layers, ranges, privacy records, Adaptive-Harmony's sampling and
@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "defenses/accountant.h"
+#include "defenses/dp/accountant.h"
 #include "defenses/registry.h"
 #include "fl/defense.h"
 #include "defenses/mech_defense.h"
-#include "defenses/mech_internal.h"
+#include "defenses/dp/mech_internal.h"
 
 // Every mechanism, variant and sampler; %g is ε. classic gaussian needs ε < 1.
 static const char *const configs[] = {

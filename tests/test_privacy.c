@@ -21,7 +21,7 @@
 #include "core/backend.h"
 #include "core/jsonv.h"
 #include "datasets/dataset.h"
-#include "defenses/accountant.h"
+#include "defenses/dp/accountant.h"
 #include "defenses/clip.h"
 #include "fl/fed.h"
 #include "models/model.h"
@@ -165,7 +165,7 @@ static double safe_account_phases(const Phase *ph, int n_ph, double draws, int *
 }
 
 // The multiplier of the sum of k discrete Gaussian shares (Kairouz, Liu, Steinke 2021 Thm 1,
-// defenses/accountant.h) whose one-Gaussian multiplier is m, S from describe(), d coordinates.
+// defenses/dp/accountant.h) whose one-Gaussian multiplier is m, S from describe(), d coordinates.
 static double kls(const DefenseOps *ops, void *st, double m, int k, size_t d) {
     double r = dgauss_sum_multiplier(m, describe_number(ops, st, "noise_grid_steps"), k, (double)d);
     ck_assert(r <= m && r > m * (1 - 1e-11));

@@ -1,7 +1,7 @@
 // The safe samplers' privacy, checked on their exact output laws (mech_law): every output's
 // probabilities at two inputs are within e^ε of each other (pure ε), or the hockey-stick
 // divergence is within δ (gaussian), with a broken table as the control; mech_possible is
-// consistent with what the samplers draw; the discrete Gaussian table (defenses/dgauss.h)
+// consistent with what the samplers draw; the discrete Gaussian table (defenses/dp/dgauss.h)
 // and its noise on float buffers.
 #include <check.h>
 #include <cjson/cJSON.h>
@@ -11,10 +11,10 @@
 #include <string.h>
 
 #include "core/rng_secure.h"
-#include "defenses/accountant.h"
+#include "defenses/dp/accountant.h"
 #include "defenses/clip.h"
-#include "defenses/dgauss.h"
-#include "defenses/mech.h"
+#include "defenses/dp/dgauss.h"
+#include "defenses/dp/mech.h"
 
 static Mech *make_mech(const char *fmt, double eps) {
     char text[256];

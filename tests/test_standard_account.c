@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "defenses/accountant.h"
-#include "defenses/accountant_pld.h"
+#include "defenses/dp/accountant.h"
+#include "defenses/dp/accountant_pld.h"
 #include "defenses/clip.h"
-#include "defenses/dgauss.h"
+#include "defenses/dp/dgauss.h"
 #include "defenses/dpsgd_step.h"
 #include "defenses/registry.h"
 #include "fl/fed.h"

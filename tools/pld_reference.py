@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # Reference epsilons for the PLD accountant's tests (tests/test_accountant_pld.c), computed
-# independently of defenses/accountant_pld.c: no discretised loss grid, no FFT, no
+# independently of defenses/dp/accountant_pld.c: no discretised loss grid, no FFT, no
 # connect-the-dots construction, only mpmath numerical integration at 30 digits.
 #
 # The mechanism: k steps of the Poisson-subsampled Gaussian mechanism with sampling rate q

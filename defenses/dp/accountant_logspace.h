@@ -1,8 +1,8 @@
 // Log-space helpers the RDP accountants share (accountant_rdp.c, accountant_sampled.c,
 // accountant_discrete.c): their binomial sums are evaluated as ln-terms with lgamma and
 // a running log-sum-exp, so no term overflows at large orders.
-#ifndef FEDPRIV_DEFENSES_ACCOUNTANT_LOGSPACE_H
-#define FEDPRIV_DEFENSES_ACCOUNTANT_LOGSPACE_H
+#ifndef FEDPRIV_DEFENSES_DP_ACCOUNTANT_LOGSPACE_H
+#define FEDPRIV_DEFENSES_DP_ACCOUNTANT_LOGSPACE_H
 
 #include <math.h>
 

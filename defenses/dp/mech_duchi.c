@@ -13,7 +13,7 @@
 // differs from the clipped input by less than 10^-9 of r.
 #include <math.h>
 
-#include "defenses/mech_internal.h"
+#include "defenses/dp/mech_internal.h"
 
 void mech_twopoint_calibrate(Mech *m, double d) {
     const double two32 = 4294967296.0;

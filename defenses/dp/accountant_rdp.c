@@ -25,8 +25,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "defenses/accountant.h"
-#include "defenses/accountant_logspace.h"
+#include "defenses/dp/accountant.h"
+#include "defenses/dp/accountant_logspace.h"
 
 #define RDP_FRAC_MAX_TERMS 100000
 #define RDP_SEARCH_REL_TOL 1e-7

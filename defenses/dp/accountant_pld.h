@@ -1,8 +1,8 @@
 // Privacy loss distribution (PLD) accountant for the Poisson-subsampled Gaussian mechanism,
 // add/remove neighbours: an upper bound on ε for a given δ, tighter than RDP
-// (defenses/accountant.h), with every approximation made on the safe side.
+// (defenses/dp/accountant.h), with every approximation made on the safe side.
 //
-// Method (details and proofs in defenses/accountant_pld.c):
+// Method (details and proofs in defenses/dp/accountant_pld.c):
 // - One step's pair of output laws, per direction (remove: P = (1−q)N(0,σ²) + qN(1,σ²),
 //   Q = N(0,σ²); add: P and Q swapped), is replaced by a discrete dominating pair on the
 //   loss grid {jΔ}: the "connect-the-dots" PLD (Doroshenko, Ghazi, Kamath, Kumar,
@@ -27,8 +27,8 @@
 // ε = INFINITY for σ = 0 with q > 0; ε = 0 when nothing was spent; clamped at 0.
 // Thread safety: every function is; FFTW's planner is serialised by one mutex in
 // accountant_pld.c (the only code in fedpriv that calls FFTW).
-#ifndef FEDPRIV_DEFENSES_ACCOUNTANT_PLD_H
-#define FEDPRIV_DEFENSES_ACCOUNTANT_PLD_H
+#ifndef FEDPRIV_DEFENSES_DP_ACCOUNTANT_PLD_H
+#define FEDPRIV_DEFENSES_DP_ACCOUNTANT_PLD_H
 
 #include <stdio.h>
 

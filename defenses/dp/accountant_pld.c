@@ -74,8 +74,8 @@
 #include <string.h>
 
 #include "core/clock.h"
-#include "defenses/accountant_pld.h"
-#include "defenses/accountant.h"
+#include "defenses/dp/accountant_pld.h"
+#include "defenses/dp/accountant.h"
 
 #define PLD_MASS_INFLATION 1e-10
 #define PLD_TAIL_SHARE 1e-6      // truncation and alias budgets, each a fraction of δ

@@ -24,7 +24,7 @@
 // is the position in float, so kept and flipped outputs lie on different float grids.
 #include <math.h>
 
-#include "defenses/mech_internal.h"
+#include "defenses/dp/mech_internal.h"
 
 static void spm_constants(Mech *m) {
     double u = m->u;

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "defenses/mech_internal.h"
+#include "defenses/dp/mech_internal.h"
 
 // ---- float ----------------------------------------------------------------------------
 

@@ -1,6 +1,6 @@
 // The discrete Gaussian N_Z(0, σ²) (Canonne, Kamath, Steinke, NeurIPS 2020): P(J = j) ∝
 // exp(-j²/(2σ²)) on the integers, sampled exactly from a table, and i.i.d. discrete
-// Gaussian noise on a float buffer. The safe `gaussian` mechanism (defenses/mech_gaussian.c)
+// Gaussian noise on a float buffer. The safe `gaussian` mechanism (defenses/dp/mech_gaussian.c)
 // and DP-SGD noise use it.
 //
 // The table. J ∈ [-ymax, ymax] is the number of thresholds cdf[i] <= u, minus ymax, for a
@@ -23,8 +23,8 @@
 // vector query with L2 sensitivity Δ₂ and d coordinates, the rounded query's sensitivity
 // is at most Δ₂/g + √d grid steps (each coordinate moves by less than one step), so keep
 // g small against Δ₂/√d; E[output] = x to 2^-24 of g per coordinate.
-#ifndef FEDPRIV_DEFENSES_DGAUSS_H
-#define FEDPRIV_DEFENSES_DGAUSS_H
+#ifndef FEDPRIV_DEFENSES_DP_DGAUSS_H
+#define FEDPRIV_DEFENSES_DP_DGAUSS_H
 
 #include <math.h>
 #include <stddef.h>
@@ -32,7 +32,7 @@
 
 #include "core/rng.h"
 #include "core/status.h"
-#include "defenses/mech.h"
+#include "defenses/dp/mech.h"
 
 // The largest σ the table holds (its support reaches about 9.2σ each side).
 #define DGAUSS_SIGMA_MAX 110.0

@@ -1,5 +1,5 @@
 // Proven accounts of the discrete Gaussian N_Z(0, S²) where the continuous Gaussian's
-// formulas are only an analogy (see defenses/accountant.h):
+// formulas are only an analogy (see defenses/dp/accountant.h):
 //
 // 1. Poisson subsampling (rdp_poisson_discrete_gaussian). Zhu & Wang 2019 ("Poisson
 //    Subsampled Rényi Differential Privacy", ICML, Thm 5, the general upper bound) hold for
@@ -37,8 +37,8 @@
 #include <float.h>
 #include <math.h>
 
-#include "defenses/accountant.h"
-#include "defenses/accountant_logspace.h"
+#include "defenses/dp/accountant.h"
+#include "defenses/dp/accountant_logspace.h"
 
 #define DISCRETE_ROUND_UP (1.0 + 0x1p-40)
 

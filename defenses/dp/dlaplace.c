@@ -1,5 +1,5 @@
-// The discrete Laplace of the federated defenses (defenses/dlaplace.h).
-#include "defenses/dlaplace.h"
+// The discrete Laplace of the federated defenses (defenses/dp/dlaplace.h).
+#include "defenses/dp/dlaplace.h"
 
 #include <math.h>
 #include <stdlib.h>

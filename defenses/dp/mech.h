@@ -62,8 +62,8 @@
 // integer arithmetic and exact integer divisions. This file's C must be compiled without
 // FP contraction (-std=c11 gives -ffp-contract=off); the tests check the fast loops
 // against the per-element oracle bit for bit.
-#ifndef FEDPRIV_DEFENSES_MECH_H
-#define FEDPRIV_DEFENSES_MECH_H
+#ifndef FEDPRIV_DEFENSES_DP_MECH_H
+#define FEDPRIV_DEFENSES_DP_MECH_H
 
 #include <cjson/cJSON.h>
 #include <stddef.h>
@@ -132,7 +132,7 @@ typedef struct MechSampler {
     double (*upload_epsilon)(const Mech *m, double units, double rounds, double delta);
 } MechSampler;
 
-// A mechanism: one file (defenses/mech_<name>.c) and one line in defenses/mech.c's table.
+// A mechanism: one file (defenses/mech_<name>.c) and one line in defenses/dp/mech.c's table.
 struct MechOps {
     const char *name;
     const char *summary;
@@ -204,7 +204,7 @@ typedef struct MechLaplaceTable {
     uint64_t s[MECH_TABLE_MAX];
 } MechLaplaceTable;
 
-// A discrete Gaussian table N_Z(0, σ²) on 63-bit words (defenses/dgauss.h).
+// A discrete Gaussian table N_Z(0, σ²) on 63-bit words (defenses/dp/dgauss.h).
 typedef struct DGauss {
     double sigma;           // σ in grid units
     int ymax;               // support [-ymax, ymax]

@@ -18,7 +18,7 @@
 //   flagged when ε >= 1 where the theorem does not apply.
 #include <math.h>
 
-#include "defenses/accountant.h"
+#include "defenses/dp/accountant.h"
 
 #define RHO_ALPHA_GRID 2000
 #define RHO_LOG_AM1_MIN (-14.0)  // ln(α−1) range searched: α−1 in [e^−14, e^28]

@@ -36,8 +36,8 @@
 // block index + 2^46 (A's first 32 bits, the coin) of the stream, and, with probability
 // 2^-32, further blocks 2^47 + 2^16·index + j for A (j < 2^16: past 2^23 bits, a chance
 // of 2^-8388640, the count would stop). index < 2^31.
-#ifndef FEDPRIV_DEFENSES_DLAPLACE_H
-#define FEDPRIV_DEFENSES_DLAPLACE_H
+#ifndef FEDPRIV_DEFENSES_DP_DLAPLACE_H
+#define FEDPRIV_DEFENSES_DP_DLAPLACE_H
 
 #include <cjson/cJSON.h>
 #include <stddef.h>

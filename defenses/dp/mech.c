@@ -1,6 +1,6 @@
-// The mechanism table (defenses/mech.h): the list of mechanisms, parameter parsing, and
+// The mechanism table (defenses/dp/mech.h): the list of mechanisms, parameter parsing, and
 // the calls through each mechanism's sampler table (defenses/mech_*.c). The output-law
-// arithmetic is in defenses/mech_law.c.
+// arithmetic is in defenses/dp/mech_law.c.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -8,7 +8,7 @@
 
 #include "core/jsonv.h"
 #include "core/suggest.h"
-#include "defenses/mech_internal.h"
+#include "defenses/dp/mech_internal.h"
 
 // The mechanisms, in the order `fedpriv list` and the messages show them. A new one is a
 // file defenses/mech_<name>.c defining its MechOps, and a line here.

@@ -1,9 +1,9 @@
-// Output-law arithmetic (defenses/mech.h): moments and interval probabilities of a
+// Output-law arithmetic (defenses/dp/mech.h): moments and interval probabilities of a
 // mixture of atoms, uniforms, Laplace and normal laws, equally spaced grids and the safe
 // samplers' clamped lattices.
 #include <math.h>
 
-#include "defenses/mech.h"
+#include "defenses/dp/mech.h"
 
 // P(K = k) of a lattice piece: K = clamp(n + J, kmin, kmax).
 static double lattice_p(const LawPiece *p, long k) {

@@ -6,14 +6,14 @@
 // The vector code uses GCC/Clang vector extensions (generic lowering on any target);
 // the per-element kernels are plain scalar C that the compiler vectorises. The oracle
 // for all of it is mech_perturb_ref (one core/rng.c rng_block call per element).
-#ifndef FEDPRIV_DEFENSES_MECH_INTERNAL_H
-#define FEDPRIV_DEFENSES_MECH_INTERNAL_H
+#ifndef FEDPRIV_DEFENSES_DP_MECH_INTERNAL_H
+#define FEDPRIV_DEFENSES_DP_MECH_INTERNAL_H
 
 #include <math.h>
 #include <string.h>
 
 #include "core/philox.h"
-#include "defenses/mech.h"
+#include "defenses/dp/mech.h"
 
 static inline float mech_bits_f(uint32_t u) {
     float f;

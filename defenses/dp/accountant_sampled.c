@@ -1,5 +1,5 @@
 // RDP of the Gaussian mechanism under the sampling kinds other than Poisson add/remove
-// (see defenses/accountant.h): fixed-size sampling without replacement (Wang, Balle,
+// (see defenses/dp/accountant.h): fixed-size sampling without replacement (Wang, Balle,
 // Kasiviswanathan 2019, Thm 9) and the joint-convexity bound for replace-one neighbours.
 //
 // Conventions: sigma is the noise multiplier for replace-one neighbours (std over the
@@ -11,8 +11,8 @@
 // same sums (1e-10 relative).
 #include <math.h>
 
-#include "defenses/accountant.h"
-#include "defenses/accountant_logspace.h"
+#include "defenses/dp/accountant.h"
+#include "defenses/dp/accountant_logspace.h"
 
 // ln of Thm 9's sum at integer α >= 2: an upper bound on (α−1)·ε'(α).
 static double wbk_log_moment(double q, double sigma, long long alpha) {

@@ -1,5 +1,5 @@
-// The discrete Gaussian table and noise (defenses/dgauss.h).
-#include "defenses/dgauss.h"
+// The discrete Gaussian table and noise (defenses/dp/dgauss.h).
+#include "defenses/dp/dgauss.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -5,7 +5,7 @@
 // (its eps_proven is the 2ε it really spends).
 #include <math.h>
 
-#include "defenses/mech_internal.h"
+#include "defenses/dp/mech_internal.h"
 
 static FpStatus rr_setup(Mech *m, FpError *err) {
     (void)err;

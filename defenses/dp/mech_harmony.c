@@ -17,7 +17,7 @@
 // outputs, f_d the fill.
 #include <math.h>
 
-#include "defenses/mech_internal.h"
+#include "defenses/dp/mech_internal.h"
 
 static FpStatus harmony_setup(Mech *m, FpError *err) {
     (void)err;

@@ -7,15 +7,15 @@
 //   fractional orders by the two erfc series, composition by adding RDP order by order
 //   over steps and phases. Conversion: Balle et al. 2020 ("Hypothesis testing
 //   interpretations and Rényi DP", Thm 21) by default, or the classic Mironov 2017
-//   Prop. 3 bound for comparison.            -> defenses/accountant_rdp.c
+//   Prop. 3 bound for comparison.            -> defenses/dp/accountant_rdp.c
 //   The other sampling kinds (fixed-size without replacement: Wang, Balle,
-//   Kasiviswanathan 2019; replace-one by joint convexity) -> defenses/accountant_sampled.c
+//   Kasiviswanathan 2019; replace-one by joint convexity) -> defenses/dp/accountant_sampled.c
 // - zCDP / plain Gaussian rounds (q = 1): ρ = Δ²/(2σ²) per round, ρ adds up; ε by
 //   Bun & Steinke 2016 Prop. 1.3, by the RDP route over a continuum of orders, or
 //   exactly (a composition of Gaussians is one Gaussian: Dong, Roth, Su 2022 GDP;
-//   Balle & Wang 2018 Thm 8).                 -> defenses/accountant_compose.c
+//   Balle & Wang 2018 Thm 8).                 -> defenses/dp/accountant_compose.c
 // - Pure ε-DP (Laplace): sequential composition and the advanced composition theorem
-//   of Dwork, Rothblum, Vadhan 2010 (Thm III.3). -> defenses/accountant_compose.c
+//   of Dwork, Rothblum, Vadhan 2010 (Thm III.3). -> defenses/dp/accountant_compose.c
 //
 // Conventions
 // - `sigma` in the RDP functions is the noise multiplier: the Gaussian's standard
@@ -26,8 +26,8 @@
 // - ε = INFINITY means no guarantee (σ = 0 with q > 0). best_alpha is NAN when no order
 //   was needed (nothing spent).
 // - No state outside the RdpAccountant object; every function is thread safe.
-#ifndef FEDPRIV_DEFENSES_ACCOUNTANT_H
-#define FEDPRIV_DEFENSES_ACCOUNTANT_H
+#ifndef FEDPRIV_DEFENSES_DP_ACCOUNTANT_H
+#define FEDPRIV_DEFENSES_DP_ACCOUNTANT_H
 
 #include "core/status.h"
 

@@ -1,7 +1,7 @@
 // gaussian: x clipped into [lo, hi] plus Gaussian noise, (ε, δ)-DP per coordinate with
 // sensitivity Δ = hi - lo. σ by variant:
 //   analytic  the smallest σ with Φ(Δ/2σ - εσ/Δ) - e^ε Φ(-Δ/2σ - εσ/Δ) <= δ (Balle & Wang
-//             2018 Thm 8; exact for every ε; defenses/accountant.h computes δ(ε)).
+//             2018 Thm 8; exact for every ε; defenses/dp/accountant.h computes δ(ε)).
 //   classic   σ = Δ√(2 ln(1.25/δ))/ε (Dwork & Roth 2014 Thm A.1), which holds only for
 //             ε < 1: refused above.
 //
@@ -9,7 +9,7 @@
 // the discrete Gaussian on a grid (Canonne, Kamath, Steinke 2020), clamped.
 //   grid     Λ = Δ/N, N = ⌈16Δ/σ⌉: the input's place (x - lo)/Λ ∈ [0, N] is rounded at
 //            random (word 2; unbiased) to n ∈ [0, N].
-//   noise    J ~ the 63-bit table of N_Z(0, σ_g²) (words 0-1; defenses/dgauss.h), σ_g in
+//   noise    J ~ the 63-bit table of N_Z(0, σ_g²) (words 0-1; defenses/dp/dgauss.h), σ_g in
 //            grid steps calibrated by bisection so that the exact δ(ε) of the table's law
 //            for shifts up to N (dgauss_delta) is <= δ. Start: the variant's σ·N/Δ.
 //   output   K = clamp(n + J, N - jmax, jmax), jmax ≈ 6.45σ_g (ideal probabilities >= 2^-30);
@@ -27,9 +27,9 @@
 // al. 2022).
 #include <math.h>
 
-#include "defenses/accountant.h"
-#include "defenses/dgauss.h"
-#include "defenses/mech_internal.h"
+#include "defenses/dp/accountant.h"
+#include "defenses/dp/dgauss.h"
+#include "defenses/dp/mech_internal.h"
 
 // The largest μ = Δ/σ (to relative 1e-12) with δ(ε; μ) <= delta: bisection on μ, δ(ε; μ)
 // increasing in μ, keeping the side that satisfies the bound.

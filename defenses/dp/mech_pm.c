@@ -23,7 +23,7 @@
 //   a float grid that moves with t (no ε holds).
 #include <math.h>
 
-#include "defenses/mech_internal.h"
+#include "defenses/dp/mech_internal.h"
 
 // ---- float ----------------------------------------------------------------------------
 
