@@ -242,11 +242,13 @@ test: deps-check
 # missing: the build folder depends on what is installed (mpicc, nvcc). Under the
 # sanitizers the tests' time limits (hang guards, not results) are tripled: ASan+UBSan
 # run the slowest test, layerwise_is_audited, in 226 s of its 300 on an idle 2-core
-# machine (3.5 s in the release build).
+# machine (3.5 s in the release build). The suites run as many at once as there are
+# CPUs (FP_TEST_JOBS; tests/runner.c), the timed ones alone after them.
 run-tests:
 	@$(MAKE) --no-print-directory summary
 	@$(MAKE) --no-print-directory fedpriv $(TEST_BIN)
 	$(if $(filter 1,$(SANITIZE)),CK_TIMEOUT_MULTIPLIER=$${CK_TIMEOUT_MULTIPLIER:-3}) \
+	  FP_TEST_JOBS=$${FP_TEST_JOBS:-$$(nproc)} \
 	  FEDPRIV_BIN=$(abspath $(BIN)) FEDPRIV_DATA_DIR=$(abspath $(DATA_DIR)) $(TEST_BIN)
 
 DEMO_MATRIX ?= fixtures/demo.json
