@@ -126,6 +126,32 @@ static void assert_same_model(const Model *m, const Model *again, const char *wh
     free(gb);
 }
 
+// modelK.x.f32 and modelK.logits.f32: the inputs and m's logits on them (raw float32),
+// for tests/onnx_export_check.py.
+static void write_raw(const char *dir, const char *name, const float *v, size_t n) {
+    char p[600];
+    FILE *f = fopen(scratch_path(dir, name, p, sizeof p), "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(v, sizeof(float), n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+static void write_inputs_and_logits(const Model *m, const char *dir, size_t k) {
+    size_t nx = (size_t)N_X * m->in.c * m->in.h * m->in.w, nl = (size_t)N_X * m->in.n_classes;
+    float *x = malloc(sizeof(float) * nx), *logits = malloc(sizeof(float) * nl),
+          *g = malloc(sizeof(float) * m->table.n_params);
+    inputs(&m->in, x);
+    pass(m, logits, g);
+    char name[64];
+    snprintf(name, sizeof name, "model%zu.x.f32", k);
+    write_raw(dir, name, x, nx);
+    snprintf(name, sizeof name, "model%zu.logits.f32", k);
+    write_raw(dir, name, logits, nl);
+    free(x);
+    free(logits);
+    free(g);
+}
+
 static const struct {
     const char *json;
     DataShape in;
@@ -150,8 +176,20 @@ START_TEST(builtin_export_reimports_bit_for_bit) {
         ck_assert_msg(onnx_model_save(m, scratch_path(dir, q, p, sizeof p), &err) == FP_OK, "%s", err.msg);
         Model *again = import_file(dir, q, &m->in);
         assert_same_model(m, again, exported[k].json);
+        write_inputs_and_logits(m, dir, k);
         model_free(again);
         model_free(m);
+    }
+    // PyTorch's view of the same files: the ONNX checker, the graph evaluated with torch
+    // ops, and the documented names loaded into an nn.Module (tests/onnx_export_check.py).
+    char out[16384], errb[16384];
+    const char *check[] = {"/usr/bin/python3", "tests/onnx_export_check.py", dir, NULL};
+    int rc = cli_exec(check, out, errb, sizeof out);
+    if (rc == 3)
+        fprintf(stderr, "SKIP onnx out: PyTorch check: %s", out); // python3-onnx missing (make test installs it)
+    else {
+        ck_assert_msg(rc == 0, "onnx_export_check.py: exit %d: %s%s", rc, out, errb);
+        fprintf(stderr, "onnx out: PyTorch check:\n%s", out);
     }
     scratch_remove(dir);
 }
