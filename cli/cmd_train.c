@@ -188,8 +188,9 @@ int cmd_train(int argc, char **argv) {
         {"--out", NULL, CLI_STRING, &out, .value = "result.json", .help = "where the result goes (default: stdout)"},
         {"--device", NULL, CLI_STRING, &device, .value = "cpu|cuda", .help = "where to compute (default: the config's)"},
         {"--threads", NULL, CLI_INT, &threads, .value = "N", .help = "worker threads", .lo = 1, .hi = FED_MAX_THREADS},
-        {"--save-model", NULL, CLI_STRING, &save, .value = "FILE", .help = "also save the trained model: FILE.safetensors writes safetensors (and FILE.onnx for an imported "
-                 "model, docs/bring-your-own.md); another name the fedpriv weight file (fedpriv forecast --model)"},
+        {"--save-model", NULL, CLI_STRING, &save, .value = "FILE", .help = "also save the trained model: FILE.safetensors writes the weights as safetensors and the model as "
+                 "FILE.onnx (docs/bring-your-own.md); another name the fedpriv weight file (fedpriv forecast --model). "
+                 "A name that is one of the run's inputs is refused"},
         {"--secure-rng", NULL, CLI_FLAG, &secure_rng, .help = "draw the defense's noise from ChaCha20 keyed by getrandom\n"
                                                           "(as \"rng\": \"secure\" in the config)"},
     };
