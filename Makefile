@@ -209,7 +209,7 @@ $(TEST_BIN): | $(FAULT_SHIM)
 # --- set-up ---------------------------------------------------------------
 APT_PKGS := gcc make pkg-config libopenblas-dev libcjson-dev check zlib1g-dev libpng-dev \
             libvips-dev libfftw3-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin python3 \
-            protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch libzip-dev
+            protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch python3-onnx libzip-dev
 DATA_DIR ?= data
 
 deps:

@@ -58,15 +58,28 @@ static int train_run(Comm *comm, const char *config, const char *out, const char
     FpStatus st = FP_OK;
     if (lead && out)
         st = fp_check_writable_file(out, &err);
-    char save_onnx[4200];
+    char save_onnx_buf[4200];
+    const char *save_onnx = save && onnx_sibling(save, save_onnx_buf, sizeof save_onnx_buf) ? save_onnx_buf : NULL;
     if (st == FP_OK && lead && save)
         st = fp_check_writable_file(save, &err);
-    if (st == FP_OK && lead && save && onnx_sibling(save, save_onnx, sizeof save_onnx))
+    if (st == FP_OK && lead && save_onnx)
         st = fp_check_writable_file(save_onnx, &err);
     if (st == FP_OK)
         st = jv_load_file(config, &root, &err);
     if (st == FP_OK) // paths in the config are relative to its folder
         st = experiment_resolve_paths(root, config, &err);
+    // No output may replace one of the run's inputs (`--save-model model.safetensors`
+    // beside the imported model.onnx would write model.onnx): refused before the work.
+    const char *const outputs[3][2] = {{"--save-model", save}, {"--save-model", save_onnx}, {"--out", out}};
+    for (int i = 0; st == FP_OK && lead && i < 3; i++) {
+        char what[4400];
+        if (outputs[i][1] && outputs[i][1][0] &&
+            experiment_output_replaces_input(root, config, outputs[i][1], what, sizeof what))
+            st = i == 1 ? fp_fail(&err, FP_EPARAM, "--save-model %s: its ONNX file %s would replace the run's input "
+                                  "(%s): choose another name", save, save_onnx, what)
+                        : fp_fail(&err, FP_EPARAM, "%s %s would replace the run's input (%s): choose another name",
+                                  outputs[i][0], outputs[i][1], what);
+    }
     int loaded = st == FP_OK; // these messages name their file already
     // --secure-rng overrides the config's "rng" key (docs/security.md).
     if (st == FP_OK && secure_rng && cJSON_IsObject(root)) {
@@ -87,6 +100,10 @@ static int train_run(Comm *comm, const char *config, const char *out, const char
         if (!(f = experiment_federation(&ex, NULL, 0, &err)))
             st = err.code != FP_OK ? err.code : FP_ENOMEM;
     }
+    // A model with no ONNX form (resnet18, lstm) saves its safetensors alone: said now.
+    FpError why = {0};
+    if (st == FP_OK && lead && save_onnx && !model_has_onnx_export(ex.model, &why))
+        fp_print_line(stderr, "fedpriv train: warning: --save-model: %s; %s is not written", why.msg, save_onnx);
     // Messages name the JSON path; say which file it is in.
     if (st != FP_OK && loaded)
         fp_error_prefix(&err, config);
@@ -171,8 +188,9 @@ int cmd_train(int argc, char **argv) {
         {"--out", NULL, CLI_STRING, &out, .value = "result.json", .help = "where the result goes (default: stdout)"},
         {"--device", NULL, CLI_STRING, &device, .value = "cpu|cuda", .help = "where to compute (default: the config's)"},
         {"--threads", NULL, CLI_INT, &threads, .value = "N", .help = "worker threads", .lo = 1, .hi = FED_MAX_THREADS},
-        {"--save-model", NULL, CLI_STRING, &save, .value = "FILE", .help = "also save the trained model: FILE.safetensors writes safetensors (and FILE.onnx for an imported "
-                 "model, docs/bring-your-own.md); another name the fedpriv weight file (fedpriv forecast --model)"},
+        {"--save-model", NULL, CLI_STRING, &save, .value = "FILE", .help = "also save the trained model: FILE.safetensors writes the weights as safetensors and the model as "
+                 "FILE.onnx (docs/bring-your-own.md); another name the fedpriv weight file (fedpriv forecast --model). "
+                 "A name that is one of the run's inputs is refused"},
         {"--secure-rng", NULL, CLI_FLAG, &secure_rng, .help = "draw the defense's noise from ChaCha20 keyed by getrandom\n"
                                                           "(as \"rng\": \"secure\" in the config)"},
     };

@@ -276,3 +276,19 @@ FpStatus fp_check_writable_dir(const char *dir, FpError *err) {
         return fp_fail(err, FP_EIO, "%s: %s is not a directory", dir, parent);
     return probe_folder(parent, dir, err);
 }
+
+int fp_output_replaces(const char *out, const char *in) {
+    struct stat so, si;
+    if (!out || !in || stat(out, &so) != 0 || stat(in, &si) != 0)
+        return 0;
+    if (so.st_dev == si.st_dev && so.st_ino == si.st_ino)
+        return 1;
+    if (!S_ISDIR(si.st_mode))
+        return 0;
+    char *ro = realpath(out, NULL), *ri = realpath(in, NULL);
+    size_t li = ri ? strlen(ri) : 0;
+    int beneath = ro && ri && strncmp(ro, ri, li) == 0 && (ro[li] == '/' || (li && ri[li - 1] == '/'));
+    free(ro);
+    free(ri);
+    return beneath;
+}

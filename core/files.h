@@ -74,4 +74,9 @@ FpStatus fp_check_writable_file(const char *path, FpError *err);
 // parent.
 FpStatus fp_check_writable_dir(const char *dir, FpError *err);
 
+// Would writing the file out replace the input in? 1 when out exists and is in (the same
+// device and inode: another spelling, a link or a hard link of it), or in is a folder and
+// out lies beneath it (by realpath). An out that does not exist replaces nothing (0).
+int fp_output_replaces(const char *out, const char *in);
+
 #endif

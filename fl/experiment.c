@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/files.h"
 #include "core/json_number.h"
 #include "core/jsonv.h"
 #include "core/rng_secure.h"
@@ -161,6 +162,35 @@ FpStatus experiment_resolve_paths(cJSON *root, const char *config_file, FpError 
     }
     free(real);
     return st;
+}
+
+int experiment_output_replaces_input(const cJSON *root, const char *config_file, const char *out, char *what,
+                                     size_t n) {
+    if (config_file && fp_output_replaces(out, config_file)) {
+        snprintf(what, n, "the config file %s", config_file);
+        return 1;
+    }
+    for (size_t i = 0; cJSON_IsObject(root) && i < sizeof path_keys / sizeof path_keys[0]; i++) {
+        const cJSON *o = cJSON_GetObjectItemCaseSensitive(root, path_keys[i].object);
+        const cJSON *v = cJSON_IsObject(o) ? cJSON_GetObjectItemCaseSensitive(o, path_keys[i].key) : NULL;
+        if (!cJSON_IsString(v) || !v->valuestring[0])
+            continue;
+        // "{split}" names one file (or folder) per split, as the loaders expand it.
+        static const char *const splits[] = {"train", "test"};
+        const char *path = v->valuestring, *mark = strstr(path, "{split}");
+        for (int k = 0; k < (mark ? 2 : 1); k++) {
+            char file[4096];
+            if (mark)
+                snprintf(file, sizeof file, "%.*s%s%s", (int)(mark - path), path, splits[k], mark + 7);
+            else
+                snprintf(file, sizeof file, "%s", path);
+            if (fp_output_replaces(out, file)) {
+                snprintf(what, n, "%s.%s: %s", path_keys[i].object, path_keys[i].key, file);
+                return 1;
+            }
+        }
+    }
+    return 0;
 }
 
 FpStatus experiment_load(const cJSON *root, const char *const *extra_keys, const char *device_override,

@@ -61,6 +61,14 @@ void experiment_free(Experiment *ex);
 // the paths it used.
 FpStatus experiment_resolve_paths(cJSON *root, const char *config_file, FpError *err);
 
+// The run's input that writing the file out would replace (fp_output_replaces): the
+// config file, or a file the config names (the ONNX model, the partition file, the
+// dataset's file, each split's for "{split}", or anything under the dataset's folder),
+// root as experiment_resolve_paths left it. Returns 1 and says which in what ("the
+// config file cfg.json", "model.onnx: m.onnx"), else 0.
+int experiment_output_replaces_input(const cJSON *root, const char *config_file, const char *out, char *what,
+                                     size_t n);
+
 // Loads train and test sets from a "dataset" object (also used by attacks that need
 // only data): keys name, path, train_samples, test_samples, split, partition_file (a
 // client id per training sample: the natural partition, dataset_read_partition_file).

@@ -51,14 +51,19 @@ FpStatus onnx_check_bytes(const uint8_t *buf, size_t len, const char *name, cons
 // each batch norm whose statistics are named PREFIX.running_mean, PREFIX.num_batches_tracked
 // (I64, 0: fedpriv does not count them; PyTorch reads it only with momentum=None).
 FpStatus model_save_safetensors(const Model *m, const char *filename, FpError *err);
-// The imported graph again with its initializers replaced by the model's trained values
-// (FP_EUNSUPPORTED for a built-in model: no ONNX export for those yet).
+// The trained model as an ONNX file: an imported model's graph again with its
+// initializers replaced by the trained values; a built-in model's graph traced from its
+// forward pass (models/onnx_export.c: Gemm, Conv, Relu, Sigmoid, Tanh, MaxPool,
+// AveragePool, Flatten, Softmax, LogSoftmax; initializers under the layers' names).
+// FP_EUNSUPPORTED for a built-in model with no such graph (resnet18, lstm).
 FpStatus onnx_model_save(const Model *m, const char *filename, FpError *err);
+// Whether onnx_model_save can write m (why, when not NULL, says why not).
+int model_has_onnx_export(const Model *m, FpError *why);
 
-// `fedpriv train --save-model FILE`: FILE.safetensors gets the safetensors, and for an
-// imported model the trained ONNX graph beside it (FILE with .onnx for .safetensors);
-// any other name the fedpriv weight file (model_save). onnx_sibling names that ONNX file
-// (0 when FILE does not end in .safetensors).
+// `fedpriv train --save-model FILE`: FILE.safetensors gets the safetensors, and, when the
+// model has an ONNX export (model_has_onnx_export), the trained ONNX graph beside it (FILE
+// with .onnx for .safetensors); any other name the fedpriv weight file (model_save).
+// onnx_sibling names that ONNX file (0 when FILE does not end in .safetensors).
 FpStatus model_save_by_name(const Model *m, const char *filename, FpError *err);
 int onnx_sibling(const char *safetensors, char *buf, size_t n);
 

@@ -106,4 +106,10 @@ FpStatus onnx_graph_compile(const uint8_t *buf, size_t len, const char *name, co
 void onnx_graph_free(OnnxGraph *g);
 const OnnxGraph *onnx_model_graph(const Model *m);
 
+// A built-in model's graph packed as ONNX (models/onnx_export.c), its initializers the
+// bytes raw (the parameter buffer as float32 little-endian). *out malloc'd; FP_EUNSUPPORTED
+// for a model whose forward pass has no ONNX form here. raw NULL: only traced (nothing
+// packed, *out NULL), to say whether it has one.
+FpStatus onnx_export_builtin(const Model *m, const uint8_t *raw, uint8_t **out, size_t *out_len, FpError *err);
+
 #endif

@@ -139,27 +139,21 @@ FpStatus model_save_safetensors(const Model *m, const char *filename, FpError *e
     return st;
 }
 
-FpStatus onnx_model_save(const Model *m, const char *filename, FpError *err) {
-    const OnnxGraph *g = onnx_model_graph(m);
-    if (!g)
-        return fp_fail(err, FP_EUNSUPPORTED, "%s: an ONNX file is written for imported models only (%s is built in)",
-                       filename, m->cfg.name);
+// The imported graph with its initializers pointing at raw (the trained weights as
+// float32 little-endian), packed.
+static FpStatus pack_imported(const Model *m, const OnnxGraph *g, const uint8_t *raw, uint8_t **out, size_t *len,
+                              FpError *err) {
     const Onnx__GraphProto *gp = g->proto->graph;
     // Shallow copies: the model's own graph is shared by its clones and never written to.
     Onnx__ModelProto mp = *g->proto;
     Onnx__GraphProto graph = *gp;
     Onnx__TensorProto **inits = malloc(sizeof *inits * (gp->n_initializer ? gp->n_initializer : 1));
     Onnx__TensorProto *tensors = malloc(sizeof *tensors * (size_t)g->n_layers);
-    float *host = malloc(m->table.n_params * sizeof(float) + 4);
-    uint8_t *raw = malloc(m->table.n_params * 4 + 4);
-    uint8_t *out = NULL;
     FpStatus st = FP_OK;
-    if (!inits || !tensors || !host || !raw) {
-        st = fp_fail(err, FP_ENOMEM, "out of memory saving %s", filename);
+    if (!inits || !tensors) {
+        st = fp_fail(err, FP_ENOMEM, "out of memory saving %s as ONNX", m->cfg.name);
         goto done;
     }
-    model_get_params(m, host);
-    put_le32(raw, host, m->table.n_params);
     memcpy(inits, gp->initializer, sizeof *inits * gp->n_initializer);
     for (int i = 0; i < g->n_layers; i++) {
         const ParamLayer *l = &m->table.layers[i];
@@ -167,25 +161,42 @@ FpStatus onnx_model_save(const Model *m, const char *filename, FpError *err) {
         tensors[i].n_float_data = 0;
         tensors[i].float_data = NULL;
         tensors[i].has_raw_data = 1;
-        tensors[i].raw_data = (ProtobufCBinaryData){.len = 4 * l->count, .data = raw + 4 * l->offset};
+        tensors[i].raw_data = (ProtobufCBinaryData){.len = 4 * l->count, .data = (uint8_t *)raw + 4 * l->offset};
         inits[g->layers[i].init] = &tensors[i];
     }
     graph.initializer = inits;
     mp.graph = &graph;
-    size_t len = protobuf_c_message_get_packed_size(&mp.base);
-    if (!(out = malloc(len ? len : 1))) {
-        st = fp_fail(err, FP_ENOMEM, "out of memory saving %s", filename);
-        goto done;
-    }
-    protobuf_c_message_pack(&mp.base, out);
-    const uint8_t *parts[1] = {out};
-    st = write_atomic(filename, parts, &len, 1, err);
+    *len = protobuf_c_message_get_packed_size(&mp.base);
+    if (!(*out = malloc(*len ? *len : 1)))
+        st = fp_fail(err, FP_ENOMEM, "out of memory saving %s as ONNX", m->cfg.name);
+    else
+        protobuf_c_message_pack(&mp.base, *out);
 done:
+    free(tensors);
+    free(inits);
+    return st;
+}
+
+FpStatus onnx_model_save(const Model *m, const char *filename, FpError *err) {
+    const OnnxGraph *g = onnx_model_graph(m);
+    float *host = malloc(m->table.n_params * sizeof(float) + 4);
+    uint8_t *raw = malloc(m->table.n_params * 4 + 4), *out = NULL;
+    size_t len = 0;
+    FpStatus st;
+    if (!host || !raw)
+        st = fp_fail(err, FP_ENOMEM, "out of memory saving %s", filename);
+    else {
+        model_get_params(m, host);
+        put_le32(raw, host, m->table.n_params);
+        st = g ? pack_imported(m, g, raw, &out, &len, err) : onnx_export_builtin(m, raw, &out, &len, err);
+    }
+    if (st == FP_OK) {
+        const uint8_t *parts[1] = {out};
+        st = write_atomic(filename, parts, &len, 1, err);
+    }
     free(out);
     free(raw);
     free(host);
-    free(tensors);
-    free(inits);
     return st;
 }
 
@@ -202,5 +213,5 @@ FpStatus model_save_by_name(const Model *m, const char *filename, FpError *err) 
     if (!onnx_sibling(filename, onnx, sizeof onnx))
         return model_save(m, filename, err);
     FP_TRY(model_save_safetensors(m, filename, err));
-    return model_is_onnx(m) ? onnx_model_save(m, onnx, err) : FP_OK;
+    return model_has_onnx_export(m, NULL) ? onnx_model_save(m, onnx, err) : FP_OK;
 }
