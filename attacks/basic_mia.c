@@ -11,6 +11,8 @@
 //   3. The sweep of every threshold (TF Privacy's THRESHOLD_ATTACK on −loss): the ROC,
 //      AUC and TPR at low FPR. Loss, confidence and φ = log(p_y/(1−p_y)) rank the samples
 //      identically (attacks/target.h), so one sweep serves all three.
+// With "client_model": "rounds" (the client-level observer: every upload of the client
+// target) each sample's φ and loss are their means over the uploads, the shadow's too.
 // The headline is the sweep's AUC; balanced_accuracy and the confusion metrics are those
 // of the shadow-chosen confidence threshold (1.).
 #include <math.h>
@@ -81,20 +83,39 @@ static FpStatus basic_run(const AttackEnv *env, cJSON *result, FpError *err) {
         st = fp_fail(err, FP_ENOMEM, "out of memory");
         goto out;
     }
+    // client_model "rounds": every upload of the client scores each sample; its score is
+    // the mean over the uploads of φ, its loss the mean of the losses (the shadow's rows
+    // likewise: one per upload of its own client, mia_rounds_logits' layout).
+    int R = cfg.view == MIA_CLIENT_ROUNDS ? t->rounds.n : 1;
+    float *zr = R > 1 ? malloc(sizeof(float) * (size_t)n * R * C) : NULL;
+    if (R > 1 && (!zr || (st = mia_rounds_logits(t->model, &t->rounds, d, t->eval_idx, n, 1, 0, env->ex->threads, zr,
+                                                 err)) != FP_OK)) {
+        free(zr);
+        st = st != FP_OK ? st : fp_fail(err, FP_ENOMEM, "out of memory");
+        goto out;
+    }
     // 1. τ on the shadow model's members (label 1) and shadow-out samples (label 0).
     for (int i = 0; i < ns; i++) {
-        score[i] = mia_phi(t->shadow_logits + (size_t)i * C, C, d->y[t->shadow_idx[i]]);
+        score[i] = 0;
+        for (int r = 0; r < R; r++)
+            score[i] += mia_phi(t->shadow_logits + ((size_t)i * R + r) * C, C, d->y[t->shadow_idx[i]]) / R;
         label[i] = i < t->shadow_n;
     }
     double shadow_acc;
     double tau_phi = mia_best_threshold(score, label, ns, &shadow_acc);
     // The target's eval samples: members first, then non-members.
     for (int i = 0; i < n; i++) {
-        score[i] = mia_phi(t->eval_logits + (size_t)i * C, C, d->y[t->eval_idx[i]]);
-        loss[i] = mia_loss_of_phi(score[i]);
+        score[i] = loss[i] = 0;
+        for (int r = 0; r < R; r++) {
+            double phi = mia_phi(R > 1 ? zr + ((size_t)i * R + r) * C : t->eval_logits + (size_t)i * C, C,
+                                 d->y[t->eval_idx[i]]);
+            score[i] += phi / R;
+            loss[i] += mia_loss_of_phi(phi) / R;
+        }
         label[i] = i < M;
         dec[i] = score[i] >= tau_phi;
     }
+    free(zr);
     char rule[256];
     snprintf(rule, sizeof rule, "member iff the true-label confidence p_y >= %.9g, the threshold with the best "
              "accuracy (%.4f) on the shadow model's in/out data", 1.0 / (1.0 + exp(-tau_phi)), shadow_acc);
@@ -127,8 +148,10 @@ static FpStatus basic_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON_AddStringToObject(g, "rule", "member iff N(0, train_loss).pdf(loss) >= N(0, test_loss).pdf(loss) "
                                        "(EvaluatingDPML's Gaussian variant)");
     cJSON_AddItemToObject(result, "yeom_gaussian", g);
-    cJSON_AddStringToObject(result, "score", "sweep of every threshold on the true-label confidence (equivalently "
-                                             "-loss or log(p_y/(1-p_y))): ROC, AUC and TPR at FPR");
+    cJSON_AddStringToObject(result, "score", R > 1 ? "sweep of every threshold on the mean over the client's uploads "
+                                                     "of log(p_y/(1-p_y)): ROC, AUC and TPR at FPR"
+                                                   : "sweep of every threshold on the true-label confidence "
+                                                     "(equivalently -loss or log(p_y/(1-p_y))): ROC, AUC and TPR at FPR");
     mia_target_describe(t, result);
     mia_conclude(env, "basic-mia", result);
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");

@@ -44,6 +44,17 @@
 // augmentations). Off by default: fedpriv's training augments nothing, so the views are
 // other inputs to the model and dilute the sample's own signal (docs/attacks-mia.md
 // measures it).
+//
+// "client_model": "rounds" (client target: the client-level observer, the server's view of
+// the client over every round it took part in). Each upload is scored as one more group
+// of views: per candidate, upload and view a Gaussian is fitted to the reference models'
+// values on their own upload of that round (a client target's reference federations
+// replay the target's participants, so the client uploads in the same rounds after the
+// same global updates), and the scores are averaged over uploads and views. Offline that
+// is Stouffer's combination of the per-upload z (up to √R), online the log likelihood
+// ratio summed over the uploads (up to 1/R): Carlini et al.'s test on each uploaded
+// model, combined over the rounds as Nasr et al. (S&P'19, §V passive white-box) combine
+// an observer's epochs.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,7 +240,8 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
     const Dataset *d = env->ex->train;
     const MiaRefSet *rs = &t->refs[o.variant];
     int C = t->n_classes, M = t->sz.members, n = 2 * M, N = o.n_models, Q = t->n_query, V = rs->views;
-    int A = V; // the views scored: all of the data's (augment), or the sample alone
+    int A = V; // the views scored: all of the data's (augment), or the sample alone, for each upload
+    int R = o.cfg.view == MIA_CLIENT_ROUNDS ? t->rounds.n : 1, Va = A / R; // uploads, views of each
     int online = o.variant == MIA_REF_ONLINE, two_sided = !online && o.two_sided;
     size_t cells = (size_t)n * A;
     double *phi_r = malloc(sizeof(double) * (size_t)N * cells), *phi = malloc(sizeof(double) * cells);
@@ -243,8 +255,10 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
         st = fp_fail(err, FP_ENOMEM, "out of memory");
         goto out;
     }
-    if (A > 1 && (st = mia_logits_views(t->model, d, t->eval_idx, n, A, t->view_shift, env->ex->threads, zt, err)) !=
-                     FP_OK)
+    if (A > 1 && (st = R > 1 ? mia_rounds_logits(t->model, &t->rounds, d, t->eval_idx, n, Va, t->view_shift,
+                                                 env->ex->threads, zt, err)
+                             : mia_logits_views(t->model, d, t->eval_idx, n, A, t->view_shift, env->ex->threads, zt,
+                                                err)) != FP_OK)
         goto out;
     for (int i = 0; i < n; i++) { // the candidates are the first n queries
         int y = d->y[t->eval_idx[i]];
@@ -255,7 +269,9 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
         }
         for (int a = 0; a < A; a++)
             phi[(size_t)i * A + a] = mia_phi(A > 1 ? zt + ((size_t)i * A + a) * C : t->eval_logits + (size_t)i * C, C, y);
-        phi0[i] = mia_phi(t->eval_logits + (size_t)i * C, C, y);
+        phi0[i] = 0; // the uncalibrated φ: of the sample itself, averaged over the uploads
+        for (int r = 0; r < R; r++)
+            phi0[i] += phi[(size_t)i * A + (size_t)r * Va] / R;
         label[i] = i < M;
     }
     MiaLiraScoring how = {.online = online, .fixed_variance = o.fixed_variance, .two_sided = two_sided, .n_aug = A};
@@ -296,11 +312,14 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
                                           "log(p_y / (1 - p_y)); for one view monotone in 1 - p-value");
     cJSON *qv = cJSON_AddObjectToObject(result, "query_views");
     cJSON_AddNumberToObject(qv, "views", A);
-    cJSON_AddStringToObject(qv, "augment", A > 1 ? "the sample and its left-right mirror, each at 9 shifts (dy, dx) in "
+    if (o.cfg.view == MIA_CLIENT_ROUNDS)
+        cJSON_AddStringToObject(qv, "rounds", "every upload of the client: its views of each upload are views of "
+                                              "the query (the scores averaged over uploads and views)");
+    cJSON_AddStringToObject(qv, "augment", Va > 1 ? "the sample and its left-right mirror, each at 9 shifts (dy, dx) in "
                                                    "{-s, 0, s}^2 with reflection padding"
                                                  : t->n_views > 1 ? "off (\"augment\": false, the default): the sample alone"
                                                                   : "the sample alone (not image data)");
-    if (A > 1)
+    if (Va > 1)
         cJSON_AddNumberToObject(qv, "shift_pixels", t->view_shift);
     char variant[80];
     snprintf(variant, sizeof variant, "%s%s, %s variance", online ? "online" : "offline",
@@ -323,8 +342,10 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
         goto out;
     }
     cJSON *cmp = cJSON_AddObjectToObject(result, "global_threshold");
-    cJSON_AddStringToObject(cmp, "score", "phi_obs without calibration (ranks like the loss/confidence "
-                                          "threshold attack)");
+    cJSON_AddStringToObject(cmp, "score", R > 1 ? "the mean over the uploads of phi_obs without calibration (ranks "
+                                                  "like basic-mia's threshold on every upload)"
+                                                : "phi_obs without calibration (ranks like the loss/confidence "
+                                                  "threshold attack)");
     cJSON_AddItemToObject(cmp, "auc", cJSON_Duplicate(cJSON_GetObjectItem(base, "auc"), 1));
     cJSON_AddItemToObject(cmp, "tpr_at_fpr", cJSON_Duplicate(cJSON_GetObjectItem(base, "tpr_at_fpr"), 1));
     cJSON_AddItemToObject(cmp, "best_balanced_accuracy",

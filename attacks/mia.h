@@ -18,7 +18,10 @@
 #include "attacks/attack.h"
 
 typedef enum { MIA_TARGET_GLOBAL = 0, MIA_TARGET_CLIENT = 1, MIA_TARGET_CENTRAL = 2 } MiaTargetKind;
-typedef enum { MIA_CLIENT_UPLOADED = 0, MIA_CLIENT_RAW = 1 } MiaClientView;
+// What of the client target the attacker sees: its last upload as the server receives it,
+// its local model before the defense, or every upload it made (the client-level observer:
+// the server's view of one client over every round it took part in).
+typedef enum { MIA_CLIENT_UPLOADED = 0, MIA_CLIENT_RAW = 1, MIA_CLIENT_ROUNDS = 2 } MiaClientView;
 
 // The target options every MIA accepts (they decide which trained target is shared).
 typedef struct MiaTargetConfig {
@@ -84,6 +87,16 @@ typedef struct MiaRefSet {
     int trained, loaded;         // of the n: trained in this process, read from the on-disk cache
 } MiaRefSet;
 
+// The client target's every upload as the server received it (client_model "rounds"):
+// n uploads, turned back into weights, from rounds round[0..n) (1-based, increasing);
+// upload r's weights at params + r·n_params.
+typedef struct MiaRounds {
+    int n;
+    int *round;
+    float *params;
+    size_t n_params;
+} MiaRounds;
+
 // A trained target and what the attacks read from it. Owned by the cache (or by the
 // attack when there is no cache: mia_target_release frees it then).
 typedef struct MiaTarget {
@@ -109,6 +122,7 @@ typedef struct MiaTarget {
     Dataset *shadow_test;        // the first ≤ 2000 test samples (shadow federations evaluate on it)
     cJSON *defense;              // federated targets: the defense's resolved parameters and privacy spent
     int participated_round;      // client target: the round its model comes from (1-based), else 0
+    MiaRounds rounds;            // client_model "rounds": the client's every upload (model = the last one)
     // Confidence series (global target): rounds × n_series, samples eval_idx (2M), then
     // adv_in (m), then adv_out (m). p_y and Mentr of the global model after each round.
     int series_rounds, n_series;
@@ -165,6 +179,15 @@ FpStatus mia_split(const Experiment *ex, uint32_t *idx, int n, uint64_t seed, in
 // or all of them.
 int mia_member_range(const MiaTargetConfig *cfg, const int *bounds, int clients, int n, int *first);
 
+void mia_rounds_free(MiaRounds *r);
+
+// Logits of the rounds' models on the views of samples idx of d, in the layout of query
+// views with R·views of them: sample i, round r, view v at ((i·R + r)·views + v)·C, so an
+// attack that averages over a sample's views averages over rounds and views (LiRA).
+// m is the model whose parameters are set to each round's in turn and left at the last.
+FpStatus mia_rounds_logits(Model *m, const MiaRounds *rounds, const Dataset *d, const uint32_t *idx, int n,
+                           int views, int shift, int threads, float *logits, FpError *err);
+
 // A request to record the global model's confidence series (CS-MIA): after each round,
 // p_y and Mentr of samples idx (n of them) into py and mentr (rounds × n each, the
 // caller's arrays).
@@ -181,11 +204,13 @@ typedef struct MiaSeries {
 // target). series: optional confidence-series recording
 // (global target; NULL: none). *round_out: the client target's round. *defense_out (when
 // not NULL): the defense's resolved parameters and the privacy spent. participations
-// (when not NULL, federated): the rounds each client took part in.
+// (when not NULL, federated): the rounds each client took part in. rounds_out (client
+// target, client_model "rounds"; NULL otherwise): every upload of the client, the
+// returned model being the last.
 FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n,
                          const int *bounds, uint64_t seed, int fresh, const Dataset *test, int quiet, int threads,
                          const MiaSeries *series, Model **out, int *round_out, cJSON **defense_out,
-                         int *participations, FpError *err);
+                         int *participations, MiaRounds *rounds_out, FpError *err);
 
 // ---------------------------------------------------------------------------------
 // Features and the attack model (attacks/mia_features.c)
