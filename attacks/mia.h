@@ -34,10 +34,12 @@ typedef struct MiaTargetConfig {
     int central_epochs;    // 0 = rounds × local_epochs
     int series;            // record the global model's confidence series (CS-MIA); not part
                            // of the cache key: a cached target without a series is retrained
+    int round_statistic;   // client_model "rounds": what each upload gives a sample (MiaRoundStatistic);
+                           // not part of the cache key (the target is the same)
 } MiaTargetConfig;
 
 // The JSON keys mia_target_parse reads; an attack lists them with its own keys.
-#define MIA_TARGET_KEYS "target", "target_client", "client_model", "members", "central_epochs"
+#define MIA_TARGET_KEYS "target", "target_client", "client_model", "round_statistic", "members", "central_epochs"
 
 // Sizes of the data plan (computed without allocating; validate() uses them).
 typedef struct MiaSizes {
@@ -89,11 +91,13 @@ typedef struct MiaRefSet {
 
 // The client target's every upload as the server received it (client_model "rounds"):
 // n uploads, turned back into weights, from rounds round[0..n) (1-based, increasing);
-// upload r's weights at params + r·n_params.
+// upload r's weights at params + r·n_params, and the global model the server sent the
+// client that round (what the upload started from, which the server knows) at
+// start + r·n_params.
 typedef struct MiaRounds {
     int n;
     int *round;
-    float *params;
+    float *params, *start;
     size_t n_params;
 } MiaRounds;
 
@@ -182,11 +186,27 @@ int mia_member_range(const MiaTargetConfig *cfg, const int *bounds, int clients,
 void mia_rounds_free(MiaRounds *r);
 
 // Logits of the rounds' models on the views of samples idx of d, in the layout of query
-// views with R·views of them: sample i, round r, view v at ((i·R + r)·views + v)·C, so an
-// attack that averages over a sample's views averages over rounds and views (LiRA).
-// m is the model whose parameters are set to each round's in turn and left at the last.
+// views with MIA_ROUND_ROWS·R·views of them: sample i, round r, model s (0: the upload,
+// 1: the global model it started from), view v at (((i·R + r)·2 + s)·views + v)·C.
+// m is the model whose parameters are set to each one in turn and left at the last upload.
+#define MIA_ROUND_ROWS 2
 FpStatus mia_rounds_logits(Model *m, const MiaRounds *rounds, const Dataset *d, const uint32_t *idx, int n,
                            int views, int shift, int threads, float *logits, FpError *err);
+// The client-level observer's statistic from those logits (R rounds, views each; labels
+// y[i]), for sample i, round r and view v, at out[(i·R + r)·views + v]:
+//   gain (MIA_ROUND_GAIN, "round_statistic": "gain", the default): φ(upload) − φ(start),
+//        how much the client's training in round r raised the sample's logit-scaled
+//        confidence over the model the server sent it. The server knows both models, so
+//        the difference removes what the shared global model already knew of the sample
+//        (its difficulty, the other clients' contributions) and leaves what the client's
+//        own data did: the update-based signal of Nasr et al. (S&P'19, the passive
+//        observer of the updates) in the loss form, for every upload;
+//   MIA_ROUND_CONFIDENCE ("confidence"): φ(upload), each upload's own confidence. Where
+//        the client took part before, the start already holds its data and the gain
+//        shrinks; the confidence keeps it.
+typedef enum { MIA_ROUND_GAIN = 0, MIA_ROUND_CONFIDENCE = 1 } MiaRoundStatistic;
+void mia_rounds_phi(const float *logits, int n, int R, int views, int n_classes, const int32_t *y,
+                    MiaRoundStatistic stat, double *out);
 
 // A request to record the global model's confidence series (CS-MIA): after each round,
 // p_y and Mentr of samples idx (n of them) into py and mentr (rounds × n each, the

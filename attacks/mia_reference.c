@@ -187,8 +187,8 @@ static FpStatus reference_obtain(const AttackEnv *env, const MiaTarget *t, RefRe
     Model *m = NULL;
     int K = ex->fed.clients, *took_part = t->cfg.kind == MIA_TARGET_CENTRAL ? NULL : calloc((size_t)K, sizeof(int));
     FpStatus st = t->cfg.kind != MIA_TARGET_CENTRAL && !took_part ? fp_fail(err, FP_ENOMEM, "out of memory") : FP_OK;
-    // client_model "rounds": the model's every upload of the client, scored as R groups of
-    // V / R views (mia_rounds_logits). The federation replays the target's participants,
+    // client_model "rounds": the model's every upload of the client and the global model
+    // it started from, scored as 2R groups of V / 2R views (mia_rounds_logits). The federation replays the target's participants,
     // so the client uploads in the same rounds; only a defense's self-sampling could
     // differ, and then the rounds do not line up.
     int R = t->cfg.view == MIA_CLIENT_ROUNDS ? t->rounds.n : 0;
@@ -205,7 +205,8 @@ static FpStatus reference_obtain(const AttackEnv *env, const MiaTarget *t, RefRe
         st = drop_untrained(ex->train->n, rq, K, took_part, err);
     free(took_part);
     if (st == FP_OK)
-        st = R ? mia_rounds_logits(m, &rounds, ex->train, rq->query, rq->n_query, V / R, rq->shift, threads,
+        st = R ? mia_rounds_logits(m, &rounds, ex->train, rq->query, rq->n_query, V / (MIA_ROUND_ROWS * R), rq->shift,
+                                   threads,
                                    rq->logits, err)
                : mia_logits_views(m, ex->train, rq->query, rq->n_query, V, rq->shift, threads, rq->logits, err);
     mia_rounds_free(&rounds);
@@ -333,7 +334,8 @@ FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, 
     free(t->shadow_logits);
     t->shadow_size = 0;
     t->shadow_idx = st == FP_OK ? fp_malloc(sizeof(uint32_t) * 2 * (size_t)members, err) : NULL;
-    int R = t->cfg.view == MIA_CLIENT_ROUNDS ? t->rounds.n : 1; // one row per upload (mia_rounds_logits)
+    // client_model "rounds": rows per upload and its start (mia_rounds_logits)
+    int R = t->cfg.view == MIA_CLIENT_ROUNDS ? MIA_ROUND_ROWS * t->rounds.n : 1;
     t->shadow_logits = st == FP_OK ? fp_malloc(sizeof(float) * 2 * (size_t)members * R * C, err) : NULL;
     uint64_t *content = st == FP_OK ? fp_malloc(sizeof(uint64_t) * 2 * (size_t)members, err) : NULL;
     if (st == FP_OK && (!t->shadow_idx || !t->shadow_logits || !content))
@@ -549,8 +551,9 @@ FpStatus mia_target_references(const AttackEnv *env, MiaTarget *t, MiaRefKind ki
                        t->sz.pool);
     if (kind == MIA_REF_ONLINE)
         FP_TRY(mia_online_check(env, &t->cfg, &t->sz, n_models, shadow_size, err));
-    // client_model "rounds": each query is scored by every upload, R groups of the views.
-    int R = t->cfg.view == MIA_CLIENT_ROUNDS ? t->rounds.n : 1;
+    // client_model "rounds": each query is scored by every upload and the model it started
+    // from, 2R groups of the views.
+    int R = t->cfg.view == MIA_CLIENT_ROUNDS ? MIA_ROUND_ROWS * t->rounds.n : 1;
     if (views == 0)
         views = rs->n ? rs->views : R;
     else

@@ -112,11 +112,15 @@ static void hook_upload(void *ctx, int round, int client, const float *upload, U
     float *pp = realloc(r->params, sizeof(float) * np * ((size_t)r->n + 1));
     if (pp)
         r->params = pp;
-    if (!rr || !pp) {
+    float *ps = realloc(r->start, sizeof(float) * np * ((size_t)r->n + 1));
+    if (ps)
+        r->start = ps;
+    if (!rr || !pp || !ps) {
         h->st = fp_fail(&h->err, FP_ENOMEM, "out of memory for the client's uploads");
         return;
     }
     memcpy(r->params + np * (size_t)r->n, h->captured, sizeof(float) * np);
+    memcpy(r->start + np * (size_t)r->n, h->start_global, sizeof(float) * np);
     r->round[r->n++] = round + 1;
     r->n_params = np;
 }
@@ -124,6 +128,7 @@ static void hook_upload(void *ctx, int round, int client, const float *upload, U
 void mia_rounds_free(MiaRounds *r) {
     free(r->round);
     free(r->params);
+    free(r->start);
     memset(r, 0, sizeof *r);
 }
 
@@ -135,14 +140,32 @@ FpStatus mia_rounds_logits(Model *m, const MiaRounds *rounds, const Dataset *d, 
     if (!one)
         return fp_fail(err, FP_ENOMEM, "out of memory for the rounds' logits");
     FpStatus st = FP_OK;
-    for (int r = 0; st == FP_OK && r < R; r++) {
-        model_set_params(m, rounds->params + rounds->n_params * (size_t)r);
-        st = mia_logits_views(m, d, idx, n, V, shift, threads, one, err);
-        for (int i = 0; st == FP_OK && i < n; i++)
-            memcpy(logits + (((size_t)i * R + r) * V) * C, one + (size_t)i * V * C, sizeof(float) * (size_t)V * C);
-    }
+    for (int r = 0; st == FP_OK && r < R; r++)
+        for (int s = MIA_ROUND_ROWS - 1; st == FP_OK && s >= 0; s--) { // the upload last: m is left there
+            model_set_params(m, (s ? rounds->start : rounds->params) + rounds->n_params * (size_t)r);
+            st = mia_logits_views(m, d, idx, n, V, shift, threads, one, err);
+            for (int i = 0; st == FP_OK && i < n; i++)
+                memcpy(logits + ((((size_t)i * R + r) * MIA_ROUND_ROWS + s) * V) * C, one + (size_t)i * V * C,
+                       sizeof(float) * (size_t)V * C);
+        }
+    if (st == FP_OK && R)
+        model_set_params(m, rounds->params + rounds->n_params * (size_t)(R - 1));
     free(one);
     return st;
+}
+
+// (attacks/mia.h)
+void mia_rounds_phi(const float *logits, int n, int R, int views, int n_classes, const int32_t *y,
+                    MiaRoundStatistic stat, double *out) {
+    int V = views > 1 ? views : 1, C = n_classes;
+    for (int i = 0; i < n; i++)
+        for (int r = 0; r < R; r++)
+            for (int v = 0; v < V; v++) {
+                const float *up = logits + ((((size_t)i * R + r) * MIA_ROUND_ROWS + 0) * V + v) * C;
+                const float *start = logits + ((((size_t)i * R + r) * MIA_ROUND_ROWS + 1) * V + v) * C;
+                out[((size_t)i * R + r) * V + v] =
+                    mia_phi(up, C, y[i]) - (stat == MIA_ROUND_GAIN ? mia_phi(start, C, y[i]) : 0);
+            }
 }
 
 static void hook_local(void *ctx, int round, int client, Model *local) {

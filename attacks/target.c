@@ -21,6 +21,7 @@ struct AttackCache {
 
 static const char *const kind_names[] = {"global", "client", "central", NULL};
 static const char *const view_names[] = {"uploaded", "raw", "rounds", NULL};
+static const char *const round_statistic_names[] = {"gain", "confidence", NULL}; // MiaRoundStatistic
 
 // The client target's client: the one given, which the server must sample in some round,
 // or by default the lowest-numbered client it samples. Who is sampled is the engine's
@@ -70,6 +71,12 @@ FpStatus mia_target_parse(const AttackEnv *env, MiaTargetConfig *cfg, FpError *e
     cfg->client = (int)v; // -1: not given
     FP_TRY(jv_choice(j, path, "client_model", view_names, MIA_CLIENT_UPLOADED, &c, err));
     cfg->view = (MiaClientView)c;
+    FP_TRY(jv_choice(j, path, "round_statistic", round_statistic_names, MIA_ROUND_GAIN, &c, err));
+    cfg->round_statistic = c;
+    if (cJSON_GetObjectItemCaseSensitive(j, "round_statistic") &&
+        (cfg->kind != MIA_TARGET_CLIENT || cfg->view != MIA_CLIENT_ROUNDS))
+        return fp_fail(err, FP_EPARAM, "%s: only the client-level observer (\"target\": \"client\", "
+                       "\"client_model\": \"rounds\") combines rounds", jv_path(p, sizeof p, path, "round_statistic"));
     FP_TRY(jv_int(j, path, "members", JV_OPTIONAL, 0, 0, 1 << 30, &v, err));
     cfg->members = (int)v;
     FP_TRY(jv_int(j, path, "central_epochs", JV_OPTIONAL, 0, 0, 1000000, &v, err));
