@@ -11,6 +11,12 @@
 //   3. The sweep of every threshold (TF Privacy's THRESHOLD_ATTACK on −loss): the ROC,
 //      AUC and TPR at low FPR. Loss, confidence and φ = log(p_y/(1−p_y)) rank the samples
 //      identically (attacks/target.h), so one sweep serves all three.
+// With "client_model": "rounds" (the client-level observer: every upload of the client
+// target) a sample's score is the mean over the uploads of φ(upload) − φ(the global model
+// the server sent that round) ("round_statistic": "gain", default) or of φ(upload)
+// ("confidence"), the shadow's too (so the confidence threshold and the
+// sweep are on that gain), and its loss the mean of the uploads' losses (Yeom's τ: their
+// mean training loss).
 // The headline is the sweep's AUC; balanced_accuracy and the confusion metrics are those
 // of the shadow-chosen confidence threshold (1.).
 #include <math.h>
@@ -81,23 +87,68 @@ static FpStatus basic_run(const AttackEnv *env, cJSON *result, FpError *err) {
         st = fp_fail(err, FP_ENOMEM, "out of memory");
         goto out;
     }
+    // client_model "rounds": every upload of the client scores each sample by the round
+    // statistic (mia_rounds_phi: its gain φ(upload) − φ(start) over the global model the
+    // server sent, or φ(upload)), averaged over the uploads; its loss is the mean of the uploads' losses. The shadow's
+    // rows likewise: every upload of its own client, and its start.
+    int rounds = cfg.view == MIA_CLIENT_ROUNDS, R = rounds ? t->rounds.n : 1, nmax = n > ns ? n : ns;
+    float *zr = rounds ? malloc(sizeof(float) * (size_t)n * MIA_ROUND_ROWS * R * C) : NULL;
+    double *gain = rounds ? malloc(sizeof(double) * (size_t)nmax * R) : NULL;
+    int32_t *ys = malloc(sizeof(int32_t) * (size_t)nmax);
+    if (!ys || (rounds && (!zr || !gain)))
+        st = fp_fail(err, FP_ENOMEM, "out of memory");
+    else if (rounds)
+        st = mia_rounds_logits(t->model, &t->rounds, d, t->eval_idx, n, 1, 0, env->ex->threads, zr, err);
+    if (st != FP_OK) {
+        free(zr);
+        free(gain);
+        free(ys);
+        goto out;
+    }
     // 1. τ on the shadow model's members (label 1) and shadow-out samples (label 0).
+    for (int i = 0; i < ns; i++)
+        ys[i] = d->y[t->shadow_idx[i]];
+    if (rounds)
+        mia_rounds_phi(t->shadow_logits, ns, R, 1, C, ys, cfg.round_statistic, gain);
     for (int i = 0; i < ns; i++) {
-        score[i] = mia_phi(t->shadow_logits + (size_t)i * C, C, d->y[t->shadow_idx[i]]);
+        score[i] = 0;
+        for (int r = 0; r < R; r++)
+            score[i] += (rounds ? gain[(size_t)i * R + r] : mia_phi(t->shadow_logits + (size_t)i * C, C, ys[i])) / R;
         label[i] = i < t->shadow_n;
     }
     double shadow_acc;
     double tau_phi = mia_best_threshold(score, label, ns, &shadow_acc);
     // The target's eval samples: members first, then non-members.
+    for (int i = 0; i < n; i++)
+        ys[i] = d->y[t->eval_idx[i]];
+    if (rounds)
+        mia_rounds_phi(zr, n, R, 1, C, ys, cfg.round_statistic, gain);
     for (int i = 0; i < n; i++) {
-        score[i] = mia_phi(t->eval_logits + (size_t)i * C, C, d->y[t->eval_idx[i]]);
-        loss[i] = mia_loss_of_phi(score[i]);
+        if (rounds) {
+            score[i] = loss[i] = 0;
+            for (int r = 0; r < R; r++) {
+                score[i] += gain[(size_t)i * R + r] / R;
+                loss[i] += mia_loss_of_phi(mia_phi(zr + (((size_t)i * R + r) * MIA_ROUND_ROWS) * C, C, ys[i])) / R;
+            }
+        } else {
+            score[i] = mia_phi(t->eval_logits + (size_t)i * C, C, ys[i]);
+            loss[i] = mia_loss_of_phi(score[i]);
+        }
         label[i] = i < M;
         dec[i] = score[i] >= tau_phi;
     }
-    char rule[256];
-    snprintf(rule, sizeof rule, "member iff the true-label confidence p_y >= %.9g, the threshold with the best "
-             "accuracy (%.4f) on the shadow model's in/out data", 1.0 / (1.0 + exp(-tau_phi)), shadow_acc);
+    free(zr);
+    free(gain);
+    free(ys);
+    char rule[320];
+    if (rounds)
+        snprintf(rule, sizeof rule, "member iff the mean over the client's uploads of %s >= %.9g, the threshold "
+                 "with the best accuracy (%.4f) on the shadow federation's in/out data",
+                 cfg.round_statistic == MIA_ROUND_GAIN ? "phi(upload) - phi(the model it started from)" : "phi(upload)",
+                 tau_phi, shadow_acc);
+    else
+        snprintf(rule, sizeof rule, "member iff the true-label confidence p_y >= %.9g, the threshold with the best "
+                 "accuracy (%.4f) on the shadow model's in/out data", 1.0 / (1.0 + exp(-tau_phi)), shadow_acc);
     st = mia_report(result, score, label, n, dec, 0, rule, err);
     if (st != FP_OK)
         goto out;
@@ -127,8 +178,15 @@ static FpStatus basic_run(const AttackEnv *env, cJSON *result, FpError *err) {
     cJSON_AddStringToObject(g, "rule", "member iff N(0, train_loss).pdf(loss) >= N(0, test_loss).pdf(loss) "
                                        "(EvaluatingDPML's Gaussian variant)");
     cJSON_AddItemToObject(result, "yeom_gaussian", g);
-    cJSON_AddStringToObject(result, "score", "sweep of every threshold on the true-label confidence (equivalently "
-                                             "-loss or log(p_y/(1-p_y))): ROC, AUC and TPR at FPR");
+    cJSON_AddStringToObject(result, "score", rounds ? cfg.round_statistic == MIA_ROUND_GAIN
+                                                          ? "sweep of every threshold on the mean over the client's "
+                                                            "uploads of phi(upload) - phi(the global model it started "
+                                                            "from), phi = log(p_y/(1-p_y)): ROC, AUC and TPR at FPR"
+                                                          : "sweep of every threshold on the mean over the client's "
+                                                            "uploads of phi(upload), phi = log(p_y/(1-p_y)): ROC, AUC "
+                                                            "and TPR at FPR"
+                                                   : "sweep of every threshold on the true-label confidence "
+                                                     "(equivalently -loss or log(p_y/(1-p_y))): ROC, AUC and TPR at FPR");
     mia_target_describe(t, result);
     mia_conclude(env, "basic-mia", result);
     cJSON *tm = cJSON_AddObjectToObject(result, "timing");

@@ -44,6 +44,21 @@
 // augmentations). Off by default: fedpriv's training augments nothing, so the views are
 // other inputs to the model and dilute the sample's own signal (docs/attacks-mia.md
 // measures it).
+//
+// "client_model": "rounds" (client target: the client-level observer, the server's view of
+// the client over every round it took part in). Each upload is scored as one more group
+// of views, its value being φ(upload) − φ(the global model the server sent that round)
+// ("round_statistic": "gain", the default: the server knows both, and the difference
+// leaves what the client's own training did to the sample) or φ(upload) ("confidence";
+// mia_rounds_phi). Per candidate, upload and view a Gaussian is
+// fitted to the reference models' values on their own upload of that round (a client
+// target's reference federations
+// replay the target's participants, so the client uploads in the same rounds after the
+// same global updates), and the scores are averaged over uploads and views. Offline that
+// is Stouffer's combination of the per-upload z (up to √R), online the log likelihood
+// ratio summed over the uploads (up to 1/R): Carlini et al.'s test on each uploaded
+// model, combined over the rounds as Nasr et al. (S&P'19, §V passive white-box) combine
+// an observer's epochs.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,34 +244,53 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
     const Dataset *d = env->ex->train;
     const MiaRefSet *rs = &t->refs[o.variant];
     int C = t->n_classes, M = t->sz.members, n = 2 * M, N = o.n_models, Q = t->n_query, V = rs->views;
-    int A = V; // the views scored: all of the data's (augment), or the sample alone
+    // The values per candidate: φ on each view scored (all of the data's with augment, or
+    // the sample alone); for every upload (client_model "rounds") the round statistic on
+    // each view of each upload (mia_rounds_phi: the gain φ(upload) − φ(start), or φ(upload)).
+    int rounds = o.cfg.view == MIA_CLIENT_ROUNDS, R = rounds ? t->rounds.n : 1;
+    int Va = rounds ? V / (MIA_ROUND_ROWS * R) : V, A = R * Va; // views of each model, values per candidate
     int online = o.variant == MIA_REF_ONLINE, two_sided = !online && o.two_sided;
     size_t cells = (size_t)n * A;
     double *phi_r = malloc(sizeof(double) * (size_t)N * cells), *phi = malloc(sizeof(double) * cells);
     double *phi0 = malloc(sizeof(double) * (size_t)n);
-    float *zt = A > 1 ? malloc(sizeof(float) * cells * C) : NULL; // the target's logits on the views
+    float *zt = V > 1 ? malloc(sizeof(float) * (size_t)n * V * C) : NULL; // the target's logits on the views
     unsigned char *member = malloc((size_t)N * n);
     double *score = malloc(sizeof(double) * (size_t)n), pooled_sigma = 0;
-    int32_t *label = malloc(sizeof(int32_t) * (size_t)n);
+    int32_t *label = malloc(sizeof(int32_t) * (size_t)n), *y = malloc(sizeof(int32_t) * (size_t)n);
     unsigned char *dec = malloc((size_t)n);
-    if (!phi_r || !phi || !phi0 || (A > 1 && !zt) || !member || !score || !label || !dec) {
+    if (!phi_r || !phi || !phi0 || (V > 1 && !zt) || !member || !score || !label || !y || !dec) {
         st = fp_fail(err, FP_ENOMEM, "out of memory");
         goto out;
     }
-    if (A > 1 && (st = mia_logits_views(t->model, d, t->eval_idx, n, A, t->view_shift, env->ex->threads, zt, err)) !=
-                     FP_OK)
+    if (V > 1 && (st = rounds ? mia_rounds_logits(t->model, &t->rounds, d, t->eval_idx, n, Va, t->view_shift,
+                                                  env->ex->threads, zt, err)
+                              : mia_logits_views(t->model, d, t->eval_idx, n, V, t->view_shift, env->ex->threads, zt,
+                                                 err)) != FP_OK)
         goto out;
     for (int i = 0; i < n; i++) { // the candidates are the first n queries
-        int y = d->y[t->eval_idx[i]];
-        for (int j = 0; j < N; j++) {
-            for (int a = 0; a < A; a++)
-                phi_r[((size_t)j * n + i) * A + a] = mia_phi(rs->logits + (((size_t)j * Q + i) * V + a) * C, C, y);
-            member[(size_t)j * n + i] = rs->member[(size_t)j * Q + i];
-        }
-        for (int a = 0; a < A; a++)
-            phi[(size_t)i * A + a] = mia_phi(A > 1 ? zt + ((size_t)i * A + a) * C : t->eval_logits + (size_t)i * C, C, y);
-        phi0[i] = mia_phi(t->eval_logits + (size_t)i * C, C, y);
+        y[i] = d->y[t->eval_idx[i]];
         label[i] = i < M;
+        for (int j = 0; j < N; j++)
+            member[(size_t)j * n + i] = rs->member[(size_t)j * Q + i];
+    }
+    if (rounds) {
+        for (int j = 0; j < N; j++)
+            mia_rounds_phi(rs->logits + (size_t)j * Q * V * C, n, R, Va, C, y, o.cfg.round_statistic,
+                           phi_r + (size_t)j * cells);
+        mia_rounds_phi(zt, n, R, Va, C, y, o.cfg.round_statistic, phi);
+    } else
+        for (int i = 0; i < n; i++) {
+            for (int j = 0; j < N; j++)
+                for (int a = 0; a < A; a++)
+                    phi_r[((size_t)j * n + i) * A + a] = mia_phi(rs->logits + (((size_t)j * Q + i) * V + a) * C, C, y[i]);
+            for (int a = 0; a < A; a++)
+                phi[(size_t)i * A + a] =
+                    mia_phi(A > 1 ? zt + ((size_t)i * A + a) * C : t->eval_logits + (size_t)i * C, C, y[i]);
+        }
+    for (int i = 0; i < n; i++) { // uncalibrated: the sample itself, averaged over the uploads
+        phi0[i] = 0;
+        for (int r = 0; r < R; r++)
+            phi0[i] += phi[(size_t)i * A + (size_t)r * Va] / R;
     }
     MiaLiraScoring how = {.online = online, .fixed_variance = o.fixed_variance, .two_sided = two_sided, .n_aug = A};
     st = mia_lira_scores(phi, phi_r, member, n, N, &how, score, &pooled_sigma, err);
@@ -296,11 +330,21 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
                                           "log(p_y / (1 - p_y)); for one view monotone in 1 - p-value");
     cJSON *qv = cJSON_AddObjectToObject(result, "query_views");
     cJSON_AddNumberToObject(qv, "views", A);
-    cJSON_AddStringToObject(qv, "augment", A > 1 ? "the sample and its left-right mirror, each at 9 shifts (dy, dx) in "
+    if (rounds) {
+        cJSON_AddNumberToObject(qv, "uploads", R);
+        cJSON_AddStringToObject(qv, "rounds", o.cfg.round_statistic == MIA_ROUND_GAIN
+                                                  ? "every upload of the client: the value of each upload and view "
+                                                    "is phi(upload) - phi(the global model it started from) "
+                                                    "(round_statistic gain), the scores averaged over uploads and views"
+                                                  : "every upload of the client: the value of each upload and view "
+                                                    "is phi(upload) (round_statistic confidence), the scores "
+                                                    "averaged over uploads and views");
+    }
+    cJSON_AddStringToObject(qv, "augment", Va > 1 ? "the sample and its left-right mirror, each at 9 shifts (dy, dx) in "
                                                    "{-s, 0, s}^2 with reflection padding"
                                                  : t->n_views > 1 ? "off (\"augment\": false, the default): the sample alone"
                                                                   : "the sample alone (not image data)");
-    if (A > 1)
+    if (Va > 1)
         cJSON_AddNumberToObject(qv, "shift_pixels", t->view_shift);
     char variant[80];
     snprintf(variant, sizeof variant, "%s%s, %s variance", online ? "online" : "offline",
@@ -323,8 +367,10 @@ static FpStatus lira_run(const AttackEnv *env, cJSON *result, FpError *err) {
         goto out;
     }
     cJSON *cmp = cJSON_AddObjectToObject(result, "global_threshold");
-    cJSON_AddStringToObject(cmp, "score", "phi_obs without calibration (ranks like the loss/confidence "
-                                          "threshold attack)");
+    cJSON_AddStringToObject(cmp, "score", rounds ? "the mean over the uploads of the round statistic without "
+                                                   "calibration (ranks like basic-mia's over every upload)"
+                                                : "phi_obs without calibration (ranks like the loss/confidence "
+                                                  "threshold attack)");
     cJSON_AddItemToObject(cmp, "auc", cJSON_Duplicate(cJSON_GetObjectItem(base, "auc"), 1));
     cJSON_AddItemToObject(cmp, "tpr_at_fpr", cJSON_Duplicate(cJSON_GetObjectItem(base, "tpr_at_fpr"), 1));
     cJSON_AddItemToObject(cmp, "best_balanced_accuracy",
@@ -345,6 +391,7 @@ out:
     free(member);
     free(score);
     free(label);
+    free(y);
     free(dec);
     mia_target_release(env, t);
     return st;

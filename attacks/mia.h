@@ -18,7 +18,10 @@
 #include "attacks/attack.h"
 
 typedef enum { MIA_TARGET_GLOBAL = 0, MIA_TARGET_CLIENT = 1, MIA_TARGET_CENTRAL = 2 } MiaTargetKind;
-typedef enum { MIA_CLIENT_UPLOADED = 0, MIA_CLIENT_RAW = 1 } MiaClientView;
+// What of the client target the attacker sees: its last upload as the server receives it,
+// its local model before the defense, or every upload it made (the client-level observer:
+// the server's view of one client over every round it took part in).
+typedef enum { MIA_CLIENT_UPLOADED = 0, MIA_CLIENT_RAW = 1, MIA_CLIENT_ROUNDS = 2 } MiaClientView;
 
 // The target options every MIA accepts (they decide which trained target is shared).
 typedef struct MiaTargetConfig {
@@ -31,10 +34,12 @@ typedef struct MiaTargetConfig {
     int central_epochs;    // 0 = rounds × local_epochs
     int series;            // record the global model's confidence series (CS-MIA); not part
                            // of the cache key: a cached target without a series is retrained
+    int round_statistic;   // client_model "rounds": what each upload gives a sample (MiaRoundStatistic);
+                           // not part of the cache key (the target is the same)
 } MiaTargetConfig;
 
 // The JSON keys mia_target_parse reads; an attack lists them with its own keys.
-#define MIA_TARGET_KEYS "target", "target_client", "client_model", "members", "central_epochs"
+#define MIA_TARGET_KEYS "target", "target_client", "client_model", "round_statistic", "members", "central_epochs"
 
 // Sizes of the data plan (computed without allocating; validate() uses them).
 typedef struct MiaSizes {
@@ -84,6 +89,18 @@ typedef struct MiaRefSet {
     int trained, loaded;         // of the n: trained in this process, read from the on-disk cache
 } MiaRefSet;
 
+// The client target's every upload as the server received it (client_model "rounds"):
+// n uploads, turned back into weights, from rounds round[0..n) (1-based, increasing);
+// upload r's weights at params + r·n_params, and the global model the server sent the
+// client that round (what the upload started from, which the server knows) at
+// start + r·n_params.
+typedef struct MiaRounds {
+    int n;
+    int *round;
+    float *params, *start;
+    size_t n_params;
+} MiaRounds;
+
 // A trained target and what the attacks read from it. Owned by the cache (or by the
 // attack when there is no cache: mia_target_release frees it then).
 typedef struct MiaTarget {
@@ -109,6 +126,7 @@ typedef struct MiaTarget {
     Dataset *shadow_test;        // the first ≤ 2000 test samples (shadow federations evaluate on it)
     cJSON *defense;              // federated targets: the defense's resolved parameters and privacy spent
     int participated_round;      // client target: the round its model comes from (1-based), else 0
+    MiaRounds rounds;            // client_model "rounds": the client's every upload (model = the last one)
     // Confidence series (global target): rounds × n_series, samples eval_idx (2M), then
     // adv_in (m), then adv_out (m). p_y and Mentr of the global model after each round.
     int series_rounds, n_series;
@@ -165,6 +183,31 @@ FpStatus mia_split(const Experiment *ex, uint32_t *idx, int n, uint64_t seed, in
 // or all of them.
 int mia_member_range(const MiaTargetConfig *cfg, const int *bounds, int clients, int n, int *first);
 
+void mia_rounds_free(MiaRounds *r);
+
+// Logits of the rounds' models on the views of samples idx of d, in the layout of query
+// views with MIA_ROUND_ROWS·R·views of them: sample i, round r, model s (0: the upload,
+// 1: the global model it started from), view v at (((i·R + r)·2 + s)·views + v)·C.
+// m is the model whose parameters are set to each one in turn and left at the last upload.
+#define MIA_ROUND_ROWS 2
+FpStatus mia_rounds_logits(Model *m, const MiaRounds *rounds, const Dataset *d, const uint32_t *idx, int n,
+                           int views, int shift, int threads, float *logits, FpError *err);
+// The client-level observer's statistic from those logits (R rounds, views each; labels
+// y[i]), for sample i, round r and view v, at out[(i·R + r)·views + v]:
+//   gain (MIA_ROUND_GAIN, "round_statistic": "gain", the default): φ(upload) − φ(start),
+//        how much the client's training in round r raised the sample's logit-scaled
+//        confidence over the model the server sent it. The server knows both models, so
+//        the difference removes what the shared global model already knew of the sample
+//        (its difficulty, the other clients' contributions) and leaves what the client's
+//        own data did: the update-based signal of Nasr et al. (S&P'19, the passive
+//        observer of the updates) in the loss form, for every upload;
+//   MIA_ROUND_CONFIDENCE ("confidence"): φ(upload), each upload's own confidence. Where
+//        the client took part before, the start already holds its data and the gain
+//        shrinks; the confidence keeps it.
+typedef enum { MIA_ROUND_GAIN = 0, MIA_ROUND_CONFIDENCE = 1 } MiaRoundStatistic;
+void mia_rounds_phi(const float *logits, int n, int R, int views, int n_classes, const int32_t *y,
+                    MiaRoundStatistic stat, double *out);
+
 // A request to record the global model's confidence series (CS-MIA): after each round,
 // p_y and Mentr of samples idx (n of them) into py and mentr (rounds × n each, the
 // caller's arrays).
@@ -181,11 +224,13 @@ typedef struct MiaSeries {
 // target). series: optional confidence-series recording
 // (global target; NULL: none). *round_out: the client target's round. *defense_out (when
 // not NULL): the defense's resolved parameters and the privacy spent. participations
-// (when not NULL, federated): the rounds each client took part in.
+// (when not NULL, federated): the rounds each client took part in. rounds_out (client
+// target, client_model "rounds"; NULL otherwise): every upload of the client, the
+// returned model being the last.
 FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n,
                          const int *bounds, uint64_t seed, int fresh, const Dataset *test, int quiet, int threads,
                          const MiaSeries *series, Model **out, int *round_out, cJSON **defense_out,
-                         int *participations, FpError *err);
+                         int *participations, MiaRounds *rounds_out, FpError *err);
 
 // ---------------------------------------------------------------------------------
 // Features and the attack model (attacks/mia_features.c)

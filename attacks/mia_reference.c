@@ -187,14 +187,29 @@ static FpStatus reference_obtain(const AttackEnv *env, const MiaTarget *t, RefRe
     Model *m = NULL;
     int K = ex->fed.clients, *took_part = t->cfg.kind == MIA_TARGET_CENTRAL ? NULL : calloc((size_t)K, sizeof(int));
     FpStatus st = t->cfg.kind != MIA_TARGET_CENTRAL && !took_part ? fp_fail(err, FP_ENOMEM, "out of memory") : FP_OK;
+    // client_model "rounds": the model's every upload of the client and the global model
+    // it started from, scored as 2R groups of V / 2R views (mia_rounds_logits). The federation replays the target's participants,
+    // so the client uploads in the same rounds; only a defense's self-sampling could
+    // differ, and then the rounds do not line up.
+    int R = t->cfg.view == MIA_CLIENT_ROUNDS ? t->rounds.n : 0;
+    MiaRounds rounds = {0};
     if (st == FP_OK)
         st = mia_train_model(env, &t->cfg, rq->train, rq->n_train, rq->bounds, rq->seed, 1, t->shadow_test, 1, threads,
-                             NULL, &m, NULL, NULL, took_part, err);
+                             NULL, &m, NULL, NULL, took_part, R ? &rounds : NULL, err);
+    if (st == FP_OK && R &&
+        (rounds.n != R || memcmp(rounds.round, t->rounds.round, sizeof(int) * (size_t)R) != 0))
+        st = fp_fail(err, FP_EPARAM, "%s.client_model: client %d uploaded in %d rounds of a reference federation and in "
+                     "%d of the target's: the defense's self-sampling decides them, and \"rounds\" needs the same "
+                     "rounds in every model", env->path, t->cfg.client, rounds.n, R);
     if (st == FP_OK && took_part && rq->member)
         st = drop_untrained(ex->train->n, rq, K, took_part, err);
     free(took_part);
     if (st == FP_OK)
-        st = mia_logits_views(m, ex->train, rq->query, rq->n_query, V, rq->shift, threads, rq->logits, err);
+        st = R ? mia_rounds_logits(m, &rounds, ex->train, rq->query, rq->n_query, V / (MIA_ROUND_ROWS * R), rq->shift,
+                                   threads,
+                                   rq->logits, err)
+               : mia_logits_views(m, ex->train, rq->query, rq->n_query, V, rq->shift, threads, rq->logits, err);
+    mia_rounds_free(&rounds);
     if (st == FP_OK)
         st = model_evaluate(m, t->shadow_test, threads, &rq->test_accuracy, NULL, NULL, err);
     model_free(m);
@@ -319,7 +334,9 @@ FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, 
     free(t->shadow_logits);
     t->shadow_size = 0;
     t->shadow_idx = st == FP_OK ? fp_malloc(sizeof(uint32_t) * 2 * (size_t)members, err) : NULL;
-    t->shadow_logits = st == FP_OK ? fp_malloc(sizeof(float) * 2 * (size_t)members * C, err) : NULL;
+    // client_model "rounds": rows per upload and its start (mia_rounds_logits)
+    int R = t->cfg.view == MIA_CLIENT_ROUNDS ? MIA_ROUND_ROWS * t->rounds.n : 1;
+    t->shadow_logits = st == FP_OK ? fp_malloc(sizeof(float) * 2 * (size_t)members * R * C, err) : NULL;
     uint64_t *content = st == FP_OK ? fp_malloc(sizeof(uint64_t) * 2 * (size_t)members, err) : NULL;
     if (st == FP_OK && (!t->shadow_idx || !t->shadow_logits || !content))
         st = FP_ENOMEM;
@@ -336,7 +353,7 @@ FpStatus mia_target_shadow(const AttackEnv *env, MiaTarget *t, int shadow_size, 
     RefRequest rq = {.train = train, .n_train = shadow_size,
                      .bounds = t->cfg.kind == MIA_TARGET_CENTRAL ? NULL : bounds,
                      .seed = seed, .query = t->shadow_idx, .content = content, .n_query = 2 * members,
-                     .logits = t->shadow_logits};
+                     .views = R, .shift = t->view_shift, .logits = t->shadow_logits};
     st = reference_obtain(env, t, &rq, ex->threads, err);
     free(content);
     free(train);
@@ -534,8 +551,13 @@ FpStatus mia_target_references(const AttackEnv *env, MiaTarget *t, MiaRefKind ki
                        t->sz.pool);
     if (kind == MIA_REF_ONLINE)
         FP_TRY(mia_online_check(env, &t->cfg, &t->sz, n_models, shadow_size, err));
+    // client_model "rounds": each query is scored by every upload and the model it started
+    // from, 2R groups of the views.
+    int R = t->cfg.view == MIA_CLIENT_ROUNDS ? MIA_ROUND_ROWS * t->rounds.n : 1;
     if (views == 0)
-        views = rs->n ? rs->views : 1;
+        views = rs->n ? rs->views : R;
+    else
+        views *= R;
     if (rs->size != shadow_size || rs->views != views) { // other models, or other rows: start over
         rs->n = 0;
         rs->cap = rs->views != views ? 0 : rs->cap; // rows of another width: reserve again

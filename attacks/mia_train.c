@@ -87,6 +87,7 @@ typedef struct TrainHooks {
     float *start_global;        // this round's starting global weights (host)
     float *captured;
     int captured_round;         // 1-based, 0 = never
+    MiaRounds *rounds;          // client_model "rounds": every upload (NULL: only the last)
     // confidence series of the global model (NULL: none), and its scratch logits
     const MiaSeries *series;
     float *series_logits;
@@ -97,10 +98,74 @@ typedef struct TrainHooks {
 static void hook_upload(void *ctx, int round, int client, const float *upload, UploadKind kind,
                         const ParamTable *table, const UploadParams *params) {
     TrainHooks *h = ctx;
-    if (client != h->client || h->view != MIA_CLIENT_UPLOADED)
+    if (client != h->client || h->view == MIA_CLIENT_RAW)
         return;
     upload_to_weights(kind, upload, h->start_global, table->n_params, h->ex->fed.lr, h->captured);
     h->captured_round = round + 1;
+    MiaRounds *r = h->rounds;
+    if (!r || h->st != FP_OK)
+        return;
+    size_t np = table->n_params;
+    int *rr = realloc(r->round, sizeof(int) * ((size_t)r->n + 1));
+    if (rr)
+        r->round = rr;
+    float *pp = realloc(r->params, sizeof(float) * np * ((size_t)r->n + 1));
+    if (pp)
+        r->params = pp;
+    float *ps = realloc(r->start, sizeof(float) * np * ((size_t)r->n + 1));
+    if (ps)
+        r->start = ps;
+    if (!rr || !pp || !ps) {
+        h->st = fp_fail(&h->err, FP_ENOMEM, "out of memory for the client's uploads");
+        return;
+    }
+    memcpy(r->params + np * (size_t)r->n, h->captured, sizeof(float) * np);
+    memcpy(r->start + np * (size_t)r->n, h->start_global, sizeof(float) * np);
+    r->round[r->n++] = round + 1;
+    r->n_params = np;
+}
+
+void mia_rounds_free(MiaRounds *r) {
+    free(r->round);
+    free(r->params);
+    free(r->start);
+    memset(r, 0, sizeof *r);
+}
+
+// (attacks/mia.h)
+FpStatus mia_rounds_logits(Model *m, const MiaRounds *rounds, const Dataset *d, const uint32_t *idx, int n,
+                           int views, int shift, int threads, float *logits, FpError *err) {
+    int R = rounds->n, V = views > 1 ? views : 1, C = d->n_classes;
+    float *one = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1) * V * C);
+    if (!one)
+        return fp_fail(err, FP_ENOMEM, "out of memory for the rounds' logits");
+    FpStatus st = FP_OK;
+    for (int r = 0; st == FP_OK && r < R; r++)
+        for (int s = MIA_ROUND_ROWS - 1; st == FP_OK && s >= 0; s--) { // the upload last: m is left there
+            model_set_params(m, (s ? rounds->start : rounds->params) + rounds->n_params * (size_t)r);
+            st = mia_logits_views(m, d, idx, n, V, shift, threads, one, err);
+            for (int i = 0; st == FP_OK && i < n; i++)
+                memcpy(logits + ((((size_t)i * R + r) * MIA_ROUND_ROWS + s) * V) * C, one + (size_t)i * V * C,
+                       sizeof(float) * (size_t)V * C);
+        }
+    if (st == FP_OK && R)
+        model_set_params(m, rounds->params + rounds->n_params * (size_t)(R - 1));
+    free(one);
+    return st;
+}
+
+// (attacks/mia.h)
+void mia_rounds_phi(const float *logits, int n, int R, int views, int n_classes, const int32_t *y,
+                    MiaRoundStatistic stat, double *out) {
+    int V = views > 1 ? views : 1, C = n_classes;
+    for (int i = 0; i < n; i++)
+        for (int r = 0; r < R; r++)
+            for (int v = 0; v < V; v++) {
+                const float *up = logits + ((((size_t)i * R + r) * MIA_ROUND_ROWS + 0) * V + v) * C;
+                const float *start = logits + ((((size_t)i * R + r) * MIA_ROUND_ROWS + 1) * V + v) * C;
+                out[((size_t)i * R + r) * V + v] =
+                    mia_phi(up, C, y[i]) - (stat == MIA_ROUND_GAIN ? mia_phi(start, C, y[i]) : 0);
+            }
 }
 
 static void hook_local(void *ctx, int round, int client, Model *local) {
@@ -134,7 +199,7 @@ static void hook_global(void *ctx, int round, Model *global) {
 FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const uint32_t *idx, int n,
                          const int *bounds, uint64_t seed, int fresh, const Dataset *test, int quiet, int threads,
                          const MiaSeries *series, Model **out, int *round_out, cJSON **defense_out,
-                         int *participations, FpError *err) {
+                         int *participations, MiaRounds *rounds_out, FpError *err) {
     Experiment *ex = env->ex;
     const Backend *be = ex->backend;
     *out = NULL;
@@ -188,6 +253,9 @@ FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const
         h->threads = threads;
         h->client = cfg->kind == MIA_TARGET_CLIENT ? cfg->client : -1;
         h->view = cfg->view;
+        h->rounds = h->client >= 0 && cfg->view == MIA_CLIENT_ROUNDS ? rounds_out : NULL;
+        if (h->rounds)
+            memset(h->rounds, 0, sizeof *h->rounds);
         if (h->client >= 0) {
             h->start_global = malloc(np * sizeof(float));
             h->captured = malloc(np * sizeof(float));
@@ -250,6 +318,8 @@ FpStatus mia_train_model(const AttackEnv *env, const MiaTargetConfig *cfg, const
         free(h->start_global);
         free(h->captured);
         free(h->series_logits);
+        if (st != FP_OK && h->rounds)
+            mia_rounds_free(h->rounds);
     }
     if (st != FP_OK) {
         model_free(m);

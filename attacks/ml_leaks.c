@@ -48,6 +48,7 @@ typedef struct {
 static FpStatus leaks_options(const AttackEnv *env, LeaksOptions *o, FpError *err) {
     FP_TRY(jv_keys(env->attack_json, env->path, leaks_keys, err));
     FP_TRY(mia_target_parse(env, &o->cfg, err));
+    FP_TRY(mia_one_model_only(env, &o->cfg, "ml-leaks", err));
     FP_TRY(mia_sizes(env, &o->cfg, &o->sz, err));
     long long v;
     FP_TRY(jv_int(env->attack_json, env->path, "shadow_size", JV_OPTIONAL, 0, 0, 1 << 30, &v, err));

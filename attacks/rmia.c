@@ -74,6 +74,7 @@ static FpStatus rmia_options(const AttackEnv *env, RmiaOptions *o, FpError *err)
     char p[256];
     FP_TRY(jv_keys(j, env->path, rmia_keys, err));
     FP_TRY(mia_target_parse(env, &o->cfg, err));
+    FP_TRY(mia_one_model_only(env, &o->cfg, "rmia", err));
     FP_TRY(mia_sizes(env, &o->cfg, &o->sz, err));
     long long v;
     int c;

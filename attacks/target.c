@@ -20,7 +20,8 @@ struct AttackCache {
 // Options and sizes
 
 static const char *const kind_names[] = {"global", "client", "central", NULL};
-static const char *const view_names[] = {"uploaded", "raw", NULL};
+static const char *const view_names[] = {"uploaded", "raw", "rounds", NULL};
+static const char *const round_statistic_names[] = {"gain", "confidence", NULL}; // MiaRoundStatistic
 
 // The client target's client: the one given, which the server must sample in some round,
 // or by default the lowest-numbered client it samples. Who is sampled is the engine's
@@ -70,6 +71,12 @@ FpStatus mia_target_parse(const AttackEnv *env, MiaTargetConfig *cfg, FpError *e
     cfg->client = (int)v; // -1: not given
     FP_TRY(jv_choice(j, path, "client_model", view_names, MIA_CLIENT_UPLOADED, &c, err));
     cfg->view = (MiaClientView)c;
+    FP_TRY(jv_choice(j, path, "round_statistic", round_statistic_names, MIA_ROUND_GAIN, &c, err));
+    cfg->round_statistic = c;
+    if (cJSON_GetObjectItemCaseSensitive(j, "round_statistic") &&
+        (cfg->kind != MIA_TARGET_CLIENT || cfg->view != MIA_CLIENT_ROUNDS))
+        return fp_fail(err, FP_EPARAM, "%s: only the client-level observer (\"target\": \"client\", "
+                       "\"client_model\": \"rounds\") combines rounds", jv_path(p, sizeof p, path, "round_statistic"));
     FP_TRY(jv_int(j, path, "members", JV_OPTIONAL, 0, 0, 1 << 30, &v, err));
     cfg->members = (int)v;
     FP_TRY(jv_int(j, path, "central_epochs", JV_OPTIONAL, 0, 0, 1000000, &v, err));
@@ -93,6 +100,14 @@ FpStatus mia_target_parse(const AttackEnv *env, MiaTargetConfig *cfg, FpError *e
     if (cfg->kind != MIA_TARGET_CENTRAL && ex->fed.partition == PARTITION_NATURAL)
         return fp_fail(err, FP_EPARAM, "federation.partition: \"natural\" has no membership targets: only "
                        "power-load brings a natural split, and membership inference needs a classification dataset");
+    return FP_OK;
+}
+
+FpStatus mia_one_model_only(const AttackEnv *env, const MiaTargetConfig *cfg, const char *attack, FpError *err) {
+    char p[256];
+    if (cfg->kind == MIA_TARGET_CLIENT && cfg->view == MIA_CLIENT_ROUNDS)
+        return fp_fail(err, FP_EPARAM, "%s: %s attacks one model; \"rounds\" (every upload of the client) is for "
+                       "lira and basic-mia", jv_path(p, sizeof p, env->path, "client_model"), attack);
     return FP_OK;
 }
 
@@ -267,6 +282,7 @@ static void target_free(MiaTarget *t) {
     free(t->series_py);
     free(t->series_mentr);
     mia_references_free(t);
+    mia_rounds_free(&t->rounds);
     model_free(t->model);
     dataset_free(t->shadow_test);
     cJSON_Delete(t->defense);
@@ -441,7 +457,7 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
     }
     FpStatus st = mia_train_model(env, cfg, t->train_idx, sz->n_train, t->bounds, ex->seed, 0, ex->test, env->quiet,
                                   ex->threads, sidx ? &series : NULL, &model, &t->participated_round,
-                                  &t->defense, took_part, err);
+                                  &t->defense, took_part, cfg->view == MIA_CLIENT_ROUNDS ? &t->rounds : NULL, err);
     free(sidx);
     if (st == FP_OK && cfg->kind == MIA_TARGET_GLOBAL) {
         keep_participants(t, took_part);
@@ -468,8 +484,18 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
     t->train_seconds = fp_monotonic_seconds() - t0;
     M = t->sz.members;
     st = mia_logits(model, ex->train, t->eval_idx, 2 * M, ex->threads, t->eval_logits, err);
-    if (st == FP_OK)
+    // Every upload's model (client_model "rounds"): Yeom's τ is the mean over them of the
+    // mean training loss, as its score is the mean over them of the per-example loss.
+    double loss_sum = 0;
+    for (int r = 0; st == FP_OK && r < t->rounds.n; r++) {
+        model_set_params(model, t->rounds.params + t->rounds.n_params * (size_t)r);
         st = loss_on(ex, model, trained, n_trained, &t->train_loss, &t->train_accuracy, err);
+        loss_sum += t->train_loss;
+    }
+    if (st == FP_OK) // the model is left at its last upload
+        st = loss_on(ex, model, trained, n_trained, &t->train_loss, &t->train_accuracy, err);
+    if (st == FP_OK && t->rounds.n)
+        t->train_loss = loss_sum / t->rounds.n;
     free(trained);
     if (st == FP_OK)
         st = model_evaluate(model, ex->test, ex->threads, &t->test_accuracy, &t->test_loss, NULL, err);
@@ -527,10 +553,17 @@ void mia_target_describe(const MiaTarget *t, cJSON *result) {
                                                       : "target_client");
         cJSON_AddStringToObject(o, "reference_sampling", "shadow and reference federations replay the target "
                                                          "federation's participants round by round");
-        cJSON_AddStringToObject(o, "client_model", t->cfg.view == MIA_CLIENT_UPLOADED
-                                                       ? "uploaded (after the defense, as the server receives it)"
-                                                       : "raw (the local model before the defense)");
+        cJSON_AddStringToObject(o, "client_model",
+                                t->cfg.view == MIA_CLIENT_UPLOADED ? "uploaded (after the defense, as the server receives it)"
+                                : t->cfg.view == MIA_CLIENT_RAW    ? "raw (the local model before the defense)"
+                                                                   : "rounds (every upload of the client, after the "
+                                                                     "defense, as the server receives them)");
         cJSON_AddNumberToObject(o, "from_round", t->participated_round);
+        if (t->cfg.view == MIA_CLIENT_ROUNDS) {
+            cJSON *a = cJSON_AddArrayToObject(o, "rounds");
+            for (int r = 0; a && r < t->rounds.n; r++)
+                cJSON_AddItemToArray(a, cJSON_CreateNumber(t->rounds.round[r]));
+        }
     }
     if (t->cfg.kind == MIA_TARGET_CENTRAL)
         cJSON_AddNumberToObject(o, "central_epochs", t->cfg.central_epochs);

@@ -31,7 +31,9 @@
 //   "client"  one client's model ("target_client"): as the server receives it, i.e. the
 //             upload after the defense turned back into weights ("client_model":
 //             "uploaded", default), or the raw local model before the defense ("raw"),
-//             from the last round that client took part in. Members: that client's
+//             from the last round that client took part in; or, "rounds", every upload
+//             of the client as the server receives them (the client-level observer:
+//             MiaTarget.rounds; the model is the last). Members: that client's
 //             piece. The client must be one the server samples in some round (the
 //             engine's sampler, fed_sampled_clients: the participants `fedpriv train`
 //             lists for the seed); by default it is the lowest-numbered such client.
@@ -63,6 +65,9 @@ typedef struct AttackCache AttackCache;
 
 // Parses the target options from env->attack_json (the caller checks the keys).
 FpStatus mia_target_parse(const AttackEnv *env, MiaTargetConfig *cfg, FpError *err);
+// FP_EPARAM naming client_model when cfg asks for every upload of the client ("rounds"):
+// for the attacks that read one model's outputs (ML-Leaks, RMIA).
+FpStatus mia_one_model_only(const AttackEnv *env, const MiaTargetConfig *cfg, const char *attack, FpError *err);
 // Plan sizes for this experiment; FP_EPARAM names the JSON path when the data are too few.
 FpStatus mia_sizes(const AttackEnv *env, const MiaTargetConfig *cfg, MiaSizes *sz, FpError *err);
 // The shadow training-set size an attack asks for ("shadow_size", 0 = the target's
