@@ -20,6 +20,9 @@ mkdir -p "$build"
 command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c "import torch, numpy" 2>/dev/null || \
   bash tools/install-deps.sh --missing python3-torch python3-numpy
 
+# Both sides' threads pinned alike (OpenMP, OpenBLAS, MKL; torch.set_num_threads through
+# BENCH_THREADS): PyTorch's own OpenBLAS otherwise runs a thread per core.
+export OMP_NUM_THREADS="$threads" OPENBLAS_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
 echo "== MIA: offline LiRA (16 reference models) and RMIA (4), overfit Fashion-MNIST client target, $threads thread(s), seeds $seeds" >&2
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 for s in ${seeds//,/ }; do

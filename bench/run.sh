@@ -22,12 +22,15 @@ command -v /usr/bin/python3 >/dev/null && /usr/bin/python3 -c "import torch" 2>/
   bash tools/install-deps.sh --missing python3-torch python3-numpy
 
 echo "== MLP federated job: Fashion-MNIST, 784-256-10, 10 clients, E=1, B=64, lr 0.05, 5 rounds, $threads threads" >&2
-./fedpriv train --config bench/mlp-job.json --threads "$threads" --out "$build/fedpriv-mlp.json"
-BENCH_THREADS="$threads" /usr/bin/python3 bench/mlp_torch.py > "$build/torch-mlp.json"
-"$build/sgemm_rate" "$threads" > "$build/sgemm.json"
+# Both sides' threads pinned alike: OpenMP, OpenBLAS (PyTorch's own BLAS too, which
+# torch.set_num_threads does not reach) and MKL, plus torch.set_num_threads (BENCH_THREADS).
+pin() { OMP_NUM_THREADS="$1" OPENBLAS_NUM_THREADS="$1" MKL_NUM_THREADS="$1" BENCH_THREADS="$1" "${@:2}"; }
+pin "$threads" ./fedpriv train --config bench/mlp-job.json --threads "$threads" --out "$build/fedpriv-mlp.json"
+pin "$threads" /usr/bin/python3 bench/mlp_torch.py > "$build/torch-mlp.json"
+pin "$threads" "$build/sgemm_rate" "$threads" > "$build/sgemm.json"
 echo "== the same job in CPU time, 1 thread: fedpriv (median of 3, GEMM floor measured beside it) and PyTorch" >&2
-"$build/mlp_cpu" bench/mlp-job.json 1 3 > "$build/fedpriv-mlp-cpu.json"
-BENCH_THREADS=1 /usr/bin/python3 bench/mlp_torch.py 2>/dev/null > "$build/torch-mlp-1.json"
+pin 1 "$build/mlp_cpu" bench/mlp-job.json 1 3 > "$build/fedpriv-mlp-cpu.json"
+pin 1 /usr/bin/python3 bench/mlp_torch.py 2>/dev/null > "$build/torch-mlp-1.json"
 /usr/bin/python3 - "$build" <<'PY'
 import json, sys
 b = sys.argv[1]
