@@ -119,7 +119,9 @@ static int start_job(Job *j, size_t i) {
         child_run(i, fds[1], j->log);
     }
     close(fds[1]);
-    *j = (Job){.pid = pid, .suite = i, .result_fd = fds[0], .log = {0}};
+    j->pid = pid; // j->log already names its output file
+    j->suite = i;
+    j->result_fd = fds[0];
     return 0;
 }
 
