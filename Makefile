@@ -243,7 +243,7 @@ test: deps-check
 # sanitizers the tests' time limits (hang guards, not results) are tripled: ASan+UBSan
 # run the slowest test, layerwise_is_audited, in 226 s of its 300 on an idle 2-core
 # machine (3.5 s in the release build). The suites run as many at once as there are
-# CPUs (FP_TEST_JOBS; tests/runner.c), the timed ones alone after them.
+# CPUs (FP_TEST_JOBS; tests/runner.c), the timed and MPI ones alone after them.
 run-tests:
 	@$(MAKE) --no-print-directory summary
 	@$(MAKE) --no-print-directory fedpriv $(TEST_BIN)

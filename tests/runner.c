@@ -4,9 +4,12 @@
 // FP_TEST_JOBS=N (make test sets it to the number of CPUs) runs up to N suites at once,
 // each in its own process with its own SRunner; each suite's output is printed whole
 // when it ends, and the last line sums them in Check's format: "100%: Checks: 621,
-// Failures: 0, Errors: 0", followed by every failure's line again. The suites whose
-// checks time the machine (an ETA against planted sleeps, a refusal that must be fast)
-// run alone after the others, so that a neighbour's load cannot fail them. With N = 1
+// Failures: 0, Errors: 0", followed by every failure's line again. Two kinds of suites
+// run alone after the others, so that a neighbour's load cannot fail them: those whose
+// checks time the machine (an ETA against planted sleeps, a refusal that must be fast),
+// and those that start MPI jobs of 2 and 3 ranks, sized for the machine's cores
+// (LeakSanitizer's stop-the-world tracer was seen to crash at exit in oversubscribed
+// jobs; tests/test_cluster_cli.c). With N = 1
 // (the default) every suite runs in one SRunner, and Check prints the summary itself.
 #include <check.h>
 #include <errno.h>
@@ -28,12 +31,13 @@ static const struct { const char *name; SuiteFn fn; } all_suites[] = {
 };
 enum { N_SUITES = sizeof all_suites / sizeof all_suites[0] };
 
-// Suites whose checks measure wall time: run with nothing beside them.
-static const char *const timed_suites[] = {"suite_progress_eta", "suite_hostile_limits"};
+// Suites that run with nothing beside them: they measure wall time, or start MPI jobs.
+static const char *const alone_suites[] = {"suite_progress_eta", "suite_hostile_limits", "suite_cluster",
+                                           "suite_cluster_cli"};
 
-static int is_timed(const char *name) {
-    for (size_t i = 0; i < sizeof timed_suites / sizeof timed_suites[0]; i++)
-        if (strcmp(name, timed_suites[i]) == 0)
+static int runs_alone(const char *name) {
+    for (size_t i = 0; i < sizeof alone_suites / sizeof alone_suites[0]; i++)
+        if (strcmp(name, alone_suites[i]) == 0)
             return 1;
     return 0;
 }
@@ -208,25 +212,25 @@ int main(void) {
     int jobs = jobs_env && *jobs_env ? atoi(jobs_env) : 1;
     if (jobs <= 1)
         return run_in_one_runner(only);
-    size_t order[N_SUITES], n_free = 0, timed[N_SUITES], n_timed = 0;
+    size_t order[N_SUITES], n_free = 0, alone[N_SUITES], n_alone = 0;
     for (size_t i = 0; i < N_SUITES; i++)
         if (selected(i, only)) {
-            if (is_timed(all_suites[i].name))
-                timed[n_timed++] = i;
+            if (runs_alone(all_suites[i].name))
+                alone[n_alone++] = i;
             else
                 order[n_free++] = i;
         }
-    if (n_free + n_timed == 0) {
+    if (n_free + n_alone == 0) {
         fprintf(stderr, "no test suite matches FP_TEST_SUITE=%s\n", only ? only : "");
         return 1;
     }
-    printf("Running %zu suites, up to %d at once (FP_TEST_JOBS), then %zu timed suites alone\n", n_free + n_timed, jobs,
-           n_timed);
+    printf("Running %zu suites, up to %d at once (FP_TEST_JOBS), then %zu alone (timed or MPI)\n", n_free + n_alone,
+           jobs, n_alone);
     Counts total = {0, 0, 0};
     char *failures = NULL;
     size_t fail_len = 0;
     run_pool(order, n_free, jobs, &total, &failures, &fail_len);
-    run_pool(timed, n_timed, 1, &total, &failures, &fail_len);
+    run_pool(alone, n_alone, 1, &total, &failures, &fail_len);
     int passed = total.run - total.failures - total.errors;
     printf("%d%%: Checks: %d, Failures: %d, Errors: %d\n", total.run ? (int)(100.0 * passed / total.run) : 0, total.run,
            total.failures, total.errors);
