@@ -153,7 +153,7 @@ START_TEST(dpfedavg_server_noise_and_clip) {
     double *x = malloc(sizeof(double) * np * 40);
     size_t n = 0;
     for (int round = 0; round < 40; round++) {
-        ck_assert_int_eq(ops->server_aggregate(st, round, (const float *const *)u, w, clients, 10, out, NULL), FP_OK);
+        ck_assert_int_eq(defense_aggregate(ops, st, round, (const float *const *)u, w, clients, 10, np, out, NULL), FP_OK);
         // the mean of the clipped uploads is 10·C/√d/m per coordinate (m = qN = 10)
         for (size_t i = 0; i < 3000; i++) // the trainable layer (3000..3002 are statistics)
             x[n++] = out[i] - 1.5 / sqrt(3000.0);
