@@ -48,11 +48,18 @@ int comm_mpi_built(void) { return 1; }
 // How long a waiting rank sleeps between polls: short against a cell or a round,
 // long enough that a waiting rank costs no CPU worth measuring.
 #define COMM_POLL_NS 2000000L
+// A wait for a request sleeps 10 µs first and twice as long after each poll, up to
+// COMM_POLL_NS: a message that is a moment away (a streamed round's next upload, a
+// round's broadcast, milliseconds apart) is taken within microseconds, a long wait still
+// costs a poll every 2 ms.
+#define COMM_FIRST_POLL_NS 10000L
 
-static void comm_nap(void) {
-    struct timespec ts = {0, COMM_POLL_NS};
+static void comm_nap_ns(long ns) {
+    struct timespec ts = {0, ns};
     nanosleep(&ts, NULL);
 }
+
+static void comm_nap(void) { comm_nap_ns(COMM_POLL_NS); }
 
 static FpStatus mpi_fail(FpError *err, int code, const char *what) {
     char msg[MPI_MAX_ERROR_STRING] = "";
@@ -63,14 +70,14 @@ static FpStatus mpi_fail(FpError *err, int code, const char *what) {
 
 // Completes a request, sleeping between tests.
 static FpStatus mpi_wait(MPI_Request *req, MPI_Status *status, const char *what, FpError *err) {
-    for (;;) {
+    for (long ns = COMM_FIRST_POLL_NS;; ns = ns * 2 < COMM_POLL_NS ? ns * 2 : COMM_POLL_NS) {
         int done = 0;
         int rc = MPI_Test(req, &done, status ? status : MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS)
             return mpi_fail(err, rc, what);
         if (done)
             return FP_OK;
-        comm_nap();
+        comm_nap_ns(ns);
     }
 }
 #else

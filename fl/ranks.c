@@ -169,15 +169,24 @@ FpStatus fed_round_form_ranks(Federation *f, FpError *err) {
 // client order, finds the next upload just formed by the next rank instead of waiting for
 // a whole block. Each rank forms up to `threads` of its slots at a time (fed_round_run)
 // and sends each upload to rank 0 (MPI_Isend) with its status in the record's trailer,
-// keeping at most STREAM_WINDOW sends in flight beyond those; rank 0 keeps STREAM_WINDOW
-// receives posted (MPI_Irecv), so transfers proceed while it trains its own clients. Every
+// keeping at most a window of sends in flight beyond those (stream_window); rank 0 keeps a
+// window of receives posted (MPI_Irecv), so transfers proceed while it trains its own clients. Every
 // slot's record is sent exactly once, also after a failure (then with the failure's
 // status and no upload), so no rank waits for a record that never comes. Rank 0 finishes
 // the aggregate (sum_finish: the server's noise, keyed by the seed and the round) and
 // broadcasts it. Memory per rank: the sum (n_params doubles, rank 0) and at most
-// threads + STREAM_WINDOW uploads, whatever the number of participants.
-#define STREAM_WINDOW 2
+// threads + window uploads, whatever the number of participants.
+#define STREAM_WINDOW_MAX 16
+#define STREAM_WINDOW_BYTES ((size_t)16 << 20)
 #define STREAM_TAG 7001
+
+// The window: uploads in flight between a rank and rank 0, as many as fit in
+// STREAM_WINDOW_BYTES (2 to 16): enough that a rank descheduled for a moment does not
+// stall the others, few enough that a large model keeps two.
+static int stream_window(size_t bytes) {
+    size_t w = STREAM_WINDOW_BYTES / (bytes ? bytes : 1);
+    return w < 2 ? 2 : w > STREAM_WINDOW_MAX ? STREAM_WINDOW_MAX : (int)w;
+}
 
 // Test-only: FEDPRIV_TEST_SUM_BY_RANK=1 makes rank 0 add the uploads rank by rank (all of
 // rank 0's, then rank 1's, ...) instead of in client order: the order a reduction would
@@ -208,7 +217,7 @@ static void stream_abort(Federation *f, const FpError *e) {
 static FpStatus stream_send(Federation *f, const int *mine, int m, FpError *err) {
     Comm *comm = f->s.comm;
     size_t np = f->s.global->table.n_params, bytes = np * sizeof(float) + FED_SLOT_TRAILER;
-    int T = f->threads, cap = T + STREAM_WINDOW;
+    int T = f->threads, window = stream_window(bytes), cap = T + window;
     CommRequest **req = fp_calloc((size_t)cap, sizeof *req, err);
     int *req_slot = req ? fp_malloc(sizeof(int) * (size_t)cap, err) : NULL;
     float *fail = req_slot ? fp_calloc(1, bytes, err) : NULL;
@@ -225,7 +234,7 @@ static FpStatus stream_send(Federation *f, const int *mine, int m, FpError *err)
     int head = 0, pending = 0;
     for (int pos = 0; pos < m;) {
         // Room for a wave: the oldest sends done (rank 0 has their uploads).
-        while (pending > STREAM_WINDOW) {
+        while (pending > window) {
             int s = req_slot[head];
             if (comm_wait(comm, &req[head], &comm_err) != FP_OK)
                 stream_abort(f, &comm_err);
@@ -270,16 +279,17 @@ static FpStatus stream_sum(Federation *f, RoundSum *sum, const unsigned char *lo
     size_t np = f->s.global->table.n_params, bytes = np * sizeof(float) + FED_SLOT_TRAILER;
     int *order = fp_malloc(sizeof(int) * (size_t)(n > 0 ? n : 1), err);
     int *remote = order ? fp_malloc(sizeof(int) * (size_t)(n > 0 ? n : 1), err) : NULL;
-    float *buf[STREAM_WINDOW] = {0};
-    CommRequest *req[STREAM_WINDOW] = {0};
+    int window = stream_window(bytes);
+    float *buf[STREAM_WINDOW_MAX] = {0};
+    CommRequest *req[STREAM_WINDOW_MAX] = {0};
     int ok = remote != NULL;
-    for (int b = 0; b < STREAM_WINDOW && ok; b++)
+    for (int b = 0; b < window && ok; b++)
         ok = (buf[b] = fp_malloc(bytes, err)) != NULL;
     if (!ok) {
         FpError e = {0};
         fp_fail(&e, FP_ENOMEM, "out of memory for the round's exchange");
         stream_abort(f, &e); // the other ranks are sending: the job cannot go on
-        for (int b = 0; b < STREAM_WINDOW; b++)
+        for (int b = 0; b < window; b++)
             free(buf[b]);
         free(order);
         free(remote);
@@ -302,8 +312,8 @@ static FpStatus stream_sum(Federation *f, RoundSum *sum, const unsigned char *lo
     FpStatus st = FP_OK;
     FpError comm_err = {0};
     int posted = 0, head = 0, rpos = 0, wave = 0, remote_failed = 0;
-    for (; posted < STREAM_WINDOW && rpos < n_remote; posted++, rpos++) {
-        int at = (head + posted) % STREAM_WINDOW;
+    for (; posted < window && rpos < n_remote; posted++, rpos++) {
+        int at = (head + posted) % window;
         if (comm_irecv(comm, slot_owner(remote[rpos], R), STREAM_TAG, buf[at], bytes, &req[at], &comm_err) != FP_OK)
             stream_abort(f, &comm_err);
     }
@@ -334,12 +344,12 @@ static FpStatus stream_sum(Federation *f, RoundSum *sum, const unsigned char *lo
             rpos++;
             posted++;
         }
-        head = (head + 1) % STREAM_WINDOW;
+        head = (head + 1) % window;
     }
     memset(agg, 0, np * sizeof(float));
     if (st == FP_OK && !remote_failed && (n > 0 || f->s.defense->release_empty_rounds))
         st = defense_sum_finish(f->s.defense, f->defense_state, f->rounds_done, n, np, sum->acc, agg, err);
-    for (int b = 0; b < STREAM_WINDOW; b++)
+    for (int b = 0; b < window; b++)
         free(buf[b]);
     free(order);
     free(remote);
