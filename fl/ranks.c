@@ -1,12 +1,15 @@
 // One federation across ranks (see fl/fed.h): a slot's record (its upload and the
 // defense's per-client state), and fed_round_finish's forming of a round's slots when
-// several ranks share the clients.
+// several ranks share the clients: gathered (every record to every rank) or streamed
+// (every upload to rank 0, which alone sums, then the aggregate to every rank).
 //
 // Why the result is bit-identical to one process: every slot is formed by the one
 // client-upload path (fl/upload.c) from the same global weights and the same
 // counter-based streams (seed, round, client), whichever rank runs it; the records are
-// moved as bytes; and every rank aggregates all slots itself, in client order, with the
-// engine's own aggregate(). No floating-point sum is ever split by rank.
+// moved as bytes; and the uploads are added in client order by the engine's one summing
+// code (defense_sum_add, defense_aggregate), on every rank (gathered) or on rank 0, whose
+// aggregate the others receive as bytes (streamed). No floating-point sum is ever split by
+// rank.
 #include "fl/fed.h"
 
 #include "fl/fed_internal.h"
@@ -189,9 +192,12 @@ static int stream_window(size_t bytes) {
 }
 
 // Test-only: FEDPRIV_TEST_SUM_BY_RANK=1 makes rank 0 add the uploads rank by rank (all of
-// rank 0's, then rank 1's, ...) instead of in client order: the order a reduction would
-// impose. Float addition is not associative, so the result then differs from one
-// process's; tests/test_cluster_cli.c sets it to show that its comparison catches that.
+// rank 0's, then rank 1's, ...) instead of in client order, each rank's part rounded to
+// float before the next joins: what a reduction of the float uploads across ranks
+// (MPI_Reduce with MPI_SUM) would compute. Float addition is not associative, so the
+// result then differs from one process's; tests/test_cluster_cli.c sets it to show that
+// its comparison catches that. (The order alone, in the double sum, changes a float
+// result only rarely: a control of a few clients would not see it.)
 static int sum_by_rank(void) {
     const char *v = getenv("FEDPRIV_TEST_SUM_BY_RANK");
     return v && *v && strcmp(v, "0") != 0;
@@ -317,8 +323,12 @@ static FpStatus stream_sum(Federation *f, RoundSum *sum, const unsigned char *lo
         if (comm_irecv(comm, slot_owner(remote[rpos], R), STREAM_TAG, buf[at], bytes, &req[at], &comm_err) != FP_OK)
             stream_abort(f, &comm_err);
     }
+    int by_rank = sum_by_rank();
     for (int i = 0; i < n; i++) {
         int s = order[i];
+        if (by_rank && i > 0 && (local[s] ? 0 : slot_owner(s, R)) != (local[order[i - 1]] ? 0 : slot_owner(order[i - 1], R)))
+            for (size_t j = 0; j < np; j++) // the control: a rank's part in float
+                sum->acc[j] = (float)sum->acc[j];
         if (local[s]) {
             if (!f->slot_done[s] && st == FP_OK) { // the next wave of rank 0's own slots (s first)
                 int w = m - wave < T ? m - wave : T;
