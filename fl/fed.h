@@ -90,7 +90,9 @@ typedef struct UploadSummary {
 typedef struct FedHooks {
     void *ctx;
     // A client's upload after the defense (host buffer, n_params floats), with what the
-    // defense applied to it; called in client order when the round finishes.
+    // defense applied to it; called in client order when the round finishes (in a
+    // streamed round as each upload joins the sum, from the worker thread that formed it,
+    // one call at a time: the hook must not talk to MPI).
     void (*on_upload)(void *ctx, int round, int client, const float *upload, UploadKind kind, const ParamTable *table,
                       const UploadParams *params);
     // A client's local model after training (before the upload is formed).
