@@ -181,6 +181,10 @@ FpStatus defense_privacy(const DefenseOps *ops, const void *state, int rounds_do
 
 // -- aggregation ------------------------------------------------------------------------------
 int defense_gathers(const DefenseOps *ops) { return ops->server_aggregate != NULL; }
+int defense_aggregation_valid(const DefenseOps *ops) {
+    int sum = ops->sum_add != NULL, finish = ops->sum_finish != NULL;
+    return sum == finish && !(sum && ops->server_aggregate);
+}
 int defense_aggregates(const DefenseOps *ops) { return ops->server_aggregate || ops->sum_finish; }
 
 // FedAvg's running sum: in double, clients in order (deterministic and accurate).

@@ -363,6 +363,9 @@ FpStatus defense_privacy(const DefenseOps *ops, const void *state, int rounds_do
 // running sum over them in order (the same calls the engine makes as they arrive, so the
 // result is bit for bit the engine's).
 int defense_gathers(const DefenseOps *ops);
+// 1 when ops states one aggregation form: not both, and a running sum whole (sum_add and
+// sum_finish together). fed_create refuses a defense that does not.
+int defense_aggregation_valid(const DefenseOps *ops);
 int defense_aggregates(const DefenseOps *ops);
 void defense_fedavg_sum_add(size_t n, double *acc, const float *upload, double weight);
 void defense_sum_add(const DefenseOps *ops, const void *state, int round, int k, size_t n, double *acc,

@@ -228,6 +228,11 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
                 comm_size(setup->comm));
         goto fail;
     }
+    if (!defense_aggregation_valid(f->s.defense)) {
+        fp_fail(err, FP_EPARAM, "defense %s states its aggregation wrongly: one form only, server_aggregate or "
+                "sum_add with sum_finish (fl/defense.h)", f->s.defense->name);
+        goto fail;
+    }
     if (setup->canaries && !f->s.defense->record_canaries) {
         fp_fail(err, FP_EUNSUPPORTED, "defense %s does not sample audit canary records (only a record-level local "
                 "procedure such as dp-sgd does)", f->s.defense->name);
