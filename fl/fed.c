@@ -472,7 +472,6 @@ void fed_round_sum_add(Federation *f, RoundSum *sum, int slot, const float *uplo
     defense_sum_add(f->s.defense, f->defense_state, f->rounds_done, f->n_round, f->s.global->table.n_params, sum->acc,
                     upload, sum->weights[slot]);
     f->slot_done[slot] = 1;
-    sum->added++;
 }
 
 // A streamed round in one process: worker w forms slots w, w + T, ... into its own buffer
@@ -486,6 +485,7 @@ typedef struct StreamRun {
     RoundSum *sum;
     pthread_mutex_t lock;
     pthread_cond_t turn;
+    int next;          // the next slot to add (under lock)
     int failed;        // a slot failed: everyone stops
     FpStatus st;
     FpError err;
@@ -510,7 +510,7 @@ static void *stream_worker(void *arg) {
             u = wk->upload;
         }
         pthread_mutex_lock(&run->lock);
-        while (run->sum->added != s && !run->failed)
+        while (run->next != s && !run->failed)
             pthread_cond_wait(&run->turn, &run->lock);
         if (!run->failed && st != FP_OK) {
             run->failed = 1;
@@ -524,6 +524,8 @@ static void *stream_worker(void *arg) {
             fed_slot_release(f, s);
         }
         pthread_mutex_lock(&run->lock);
+        if (!stop)
+            run->next = s + 1;
         pthread_cond_broadcast(&run->turn);
         pthread_mutex_unlock(&run->lock);
         if (stop)

@@ -82,10 +82,9 @@ void fed_slot_release(Federation *f, int slot);
 typedef struct RoundSum {
     double *acc;       // n_params
     double *weights;   // n_round
-    int added;         // slots added so far (0..n_round): the next to add
 } RoundSum;
-// Adds slot s's upload (s == sum->added) and calls the on_upload hook: the one place a
-// streamed round's upload joins the aggregate.
+// Adds slot s's upload (every earlier slot's first) and calls the on_upload hook: the one
+// place a streamed round's upload joins the aggregate.
 void fed_round_sum_add(Federation *f, RoundSum *sum, int slot, const float *upload);
 
 // Whether the begun round is streamed (a running sum: each upload summed as it arrives)
