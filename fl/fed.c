@@ -739,12 +739,19 @@ FpStatus fed_round_finish(Federation *f, FpError *err) {
     // an empty one: the server's noise alone.
     int release = n > 0 || (f->s.defense->release_empty_rounds && defense_aggregates(f->s.defense));
     RoundSum sum = {0};
-    float *agg = malloc(np * sizeof(float));
-    FpStatus st = agg ? round_weights(f, n, &sum.weights, err) : fp_fail(err, FP_ENOMEM, "out of memory aggregating");
-    if (st == FP_OK && fed_round_streams(f)) {
-        if (!(sum.acc = calloc(np, sizeof(double))))
-            st = fp_fail(err, FP_ENOMEM, "out of memory aggregating");
-        else if (fed_ranks(f) > 1)
+    int streams = fed_round_streams(f);
+    FpStatus st = FP_OK;
+    if (!streams) // every upload first (across ranks: every record to every rank)
+        st = fed_ranks(f) > 1 ? fed_round_form_ranks(f, err) : fed_round_run(f, NULL, 0, err);
+    float *agg = st == FP_OK ? malloc(np * sizeof(float)) : NULL;
+    if (st == FP_OK)
+        st = agg ? round_weights(f, n, &sum.weights, err) : fp_fail(err, FP_ENOMEM, "out of memory aggregating");
+    if (st == FP_OK && streams && fed_rank(f) == 0 && !(sum.acc = calloc(np, sizeof(double)))) // only rank 0 sums
+        st = fp_fail(err, FP_ENOMEM, "out of memory aggregating");
+    if (st != FP_OK && streams && fed_ranks(f) > 1)
+        fed_rank_abort(f, err); // the other ranks are streaming: without this rank they would wait forever
+    if (st == FP_OK && streams) {
+        if (fed_ranks(f) > 1)
             st = fed_round_stream_ranks(f, &sum, agg, err); // agg finished on rank 0, on every rank
         else {
             st = round_stream(f, &sum, err);
@@ -752,12 +759,11 @@ FpStatus fed_round_finish(Federation *f, FpError *err) {
                 st = defense_sum_finish(f->s.defense, f->defense_state, r, n, np, sum.acc, agg, err);
         }
     } else if (st == FP_OK) {
-        st = fed_ranks(f) > 1 ? fed_round_form_ranks(f, err) : fed_round_run(f, NULL, 0, err);
-        if (st == FP_OK && f->s.hooks.on_upload)
+        if (f->s.hooks.on_upload)
             for (int s = 0; s < n; s++)
                 f->s.hooks.on_upload(f->s.hooks.ctx, r, f->round_clients[s], f->uploads[s], f->kind,
                                      &f->s.global->table, &f->slot_params[s]);
-        if (st == FP_OK && release)
+        if (release)
             st = defense_aggregate(f->s.defense, f->defense_state, r, (const float *const *)f->uploads, sum.weights,
                                    f->round_clients, n, np, agg, err);
     }

@@ -95,6 +95,10 @@ int fed_round_streams(const Federation *f);
 // fed_round_finish's forming of the missing slots of a gathered round with several ranks
 // (fl/ranks.c): each rank forms its block, every record reaches every rank.
 FpStatus fed_round_form_ranks(Federation *f, FpError *err);
+// A broken exchange across ranks (an MPI call failed, or a rank cannot take part in a
+// streamed round) leaves the other ranks waiting for records that will not come: says
+// why on stderr and ends the job (core/comm.h comm_abort).
+void fed_rank_abort(Federation *f, const FpError *e);
 // A streamed round across ranks (fl/ranks.c): the slots go to the ranks in turn (slot s to
 // rank s mod R), each rank forms its own and sends them to rank 0 as they are formed,
 // rank 0 adds every upload into sum in client order and finishes the aggregate into agg,

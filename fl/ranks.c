@@ -212,10 +212,9 @@ static int64_t trailer_get(const float *record, size_t np) {
     return status;
 }
 
-// A broken exchange (an MPI call failed) leaves peers waiting for records that will not
-// come: say why and end the job (core/comm.h comm_abort).
-static void stream_abort(Federation *f, const FpError *e) {
-    fprintf(stderr, "fedpriv: rank %d of %d: %s\n", fed_rank(f), fed_ranks(f), e->msg);
+// (fl/fed_internal.h)
+void fed_rank_abort(Federation *f, const FpError *e) {
+    fprintf(stderr, "fedpriv: rank %d of %d: %s\n", fed_rank(f), fed_ranks(f), e && e->msg[0] ? e->msg : "error");
     comm_abort(f->s.comm, 1);
 }
 
@@ -230,7 +229,7 @@ static FpStatus stream_send(Federation *f, const int *mine, int m, FpError *err)
     if (!fail) { // before any record: rank 0 waits for them, so the job cannot go on
         FpError e = {0};
         fp_fail(&e, FP_ENOMEM, "out of memory for the round's exchange");
-        stream_abort(f, &e);
+        fed_rank_abort(f, &e);
         free(req);
         free(req_slot);
         return FP_ENOMEM;
@@ -243,7 +242,7 @@ static FpStatus stream_send(Federation *f, const int *mine, int m, FpError *err)
         while (pending > window) {
             int s = req_slot[head];
             if (comm_wait(comm, &req[head], &comm_err) != FP_OK)
-                stream_abort(f, &comm_err);
+                fed_rank_abort(f, &comm_err);
             fed_slot_release(f, s);
             head = (head + 1) % cap;
             pending--;
@@ -256,7 +255,7 @@ static FpStatus stream_send(Federation *f, const int *mine, int m, FpError *err)
             float *rec = st == FP_OK ? f->uploads[s] : fail;
             trailer_set(rec, np, st == FP_OK ? 0 : (int64_t)st);
             if (comm_isend(comm, 0, STREAM_TAG, rec, bytes, &req[at], &comm_err) != FP_OK)
-                stream_abort(f, &comm_err);
+                fed_rank_abort(f, &comm_err);
             req_slot[at] = rec == fail ? -1 : s;
             pending++;
         }
@@ -264,7 +263,7 @@ static FpStatus stream_send(Federation *f, const int *mine, int m, FpError *err)
     }
     for (; pending > 0; pending--, head = (head + 1) % cap) {
         if (comm_wait(comm, &req[head], &comm_err) != FP_OK)
-            stream_abort(f, &comm_err);
+            fed_rank_abort(f, &comm_err);
         if (req_slot[head] >= 0)
             fed_slot_release(f, req_slot[head]);
     }
@@ -294,7 +293,7 @@ static FpStatus stream_sum(Federation *f, RoundSum *sum, const unsigned char *lo
     if (!ok) {
         FpError e = {0};
         fp_fail(&e, FP_ENOMEM, "out of memory for the round's exchange");
-        stream_abort(f, &e); // the other ranks are sending: the job cannot go on
+        fed_rank_abort(f, &e); // the other ranks are sending: the job cannot go on
         for (int b = 0; b < window; b++)
             free(buf[b]);
         free(order);
@@ -321,7 +320,7 @@ static FpStatus stream_sum(Federation *f, RoundSum *sum, const unsigned char *lo
     for (; posted < window && rpos < n_remote; posted++, rpos++) {
         int at = (head + posted) % window;
         if (comm_irecv(comm, slot_owner(remote[rpos], R), STREAM_TAG, buf[at], bytes, &req[at], &comm_err) != FP_OK)
-            stream_abort(f, &comm_err);
+            fed_rank_abort(f, &comm_err);
     }
     int by_rank = sum_by_rank();
     for (int i = 0; i < n; i++) {
@@ -341,7 +340,7 @@ static FpStatus stream_sum(Federation *f, RoundSum *sum, const unsigned char *lo
             continue;
         }
         if (comm_wait(comm, &req[head], &comm_err) != FP_OK)
-            stream_abort(f, &comm_err);
+            fed_rank_abort(f, &comm_err);
         if (trailer_get(buf[head], np) != 0)
             remote_failed = 1; // its rank says why; the agreement names it
         else if (st == FP_OK && !remote_failed)
@@ -350,7 +349,7 @@ static FpStatus stream_sum(Federation *f, RoundSum *sum, const unsigned char *lo
         if (rpos < n_remote) {
             if (comm_irecv(comm, slot_owner(remote[rpos], R), STREAM_TAG, buf[head], bytes, &req[head], &comm_err) !=
                 FP_OK)
-                stream_abort(f, &comm_err);
+                fed_rank_abort(f, &comm_err);
             rpos++;
             posted++;
         }
