@@ -8,6 +8,8 @@
 #                upload, the exchange between ranks, aggregation; evaluation excluded)
 #   e2e s        the wall time of the whole mpirun command (data loading and MPI start-up in)
 #   CPU s        user + system CPU of the job (every rank)
+#   RSS MB       the peak resident memory of each rank (GNU time's %M, the largest over the
+#                job's ranks; only where /usr/bin/time is installed)
 # and the ratio of the training rates R / 1, with the load average before each run: on a
 # machine shared with other work the wall-clock ratio measures the CPU share the ranks got.
 # Every run must end with the same final test accuracy (the result is bit-identical).
@@ -33,27 +35,34 @@ for rep in $(seq "$reps"); do
   for r in ${RANKS:-1 2}; do
     load=$(cut -d' ' -f1 /proc/loadavg)
     TIMEFORMAT='%R %U %S' # wall, and the CPU of every process of the job (children included)
-    { time "$mpirun" $root --oversubscribe --bind-to none -n "$r" "$fedpriv" train --config "$config" \
+    rm -f "$out"/rss.*
+    # Each rank under GNU time, writing its peak RSS (KB) to rss.<rank>.
+    wrap=()
+    [ -x /usr/bin/time ] && wrap=(sh -c 'exec /usr/bin/time -f %M -o "$0.${OMPI_COMM_WORLD_RANK:-0}" "$@"' "$out/rss")
+    { time "$mpirun" $root --oversubscribe --bind-to none -n "$r" "${wrap[@]}" "$fedpriv" train --config "$config" \
       --out "$out/r$r.json" 2> "$out/log-$r.txt"; } 2> "$out/time" ||
       { echo "ranks $r failed:" >&2; tail -5 "$out/log-$r.txt" >&2; exit 1; }
+    rss=$(cat "$out"/rss.* 2>/dev/null | sort -n | tail -1)
+    rss=$(( ${rss:-0} / 1024 ))
     train=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(sum(x["train_seconds"] for x in d["rounds"]), d["final"]["test_accuracy"])' "$out/r$r.json")
-    echo "$r $rep $train $(cat "$out/time") $load" >> "$out/runs.txt"
-    echo "   ranks $r, run $rep: $train (train s, accuracy); $(cat "$out/time") (wall, user, sys s); load $load" >&2
+    echo "$r $rep $train $(cat "$out/time") $load $rss" >> "$out/runs.txt"
+    echo "   ranks $r, run $rep: $train (train s, accuracy); $(cat "$out/time") (wall, user, sys s); load $load; peak RSS per rank $rss MB" >&2
   done
 done
 python3 - "$out/runs.txt" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 res, acc = {}, set()
-for r, rep, train, a, wall, user, sys_, load in rows:
-    d = res.setdefault(int(r), {"train": [], "e2e": [], "cpu": [], "load": []})
+for r, rep, train, a, wall, user, sys_, load, rss in rows:
+    d = res.setdefault(int(r), {"train": [], "e2e": [], "cpu": [], "load": [], "rss": []})
+    d["rss"].append(float(rss))
     d["train"].append(float(train)); d["e2e"].append(float(wall))
     d["cpu"].append(float(user) + float(sys_)); d["load"].append(float(load))
     acc.add(a)
 m = {r: {k: statistics.median(v) for k, v in d.items()} for r, d in res.items()}
 for r in sorted(m):
     print(f"ranks {r}: train {m[r]['train']:7.2f} s   e2e {m[r]['e2e']:7.2f} s   CPU {m[r]['cpu']:7.2f} s   "
-          f"load before {', '.join(f'{x:.1f}' for x in res[r]['load'])}")
+          f"RSS/rank {m[r]['rss']:5.0f} MB   load before {', '.join(f'{x:.1f}' for x in res[r]['load'])}")
 for r in sorted(m):
     if r > 1 and 1 in m:
         print(f"ratio {r}/1: {m[1]['train'] / m[r]['train']:.2f}x training rate{' (target >= 1.6x)' if r == 2 else ''}, "

@@ -48,11 +48,18 @@ int comm_mpi_built(void) { return 1; }
 // How long a waiting rank sleeps between polls: short against a cell or a round,
 // long enough that a waiting rank costs no CPU worth measuring.
 #define COMM_POLL_NS 2000000L
+// A wait for a request sleeps 10 µs first and twice as long after each poll, up to
+// COMM_POLL_NS: a message that is a moment away (a streamed round's next upload, a
+// round's broadcast, milliseconds apart) is taken within microseconds, a long wait still
+// costs a poll every 2 ms.
+#define COMM_FIRST_POLL_NS 10000L
 
-static void comm_nap(void) {
-    struct timespec ts = {0, COMM_POLL_NS};
+static void comm_nap_ns(long ns) {
+    struct timespec ts = {0, ns};
     nanosleep(&ts, NULL);
 }
+
+static void comm_nap(void) { comm_nap_ns(COMM_POLL_NS); }
 
 static FpStatus mpi_fail(FpError *err, int code, const char *what) {
     char msg[MPI_MAX_ERROR_STRING] = "";
@@ -63,14 +70,14 @@ static FpStatus mpi_fail(FpError *err, int code, const char *what) {
 
 // Completes a request, sleeping between tests.
 static FpStatus mpi_wait(MPI_Request *req, MPI_Status *status, const char *what, FpError *err) {
-    for (;;) {
+    for (long ns = COMM_FIRST_POLL_NS;; ns = ns * 2 < COMM_POLL_NS ? ns * 2 : COMM_POLL_NS) {
         int done = 0;
         int rc = MPI_Test(req, &done, status ? status : MPI_STATUS_IGNORE);
         if (rc != MPI_SUCCESS)
             return mpi_fail(err, rc, what);
         if (done)
             return FP_OK;
-        comm_nap();
+        comm_nap_ns(ns);
     }
 }
 #else
@@ -197,6 +204,73 @@ FpStatus comm_recv(Comm *c, int src, int tag, void *buf, size_t bytes, int *from
 #else
     return fp_fail(err, FP_EUNSUPPORTED, "comm_recv: built without MPI");
 #endif
+}
+
+struct CommRequest {
+#ifdef FEDPRIV_HAVE_MPI
+    MPI_Request req;
+#endif
+    size_t bytes; // a receive's expected size (0 for a send)
+    int recv;
+};
+
+// Starts one non-blocking transfer (send = 1: MPI_Isend, else MPI_Irecv).
+static FpStatus comm_start(Comm *c, int peer, int tag, void *buf, size_t bytes, int send, CommRequest **req,
+                           FpError *err) {
+    *req = NULL;
+    const char *what = send ? "comm_isend" : "comm_irecv";
+    FP_TRY(check_peer(c, peer, 0, what, err));
+#ifdef FEDPRIV_HAVE_MPI
+    if (bytes > 0x7fffffff)
+        return fp_fail(err, FP_EPARAM, "%s: %zu bytes in one message", what, bytes);
+    CommRequest *r = fp_calloc(1, sizeof *r, err);
+    if (!r)
+        return FP_ENOMEM;
+    r->bytes = bytes;
+    r->recv = !send;
+    int rc = send ? MPI_Isend(buf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &r->req)
+                  : MPI_Irecv(buf, (int)bytes, MPI_BYTE, peer, tag, MPI_COMM_WORLD, &r->req);
+    if (rc != MPI_SUCCESS) {
+        free(r);
+        return mpi_fail(err, rc, send ? "MPI_Isend" : "MPI_Irecv");
+    }
+    *req = r;
+    return FP_OK;
+#else
+    (void)tag;
+    (void)buf;
+    (void)bytes;
+    return fp_fail(err, FP_EUNSUPPORTED, "%s: built without MPI", what);
+#endif
+}
+
+FpStatus comm_isend(Comm *c, int dest, int tag, const void *buf, size_t bytes, CommRequest **req, FpError *err) {
+    return comm_start(c, dest, tag, (void *)buf, bytes, 1, req, err); // MPI_Isend reads buf only
+}
+
+FpStatus comm_irecv(Comm *c, int src, int tag, void *buf, size_t bytes, CommRequest **req, FpError *err) {
+    return comm_start(c, src, tag, buf, bytes, 0, req, err);
+}
+
+FpStatus comm_wait(Comm *c, CommRequest **req, FpError *err) {
+    (void)c;
+    CommRequest *r = *req;
+    if (!r)
+        return FP_OK;
+    *req = NULL;
+    FpStatus st = FP_OK;
+#ifdef FEDPRIV_HAVE_MPI
+    MPI_Status status;
+    st = mpi_wait(&r->req, &status, r->recv ? "MPI_Irecv" : "MPI_Isend", err);
+    int count = 0;
+    if (st == FP_OK && r->recv && (MPI_Get_count(&status, MPI_BYTE, &count) != MPI_SUCCESS || (size_t)count != r->bytes))
+        st = fp_fail(err, FP_EFORMAT, "MPI: a message of %d bytes from rank %d, %zu expected: do all ranks run the "
+                     "same fedpriv?", count, status.MPI_SOURCE, r->bytes);
+#else
+    (void)err;
+#endif
+    free(r);
+    return st;
 }
 
 FpStatus comm_bcast(Comm *c, int root, void *buf, size_t bytes, FpError *err) {

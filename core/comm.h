@@ -47,6 +47,18 @@ FpStatus comm_probe(Comm *c, int src, int tag, int *ready, int *from, FpError *e
 // anyone), sleeping while none has arrived; its sender in *from (may be NULL). A
 // message of another size is FP_EFORMAT.
 FpStatus comm_recv(Comm *c, int src, int tag, void *buf, size_t bytes, int *from, FpError *err);
+// Non-blocking point-to-point (MPI_Isend / MPI_Irecv): the call starts the transfer and
+// returns a request; comm_wait completes it (sleeping between polls) and frees it. buf
+// must stay untouched (send) or unread (receive) until then. Messages between two ranks
+// with one tag arrive in the order they were sent (MPI's non-overtaking rule). A receive
+// of a message of another size than `bytes` is FP_EFORMAT at comm_wait. Every started
+// request must be waited for, also on an error path (a request left behind would hold
+// its buffer and leave the peer waiting).
+typedef struct CommRequest CommRequest;
+FpStatus comm_isend(Comm *c, int dest, int tag, const void *buf, size_t bytes, CommRequest **req, FpError *err);
+FpStatus comm_irecv(Comm *c, int src, int tag, void *buf, size_t bytes, CommRequest **req, FpError *err);
+// Completes *req and frees it (*req becomes NULL; NULL is a no-op).
+FpStatus comm_wait(Comm *c, CommRequest **req, FpError *err);
 // buf of rank root to every rank.
 FpStatus comm_bcast(Comm *c, int root, void *buf, size_t bytes, FpError *err);
 // Every rank's block to every rank: rank r holds bytes [offsets[r], offsets[r+1]) of buf

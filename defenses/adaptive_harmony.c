@@ -134,6 +134,7 @@ const DefenseOps defense_adaptive_harmony = {
     .participates = harmony_participates,
     .client_perturb = harmony_perturb,
     .upload_params = mech_defense_upload_params,
+    // The gather form (DefenseOps.server_aggregate): the engine holds every upload until it runs.
     .server_aggregate = harmony_aggregate,
     .privacy = harmony_privacy,
     .describe = harmony_describe,

@@ -233,29 +233,40 @@ void clip_top_k(const float *val, size_t n, size_t k, unsigned char *keep, float
         }
 }
 
-void clip_aggregate_fixed(const float *const *uploads, const double *weights, int k, double m,
-                          const ParamTable *t, const ClipNoise *noise, const RngStream *rng, double std, float *out) {
-    int safe = std > 0 && noise->safe;
-    double grid = safe ? std / noise->table.sigma : 0;
+// The grid of the safe sampler's lattice sum for server noise std (0: no rounding).
+static double sum_grid(const ClipNoise *noise, double std) { return std > 0 && noise->safe ? std / noise->table.sigma : 0; }
+
+void clip_sum_add(const ParamTable *t, const ClipNoise *noise, double std, double *acc, const float *upload,
+                  double weight) {
+    double grid = sum_grid(noise, std);
     for (int l = 0; l < t->n_layers; l++) {
         const ParamLayer *L = &t->layers[l];
         for (size_t i = L->offset; i < L->offset + L->count; i++) {
-            double s = 0;
-            if (L->trainable && safe) {
-                for (int c = 0; c < k; c++)
-                    s += dgauss_grid_round(uploads[c][i], grid);
+            if (L->trainable && grid > 0)
+                acc[i] += dgauss_grid_round(upload[i], grid);
+            else if (L->trainable)
+                acc[i] += upload[i];
+            else
+                acc[i] += weight * upload[i];
+        }
+    }
+}
+
+void clip_sum_finish(const ParamTable *t, const ClipNoise *noise, const RngStream *rng, double std, double m,
+                     const double *acc, float *out) {
+    double grid = sum_grid(noise, std);
+    for (int l = 0; l < t->n_layers; l++) {
+        const ParamLayer *L = &t->layers[l];
+        for (size_t i = L->offset; i < L->offset + L->count; i++) {
+            double s = acc[i];
+            if (L->trainable && grid > 0)
                 out[i] = (float)(grid * (s + (double)dgauss_wide_draw_at(&noise->table, rng, i)) / m);
-            } else if (L->trainable) {
-                for (int c = 0; c < k; c++)
-                    s += uploads[c][i];
+            else if (L->trainable) {
                 if (std > 0)
                     s += std * rng_normal_at(rng, i);
                 out[i] = (float)(s / m);
-            } else {
-                for (int c = 0; c < k; c++)
-                    s += weights[c] * uploads[c][i];
+            } else
                 out[i] = (float)s;
-            }
         }
     }
 }

@@ -165,9 +165,15 @@ void clip_top_k(const float *val, size_t n, size_t k, unsigned char *keep, float
 // own, so adding or removing one moves the integer sum by its own rounded vector (see
 // ClipNoise); rng may be NULL when std = 0 (then noise may be NULL too). Non-trainable
 // elements (batch-norm statistics) get the engine's weighted mean Σ_s weights[s] u_s[i].
-// Sums in double, uploads in order.
-void clip_aggregate_fixed(const float *const *uploads, const double *weights, int k, double m,
-                          const ParamTable *t, const ClipNoise *noise, const RngStream *rng, double std, float *out);
+// Sums in double, uploads in order, as a running sum (DefenseOps.sum_add/sum_finish):
+// clip_sum_add adds one upload (its engine weight `weight`) into acc (n_params doubles,
+// zero at the start: the integer lattice sum for the safe sampler's trainable elements),
+// in client order; clip_sum_finish turns the sum into out with the noise and the
+// denominator. std must be the same in both calls of a round.
+void clip_sum_add(const ParamTable *t, const ClipNoise *noise, double std, double *acc, const float *upload,
+                  double weight);
+void clip_sum_finish(const ParamTable *t, const ClipNoise *noise, const RngStream *rng, double std, double m,
+                     const double *acc, float *out);
 
 // ---- client-level Gaussian calibration (gaussian-dpfedavg, fedsmp) ------------------
 //

@@ -555,6 +555,7 @@ const DefenseOps defense_dp_fedasgp = {
     .client_state_size = sizeof(AsgpClientState),
     .client_state_save = asgp_client_state_save,
     .client_state_load = asgp_client_state_load,
+    // The gather form: the weights come from every participant's reported loss at once.
     .server_aggregate = asgp_aggregate,
     .privacy = asgp_privacy,
     .describe = asgp_describe,

@@ -145,10 +145,16 @@ static FpStatus smp_perturb(void *state, float *upload, const DefenseRound *roun
     return FP_OK;
 }
 
-static FpStatus smp_aggregate(void *state, int round, const float *const *uploads, const double *weights,
-                              const int *clients, int k, float *out, FpError *err) {
+// The server's side is a running sum (DefenseOps.sum_add): the uploads' plain sum over the
+// fixed denominator, then, in a round nobody took part in, the server's noise on the mask.
+static void smp_sum_add(const void *state, int round, int k, double *acc, const float *upload, double weight) {
+    const FedSmp *s = state;
+    clip_sum_add(s->table, &s->g.noise, 0.0, acc, upload, weight);
+}
+
+static FpStatus smp_sum_finish(void *state, int round, int k, const double *acc, float *out, FpError *err) {
     FedSmp *s = state;
-    clip_aggregate_fixed(uploads, weights, k, s->g.m, s->table, &s->g.noise, NULL, 0.0, out);
+    clip_sum_finish(s->table, &s->g.noise, NULL, 0.0, s->g.m, acc, out);
     double std = clip_gaussian_server_std(&s->g, k);
     if (std > 0 && s->d > 0) { // nobody took part: the server's N(0, z²C²) on the round's mask
         uint32_t *idx = malloc(sizeof(uint32_t) * s->d * 2);
@@ -236,7 +242,8 @@ const DefenseOps defense_fedsmp = {
     .upload_kind = smp_upload_kind,
     .client_perturb = smp_perturb,
     .upload_params = smp_upload_params,
-    .server_aggregate = smp_aggregate,
+    .sum_add = smp_sum_add,
+    .sum_finish = smp_sum_finish,
     .release_empty_rounds = 1,
     .end_round = smp_end_round,
     .privacy = smp_privacy,

@@ -79,12 +79,17 @@ static FpStatus dpfedavg_perturb(void *state, float *upload, const DefenseRound 
     return FP_OK;
 }
 
-static FpStatus dpfedavg_aggregate(void *state, int round, const float *const *uploads, const double *weights,
-                                   const int *clients, int k, float *out, FpError *err) {
+// The server's side is a running sum (DefenseOps.sum_add): each upload joins the sum as
+// it arrives, in client order; the noise and the fixed denominator come once at the end.
+static void dpfedavg_sum_add(const void *state, int round, int k, double *acc, const float *upload, double weight) {
+    const DpFedAvg *s = state;
+    clip_sum_add(s->table, &s->g.noise, clip_gaussian_server_std(&s->g, k), acc, upload, weight);
+}
+
+static FpStatus dpfedavg_sum_finish(void *state, int round, int k, const double *acc, float *out, FpError *err) {
     DpFedAvg *s = state;
     RngStream rs = rng_stream(s->seed, RNG_DEFENSE, (uint32_t)round, CLIP_SERVER_CLIENT);
-    clip_aggregate_fixed(uploads, weights, k, s->g.m, s->table, &s->g.noise, &rs, clip_gaussian_server_std(&s->g, k),
-                         out);
+    clip_sum_finish(s->table, &s->g.noise, &rs, clip_gaussian_server_std(&s->g, k), s->g.m, acc, out);
     return FP_OK;
 }
 
@@ -113,7 +118,8 @@ const DefenseOps defense_gaussian_dpfedavg = {
     .upload_kind = dpfedavg_upload_kind,
     .client_perturb = dpfedavg_perturb,
     .upload_params = dpfedavg_upload_params,
-    .server_aggregate = dpfedavg_aggregate,
+    .sum_add = dpfedavg_sum_add,
+    .sum_finish = dpfedavg_sum_finish,
     .release_empty_rounds = 1,
     .end_round = dpfedavg_end_round,
     .privacy = dpfedavg_privacy,

@@ -918,6 +918,8 @@ const DefenseOps defense_layerwise = {
     .client_state_size = sizeof(LwClientState),
     .client_state_save = lw_client_state_save,
     .client_state_load = lw_client_state_load,
+    // The gather form: the Shapley merge scores every upload against the others; its state
+    // holds per-client budgets that travel with the uploads across ranks (client_state_*).
     .server_aggregate = lw_aggregate,
     .end_round = lw_end_round,
     .privacy = lw_privacy,
@@ -938,6 +940,8 @@ const DefenseOps defense_flat_laplace = {
     .client_state_size = sizeof(LwClientState),
     .client_state_save = lw_client_state_save,
     .client_state_load = lw_client_state_load,
+    // The gather form: the Shapley merge scores every upload against the others; its state
+    // holds per-client budgets that travel with the uploads across ranks (client_state_*).
     .server_aggregate = lw_aggregate,
     .end_round = lw_end_round,
     .privacy = lw_privacy,

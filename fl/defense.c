@@ -179,6 +179,51 @@ FpStatus defense_privacy(const DefenseOps *ops, const void *state, int rounds_do
     return FP_OK;
 }
 
+// -- aggregation ------------------------------------------------------------------------------
+int defense_gathers(const DefenseOps *ops) { return ops->server_aggregate != NULL; }
+int defense_aggregation_valid(const DefenseOps *ops) {
+    int sum = ops->sum_add != NULL, finish = ops->sum_finish != NULL;
+    return sum == finish && !(sum && ops->server_aggregate);
+}
+int defense_aggregates(const DefenseOps *ops) { return ops->server_aggregate || ops->sum_finish; }
+
+// FedAvg's running sum: in double, clients in order (deterministic and accurate).
+void defense_fedavg_sum_add(size_t n, double *acc, const float *upload, double weight) {
+    for (size_t i = 0; i < n; i++)
+        acc[i] += weight * upload[i];
+}
+
+void defense_sum_add(const DefenseOps *ops, const void *state, int round, int k, size_t n, double *acc,
+                     const float *upload, double weight) {
+    if (ops->sum_add)
+        ops->sum_add(state, round, k, acc, upload, weight);
+    else
+        defense_fedavg_sum_add(n, acc, upload, weight);
+}
+
+FpStatus defense_sum_finish(const DefenseOps *ops, void *state, int round, int k, size_t n, const double *acc,
+                            float *out, FpError *err) {
+    if (ops->sum_finish)
+        return ops->sum_finish(state, round, k, acc, out, err);
+    for (size_t i = 0; i < n; i++)
+        out[i] = (float)acc[i];
+    return FP_OK;
+}
+
+FpStatus defense_aggregate(const DefenseOps *ops, void *state, int round, const float *const *uploads,
+                           const double *weights, const int *clients, int k, size_t n, float *out, FpError *err) {
+    if (ops->server_aggregate)
+        return ops->server_aggregate(state, round, uploads, weights, clients, k, out, err);
+    double *acc = calloc(n ? n : 1, sizeof(double));
+    if (!acc)
+        return fp_fail(err, FP_ENOMEM, "out of memory aggregating");
+    for (int s = 0; s < k; s++)
+        defense_sum_add(ops, state, round, k, n, acc, uploads[s], weights[s]);
+    FpStatus st = defense_sum_finish(ops, state, round, k, n, acc, out, err);
+    free(acc);
+    return st;
+}
+
 // The keys create() accepts, also what takes_param answers from.
 static const char *const none_keys[] = {"name", NULL};
 static int none_takes_param(const char *key) { return jv_key_in(key, none_keys); }

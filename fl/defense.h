@@ -299,12 +299,31 @@ typedef struct DefenseOps {
     size_t client_state_size;
     void (*client_state_save)(const void *state, const DefenseRound *round, void *buf);
     void (*client_state_load)(void *state, const DefenseRound *round, const void *buf);
-    // Optional: server aggregation of k perturbed uploads into out (same kind as the uploads).
-    // weights[i] = the engine's FedAvg weight of upload i (they sum to 1). NULL = weighted mean.
-    // Called with k = 0 in a round nobody takes part only when release_empty_rounds is set.
+    // The server's aggregation comes in one of two forms; which one is a property of the
+    // defense, stated by the slots it sets (a defense sets at most one form):
+    //
+    // The running sum (sum_add and sum_finish; both NULL together with server_aggregate:
+    // the engine's FedAvg weighted mean, defense_fedavg_sum_add): sum_add adds one upload
+    // (same kind as the uploads), with the engine's FedAvg weight `weight` (the round's
+    // weights sum to 1) and the round's k participants, into acc (n_params doubles, zero at
+    // the round's start); the engine calls it once per upload, in client order, and then
+    // frees the upload. sum_finish turns the sum of the k uploads into out (n_params: the
+    // denominator, the server's noise). The engine then holds one sum and one upload in
+    // flight instead of all k, and across MPI ranks the uploads stream to rank 0, which
+    // alone sums them, in client order (fl/ranks.c). sum_add reads state only.
+    void (*sum_add)(const void *state, int round, int k, double *acc, const float *upload, double weight);
+    FpStatus (*sum_finish)(void *state, int round, int k, const double *acc, float *out, FpError *err);
+    // The gather form, for an aggregation that needs the k uploads at once (a data-driven
+    // merge, weights from what the clients reported, anything that is not a sum in client
+    // order): aggregate the k perturbed uploads into out (same kind as the uploads).
+    // weights[i] = the engine's FedAvg weight of upload i (they sum to 1). The engine holds
+    // every upload of the round until it runs, on every rank (each rank receives every
+    // upload: fl/ranks.c).
     FpStatus (*server_aggregate)(void *state, int round, const float *const *uploads, const double *weights,
                                  const int *clients, int k, float *out, FpError *err);
-    // 1: a round without participants still runs server_aggregate (k = 0) and releases
+    // Either form is called with k = 0 in a round nobody takes part only when
+    // release_empty_rounds is set.
+    // 1: a round without participants still runs the aggregation (k = 0) and releases
     // what it returns (the server's noise alone), as a central-noise account assumes: a
     // round skipped when nobody takes part would tell who took part.
     int release_empty_rounds;
@@ -332,6 +351,29 @@ typedef struct DefenseOps {
 // see DefenseOps.privacy); *rec is then not a result.
 FpStatus defense_privacy(const DefenseOps *ops, const void *state, int rounds_done, PrivacyRecord *rec,
                          FpError *err);
+
+// The aggregation of a defense, for the engine and for tests that aggregate held uploads.
+// defense_gathers: 1 when the defense's server side needs the round's uploads at once
+// (server_aggregate), 0 when it is a running sum (its sum_add/sum_finish, or FedAvg's).
+// defense_aggregates: 1 when the defense replaces FedAvg's mean (either form).
+// defense_sum_add / defense_sum_finish: one step of the running sum, the defense's or
+// FedAvg's (acc[i] += weight·upload[i] in double; out = (float)acc): the one summing code
+// of the engine, whether uploads arrive from threads, from other ranks or are held.
+// defense_aggregate: k held uploads through the defense's form: server_aggregate, or the
+// running sum over them in order (the same calls the engine makes as they arrive, so the
+// result is bit for bit the engine's).
+int defense_gathers(const DefenseOps *ops);
+// 1 when ops states one aggregation form: not both, and a running sum whole (sum_add and
+// sum_finish together). fed_create refuses a defense that does not.
+int defense_aggregation_valid(const DefenseOps *ops);
+int defense_aggregates(const DefenseOps *ops);
+void defense_fedavg_sum_add(size_t n, double *acc, const float *upload, double weight);
+void defense_sum_add(const DefenseOps *ops, const void *state, int round, int k, size_t n, double *acc,
+                     const float *upload, double weight);
+FpStatus defense_sum_finish(const DefenseOps *ops, void *state, int round, int k, size_t n, const double *acc,
+                            float *out, FpError *err);
+FpStatus defense_aggregate(const DefenseOps *ops, void *state, int round, const float *const *uploads,
+                           const double *weights, const int *clients, int k, size_t n, float *out, FpError *err);
 
 // Looks a defense up by name (defenses/registry.h defense_find, or a test's stand-ins);
 // NULL when there is none of that name.

@@ -228,6 +228,11 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
                 comm_size(setup->comm));
         goto fail;
     }
+    if (!defense_aggregation_valid(f->s.defense)) {
+        fp_fail(err, FP_EPARAM, "defense %s states its aggregation wrongly: one form only, server_aggregate or "
+                "sum_add with sum_finish (fl/defense.h)", f->s.defense->name);
+        goto fail;
+    }
     if (setup->canaries && !f->s.defense->record_canaries) {
         fp_fail(err, FP_EUNSUPPORTED, "defense %s does not sample audit canary records (only a record-level local "
                 "procedure such as dp-sgd does)", f->s.defense->name);
@@ -251,7 +256,8 @@ Federation *fed_create(const FedSetup *setup, FpError *err) {
         wk->local = model_clone(setup->global, setup->backend, err);
         wk->momentum = setup->backend->alloc(np * sizeof(float));
         wk->host_local = malloc(np * sizeof(float));
-        if (!wk->tape || !wk->local || !wk->momentum || !wk->host_local) {
+        wk->upload = malloc(np * sizeof(float) + FED_SLOT_TRAILER);
+        if (!wk->tape || !wk->local || !wk->momentum || !wk->host_local || !wk->upload) {
             fp_fail(err, FP_ENOMEM, "out of memory preparing %d client workers", f->threads);
             goto fail;
         }
@@ -288,6 +294,7 @@ void fed_free(Federation *f) {
         if (wk->momentum)
             f->s.backend->free(wk->momentum);
         free(wk->host_local);
+        free(wk->upload);
     }
     if (f->uploads)
         for (int k = 0; k < f->s.cfg.clients; k++)
@@ -416,48 +423,157 @@ static int sample_clients(Federation *f, int round) {
 }
 
 // -- aggregation -----------------------------------------------------------------------------
-static FpStatus aggregate(Federation *f, int round, int n, FpError *err) {
-    size_t np = f->s.global->table.n_params;
-    double *weights = malloc(sizeof(double) * (n ? n : 1));
-    float *agg = malloc(np * sizeof(float));
-    if (!weights || !agg) {
-        free(weights);
-        free(agg);
+// Two forms (DefenseOps): a running sum, where each upload joins the sum as it arrives, in
+// client order, and is freed (a streamed round: one sum and the uploads in flight, one per
+// worker), and the gather form, where every upload is held until the defense's
+// server_aggregate runs. Both add in client order, so a round's aggregate is the same
+// bits however its clients were spread over threads and ranks.
+float *fed_slot_buffer(Federation *f, int slot, FpError *err) {
+    if (!f->uploads[slot] &&
+        !(f->uploads[slot] = malloc(f->s.global->table.n_params * sizeof(float) + FED_SLOT_TRAILER)))
+        fp_fail(err, FP_ENOMEM, "out of memory for client uploads");
+    return f->uploads[slot];
+}
+
+void fed_slot_release(Federation *f, int slot) {
+    free(f->uploads[slot]);
+    f->uploads[slot] = NULL;
+}
+
+int fed_round_streams(const Federation *f) {
+    const DefenseOps *ops = f->s.defense;
+    if (defense_gathers(ops))
+        return 0;
+    // Across ranks a hook that sees uploads or local models, or a defense's per-client
+    // state, needs every upload on every rank: those rounds gather (fl/ranks.c).
+    return fed_ranks(f) == 1 || (!f->s.hooks.on_upload && !f->s.hooks.on_local_model && !ops->client_state_size);
+}
+
+// The FedAvg weights of the round's n slots (they sum to 1): from the clients' sample
+// counts (or uniform), known before any upload.
+static FpStatus round_weights(const Federation *f, int n, double **out, FpError *err) {
+    double *w = malloc(sizeof(double) * (size_t)(n > 0 ? n : 1));
+    if (!(*out = w))
         return fp_fail(err, FP_ENOMEM, "out of memory aggregating");
-    }
     double total = 0;
     for (int s = 0; s < n; s++) {
-        weights[s] = f->s.cfg.aggregation == AGG_WEIGHTED ? fed_client_samples(f, f->round_clients[s]) : 1.0;
-        total += weights[s];
+        w[s] = f->s.cfg.aggregation == AGG_WEIGHTED ? fed_client_samples(f, f->round_clients[s]) : 1.0;
+        total += w[s];
     }
     for (int s = 0; s < n; s++)
-        weights[s] = total > 0 ? weights[s] / total : 1.0 / n;
-    FpStatus st = FP_OK;
-    if (f->s.defense->server_aggregate)
-        st = f->s.defense->server_aggregate(f->defense_state, round, (const float *const *)f->uploads, weights,
-                                            f->round_clients, n, agg, err);
-    else {
-        // Accumulate in double, clients in order: deterministic and accurate.
-        double *acc = calloc(np, sizeof(double));
-        if (!acc)
-            st = fp_fail(err, FP_ENOMEM, "out of memory aggregating");
-        for (int s = 0; acc && s < n; s++) {
-            const float *u = f->uploads[s];
-            double w = weights[s];
-            for (size_t i = 0; i < np; i++)
-                acc[i] += w * u[i];
+        w[s] = total > 0 ? w[s] / total : 1.0 / n;
+    return FP_OK;
+}
+
+void fed_round_sum_add(Federation *f, RoundSum *sum, int slot, const float *upload) {
+    if (f->s.hooks.on_upload)
+        f->s.hooks.on_upload(f->s.hooks.ctx, f->rounds_done, f->round_clients[slot], upload, f->kind,
+                             &f->s.global->table, &f->slot_params[slot]);
+    defense_sum_add(f->s.defense, f->defense_state, f->rounds_done, f->n_round, f->s.global->table.n_params, sum->acc,
+                    upload, sum->weights[slot]);
+    f->slot_done[slot] = 1;
+}
+
+// A streamed round in one process: worker w forms slots w, w + T, ... into its own buffer
+// (a slot formed before, e.g. by fed_observe, is taken from its slot), waits until every
+// earlier slot is added, adds its own and lets the next one in. So the uploads join the
+// sum in client order whatever the thread count, and at most one upload per worker is
+// alive. A failing slot waits for its turn too, so the error reported is the first
+// failing slot's, whatever the threads.
+typedef struct StreamRun {
+    Federation *f;
+    RoundSum *sum;
+    pthread_mutex_t lock;
+    pthread_cond_t turn;
+    int next;          // the next slot to add (under lock)
+    int failed;        // a slot failed: everyone stops
+    FpStatus st;
+    FpError err;
+} StreamRun;
+
+typedef struct {
+    StreamRun *run;
+    int worker, stride;
+} StreamJob;
+
+static void *stream_worker(void *arg) {
+    StreamJob *j = arg;
+    StreamRun *run = j->run;
+    Federation *f = run->f;
+    Worker *wk = &f->workers[j->worker];
+    for (int s = j->worker; s < f->n_round; s += j->stride) {
+        const float *u = f->uploads[s];
+        FpError e = {0};
+        FpStatus st = FP_OK;
+        if (!f->slot_done[s]) {
+            st = fed_client_upload(f, wk, f->rounds_done, f->round_clients[s], wk->upload, &f->slot_params[s], &e);
+            u = wk->upload;
         }
-        for (size_t i = 0; acc && i < np; i++)
-            agg[i] = (float)acc[i];
-        free(acc);
+        pthread_mutex_lock(&run->lock);
+        while (run->next != s && !run->failed)
+            pthread_cond_wait(&run->turn, &run->lock);
+        if (!run->failed && st != FP_OK) {
+            run->failed = 1;
+            run->st = st;
+            run->err = e;
+        }
+        int stop = run->failed;
+        pthread_mutex_unlock(&run->lock);
+        if (!stop) { // this slot's turn: only this thread touches the sum now
+            fed_round_sum_add(f, run->sum, s, u);
+            fed_slot_release(f, s);
+        }
+        pthread_mutex_lock(&run->lock);
+        if (!stop)
+            run->next = s + 1;
+        pthread_cond_broadcast(&run->turn);
+        pthread_mutex_unlock(&run->lock);
+        if (stop)
+            break;
     }
-    if (st == FP_OK) {
-        upload_to_weights(f->kind, agg, f->global_host, np, f->s.cfg.lr, f->global_host);
-        model_set_params(f->s.global, f->global_host);
+    return NULL;
+}
+
+static FpStatus round_stream(Federation *f, RoundSum *sum, FpError *err) {
+    const Backend *be = f->s.backend;
+    if (be->set_threads)
+        be->set_threads(1); // clients run in parallel; each GEMM single-threaded (determinism)
+    StreamRun run = {.f = f, .sum = sum};
+    pthread_mutex_init(&run.lock, NULL);
+    pthread_cond_init(&run.turn, NULL);
+    int nt = f->threads < f->n_round ? f->threads : (f->n_round > 0 ? f->n_round : 1);
+    StreamJob jobs[FED_MAX_THREADS];
+    pthread_t tid[FED_MAX_THREADS];
+    int started[FED_MAX_THREADS] = {0};
+    for (int w = 0; w < nt; w++)
+        jobs[w] = (StreamJob){.run = &run, .worker = w, .stride = nt};
+    for (int w = 1; w < nt; w++)
+        started[w] = pthread_create(&tid[w], NULL, stream_worker, &jobs[w]) == 0;
+    // A worker whose thread did not start: its slots are formed after the started
+    // workers wait for them, so run them all in this thread in turn instead.
+    int all_started = 1;
+    for (int w = 1; w < nt; w++)
+        all_started &= started[w];
+    if (all_started)
+        stream_worker(&jobs[0]);
+    else {
+        pthread_mutex_lock(&run.lock);
+        run.failed = 1;
+        run.st = fp_fail(&run.err, FP_ENOMEM, "could not start %d client threads", nt);
+        pthread_cond_broadcast(&run.turn);
+        pthread_mutex_unlock(&run.lock);
     }
-    free(weights);
-    free(agg);
-    return st;
+    for (int w = 1; w < nt; w++)
+        if (started[w])
+            pthread_join(tid[w], NULL);
+    pthread_cond_destroy(&run.turn);
+    pthread_mutex_destroy(&run.lock);
+    if (run.failed) {
+        if (err)
+            *err = run.err;
+        return run.st;
+    }
+    return FP_OK;
 }
 
 static int all_finite(const float *x, size_t n) {
@@ -498,14 +614,10 @@ FpStatus fed_round_begin(Federation *f, int *n_out, FpError *err) {
         return fp_fail(err, FP_EPARAM, "round %d is already begun", f->rounds_done + 1);
     if (f->rounds_done >= f->s.cfg.rounds)
         return fp_fail(err, FP_EPARAM, "federation.rounds: all %d planned rounds are done", f->s.cfg.rounds);
-    size_t np = f->s.global->table.n_params;
     int r = f->rounds_done;
     f->round_t0 = fp_monotonic_seconds();
     model_get_params(f->s.global, f->global_host);
     int n = sample_clients(f, r);
-    for (int s = 0; s < n; s++)
-        if (!f->uploads[s] && !(f->uploads[s] = malloc(np * sizeof(float))))
-            return fp_fail(err, FP_ENOMEM, "out of memory for client uploads");
     memset(f->slot_done, 0, (size_t)f->s.cfg.clients);
     f->n_round = n;
     f->round_open = 1;
@@ -561,6 +673,11 @@ FpStatus fed_round_run(Federation *f, const int *slots, int n, FpError *err) {
         if (!f->slot_done[s] && !dup)
             todo[m++] = s;
     }
+    for (int i = 0; i < m; i++)
+        if (!fed_slot_buffer(f, todo[i], err)) {
+            free(todo);
+            return FP_ENOMEM;
+        }
     const Backend *be = f->s.backend;
     if (be->set_threads)
         be->set_threads(1); // clients run in parallel; each GEMM single-threaded (determinism)
@@ -604,6 +721,8 @@ FpStatus fed_round_set_upload(Federation *f, int slot, const float *upload, cons
                               FpError *err) {
     if (!f->round_open || slot < 0 || slot >= f->n_round)
         return fp_fail(err, FP_EPARAM, "slot %d is not a participant of a begun round", slot);
+    if (!fed_slot_buffer(f, slot, err))
+        return FP_ENOMEM;
     memcpy(f->uploads[slot], upload, sizeof(float) * f->s.global->table.n_params);
     f->slot_params[slot] = params ? *params : upload_params_none();
     f->slot_done[slot] = 1;
@@ -613,18 +732,49 @@ FpStatus fed_round_set_upload(Federation *f, int slot, const float *upload, cons
 FpStatus fed_round_finish(Federation *f, FpError *err) {
     if (!f->round_open)
         return fp_fail(err, FP_EPARAM, "no round is begun");
-    FP_TRY(fed_ranks(f) > 1 ? fed_round_form_ranks(f, err) : fed_round_run(f, NULL, 0, err));
     const FedConfig *c = &f->s.cfg;
     size_t np = f->s.global->table.n_params;
     int r = f->rounds_done, n = f->n_round;
-    if (f->s.hooks.on_upload)
-        for (int s = 0; s < n; s++)
-            f->s.hooks.on_upload(f->s.hooks.ctx, r, f->round_clients[s], f->uploads[s], f->kind,
-                                 &f->s.global->table, &f->slot_params[s]);
     // A defense whose account releases every round (central noise) aggregates even
     // an empty one: the server's noise alone.
-    if (n > 0 || (f->s.defense->release_empty_rounds && f->s.defense->server_aggregate))
-        FP_TRY(aggregate(f, r, n, err));
+    int release = n > 0 || (f->s.defense->release_empty_rounds && defense_aggregates(f->s.defense));
+    RoundSum sum = {0};
+    int streams = fed_round_streams(f);
+    FpStatus st = FP_OK;
+    if (!streams) // every upload first (across ranks: every record to every rank)
+        st = fed_ranks(f) > 1 ? fed_round_form_ranks(f, err) : fed_round_run(f, NULL, 0, err);
+    float *agg = st == FP_OK ? malloc(np * sizeof(float)) : NULL;
+    if (st == FP_OK)
+        st = agg ? round_weights(f, n, &sum.weights, err) : fp_fail(err, FP_ENOMEM, "out of memory aggregating");
+    if (st == FP_OK && streams && fed_rank(f) == 0 && !(sum.acc = calloc(np, sizeof(double)))) // only rank 0 sums
+        st = fp_fail(err, FP_ENOMEM, "out of memory aggregating");
+    if (st != FP_OK && streams && fed_ranks(f) > 1)
+        fed_rank_abort(f, err); // the other ranks are streaming: without this rank they would wait forever
+    if (st == FP_OK && streams) {
+        if (fed_ranks(f) > 1)
+            st = fed_round_stream_ranks(f, &sum, agg, err); // agg finished on rank 0, on every rank
+        else {
+            st = round_stream(f, &sum, err);
+            if (st == FP_OK && release)
+                st = defense_sum_finish(f->s.defense, f->defense_state, r, n, np, sum.acc, agg, err);
+        }
+    } else if (st == FP_OK) {
+        if (f->s.hooks.on_upload)
+            for (int s = 0; s < n; s++)
+                f->s.hooks.on_upload(f->s.hooks.ctx, r, f->round_clients[s], f->uploads[s], f->kind,
+                                     &f->s.global->table, &f->slot_params[s]);
+        if (release)
+            st = defense_aggregate(f->s.defense, f->defense_state, r, (const float *const *)f->uploads, sum.weights,
+                                   f->round_clients, n, np, agg, err);
+    }
+    if (st == FP_OK && release) {
+        upload_to_weights(f->kind, agg, f->global_host, np, f->s.cfg.lr, f->global_host);
+        model_set_params(f->s.global, f->global_host);
+    }
+    free(sum.acc);
+    free(sum.weights);
+    free(agg);
+    FP_TRY(st);
     if (f->s.defense->end_round)
         f->s.defense->end_round(f->defense_state, r, n);
     for (int s = 0; s < n; s++)

@@ -90,7 +90,9 @@ typedef struct UploadSummary {
 typedef struct FedHooks {
     void *ctx;
     // A client's upload after the defense (host buffer, n_params floats), with what the
-    // defense applied to it; called in client order when the round finishes.
+    // defense applied to it; called in client order when the round finishes (in a
+    // streamed round as each upload joins the sum, from the worker thread that formed it,
+    // one call at a time: the hook must not talk to MPI).
     void (*on_upload)(void *ctx, int round, int client, const float *upload, UploadKind kind, const ParamTable *table,
                       const UploadParams *params);
     // A client's local model after training (before the upload is formed).
@@ -225,16 +227,25 @@ FpStatus fed_round_load_slot(Federation *f, int slot, const void *record, FpErro
 // -- one federation across ranks ---------------------------------------------------------
 // With FedSetup.comm of R > 1 ranks (mpirun -n R, srun), every rank runs the same
 // federation: the same sampling, the same global model, the same defense state. In
-// fed_round_finish the round's slots are split into R contiguous blocks of about equal
-// estimated cost (local SGD steps), each rank forms the missing slots of its block, and
-// every rank's block of records reaches every rank (comm_share_blocks); then each rank
-// aggregates all slots in client order, exactly as one process does. Nothing is summed
-// in rank order, so the result is bit-identical to one process for the same seed and
-// backend, whatever R. Server-side draws (sampling, server noise) are keyed by the seed
-// and drawn identically on every rank. Where a rank fails to form its uploads every rank
-// returns an error. Not split (every rank forms every slot, the same result): a
-// federation with an on_local_model hook (the hook sees the local models where they
-// train). Refused: a secure-RNG run (its server draws are fresh per process).
+// fed_round_finish each rank forms a share of the round's slots, and the aggregate is
+// formed one of two ways, by the defense's aggregation form (fl/defense.h):
+//   streamed (a running sum: DefenseOps.sum_add, or FedAvg's): slot s is formed by rank
+//     s mod R and sent to rank 0 as soon as it is; rank 0 adds every upload into one sum
+//     in client order, finishes the aggregate and broadcasts it. A rank holds the sum
+//     and a few uploads in flight, not one per participant;
+//   gathered (DefenseOps.server_aggregate; or, for a running sum, a federation with an
+//     on_upload or on_local_model hook or a defense with per-client state, which every
+//     rank needs for every upload): the slots are split into R contiguous blocks of about
+//     equal estimated cost (local SGD steps), every rank's block of records reaches every
+//     rank (comm_share_blocks), and each rank aggregates all slots in client order,
+//     exactly as one process does.
+// Either way the uploads are added in client order by the same code one process runs,
+// never summed in rank order, so the result is bit-identical to one process for the same
+// seed and backend, whatever R. Server-side draws (sampling, server noise) are keyed by
+// the seed. Where a rank fails to form its uploads every rank returns an error. Not
+// split (every rank forms every slot, the same result): a federation with an
+// on_local_model hook (the hook sees the local models where they train). Refused: a
+// secure-RNG run (its server draws are fresh per process).
 int fed_ranks(const Federation *f);
 // Ends the message of a rank whose error another rank had (that rank says its own).
 #define FED_RANK_FAILED_NOTE "its error is on its stderr"

@@ -11,6 +11,7 @@ typedef struct Worker {
     Model *local;
     float *momentum;     // device, n_params
     float *host_local;   // the local model's parameters on the host
+    float *upload;       // a streamed round's upload in flight (fl/fed.c round_stream), n_params
 } Worker;
 
 // A client whose data were given (fed_set_client_data).
@@ -36,7 +37,7 @@ struct Federation {
     int round_open;           // 1 between fed_round_begin and fed_round_finish
     int n_round;
     int *round_clients;
-    float **uploads;          // per slot (allocated on first use)
+    float **uploads;          // per slot: an upload formed and not yet summed (fed_slot_buffer), or NULL
     UploadParams *slot_params;
     unsigned char *slot_done;
     double round_t0, run_t0;
@@ -69,8 +70,40 @@ DefenseRound fed_client_round(const Federation *f, int round, int client);
 FpStatus fed_client_upload(Federation *f, Worker *wk, int round, int client, float *upload, UploadParams *params,
                            FpError *err);
 
-// fed_round_finish's forming of the missing slots with several ranks (fl/ranks.c):
-// each rank forms its block, every record reaches every rank.
+// Slot s's upload buffer (n_params floats and FED_SLOT_TRAILER bytes after them, where
+// fl/ranks.c puts a streamed record's status), allocated on first use; NULL out of memory.
+#define FED_SLOT_TRAILER 8
+float *fed_slot_buffer(Federation *f, int slot, FpError *err);
+// Frees slot s's buffer once its upload is summed (a streamed round keeps none).
+void fed_slot_release(Federation *f, int slot);
+
+// The running sum of a round (streamed: DefenseOps.sum_add, or FedAvg's): acc holds the
+// uploads added so far, in client order; weights[s] is slot s's FedAvg weight.
+typedef struct RoundSum {
+    double *acc;       // n_params
+    double *weights;   // n_round
+} RoundSum;
+// Adds slot s's upload (every earlier slot's first) and calls the on_upload hook: the one
+// place a streamed round's upload joins the aggregate.
+void fed_round_sum_add(Federation *f, RoundSum *sum, int slot, const float *upload);
+
+// Whether the begun round is streamed (a running sum: each upload summed as it arrives)
+// rather than gathered (every upload held, then DefenseOps.server_aggregate or, across
+// ranks where a hook or client state needs every upload everywhere, the sum over them).
+int fed_round_streams(const Federation *f);
+
+// fed_round_finish's forming of the missing slots of a gathered round with several ranks
+// (fl/ranks.c): each rank forms its block, every record reaches every rank.
 FpStatus fed_round_form_ranks(Federation *f, FpError *err);
+// A broken exchange across ranks (an MPI call failed, or a rank cannot take part in a
+// streamed round) leaves the other ranks waiting for records that will not come: says
+// why on stderr and ends the job (core/comm.h comm_abort).
+void fed_rank_abort(Federation *f, const FpError *e);
+// A streamed round across ranks (fl/ranks.c): the slots go to the ranks in turn (slot s to
+// rank s mod R), each rank forms its own and sends them to rank 0 as they are formed,
+// rank 0 adds every upload into sum in client order and finishes the aggregate into agg,
+// which reaches every rank (one broadcast). On return every slot is formed (its
+// UploadParams stated on every rank) and agg is the round's aggregate on every rank.
+FpStatus fed_round_stream_ranks(Federation *f, RoundSum *sum, float *agg, FpError *err);
 
 #endif

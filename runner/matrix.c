@@ -321,7 +321,7 @@ static int observers_differ(const Matrix *m) {
     const FedConfig *c = &m->base.fed;
     int several = c->sampling == SAMPLING_FIXED ? fed_cohort_size(c) > 1 : c->clients > 1 && c->sample_rate > 0;
     for (int i = 0; i < m->n_cells && !several; i++)
-        several = m->cells[i].ops->server_aggregate != NULL;
+        several = defense_aggregates(m->cells[i].ops);
     return several;
 }
 

@@ -400,11 +400,36 @@ END_TEST
     " \"model\": {\"name\": \"mlp\", \"hidden\": [16]},"                                                    \
     " \"federation\": {\"clients\": 7, \"sample_rate\": 0.6, \"sampling\": \"" sampling "\", \"rounds\": 3," \
     " \"batch_size\": 16, \"lr\": 0.1, \"momentum\": 0.5}, \"defense\": " defense "}"
+// The first two are running sums (DefenseOps.sum_add: the uploads stream to rank 0, which
+// adds them in client order), the third gathers every upload on every rank
+// (server_aggregate). "none" runs two threads per rank: the uploads of a rank's threads
+// join the sum in turn.
 static const char *const train_configs[][2] = {
     {"server", TRAIN_CONFIG("{\"name\": \"gaussian-dpfedavg\", \"noise\": \"server\", \"noise_multiplier\": 1}",
                             "fixed")},
+    {"none",
+     "{\"seed\": 5, \"threads\": 2, \"dataset\": {\"name\": \"csv\", \"path\": \"../blobs.csv\"},"
+     " \"model\": {\"name\": \"mlp\", \"hidden\": [16]},"
+     " \"federation\": {\"clients\": 7, \"sample_rate\": 0.9, \"rounds\": 3, \"batch_size\": 16, \"lr\": 0.1},"
+     " \"defense\": {\"name\": \"none\"}}"},
     {"client", TRAIN_CONFIG("{\"name\": \"dp-fedasgp\", \"variant\": \"paper\", \"epsilon\": 4}", "bernoulli")},
 };
+
+// The bytes of a file (malloc'd, *n of them), or NULL.
+static char *read_bytes(const char *path, size_t *n) {
+    FILE *fp = fopen(path, "rb");
+    char *buf = NULL;
+    long len = -1;
+    if (fp && fseek(fp, 0, SEEK_END) == 0 && (len = ftell(fp)) >= 0 && fseek(fp, 0, SEEK_SET) == 0 &&
+        (buf = malloc((size_t)len + 1)) && fread(buf, 1, (size_t)len, fp) != (size_t)len) {
+        free(buf);
+        buf = NULL;
+    }
+    if (fp)
+        fclose(fp);
+    *n = buf ? (size_t)len : 0;
+    return buf;
+}
 
 // `[mpirun -n R] fedpriv train --config FILE --out DIR/r<R>.json --save-model DIR/m<R>.bin`
 // (R = 0: no mpirun); the exit status.
@@ -465,6 +490,29 @@ START_TEST(train_across_ranks_is_bit_identical) {
             cJSON_Delete(many);
         }
         cJSON_Delete(one);
+    }
+    // The control: rank 0 adding the uploads rank by rank (all of its own, then rank 1's:
+    // the order a reduction would impose, through the test-only FEDPRIV_TEST_SUM_BY_RANK)
+    // gives other weights than one process, so the comparison above catches a sum in rank
+    // order. FedAvg's plain float sum shows it (dp-fedasgp gathers; gaussian-dpfedavg's
+    // safe sampler sums integers, which any order adds exactly).
+    {
+        char file[300], p1[512], p2[512];
+        snprintf(file, sizeof file, TEST_DIR "/train-none/config.json");
+        setenv("FEDPRIV_TEST_SUM_BY_RANK", "1", 1);
+        int rc = train_ranks(mpirun, 2, file, TEST_DIR "/train-none", NULL);
+        unsetenv("FEDPRIV_TEST_SUM_BY_RANK");
+        ck_assert_msg(rc == 0, "the control run exited %d:\n%s", rc, err_buf);
+        snprintf(p1, sizeof p1, TEST_DIR "/train-none/m1.bin");
+        snprintf(p2, sizeof p2, TEST_DIR "/train-none/m2.bin");
+        size_t n1 = 0, n2 = 0;
+        char *a = read_bytes(p1, &n1), *b = read_bytes(p2, &n2);
+        ck_assert_ptr_nonnull(a);
+        ck_assert_ptr_nonnull(b);
+        ck_assert_msg(n1 == n2 && memcmp(a, b, n1) != 0, "summed rank by rank, the model should differ from one "
+                      "process's (%zu and %zu bytes)", n1, n2);
+        free(a);
+        free(b);
     }
     // The federation inside an attack (basic-mia's global target) splits the same way:
     // mpirun -n 2 writes the one-process result.

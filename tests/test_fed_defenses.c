@@ -153,7 +153,7 @@ START_TEST(dpfedavg_server_noise_and_clip) {
     double *x = malloc(sizeof(double) * np * 40);
     size_t n = 0;
     for (int round = 0; round < 40; round++) {
-        ck_assert_int_eq(ops->server_aggregate(st, round, (const float *const *)u, w, clients, 10, out, NULL), FP_OK);
+        ck_assert_int_eq(defense_aggregate(ops, st, round, (const float *const *)u, w, clients, 10, np, out, NULL), FP_OK);
         // the mean of the clipped uploads is 10·C/√d/m per coordinate (m = qN = 10)
         for (size_t i = 0; i < 3000; i++) // the trainable layer (3000..3002 are statistics)
             x[n++] = out[i] - 1.5 / sqrt(3000.0);
@@ -987,12 +987,32 @@ START_TEST(cli_bad_parameters_exit_2) {
 }
 END_TEST
 
+// Every shipped defense states one aggregation form (fl/defense.h): the gather form or a
+// whole running sum; gaussian-dpfedavg and fedsmp are running sums (their rounds stream
+// across ranks), dp-fedasgp gathers (its weights need every reported loss). The control:
+// a table with both forms, or half a running sum, is caught.
+START_TEST(every_defense_states_one_aggregation_form) {
+    for (int i = 0; i < defense_count(); i++)
+        ck_assert_msg(defense_aggregation_valid(defense_at(i)), "%s", defense_at(i)->name);
+    ck_assert(!defense_gathers(defense_find("gaussian-dpfedavg")) && defense_aggregates(defense_find("gaussian-dpfedavg")));
+    ck_assert(!defense_gathers(defense_find("fedsmp")));
+    ck_assert(!defense_gathers(defense_find("none")) && !defense_aggregates(defense_find("none")));
+    ck_assert(defense_gathers(defense_find("dp-fedasgp")));
+    DefenseOps both = *defense_find("gaussian-dpfedavg"), half = both;
+    both.server_aggregate = defense_find("dp-fedasgp")->server_aggregate;
+    half.sum_finish = NULL;
+    ck_assert(!defense_aggregation_valid(&both));
+    ck_assert(!defense_aggregation_valid(&half));
+}
+END_TEST
+
 Suite *suite_fed_defenses(void) {
     Suite *s = suite_create("fed_defenses");
     TCase *tc = tcase_create("helpers");
     tcase_add_test(tc, clip_scales_trainable_only);
     tcase_add_test(tc, select_kth_matches_sort);
     tcase_add_test(tc, top_k_keeps_exactly_k_largest);
+    tcase_add_test(tc, every_defense_states_one_aggregation_form);
     suite_add_tcase(s, tc);
     tc = tcase_create("mechanisms");
     tcase_set_timeout(tc, 60);

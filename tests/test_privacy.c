@@ -207,7 +207,7 @@ START_TEST(client_noise_sum_carries_z_for_every_cohort) {
                 r.participants = k;
                 ck_assert_int_eq(ops->client_perturb(st, u[c], &r, NULL), FP_OK);
             }
-            ck_assert_int_eq(ops->server_aggregate(st, i, (const float *const *)u, w, clients, k, out, NULL), FP_OK);
+            ck_assert_int_eq(defense_aggregate(ops, st, i, (const float *const *)u, w, clients, k, np, out, NULL), FP_OK);
             for (int j = 0; j < D; j++)
                 x[j] = out[j] * 2.4; // the sum: the fixed denominator is m = qN
             double z = moment_z(x, D, 1.0, 3);
@@ -760,7 +760,7 @@ START_TEST(empty_round_releases_server_noise) {
     size_t np = t.table.n_params;
     float *out = malloc(sizeof(float) * np);
     double *x = malloc(sizeof(double) * 5000);
-    ck_assert_int_eq(ops->server_aggregate(st, 1, NULL, NULL, NULL, 0, out, NULL), FP_OK);
+    ck_assert_int_eq(defense_aggregate(ops, st, 1, NULL, NULL, NULL, 0, np, out, NULL), FP_OK);
     for (int j = 0; j < 5000; j++)
         x[j] = out[j];
     double want = 1.5 * 2 / 2.0;
