@@ -3,7 +3,8 @@
 # first 4 of them) procedure in fedpriv and in PyTorch (bench/mia_torch.py, Debian's
 # python3-torch), on the overfit Fashion-MNIST client target of
 # fixtures/mia/ml-leaks-overfit.json, for several seeds. fedpriv runs `attack lira` then
-# `attack rmia` into one folder (RMIA reads LiRA's reference models from its cache; each
+# `attack rmia` into a folder of its own that reads LiRA's reference models from LiRA's
+# cache (--reference-models; each
 # command trains its own target). Prints the AUCs and TPRs per seed, whether the two
 # implementations agree within sampling error (the difference of the mean AUCs against
 # twice its standard error over the seeds), and the time ratios: wall and CPU seconds of
@@ -37,10 +38,14 @@ c["attack"]["shadow_models"] = int(sys.argv[3])
 print(json.dumps(c))
 PY
   done
-  ./fedpriv attack lira --config "$build/seed$s-16.json" --out "$out" 2>/dev/null
-  cp "$out/result.json" "$out/lira.json"
-  ./fedpriv attack rmia --config "$build/seed$s-4.json" --out "$out" 2>/dev/null
-  cp "$out/result.json" "$out/rmia.json"
+  mkdir -p "$out"
+  ./fedpriv attack lira --config "$build/seed$s-16.json" --out "$out/lira" 2> "$out/lira.log" ||
+    { echo "bench/run-mia.sh: fedpriv attack lira failed (seed $s):" >&2; tail -3 "$out/lira.log" >&2; exit 1; }
+  cp "$out/lira/result.json" "$out/lira.json"
+  ./fedpriv attack rmia --config "$build/seed$s-4.json" --out "$out/rmia" \
+    --reference-models "$out/lira/reference-models" 2> "$out/rmia.log" ||
+    { echo "bench/run-mia.sh: fedpriv attack rmia failed (seed $s):" >&2; tail -3 "$out/rmia.log" >&2; exit 1; }
+  cp "$out/rmia/result.json" "$out/rmia.json"
   echo "fedpriv seed $s done" >&2
 done
 BENCH_THREADS="$threads" BENCH_SEEDS="$seeds" /usr/bin/python3 bench/mia_torch.py > "$build/torch.jsonl"

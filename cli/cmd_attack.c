@@ -115,7 +115,7 @@ static FpStatus claim_out(const char *out, const char *name, FpError *err) {
 }
 
 static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const char *name, const char *config, const char *out,
-                      const char *device, int threads);
+                      const char *reference_dir, const char *device, int threads);
 
 static const char ABOUT[] =
     "  Runs the attack NAME (fedpriv list shows them) as the config's \"attack\" object says,\n"
@@ -123,7 +123,11 @@ static const char ABOUT[] =
     "  when missing). The config's attack.name, if present, must match NAME. DIR holds one\n"
     "  attack: a rerun of the same attack into DIR is fine, another attack is refused (exit 2).\n"
     "  Membership attacks keep their reference models' logits in DIR/reference-models/: a\n"
-    "  rerun into DIR trains none of them again. Exit 0 when done, 1 if the attack diverged\n"
+    "  rerun into DIR trains none of them again. --reference-models REFDIR keeps them there\n"
+    "  instead, so that two attacks with their own DIR share one set (lira into out/lira,\n"
+    "  then rmia --out out/rmia --reference-models out/lira/reference-models reads LiRA's\n"
+    "  models; an entry is found by the model's identity, so a different target or procedure\n"
+    "  never reads another's). Exit 0 when done, 1 if the attack diverged\n"
     "  (the result says so, without metrics), 2 on bad input.\n"
     "  Gradient inversion (dlg, idlg, dlg-regression) attacks a client of the configured\n"
     "  federation: attack.observer \"server\" (its upload, the default) or \"public\" (the\n"
@@ -134,17 +138,21 @@ static const char ABOUT[] =
     "  federation and rank 0 writes DIR (docs/cluster.md).";
 
 int cmd_attack(int argc, char **argv) {
-    return cmd_attack_as("attack", "fedpriv attack NAME --config FILE.json --out DIR [--device cpu|cuda] [--threads N]",
+    return cmd_attack_as("attack",
+                         "fedpriv attack NAME --config FILE.json --out DIR [--reference-models REFDIR] [--device cpu|cuda] "
+                         "[--threads N]",
                          ABOUT, argc, argv);
 }
 
 int cmd_attack_as(const char *cmd, const char *synopsis, const char *about, int argc, char **argv) {
-    const char *config = NULL, *out = NULL, *device = NULL, *names[1] = {NULL};
+    const char *config = NULL, *out = NULL, *reference_dir = NULL, *device = NULL, *names[1] = {NULL};
     long long threads = 0;
     int n_names = 0;
     const CliOption opts[] = {
         {"--config", NULL, CLI_STRING, &config, .value = "FILE.json", .help = "the experiment and its \"attack\" object"},
         {"--out", NULL, CLI_STRING, &out, .value = "DIR", .help = "the result folder (DIR/result.json)"},
+        {"--reference-models", NULL, CLI_STRING, &reference_dir, .value = "REFDIR",
+         .help = "membership attacks: the reference models' cache (default DIR/reference-models)"},
         {"--device", NULL, CLI_STRING, &device, .value = "cpu|cuda", .help = "where to compute (default: the config's)"},
         {"--threads", NULL, CLI_INT, &threads, .value = "N", .help = "worker threads", .lo = 1, .hi = FED_MAX_THREADS},
     };
@@ -179,7 +187,7 @@ int cmd_attack_as(const char *cmd, const char *synopsis, const char *about, int 
     if (comm_create(&comm, &err) != FP_OK)
         return cli_report_error(cmd, &err);
     if (comm_rank(comm) == 0)
-        rc = attack_run(cmd, comm, ops, name, config, out, device, (int)threads);
+        rc = attack_run(cmd, comm, ops, name, config, out, reference_dir, device, (int)threads);
     else { // artifacts of the other ranks go to a scratch folder, removed after
         const char *tmp = getenv("TMPDIR");
         char scratch[4096];
@@ -188,7 +196,8 @@ int cmd_attack_as(const char *cmd, const char *synopsis, const char *about, int 
             fp_fail(&err, FP_EIO, "%s: cannot create a scratch folder: %s", scratch, strerror(errno));
             rc = attack_error(cmd, comm, &err, 1);
         } else {
-            rc = attack_run(cmd, comm, ops, name, config, scratch, device, (int)threads);
+            // their reference models too: only rank 0 writes the shared cache
+            rc = attack_run(cmd, comm, ops, name, config, scratch, NULL, device, (int)threads);
             nftw(scratch, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
         }
     }
@@ -197,7 +206,7 @@ int cmd_attack_as(const char *cmd, const char *synopsis, const char *about, int 
 }
 
 static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const char *name, const char *config, const char *out,
-                      const char *device, int threads) {
+                      const char *reference_dir, const char *device, int threads) {
     FpError err = {0};
     cJSON *root = NULL;
     int lead = comm_rank(comm) == 0;
@@ -239,10 +248,15 @@ static int attack_run(const char *cmd, Comm *comm, const AttackOps *ops, const c
     ex.comm = comm;
     env.ex = &ex;
     char refdir[4200];
-    snprintf(refdir, sizeof refdir, "%s/reference-models", out);
+    if (reference_dir)
+        snprintf(refdir, sizeof refdir, "%s", reference_dir);
+    else
+        snprintf(refdir, sizeof refdir, "%s/reference-models", out);
     env.reference_dir = refdir;
-    // OUT/reference-models is refused up front when it is a link (attacks/refcache.h).
-    if (ops->validate(&env, &err) != FP_OK || store_make_dirs(out, &err) != FP_OK) {
+    // The cache folder (OUT/reference-models or --reference-models) is refused up front
+    // when it is a link (attacks/refcache.h).
+    if (ops->validate(&env, &err) != FP_OK || store_make_dirs(out, &err) != FP_OK ||
+        (reference_dir && store_make_dirs(refdir, &err) != FP_OK)) {
         fp_error_prefix(&err, config);
         rc = attack_error(cmd, comm, &err, 0);
         goto done;

@@ -762,6 +762,57 @@ START_TEST(cli_attack_rerun_trains_nothing) {
 }
 END_TEST
 
+// Two attacks, each with its own --out, share one set of reference models through
+// --reference-models: RMIA after LiRA trains none (reads LiRA's 2); the control, RMIA into
+// a folder of its own without the option, trains its 2 again. LiRA's folder itself stays
+// LiRA's (another attack into it is refused).
+START_TEST(cli_attacks_share_reference_models_across_folders) {
+    char dir[512], csv[600], cfg[600], lira[700], rmia[700], alone[700], refdir[800], res[800];
+    make_tmpdir(dir, sizeof dir);
+    snprintf(csv, sizeof csv, "%s/mixture.csv", dir);
+    write_mixture_csv(csv, 1200);
+    snprintf(cfg, sizeof cfg, "%s/c.json", dir);
+    FILE *f = fopen(cfg, "w");
+    fprintf(f, "{\"seed\": 3, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"},"
+               " \"model\": {\"name\": \"mlp\", \"hidden\": [16]}, \"threads\": 1,"
+               " \"federation\": {\"clients\": 2, \"rounds\": 1, \"local_epochs\": 5, \"samples_per_client\": 50},"
+               " \"attack\": {\"shadow_models\": 2, \"variant\": \"online\"}}", csv);
+    fclose(f);
+    snprintf(lira, sizeof lira, "%s/lira", dir);
+    snprintf(rmia, sizeof rmia, "%s/rmia", dir);
+    snprintf(alone, sizeof alone, "%s/rmia-alone", dir);
+    snprintf(refdir, sizeof refdir, "%s/reference-models", lira);
+    static char so[1 << 16], se[1 << 16];
+    const char *first[] = {"attack", "lira", "--config", cfg, "--out", lira, NULL};
+    int rc = cli_run(first, so, se, sizeof so);
+    if (rc == -1) {
+        printf("SKIP: cli_attacks_share_reference_models_across_folders (FEDPRIV_BIN unset; make test sets it)\n");
+        remove_tree(dir);
+        return;
+    }
+    ck_assert_msg(rc == 0, "lira: exit %d: %s", rc, se);
+    const char *shared[] = {"attack", "rmia", "--config", cfg, "--out", rmia, "--reference-models", refdir, NULL};
+    const char *own[] = {"attack", "rmia", "--config", cfg, "--out", alone, NULL};
+    const char *const *runs[2] = {shared, own};
+    const char *outs[2] = {rmia, alone};
+    for (int k = 0; k < 2; k++) {
+        rc = cli_run(runs[k], so, se, sizeof so);
+        ck_assert_msg(rc == 0, "rmia %d: exit %d: %s", k, rc, se);
+        snprintf(res, sizeof res, "%s/result.json", outs[k]);
+        cJSON *r = NULL;
+        ck_assert_int_eq(jv_load_file(res, &r, NULL), FP_OK);
+        expect_counts(r, k ? 2 : 0, k ? 0 : 2, 0);
+        cJSON_Delete(r);
+    }
+    snprintf(res, sizeof res, "%s/reference-models", rmia);
+    ck_assert_int_eq(count_files(res, ".ref"), 0); // the shared models stayed where they were
+    const char *into_lira[] = {"attack", "rmia", "--config", cfg, "--out", lira, NULL};
+    rc = cli_run(into_lira, so, se, sizeof so);
+    ck_assert_msg(rc == 2 && strstr(se, "give each attack its own --out"), "exit %d: %s", rc, se);
+    remove_tree(dir);
+}
+END_TEST
+
 Suite *suite_mia_ref(void) {
     Suite *s = suite_create("mia_ref");
     TCase *u = tcase_create("unit");
@@ -780,6 +831,7 @@ Suite *suite_mia_ref(void) {
     tcase_add_test(e, e2e_disk_cache_reruns_train_nothing);
     tcase_add_test(e, matrix_lira_and_rmia_train_16_then_none);
     tcase_add_test(e, cli_attack_rerun_trains_nothing);
+    tcase_add_test(e, cli_attacks_share_reference_models_across_folders);
     suite_add_tcase(s, e);
     return s;
 }
