@@ -9,13 +9,17 @@
 # The run is resumable: interrupt it and run it again, and finished cells are kept.
 # Environment: FEDPRIV (the binary, default ./fedpriv), DEMO_MATRIX (default
 # fixtures/demo.json; fixtures/demo-small.json is the one-minute version CI runs),
-# DEMO_OUT (default build/demo), DEMO_JOBS (cells at once, default the number of cores),
+# DEMO_OUT (default build/demo for fixtures/demo.json, build/demo-NAME for another matrix
+# NAME.json: a run folder holds one matrix, so the two demos never refuse each other's
+# folder), DEMO_JOBS (cells at once, default the number of cores),
 # DEMO_AUDIT_SAMPLES (draws per audit input, default 10^6).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="${FEDPRIV:-./fedpriv}"
 matrix="${DEMO_MATRIX:-fixtures/demo.json}"
-out="${DEMO_OUT:-build/demo}"
+name="$(basename "$matrix" .json)"
+if [ "$name" = demo ]; then default_out=build/demo; else default_out="build/demo-$name"; fi
+out="${DEMO_OUT:-$default_out}"
 jobs="${DEMO_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 samples="${DEMO_AUDIT_SAMPLES:-1000000}"
 [ -x "$bin" ] || { echo "demo: $bin is missing (make fedpriv builds it)" >&2; exit 1; }
