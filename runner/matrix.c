@@ -585,6 +585,12 @@ FpStatus matrix_load(const cJSON *root_in, const MatrixOptions *opt, Matrix **ou
         for (int i = 0; i < m->n_cells; i++)
             if (m->cells[i].on_axis == !pass && (i == 0 || m->cells[i].setting != m->cells[i - 1].setting))
                 TRY(validate_cell(m, &m->cells[i], err));
+    // Nor its cost: a setting's other seeds (the cells after its first) take its estimate.
+    // Left at 0 they would run last under "largest first" and give the progress a rate of
+    // seconds per cost unit that no other cell's cost is measured in.
+    for (int i = 1; i < m->n_cells; i++)
+        if (m->cells[i].setting == m->cells[i - 1].setting)
+            m->cells[i].cost = m->cells[i - 1].cost;
 #undef TRY
     *out = m;
     return FP_OK;

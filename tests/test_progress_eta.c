@@ -300,11 +300,41 @@ START_TEST(reference_models_report_k_of_n) {
 }
 END_TEST
 
+// Every seed of a setting carries the setting's cost estimate: the cost is estimated once
+// per setting (the seed changes none of it), and before it was copied a setting's other
+// seeds kept 0, so they ran last under "largest first" and, when one of them ended first,
+// the ETA was its seconds per cost unit times every other cell's cost (tens of millions of
+// hours on the small demo). Control: the three seeds of each setting are compared with the
+// setting's first, and every cost must be positive.
+START_TEST(every_seed_of_a_setting_has_its_cost) {
+    ck_assert(standin_mkdirs(TEST_DIR));
+    ck_assert(standin_write_csv(CSV));
+    cJSON *root = standin_matrix_seeds(CSV, "[1, 2, 3]",
+                                       "[{\"name\": \"slowdown\", \"ms\": 30, \"epsilon\": [1, 2]}]",
+                                       "[{\"name\": \"probe\"}]");
+    ck_assert_ptr_nonnull(root);
+    Matrix *m = NULL;
+    FpError err = {0};
+    MatrixOptions mo = {.registry = &eta_registry, .file = "eta.json"};
+    ck_assert_msg(matrix_load(root, &mo, &m, &err) == FP_OK, "%s", err.msg);
+    int n = matrix_cell_count(m);
+    ck_assert_int_eq(n, 6); // 2 settings x 3 seeds, a setting's seeds side by side
+    for (int i = 0; i < n; i++) {
+        ck_assert_msg(matrix_cell_cost(m, i) > 0, "cell %d has no cost estimate", i);
+        ck_assert_msg(matrix_cell_cost(m, i) == matrix_cell_cost(m, i - i % 3), "cell %d: %llu against %llu", i,
+                      (unsigned long long)matrix_cell_cost(m, i), (unsigned long long)matrix_cell_cost(m, i - i % 3));
+    }
+    matrix_free(m);
+    cJSON_Delete(root);
+}
+END_TEST
+
 Suite *suite_progress_eta(void) {
     Suite *s = suite_create("progress_eta");
     TCase *tc = tcase_create("progress_eta");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, rates_are_learned_per_kind);
+    tcase_add_test(tc, every_seed_of_a_setting_has_its_cost);
     tcase_add_test(tc, eta_after_a_quarter_is_within_25_percent);
     tcase_add_test(tc, lines_name_observers_and_count_attacks_as_listed);
     tcase_add_test(tc, long_cells_report_rounds_and_attacks);
