@@ -727,18 +727,26 @@ START_TEST(matrix_lira_and_rmia_train_16_then_none) {
 }
 END_TEST
 
-START_TEST(cli_attack_rerun_trains_nothing) {
-    char dir[512], csv[600], cfg[600], out[700], res[800], refdir[800];
-    make_tmpdir(dir, sizeof dir);
+// DIR/mixture.csv and the config DIR/c.json (into cfg) of the CLI tests below: 2 clients,
+// online LiRA/RMIA with 2 reference models.
+static void write_cli_config(const char *dir, int seed, char *cfg, size_t n) {
+    char csv[600];
     snprintf(csv, sizeof csv, "%s/mixture.csv", dir);
     write_mixture_csv(csv, 1200);
-    snprintf(cfg, sizeof cfg, "%s/c.json", dir);
+    snprintf(cfg, n, "%s/c.json", dir);
     FILE *f = fopen(cfg, "w");
-    fprintf(f, "{\"seed\": 2, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"},"
+    ck_assert_ptr_nonnull(f);
+    fprintf(f, "{\"seed\": %d, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"},"
                " \"model\": {\"name\": \"mlp\", \"hidden\": [16]}, \"threads\": 1,"
                " \"federation\": {\"clients\": 2, \"rounds\": 1, \"local_epochs\": 5, \"samples_per_client\": 50},"
-               " \"attack\": {\"shadow_models\": 2, \"variant\": \"online\"}}", csv);
+               " \"attack\": {\"shadow_models\": 2, \"variant\": \"online\"}}", seed, csv);
     fclose(f);
+}
+
+START_TEST(cli_attack_rerun_trains_nothing) {
+    char dir[512], cfg[600], out[700], res[800], refdir[800];
+    make_tmpdir(dir, sizeof dir);
+    write_cli_config(dir, 2, cfg, sizeof cfg);
     snprintf(out, sizeof out, "%s/out", dir);
     snprintf(res, sizeof res, "%s/result.json", out);
     snprintf(refdir, sizeof refdir, "%s/reference-models", out);
@@ -767,17 +775,9 @@ END_TEST
 // a folder of its own without the option, trains its 2 again. LiRA's folder itself stays
 // LiRA's (another attack into it is refused).
 START_TEST(cli_attacks_share_reference_models_across_folders) {
-    char dir[512], csv[600], cfg[600], lira[700], rmia[700], alone[700], refdir[800], res[800];
+    char dir[512], cfg[600], lira[700], rmia[700], alone[700], refdir[800], res[800];
     make_tmpdir(dir, sizeof dir);
-    snprintf(csv, sizeof csv, "%s/mixture.csv", dir);
-    write_mixture_csv(csv, 1200);
-    snprintf(cfg, sizeof cfg, "%s/c.json", dir);
-    FILE *f = fopen(cfg, "w");
-    fprintf(f, "{\"seed\": 3, \"dataset\": {\"name\": \"csv\", \"path\": \"%s\"},"
-               " \"model\": {\"name\": \"mlp\", \"hidden\": [16]}, \"threads\": 1,"
-               " \"federation\": {\"clients\": 2, \"rounds\": 1, \"local_epochs\": 5, \"samples_per_client\": 50},"
-               " \"attack\": {\"shadow_models\": 2, \"variant\": \"online\"}}", csv);
-    fclose(f);
+    write_cli_config(dir, 3, cfg, sizeof cfg);
     snprintf(lira, sizeof lira, "%s/lira", dir);
     snprintf(rmia, sizeof rmia, "%s/rmia", dir);
     snprintf(alone, sizeof alone, "%s/rmia-alone", dir);
