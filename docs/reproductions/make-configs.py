@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the reproduction configs under docs/reproductions/configs/ (committed; run
-once after changing a setting here). Each config is a plain `fedpriv train` config."""
+once after changing a setting here). Each config is a plain `fedpriv train` config, except
+SPM's, which are `fedpriv matrix` configs (one per client count: every method and seed)."""
 import json
 import os
 
@@ -96,6 +97,40 @@ def avp_configs():
             "name": "avp", "epsilon": e, "delta": 1e-2, "clip": 5, "vartheta": 1.05, "refine_at": 15, "sensitivity": NBAFL_SENS})
     return out
 
+# ---- SPM (Chen & Zheng 2024) Table 3 (docs/reproductions/spm.md) ----
+# The paper's setting (digest spm.md section 5); fixtures/repro/spm/ holds the same
+# setting as one `fedpriv train` config per method (the smoke test and test_explosion run
+# those). One matrix per client count C, since a matrix sweeps defenses and seeds, not
+# the federation: every method at C, seeds 1-3, T = 50 as published.
+SPM_CLIENTS = [5, 10, 20, 30, 40, 50]
+SPM_SEEDS = [1, 2, 3]
+SPM_EPS = 0.6
+SPM_METHODS = [
+    {"name": "none"},
+    {"name": "spm", "variant": "paper", "epsilon": SPM_EPS},
+    {"name": "spm", "variant": "corrected", "epsilon": SPM_EPS},
+    {"name": "spm", "variant": "pnpm", "epsilon": SPM_EPS},
+    {"name": "ldp-fl", "epsilon": SPM_EPS, "clip": 0.1},
+    {"name": "pm", "epsilon": SPM_EPS, "clip": 0.1},
+]
+SPM_LAYER_RANGE = {"name": "ldp-fl", "epsilon": SPM_EPS, "range": "layer"}  # C = 30 only
+
+def spm_configs():
+    out = {}
+    for c in SPM_CLIENTS:
+        out[f"table3-c{c}"] = {
+            "name": f"spm-table3-c{c}",
+            "description": f"SPM (Chen & Zheng 2024) Table 3, Fashion-MNIST, {c} clients, eps 0.6, T 50",
+            "seeds": SPM_SEEDS,
+            "dataset": {"name": "fashion-mnist"},
+            "model": {"name": "mlp", "hidden": [256]},
+            "federation": {"clients": c, "sample_rate": 0.6, "sampling": "fixed", "rounds": 50, "local_epochs": 3,
+                           "batch_size": 64, "lr": 0.05, "momentum": 0, "partition": "iid", "aggregation": "mean"},
+            "defenses": SPM_METHODS + ([SPM_LAYER_RANGE] if c == 30 else []),
+            "attacks": [],
+        }
+    return out
+
 def write(sub, configs):
     d = os.path.join(HERE, "configs", sub)
     os.makedirs(d, exist_ok=True)
@@ -111,3 +146,4 @@ def write(sub, configs):
 if __name__ == "__main__":
     write("dp-fedasgp", asgp_configs())
     write("avp", avp_configs())
+    write("spm", spm_configs())

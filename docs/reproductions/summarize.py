@@ -2,6 +2,8 @@
 """Tables (markdown, on stdout) and figures (SVG) of a reproduction from its results.
 
     python3 docs/reproductions/summarize.py dp-fedasgp|avp RESULTS_DIR FIGURES_DIR
+    python3 docs/reproductions/summarize.py spm RESULTS_DIR FIGURES_DIR   # results/spm.json, spm.md
+    python3 docs/reproductions/summarize.py spm --render|--check          # from results/spm.json
 
 RESULTS_DIR holds one `fedpriv train` result JSON per config (docs/reproductions/run.sh
 writes them). Only the standard library is used."""
@@ -262,7 +264,17 @@ def avp(results, figs):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) >= 2 and sys.argv[1] == "spm":
+        import summarize_spm  # SPM's results are committed and its document generated: its own module
+        figs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "figures")
+        if sys.argv[2:] == ["--check"] or sys.argv[2:] == ["--render"]:
+            summarize_spm.main(None, figs, check=sys.argv[2] == "--check")
+        elif len(sys.argv) == 4:
+            summarize_spm.main(sys.argv[2], sys.argv[3])
+        else:
+            sys.exit("usage: summarize.py spm RESULTS_DIR FIGURES_DIR | spm --render | spm --check")
+        sys.exit(0)
     if len(sys.argv) != 4 or sys.argv[1] not in ("dp-fedasgp", "avp"):
-        sys.exit("usage: summarize.py dp-fedasgp|avp RESULTS_DIR FIGURES_DIR")
+        sys.exit("usage: summarize.py dp-fedasgp|avp|spm RESULTS_DIR FIGURES_DIR")
     os.makedirs(sys.argv[3], exist_ok=True)
     (dp_fedasgp if sys.argv[1] == "dp-fedasgp" else avp)(sys.argv[2], sys.argv[3])
