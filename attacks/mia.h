@@ -113,6 +113,8 @@ typedef struct MiaTarget {
     int *bounds;                 // clients + 1: the pieces of train_idx (mia_split on the run's seed)
     char partition[16];          // federation.partition as the engine names it
     uint32_t *eval_idx;          // 2M: members then non-members
+    int labels_matched;          // non-members matched to the members' label counts (label skew)
+    int *eval_label_counts;      // 2 × n_classes: the members' label counts, then the non-members'; or NULL
     const uint32_t *adv_in;      // adversary's piece (m), or NULL
     const uint32_t *adv_out;     // adversary's D_test (m), or NULL
     const uint32_t *pool_idx;    // shadow pool (sz.pool)

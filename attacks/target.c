@@ -278,6 +278,7 @@ static void target_free(MiaTarget *t) {
     free(t->perm);
     free(t->bounds);
     free(t->eval_idx);
+    free(t->eval_label_counts);
     free(t->eval_logits);
     free(t->series_py);
     free(t->series_mentr);
@@ -361,6 +362,50 @@ static void keep_participants(MiaTarget *t, const int *took_part) {
     free(row);
 }
 
+// Under label skew (a partition other than IID) the eval members' labels are not the
+// data's mix: one client's piece may be mostly two classes. Non-members drawn uniformly
+// would then differ from the members by label alone, and an attack would score the
+// label mix, not membership. So the non-members match the members' label counts: the
+// first samples of each label in `rest` (the plan's part outside the client data, a
+// random permutation already), taken in order; the others keep their order behind them
+// for the adversary's held-out data and the shadow pool.
+static FpStatus match_non_members(const Dataset *train, const uint32_t *members, int M, uint32_t *rest, int n_rest,
+                                  const char *path, FpError *err) {
+    int C = train->n_classes;
+    int *left = calloc((size_t)C, sizeof(int));
+    uint32_t *chosen = fp_malloc(sizeof(uint32_t) * (size_t)n_rest, err);
+    if (!left || !chosen) {
+        free(left);
+        free(chosen);
+        return FP_ENOMEM;
+    }
+    for (int i = 0; i < M; i++)
+        left[train->y[members[i]]]++;
+    int a = 0, b = M;
+    for (int j = 0; j < n_rest; j++) {
+        int y = train->y[rest[j]];
+        if (left[y] > 0 && a < M) {
+            chosen[a++] = rest[j];
+            left[y]--;
+        } else if (b < n_rest)
+            chosen[b++] = rest[j];
+    }
+    FpStatus st = FP_OK;
+    if (a < M) {
+        int y = 0;
+        while (y < C - 1 && left[y] == 0)
+            y++;
+        char p[160];
+        st = fp_fail(err, FP_EPARAM, "%s: the target's members under label skew need %d more non-members of class %d "
+                     "than the data hold outside the clients' data: lower members or federation.samples_per_client",
+                     jv_path(p, sizeof p, path, "members"), left[y], y);
+    } else
+        memcpy(rest, chosen, sizeof(uint32_t) * (size_t)n_rest);
+    free(left);
+    free(chosen);
+    return st;
+}
+
 static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, MiaTarget *t, FpError *err) {
     Experiment *ex = env->ex;
     FP_TRY(mia_sizes(env, cfg, &t->sz, err));
@@ -413,8 +458,18 @@ static FpStatus target_build(const AttackEnv *env, const MiaTargetConfig *cfg, M
     RngStream rm = rng_stream(ex->seed, RNG_ATTACK, 1, 0);
     rng_shuffle_u32(&rm, avail, (uint32_t)sz->available);
     memcpy(t->eval_idx, avail, sizeof(uint32_t) * (size_t)M);
-    memcpy(t->eval_idx + M, non_members, sizeof(uint32_t) * (size_t)M);
     free(avail);
+    t->labels_matched = cfg->kind != MIA_TARGET_CENTRAL && C > 0 && strcmp(t->partition, "iid") != 0;
+    if (t->labels_matched)
+        FP_TRY(match_non_members(ex->train, t->eval_idx, M, t->perm + sz->n_train, sz->n_data - sz->n_train,
+                                 env->path, err));
+    memcpy(t->eval_idx + M, non_members, sizeof(uint32_t) * (size_t)M);
+    if (C > 0) {
+        if (!(t->eval_label_counts = calloc(2 * (size_t)C, sizeof(int))))
+            return FP_ENOMEM;
+        for (int i = 0; i < 2 * M; i++)
+            t->eval_label_counts[(i >= M) * C + ex->train->y[t->eval_idx[i]]]++;
+    }
     // A small test set for the shadows' progress lines (the target uses the full one).
     int nt = ex->test->n < 2000 ? ex->test->n : 2000;
     uint32_t *tidx = fp_malloc(sizeof(uint32_t) * (size_t)nt, err);
@@ -576,6 +631,17 @@ void mia_target_describe(const MiaTarget *t, cJSON *result) {
     cJSON_AddNumberToObject(o, "members_trained_on", sz->model_members);
     cJSON_AddNumberToObject(o, "eval_members", sz->members);
     cJSON_AddNumberToObject(o, "eval_non_members", sz->members);
+    cJSON_AddStringToObject(o, "non_members_rule", t->labels_matched
+                                                       ? "matched to the eval members' label counts (label skew)"
+                                                       : "uniform over the data outside the clients' data");
+    if (t->eval_label_counts) { // the eval sets' labels, so a reader can see that they match or how far they differ
+        cJSON *lc = cJSON_AddObjectToObject(o, "eval_label_counts");
+        cJSON *mem = cJSON_AddArrayToObject(lc, "members"), *non = cJSON_AddArrayToObject(lc, "non_members");
+        for (int c = 0; mem && non && c < t->n_classes; c++) {
+            cJSON_AddItemToArray(mem, cJSON_CreateNumber(t->eval_label_counts[c]));
+            cJSON_AddItemToArray(non, cJSON_CreateNumber(t->eval_label_counts[t->n_classes + c]));
+        }
+    }
     if (t->cfg.kind == MIA_TARGET_GLOBAL) {
         cJSON_AddStringToObject(o, "members_rule", "records of clients that took part in at least one round "
                                                    "(not the adversary's)");

@@ -124,6 +124,33 @@ START_TEST(dirichlet_global_target_has_the_engines_pieces_and_lira_rmia_run) {
 }
 END_TEST
 
+// Under label skew the non-members match the eval members' label counts class by class,
+// and the members' mix is skewed: its chi-square distance from the data's uniform class
+// mix exceeds the 0.1% critical value (18.47 at the fixture's 5 classes, 4 degrees of
+// freedom), so non-members drawn uniformly would not have matched.
+static void check_labels_matched(const cJSON *tg, int members) {
+    ck_assert_str_eq(cJSON_GetObjectItem(tg, "non_members_rule")->valuestring,
+                     "matched to the eval members' label counts (label skew)");
+    const cJSON *lc = cJSON_GetObjectItem(tg, "eval_label_counts");
+    const cJSON *mem = cJSON_GetObjectItem(lc, "members"), *non = cJSON_GetObjectItem(lc, "non_members");
+    int C = cJSON_GetArraySize(mem), total = 0;
+    ck_assert_int_eq(C, 5);
+    ck_assert_int_eq(cJSON_GetArraySize(non), C);
+    for (int c = 0; c < C; c++) {
+        int m = (int)cJSON_GetArrayItem(mem, c)->valuedouble;
+        ck_assert_int_eq((int)cJSON_GetArrayItem(non, c)->valuedouble, m);
+        total += m;
+    }
+    ck_assert_int_eq(total, members);
+    double expect = (double)total / C, chi2 = 0;
+    for (int c = 0; c < C; c++) {
+        double d = cJSON_GetArrayItem(mem, c)->valuedouble - expect;
+        chi2 += d * d / expect;
+    }
+    ck_assert_msg(chi2 > 18.47, "the members' labels are not skewed (chi-square %.2f), so the match proves nothing",
+                  chi2);
+}
+
 START_TEST(dirichlet_client_target_is_its_piece) {
     Fixture fx;
     mf_open(&fx, "dirichlet");
@@ -136,6 +163,7 @@ START_TEST(dirichlet_client_target_is_its_piece) {
     ck_assert_int_eq((int)num(tg, "members_trained_on"), p->count[3]);
     ck_assert_int_eq((int)num(tg, "eval_members"), p->count[3]);
     check_result_shape(l, p->count[3]);
+    check_labels_matched(tg, p->count[3]);
     partition_free(p);
     cJSON_Delete(l);
     fixture_close(&fx);
