@@ -112,8 +112,10 @@ FpStatus mia_report(cJSON *result, const double *scores, const int32_t *labels, 
         cJSON_AddNumberToObject(result, copy[i], cJSON_GetObjectItem(d, copy[i])->valuedouble);
     cJSON_Delete(d);
     cJSON_AddStringToObject(result, "decision_rule", rule);
-    cJSON_AddStringToObject(result, "balanced_accuracy_note", "eval sets are balanced (members = non-members), so "
-                                                              "balanced accuracy = accuracy; chance = 0.5");
+    cJSON_AddStringToObject(result, "balanced_accuracy_note",
+                            2 * P == n ? "eval sets are balanced (members = non-members), so balanced accuracy = "
+                                         "accuracy; chance = 0.5"
+                                       : "eval sets are unbalanced: balanced accuracy = (TPR + TNR) / 2; chance = 0.5");
     cJSON_AddNumberToObject(result, "members", P);
     cJSON_AddNumberToObject(result, "non_members", n - P);
     // ROC points for plotting: all when few, else the ends plus, for a log-spaced grid g

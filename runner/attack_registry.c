@@ -16,6 +16,7 @@ extern const AttackOps attack_ml_leaks;
 extern const AttackOps attack_cs_mia;
 extern const AttackOps attack_lira;
 extern const AttackOps attack_rmia;
+extern const AttackOps attack_client_membership;
 extern const AttackOps attack_dlg_regression;
 extern const AttackOps attack_audit_training; // audits/training.c: the training-run audit as a matrix attack
 
@@ -28,6 +29,7 @@ static const AttackOps *const all_attacks[] = {
     &attack_cs_mia,
     &attack_lira,
     &attack_rmia,
+    &attack_client_membership,
     &attack_dlg_regression,
     &attack_audit_training,
     NULL, // end
