@@ -286,7 +286,8 @@ static FpStatus cm_run(const AttackEnv *env, cJSON *result, FpError *err) {
         goto out;
     cJSON_AddStringToObject(result, "test", "per round: did client k take part in round t? (members: the round's "
                                             "participants among the candidates; non-members: the others)");
-    cJSON_AddStringToObject(result, "observer", "public: the global model released after every round");
+    cJSON_AddStringToObject(result, "observer", "public"); // the report's view (reports/summary.c)
+    cJSON_AddStringToObject(result, "observed", "the global model released after every round");
     cJSON_AddStringToObject(result, "score_rule", "z-score over the round's candidates of <delta - mean_u, u_k - "
                                                   "mean_u> / |u_k - mean_u|: delta the released update, u_k the "
                                                   "candidate's local procedure replayed from the round's model with "
