@@ -26,6 +26,7 @@
 //     client does), else said why not.
 // Pairs share clients and rounds, so the intervals (which assume independent draws) are
 // indicative. Memory: candidates × parameters floats (the updates of one round).
+#include <cblas.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -171,32 +172,57 @@ static FpStatus cm_replay_round(const Experiment *ex, const Partition *part, con
     return st;
 }
 
-// s(k, t) for the round's candidates into score[0..n_cand), z-scored over them.
-static void cm_round_scores(const float *delta, const float *updates, int n_cand, size_t np, double *mean_u,
-                            double *score) {
-    for (size_t p = 0; p < np; p++)
-        mean_u[p] = 0;
-    for (int i = 0; i < n_cand; i++)
-        for (size_t p = 0; p < np; p++)
-            mean_u[p] += updates[(size_t)i * np + p];
-    for (size_t p = 0; p < np; p++)
-        mean_u[p] /= n_cand;
+// The released update as FedAvg forms it: the mean of the participants' updates, Δ_t =
+// U β with β_k = n_k / Σ n over the participants and 0 elsewhere (plus noise, clipping
+// and the replays' own batch order). The attacker fits β over every candidate at once by
+// least squares, (UᵀU + λI) β = UᵀΔ with λ = 1e-6 × the mean of diag(UᵀU) (the updates'
+// common direction makes UᵀU ill-conditioned), so a candidate whose update resembles a
+// participant's is not credited with it; its score is β_k, z-scored over the round's
+// candidates. UᵀU and UᵀΔ accumulate in double, CM_BLOCK parameters at a time.
+#define CM_BLOCK 2048
+
+extern void dposv_(const char *uplo, const int *n, const int *nrhs, double *a, const int *lda, double *b,
+                   const int *ldb, int *info); // LAPACK (OpenBLAS ships it)
+
+typedef struct {
+    double *gram, *rhs, *block, *dblock; // N × N, N, CM_BLOCK × N, CM_BLOCK
+} CmScratch;
+
+static FpStatus cm_round_scores(const float *delta, const float *updates, int N, size_t np, CmScratch *w,
+                                double *score, FpError *err) {
+    memset(w->gram, 0, sizeof(double) * (size_t)N * N);
+    memset(w->rhs, 0, sizeof(double) * (size_t)N);
+    for (size_t p0 = 0; p0 < np; p0 += CM_BLOCK) {
+        int b = (int)(np - p0 < CM_BLOCK ? np - p0 : CM_BLOCK);
+        for (int i = 0; i < N; i++)
+            for (int q = 0; q < b; q++)
+                w->block[(size_t)q * N + i] = updates[(size_t)i * np + p0 + q];
+        for (int q = 0; q < b; q++)
+            w->dblock[q] = delta[p0 + q];
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, N, b, 1.0, w->block, N, 1.0, w->gram, N);
+        cblas_dgemv(CblasRowMajor, CblasTrans, b, N, 1.0, w->block, N, w->dblock, 1, 1.0, w->rhs, 1);
+    }
+    double tr = 0;
+    for (int i = 0; i < N; i++)
+        tr += w->gram[(size_t)i * N + i];
+    for (int i = 0; i < N; i++)
+        w->gram[(size_t)i * N + i] += 1e-6 * (tr > 0 ? tr / N : 1.0);
+    // Row-major upper is column-major lower.
+    int n = N, one = 1, info = 0;
+    dposv_("L", &n, &one, w->gram, &n, w->rhs, &n, &info);
+    if (info != 0)
+        return fp_fail(err, FP_EDIVERGED, "client-membership: the candidates' updates are degenerate (LAPACK dposv "
+                       "info %d): they are not finite or all zero", info);
     double sum = 0, sum2 = 0;
-    for (int i = 0; i < n_cand; i++) {
-        const float *u = updates + (size_t)i * np;
-        double dot = 0, norm2 = 0;
-        for (size_t p = 0; p < np; p++) {
-            double v = u[p] - mean_u[p];
-            dot += (delta[p] - mean_u[p]) * v;
-            norm2 += v * v;
-        }
-        score[i] = norm2 > 0 ? dot / sqrt(norm2) : 0;
+    for (int i = 0; i < N; i++) {
+        score[i] = w->rhs[i];
         sum += score[i];
         sum2 += score[i] * score[i];
     }
-    double mu = sum / n_cand, var = sum2 / n_cand - mu * mu, sd = var > 0 ? sqrt(var) : 0;
-    for (int i = 0; i < n_cand; i++)
+    double mu = sum / N, var = sum2 / N - mu * mu, sd = var > 0 ? sqrt(var) : 0;
+    for (int i = 0; i < N; i++)
         score[i] = sd > 0 ? (score[i] - mu) / sd : 0;
+    return FP_OK;
 }
 
 static FpStatus cm_run(const AttackEnv *env, cJSON *result, FpError *err) {
@@ -212,13 +238,15 @@ static FpStatus cm_run(const AttackEnv *env, cJSON *result, FpError *err) {
     size_t np = global->table.n_params;
     CmRelease rel = {.globals = malloc(sizeof(float) * np * ((size_t)T + 1)), .np = np, .rounds = T};
     float *updates = malloc(sizeof(float) * np * (size_t)N), *delta = malloc(sizeof(float) * np);
-    double *mean_u = malloc(sizeof(double) * np), *score = malloc(sizeof(double) * (size_t)N * (size_t)T);
+    CmScratch scratch = {.gram = malloc(sizeof(double) * (size_t)N * N), .rhs = malloc(sizeof(double) * (size_t)N),
+                         .block = malloc(sizeof(double) * CM_BLOCK * (size_t)N), .dblock = malloc(sizeof(double) * CM_BLOCK)};
+    double *score = malloc(sizeof(double) * (size_t)N * (size_t)T);
     int32_t *member = malloc(sizeof(int32_t) * (size_t)N * (size_t)T);
     int *cand = malloc(sizeof(int) * (size_t)K);
     uint32_t *perm = malloc(sizeof(uint32_t) * (size_t)K);
     Federation *f = NULL;
     FpStatus st = FP_OK;
-    if (!rel.globals || !updates || !delta || !mean_u || !score || !member || !cand || !perm) {
+    if (!rel.globals || !updates || !delta || !scratch.gram || !scratch.rhs || !scratch.block || !scratch.dblock || !score || !member || !cand || !perm) {
         st = fp_fail(err, FP_ENOMEM, "%s: out of memory for %d candidates' updates (%zu parameters each): lower "
                      "candidates", env->path, N, np);
         goto out;
@@ -259,7 +287,8 @@ static FpStatus cm_run(const AttackEnv *env, cJSON *result, FpError *err) {
         st = cm_replay_round(ex, part, cand, N, t, attacker_seed, start, updates, np, err);
         if (st != FP_OK)
             break;
-        cm_round_scores(delta, updates, N, np, mean_u, score + (size_t)t * N);
+        if ((st = cm_round_scores(delta, updates, N, np, &scratch, score + (size_t)t * N, err)) != FP_OK)
+            break;
         const FedRoundResult *rr = fed_round_result(f, t);
         for (int i = 0; i < N; i++) {
             int in = 0;
@@ -288,10 +317,11 @@ static FpStatus cm_run(const AttackEnv *env, cJSON *result, FpError *err) {
                                             "participants among the candidates; non-members: the others)");
     cJSON_AddStringToObject(result, "observer", "public"); // the report's view (reports/summary.c)
     cJSON_AddStringToObject(result, "observed", "the global model released after every round");
-    cJSON_AddStringToObject(result, "score_rule", "z-score over the round's candidates of <delta - mean_u, u_k - "
-                                                  "mean_u> / |u_k - mean_u|: delta the released update, u_k the "
+    cJSON_AddStringToObject(result, "score_rule", "z-score over the round's candidates of beta_k, the least-squares "
+                                                  "coefficients of the released update delta on every candidate's "
+                                                  "update u_k at once (ridge 1e-6 of the mean diagonal): u_k the "
                                                   "candidate's local procedure replayed from the round's model with "
-                                                  "the attacker's own minibatch order, mean_u the candidates' mean");
+                                                  "the attacker's own minibatch order");
     cJSON_AddNumberToObject(result, "candidates", N);
     cJSON_AddNumberToObject(result, "rounds", T);
     cJSON_AddStringToObject(result, "interval_note", "pairs share clients and rounds: the intervals assume "
@@ -344,7 +374,10 @@ out:
     free(rel.globals);
     free(updates);
     free(delta);
-    free(mean_u);
+    free(scratch.gram);
+    free(scratch.rhs);
+    free(scratch.block);
+    free(scratch.dblock);
     free(score);
     free(member);
     free(cand);
