@@ -345,6 +345,11 @@ typedef struct DefenseOps {
     int (*takes_param)(const char *key);
 } DefenseOps;
 
+// The record of a round a rank other than 0 did not account (fl/fed.c: only rank 0
+// writes results): every figure NaN, no guarantee, one sentence saying so.
+void privacy_record_unaccounted(PrivacyRecord *rec);
+#define PRIVACY_UNACCOUNTED_REASON "not accounted on this rank: rank 0 accounts the federation and writes its results"
+
 // The privacy record of a defense after rounds_done rounds, settled
 // (privacy_record_settle): what the engine and every result report. FP_ENOMEM ("out of
 // memory while accounting privacy") when the defense's account ran out of memory (a NaN ε,
