@@ -377,7 +377,7 @@ static void dpsgd_privacy(const void *state, int rounds_done, PrivacyRecord *rec
     *rec = (PrivacyRecord){.unit = "record", .delta = s->delta, .sigma = s->sigma, .epsilon_total_sound = eps,
                            .epsilon_round_nominal = cached_epsilon(s, 1, &covered_round), .epsilon_total_nominal = eps,
                            .nominal_notion = "the same account (dp-sgd claims what it can prove)"};
-    clip_standard_account(rec, s->memo, s->q_acct, s->sigma, s->steps_round * (long long)rounds_done, s->delta);
+    clip_standard_account(rec, s->memo, NULL, s->q_acct, s->sigma, s->steps_round * (long long)rounds_done, s->delta);
     // By (accountant, clients uniform, safe sampler).
 #define DPSGD_OBSERVER                                                                                       \
     "record-level (eps, delta)-DP w.r.t. one client's data, add/remove one record, for an observer of all of " \
