@@ -133,8 +133,8 @@ double clip_noise_delta_slack(const ClipNoise *n, double eps, double draws) {
     return n->safe ? (1 + exp(eps)) * draws * n->table.tv : 0;
 }
 
-void clip_standard_account(PrivacyRecord *rec, DefenseMemo *memo, double q, double sigma, long long steps,
-                           double delta) {
+void clip_standard_account(PrivacyRecord *rec, DefenseMemo *memo, PldStepMemo *pld, double q, double sigma,
+                           long long steps, double delta) {
     rec->standard_notion = CLIP_STANDARD_NOTION;
     if (steps <= 0 || q <= 0) {
         rec->epsilon_standard_rdp = rec->epsilon_standard_pld = 0;
@@ -154,7 +154,7 @@ void clip_standard_account(PrivacyRecord *rec, DefenseMemo *memo, double q, doub
     }
     FpError pe = {0};
     FpStatus st[2] = {rdp_epsilon(q, sigma, steps, delta, &e[0], NULL, NULL),
-                      pld_epsilon(q, sigma, steps, delta, &e[1], &pe)};
+                      pld_epsilon_memo(q, sigma, steps, delta, pld, &e[1], &pe)};
     // The PLD accountant refuses a loss that needs more grid points than it holds with
     // FP_ENOMEM too ("... use a coarser grid", a tiny multiplier): it states no figure
     // there, which is no allocation failure.
@@ -516,6 +516,7 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
     g->paper = paper;
     g->rounds = setup->rounds;
     g->memo = setup->memo;
+    FP_TRY(pld_step_memo_create(&g->pld_memo, err));
     FP_TRY(jv_number(params, path, "clip", JV_OPTIONAL, 1.0, 0, 1, INFINITY, 0, &g->clip, err));
     FP_TRY(jv_number(params, path, "delta", JV_OPTIONAL, 1e-5, 0, 1, 1, 1, &g->delta, err));
     // The sampling the engine runs: a fixed cohort of m (rate m/N, replace-one
@@ -603,6 +604,8 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
 void clip_gaussian_free(ClipGaussian *g) {
     free(g->seen_k);
     g->seen_k = NULL;
+    pld_step_memo_free(g->pld_memo);
+    g->pld_memo = NULL;
     clip_noise_free(&g->noise);
     g->noise.safe = 0;
 }
@@ -679,7 +682,7 @@ void clip_gaussian_privacy(const ClipGaussian *g, int rounds_done, PrivacyRecord
 #undef CLIP_SAFE_NOTE
     int which = g->paper ? 4 + (g->cohort > 0) : 2 * (g->cohort > 0) + g->server_noise;
     rec->sound_notion = notions[which][g->noise.safe ? 1 + g->noise.rounded : 0];
-    clip_standard_account(rec, g->memo, g->q, g->z, rounds_done, g->delta);
+    clip_standard_account(rec, g->memo, g->pld_memo, g->q, g->z, rounds_done, g->delta);
     rec->epsilon_total_upload = upload_epsilon(g, rounds_done, &covered_upload);
     rec->upload_notion =
         g->server_noise

@@ -19,6 +19,7 @@
 
 #include "core/params.h"
 #include "core/rng.h"
+#include "defenses/dp/accountant_pld.h"
 #include "defenses/dp/dgauss.h"
 #include "fl/defense.h"
 
@@ -133,9 +134,10 @@ double clip_noise_delta_share(const ClipNoise *n, double eps, double draws, doub
 // accountant states none, NaN when one ran out of memory (0 for no steps, INFINITY for
 // sigma <= 0, without an accountant). Once per (q, sigma, steps, delta) in memo (the
 // experiment's, DefenseSetup.memo; NULL: computed each time): the PLD costs about 0.05 s
-// for 20 steps, and every round's record states it.
-void clip_standard_account(PrivacyRecord *rec, DefenseMemo *memo, double q, double sigma, long long steps,
-                           double delta);
+// for 20 steps, and every round's record states it; pld (the defense's, may be NULL) keeps
+// one step's masses between the rounds' figures (the same figures, bit for bit).
+void clip_standard_account(PrivacyRecord *rec, DefenseMemo *memo, PldStepMemo *pld, double q, double sigma,
+                           long long steps, double delta);
 #define CLIP_STANDARD_NOTION                                                                                  \
     "the standard accountant (Opacus, TF Privacy) for the same multiplier, rate and steps: Poisson-subsampled " \
     "Gaussian, add/remove one, RDP (Mironov, Talwar, Zhang 2019; Balle et al. 2020 conversion) and PLD; for "  \
@@ -247,6 +249,7 @@ typedef struct ClipGaussian {
     int *seen_k;          // per round: the cohort size seen by end_round, -1 before
     ClipNoise noise;      // the sampler ("sampler")
     DefenseMemo *memo;    // borrowed, may be NULL: the experiment's (the standard figures)
+    PldStepMemo *pld_memo; // owned: one step's PLD masses, kept between rounds' standard figures
 } ClipGaussian;
 
 // Reads "clip", "delta", "noise_multiplier", "epsilon", "sensitivity", "sampler" and, when

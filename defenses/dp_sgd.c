@@ -80,6 +80,7 @@ typedef struct DpSgd {
     double *eps_cache;       // eps_cache[r] = ε after r rounds (NAN until computed); r in 0..rounds
     int *covered_cache;      // whether the table's slack fitted in δ for eps_cache[r]
     DefenseMemo *memo;       // the experiment's (DefenseSetup.memo): σ and ε once per configuration
+    PldStepMemo *pld_memo;   // one step's PLD masses between the rounds' standard figures
 } DpSgd;
 
 static long long client_steps(const DpSgd *s, int n) {
@@ -152,7 +153,7 @@ static FpStatus dpsgd_create(const cJSON *params, const char *path, const Defens
     s->eps_cache = malloc(sizeof(double) * ((size_t)s->rounds + 1));
     s->covered_cache = malloc(sizeof(int) * ((size_t)s->rounds + 1));
     s->phi = 1;
-    if (!s->client_n || !s->eps_cache || !s->covered_cache) {
+    if (!s->client_n || !s->eps_cache || !s->covered_cache || pld_step_memo_create(&s->pld_memo, NULL) != FP_OK) {
         st = fp_fail(err, FP_ENOMEM, "out of memory for dp-sgd");
         goto fail;
     }
@@ -254,6 +255,7 @@ fail:
     free(s->client_n);
     free(s->eps_cache);
     free(s->covered_cache);
+    pld_step_memo_free(s->pld_memo);
     free(s);
     return st;
 }
@@ -266,6 +268,7 @@ static void dpsgd_destroy(void *state) {
     free(s->client_n);
     free(s->eps_cache);
     free(s->covered_cache);
+    pld_step_memo_free(s->pld_memo);
     free(s);
 }
 
@@ -377,7 +380,7 @@ static void dpsgd_privacy(const void *state, int rounds_done, PrivacyRecord *rec
     *rec = (PrivacyRecord){.unit = "record", .delta = s->delta, .sigma = s->sigma, .epsilon_total_sound = eps,
                            .epsilon_round_nominal = cached_epsilon(s, 1, &covered_round), .epsilon_total_nominal = eps,
                            .nominal_notion = "the same account (dp-sgd claims what it can prove)"};
-    clip_standard_account(rec, s->memo, s->q_acct, s->sigma, s->steps_round * (long long)rounds_done, s->delta);
+    clip_standard_account(rec, s->memo, s->pld_memo, s->q_acct, s->sigma, s->steps_round * (long long)rounds_done, s->delta);
     // By (accountant, clients uniform, safe sampler).
 #define DPSGD_OBSERVER                                                                                       \
     "record-level (eps, delta)-DP w.r.t. one client's data, add/remove one record, for an observer of all of " \

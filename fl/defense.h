@@ -334,6 +334,8 @@ typedef struct DefenseOps {
     // lack of memory writes NaN (never a legitimate ε) into the ε it could not compute
     // (epsilon_total_sound, epsilon_total_upload or a nominal ε), never INFINITY, which
     // would claim a complete "no guarantee": defense_privacy() turns it into FP_ENOMEM.
+    // It may keep memos of figures (the same figures with or without them) but must change
+    // nothing that training reads: across ranks only rank 0 calls it (fl/fed.c).
     void (*privacy)(const void *state, int rounds_done, PrivacyRecord *rec);
     // Optional: add the resolved parameters (variant, ε, clip, ...) to a JSON object.
     // FP_ENOMEM when an account it states ran out of memory (then out is not a result: a
@@ -344,6 +346,11 @@ typedef struct DefenseOps {
     // value no setting has. NULL: the defense does not say.
     int (*takes_param)(const char *key);
 } DefenseOps;
+
+// The record of a round a rank other than 0 did not account (fl/fed.c: only rank 0
+// writes results): every figure NaN, no guarantee, one sentence saying so.
+void privacy_record_unaccounted(PrivacyRecord *rec);
+#define PRIVACY_UNACCOUNTED_REASON "not accounted on this rank: rank 0 accounts the federation and writes its results"
 
 // The privacy record of a defense after rounds_done rounds, settled
 // (privacy_record_settle): what the engine and every result report. FP_ENOMEM ("out of

@@ -791,7 +791,20 @@ FpStatus fed_round_finish(Federation *f, FpError *err) {
     res->round = r + 1;
     res->participants = n;
     res->upload = summarize_uploads(f, n);
-    FP_TRY(defense_privacy(f->s.defense, f->defense_state, r + 1, &res->privacy, err));
+    // The account is for the results, which rank 0 alone writes: the other ranks of one
+    // federation skip it (the field's PLD figure alone was about 40% of a cheap round's
+    // CPU, repeated on every rank). Nothing a rank trains on reads it: the privacy slot
+    // changes no state that training uses (DefenseOps.privacy; dp-sgd caches figures
+    // only), and every calibration and noise scale comes from create(), the same on every
+    // rank. Their record says it was not accounted (privacy_record_unaccounted).
+    if (fed_rank(f) == 0) {
+        FpStatus pst = defense_privacy(f->s.defense, f->defense_state, r + 1, &res->privacy, err);
+        if (pst != FP_OK && fed_ranks(f) > 1)
+            fed_rank_abort(f, err); // this rank's own failure: the others would wait for it next round
+        FP_TRY(pst);
+    } else {
+        privacy_record_unaccounted(&res->privacy);
+    }
     f->rounds_done = r + 1;
     if (!all_finite(f->global_host, np)) {
         res->test_accuracy = res->test_loss = res->test_mae = res->test_mape = NAN;

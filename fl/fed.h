@@ -110,7 +110,8 @@ typedef struct FedRoundResult {
     double test_mape;         // regression only: mean |ŷ−y|/|y| over targets y ≠ 0, a fraction (NaN otherwise)
     double seconds;           // the whole round
     double train_seconds;     // local training, defense and aggregation (no evaluation)
-    PrivacyRecord privacy;
+    PrivacyRecord privacy;    // the account after the round, on rank 0 (one process: always); on the
+                              // other ranks of one federation not accounted (privacy_record_unaccounted)
     UploadSummary upload;     // what the defense applied to the round's uploads
     const int *clients;       // the ids of its participants (increasing; `participants` of them): the
                               // server's sampling after the defense's self-sampling, as the engine ran

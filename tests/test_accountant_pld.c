@@ -12,6 +12,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "defenses/dp/accountant.h"
@@ -136,6 +137,61 @@ START_TEST(composition_and_monotonicity) {
 }
 END_TEST
 
+// One step's masses kept between accountings (PldStepMemo): the standard figure of t
+// rounds restated after every round, as a federation's record does, is bit for bit the
+// figure computed from scratch, whatever order the step counts come in (growing, with
+// rounds skipped, shrinking) and with two mechanisms in one memo; the memo grows with the
+// truncation range. The control: a memo that matches an entry whatever its sigma (the
+// test-only FEDPRIV_TEST_PLD_MEMO_ANY_SIGMA), filled at sigma 1, gives sigma 1.2 another
+// figure than from scratch, so the comparison catches a memo of the wrong mechanism.
+static double pld_scratch(double q, double sigma, long long steps) {
+    double eps;
+    ck_assert_int_eq(pld_epsilon(q, sigma, steps, 1e-5, &eps, NULL), FP_OK);
+    return eps;
+}
+static double pld_memoised(PldStepMemo *m, double q, double sigma, long long steps) {
+    double eps;
+    ck_assert_int_eq(pld_epsilon_memo(q, sigma, steps, 1e-5, m, &eps, NULL), FP_OK);
+    return eps;
+}
+
+START_TEST(step_memo_is_bit_identical) {
+    static const long long orders[][6] = {{1, 2, 3, 4, 5, 6}, {1, 2, 4, 8, 16, 20}, {20, 12, 6, 3, 2, 1}};
+    for (int o = 0; o < 3; o++) {
+        PldStepMemo *m;
+        ck_assert_int_eq(pld_step_memo_create(&m, NULL), FP_OK);
+        long bins_first = 0;
+        for (int i = 0; i < 6; i++) {
+            long long t = orders[o][i];
+            double a = pld_memoised(m, 0.01, 1.0, t), b = pld_scratch(0.01, 1.0, t);
+            ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "order %d, %lld steps: memoised %.17g, from scratch %.17g",
+                          o, t, a, b);
+            if (i == 0)
+                bins_first = pld_step_memo_bins(m);
+            if (o == 2 && i == 2) { // a second mechanism beside the first
+                a = pld_memoised(m, 0.02, 1.3, t);
+                b = pld_scratch(0.02, 1.3, t);
+                ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "second mechanism: %.17g against %.17g", a, b);
+            }
+        }
+        ck_assert_int_gt(bins_first, 0);
+        if (o < 2) // more steps truncate further out: the memo grew
+            ck_assert_int_gt(pld_step_memo_bins(m), bins_first);
+        pld_step_memo_free(m);
+    }
+    PldStepMemo *m;
+    ck_assert_int_eq(pld_step_memo_create(&m, NULL), FP_OK);
+    pld_memoised(m, 0.01, 1.0, 5);
+    setenv("FEDPRIV_TEST_PLD_MEMO_ANY_SIGMA", "1", 1);
+    double wrong = pld_memoised(m, 0.01, 1.2, 5);
+    unsetenv("FEDPRIV_TEST_PLD_MEMO_ANY_SIGMA");
+    double right = pld_scratch(0.01, 1.2, 5);
+    ck_assert_msg(memcmp(&wrong, &right, sizeof wrong) != 0, "a memo of sigma 1 used for sigma 1.2 should give "
+                  "another figure (%.17g, from scratch %.17g)", wrong, right);
+    pld_step_memo_free(m);
+}
+END_TEST
+
 START_TEST(special_cases_and_bad_input) {
     double eps;
     FpError err = {0};
@@ -212,6 +268,7 @@ Suite *suite_accountant_pld(void) {
     tcase_add_test(t, unsampled_is_the_exact_gaussian);
     tcase_add_test(t, below_rdp_on_a_grid);
     tcase_add_test(t, composition_and_monotonicity);
+    tcase_add_test(t, step_memo_is_bit_identical);
     tcase_add_test(t, special_cases_and_bad_input);
     tcase_add_test(t, sigma_search);
     tcase_add_test(t, cli_pld);

@@ -17,6 +17,7 @@
 
 #include "cli_run.h"
 #include "core/comm.h"
+#include "fl/experiment.h"
 #include "matrix_compare.h"
 #include "matrix_standins.h"
 #include "runner/matrix_status.h"
@@ -446,8 +447,33 @@ static int train_ranks(const char *mpirun, int ranks, const char *file, const ch
     return cli_exec(argv, out_buf, err_buf, sizeof out_buf);
 }
 
+// Every round of a train result states an accounted privacy record: never the record of a
+// rank that did not account it (fl/fed.c accounts on rank 0 alone, which writes the
+// result), and with its sound figure and, where the defense states it, the field's PLD
+// figure present (a number or "inf").
+static void assert_rounds_accounted(const cJSON *res, int rounds, const char *what) {
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(res, "rounds");
+    ck_assert_msg(cJSON_GetArraySize(arr) == rounds, "%s: %d rounds, not %d", what, cJSON_GetArraySize(arr), rounds);
+    for (int r = 0; r < rounds; r++) {
+        const cJSON *p = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(arr, r), "privacy");
+        char *text = p ? cJSON_PrintUnformatted(p) : NULL;
+        ck_assert_msg(text && !strstr(text, PRIVACY_UNACCOUNTED_REASON), "%s: round %d is not accounted: %s", what,
+                      r + 1, text ? text : "(no privacy record)");
+        free(text);
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "sound"),
+                                                          "epsilon_total");
+        ck_assert_msg(cJSON_IsNumber(e) || cJSON_IsString(e), "%s: round %d has no sound figure", what, r + 1);
+        const cJSON *std = cJSON_GetObjectItemCaseSensitive(p, "standard");
+        if (std)
+            ck_assert_msg(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(std, "pld")), "%s: round %d has no PLD "
+                          "figure", what, r + 1);
+    }
+}
+
 // fedpriv train with 1 process and under mpirun -n 2 and 3: the same final weights, bit for
-// bit, and the same result JSON apart from timings; rank 0 alone reports progress. The
+// bit, and the same result JSON apart from timings, every round's privacy record included
+// and accounted (rank 0 alone accounts, assert_rounds_accounted; the control replaces one
+// round's record by an unaccounted rank's); rank 0 alone reports progress. The
 // same for an attack's federation (basic-mia, 1 and 2 ranks). A rank that cannot load
 // the experiment stops them all; a secure-RNG run is refused.
 START_TEST(train_across_ranks_is_bit_identical) {
@@ -473,6 +499,23 @@ START_TEST(train_across_ranks_is_bit_identical) {
         cJSON *one = load_json(p1);
         strip_timings(one);
         ck_assert_str_eq(cJSON_GetObjectItemCaseSensitive(one, "status")->valuestring, "ok");
+        assert_rounds_accounted(one, 3, file);
+        if (c == 0) {
+            // The control: one round's record replaced by an unaccounted rank's is caught,
+            // by the check above and by the comparison below.
+            cJSON *bad = cJSON_Duplicate(one, 1);
+            PrivacyRecord un;
+            privacy_record_unaccounted(&un);
+            cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(bad, "rounds"), 1),
+                                                   "privacy", privacy_record_json(&un));
+            ck_assert_msg(!cJSON_Compare(one, bad, 1), "a round's unaccounted record should differ from its account");
+            const cJSON *p = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(bad, "rounds"), 1), "privacy");
+            char *text = cJSON_PrintUnformatted(p);
+            ck_assert_msg(strstr(text, PRIVACY_UNACCOUNTED_REASON), "the unaccounted record says so: %s", text);
+            free(text);
+            cJSON_Delete(bad);
+        }
         for (int r = 2; r <= 3; r++) {
             rc = train_ranks(mpirun, r, file, dir, NULL);
             ck_assert_msg(rc == 0, "%s: mpirun -n %d exited %d:\n%s\n%s", file, r, rc, out_buf, err_buf);
@@ -484,6 +527,7 @@ START_TEST(train_across_ranks_is_bit_identical) {
             snprintf(pr, sizeof pr, "%s/r%d.json", dir, r);
             cJSON *many = load_json(pr);
             strip_timings(many);
+            assert_rounds_accounted(many, 3, pr);
             char where[512] = "";
             first_difference(one, many, "", where, sizeof where);
             ck_assert_msg(cJSON_Compare(one, many, 1), "%s: %d ranks differ at %s", file, r, where);

@@ -106,6 +106,25 @@ struct PldAccountant {
     int n, cap;
     const char *infinite_reason; // a phase whose ε is ∞ (σ = 0, or below PLD_MIN_SIGMA) and q > 0: why
     FILE *progress;              // pld_accountant_set_progress; NULL: silent
+    PldStepMemo *memo;           // pld_accountant_set_step_memo; NULL: every bin computed
+};
+
+// One step's half-bin integrals (half_bin over [(J−1)Δ, JΔ]) for grid indices J in
+// [lo, lo + n), of one (q, σ, direction, Δ): a function of J alone, so an accounting whose
+// truncation points moved reuses what another computed and adds only the bins it lacks.
+typedef struct {
+    double q, sigma, grid;
+    int remove;
+    long lo, n;
+    double *up, *down;
+} PldStepEntry;
+
+#define PLD_MEMO_ENTRIES 8             // (q, σ, direction) pairs kept; beyond, bins are computed
+#define PLD_MEMO_MAX_BINS (1L << 22)   // per entry (64 MiB): a wider step is computed each time
+struct PldStepMemo {
+    pthread_mutex_t lock;
+    PldStepEntry e[PLD_MEMO_ENTRIES];
+    int n;
 };
 
 // One accounting's progress line, at most every PLD_PROGRESS_SECONDS (fine grids
@@ -330,8 +349,62 @@ static double tail_point(const Step *st, int upper, double tau, double *tail_at_
     return hi;
 }
 
-static FpStatus step_pmf(const Step *st, double grid, double tau_hi, double tau_lo, PldProgress *pr, StepPmf *out,
-                         FpError *err) {
+// The entry of (st, grid) in memo, grown to cover bins [a, b] (computing the ones it lacked),
+// or NULL (no room, too wide, out of memory: the caller computes them itself). The
+// caller holds memo->lock. FEDPRIV_TEST_PLD_MEMO_ANY_SIGMA (tests only: the control that
+// a memo of the wrong mechanism is caught) matches an entry whatever its σ.
+static PldStepEntry *memo_entry(PldStepMemo *memo, const Step *st, double grid, long a, long b, PldProgress *pr) {
+    const char *any = getenv("FEDPRIV_TEST_PLD_MEMO_ANY_SIGMA");
+    int any_sigma = any && *any && strcmp(any, "0") != 0;
+    PldStepEntry *e = NULL;
+    for (int i = 0; i < memo->n && !e; i++)
+        if (memo->e[i].q == st->q && (any_sigma || memo->e[i].sigma == st->s) && memo->e[i].grid == grid &&
+            memo->e[i].remove == st->remove)
+            e = &memo->e[i];
+    if (!e) {
+        if (memo->n == PLD_MEMO_ENTRIES)
+            return NULL;
+        e = &memo->e[memo->n];
+        *e = (PldStepEntry){st->q, st->s, grid, st->remove, a, 0, NULL, NULL};
+    }
+    long lo = e->n ? (a < e->lo ? a : e->lo) : a, hi = e->n ? (b > e->lo + e->n - 1 ? b : e->lo + e->n - 1) : b;
+    long n = hi - lo + 1;
+    if (n > PLD_MEMO_MAX_BINS)
+        return NULL;
+    if (lo < e->lo || n > e->n || !e->up) {
+        double *up = malloc(sizeof(double) * (size_t)n), *down = malloc(sizeof(double) * (size_t)n);
+        if (!up || !down) {
+            free(up);
+            free(down);
+            return NULL;
+        }
+        if (e->n) {
+            memcpy(up + (e->lo - lo), e->up, sizeof(double) * (size_t)e->n);
+            memcpy(down + (e->lo - lo), e->down, sizeof(double) * (size_t)e->n);
+        }
+        // The bins outside the old range, each as step_pmf computes it (same ends, same x).
+        for (long J = lo; J <= hi; J++) {
+            if (e->n && J >= e->lo && J < e->lo + e->n)
+                continue;
+            if ((J & 0xffff) == 0)
+                pld_progress(pr, "one step's masses, bin %ld of %ld .. %ld", J, lo, hi);
+            double e0 = (double)(J - 1) * grid, e1 = (double)J * grid;
+            half_bin(st, e0, e1, step_x(st, e0), step_x(st, e1), &up[J - lo], &down[J - lo]);
+        }
+        free(e->up);
+        free(e->down);
+        e->up = up;
+        e->down = down;
+        e->lo = lo;
+        e->n = n;
+        if (e == &memo->e[memo->n])
+            memo->n++;
+    }
+    return e;
+}
+
+static FpStatus step_pmf(const Step *st, double grid, double tau_hi, double tau_lo, PldStepMemo *memo, PldProgress *pr,
+                         StepPmf *out, FpError *err) {
     double left = 0.0, e_lo = tail_point(st, 0, tau_lo, &left), e_hi = tail_point(st, 1, tau_hi, &left);
     if (isnan(e_lo) || isnan(e_hi))
         return fp_fail(err, FP_EUNSUPPORTED,
@@ -352,23 +425,38 @@ static FpStatus step_pmf(const Step *st, double grid, double tau_hi, double tau_
                        "PLD: one step needs %ld grid points at grid %g (q %g, sigma %g); use a coarser grid", n,
                        grid, st->q, st->s);
     double *mass = fp_calloc((size_t)n, sizeof(double), err);
-    double *xs = fp_malloc((size_t)n * sizeof(double), err);
-    if (!mass || !xs) {
-        free(mass);
-        free(xs);
+    if (!mass)
         return FP_ENOMEM;
-    }
-    for (long j = 0; j < n; j++)
-        xs[j] = step_x(st, (double)(j_lo + j) * grid);
     // ω_j += γ_j up/(γ_j − γ_{j−1}) = up/(1 − e^{−Δ});  ω_{j−1} += γ_{j−1} down/(γ_j − γ_{j−1}) = down/(e^Δ − 1)
     double f_up = 1.0 / -expm1(-grid), f_down = 1.0 / expm1(grid);
-    for (long j = 1; j < n; j++) {
-        if ((j & 0xffff) == 0)
-            pld_progress(pr, "one step's masses, %ld of %ld grid points", j, n);
-        double up, down;
-        half_bin(st, (double)(j_lo + j - 1) * grid, (double)(j_lo + j) * grid, xs[j - 1], xs[j], &up, &down);
-        mass[j] += up * f_up;
-        mass[j - 1] += down * f_down;
+    if (memo)
+        pthread_mutex_lock(&memo->lock);
+    const PldStepEntry *me = memo && n > 1 ? memo_entry(memo, st, grid, j_lo + 1, j_lo + n - 1, pr) : NULL;
+    if (me) { // the same values in the same order as below
+        for (long j = 1; j < n; j++) {
+            mass[j] += me->up[j_lo + j - me->lo] * f_up;
+            mass[j - 1] += me->down[j_lo + j - me->lo] * f_down;
+        }
+    }
+    if (memo)
+        pthread_mutex_unlock(&memo->lock);
+    if (!me) {
+        double *xs = fp_malloc((size_t)n * sizeof(double), err);
+        if (!xs) {
+            free(mass);
+            return FP_ENOMEM;
+        }
+        for (long j = 0; j < n; j++)
+            xs[j] = step_x(st, (double)(j_lo + j) * grid);
+        for (long j = 1; j < n; j++) {
+            if ((j & 0xffff) == 0)
+                pld_progress(pr, "one step's masses, %ld of %ld grid points", j, n);
+            double up, down;
+            half_bin(st, (double)(j_lo + j - 1) * grid, (double)(j_lo + j) * grid, xs[j - 1], xs[j], &up, &down);
+            mass[j] += up * f_up;
+            mass[j - 1] += down * f_down;
+        }
+        free(xs);
     }
     double q_le, q_gt, p_gt;
     step_tails(st, (double)j_lo * grid, NULL, NULL, &q_le, NULL);
@@ -377,7 +465,6 @@ static FpStatus step_pmf(const Step *st, double grid, double tau_hi, double tau_
     mass[n - 1] += exp((double)j_hi * grid) * q_gt;
     for (long j = 0; j < n; j++)
         mass[j] *= 1.0 + PLD_MASS_INFLATION;
-    free(xs);
     out->lo = j_lo;
     out->n = n;
     out->mass = mass;
@@ -524,7 +611,7 @@ static FpStatus direction_epsilon(const PldAccountant *acc, int remove, double d
         const PldPhase *ph = &acc->phases[p];
         Step s1 = {ph->q, ph->sigma, ph->sigma * ph->sigma, log1p(-ph->q), remove};
         st = step_pmf(&s1, grid, PLD_TAIL_SHARE * delta / (double)total, PLD_LOW_SHARE * delta / (double)total,
-                      pr, &pm[p], err);
+                      acc->memo, pr, &pm[p], err);
     }
     for (int p = 0; p < acc->n && st == FP_OK; p++) {
         logm[p] = fp_malloc(sizeof(double) * (size_t)pm[p].n, err);
@@ -784,6 +871,39 @@ FpStatus pld_accountant_epsilon(const PldAccountant *acc, double delta, PldEpsil
 }
 
 void pld_accountant_set_progress(PldAccountant *acc, FILE *progress) { acc->progress = progress; }
+void pld_accountant_set_step_memo(PldAccountant *acc, PldStepMemo *memo) { acc->memo = memo; }
+
+FpStatus pld_step_memo_create(PldStepMemo **out, FpError *err) {
+    PldStepMemo *m = fp_calloc(1, sizeof *m, err);
+    if (!m)
+        return FP_ENOMEM;
+    if (pthread_mutex_init(&m->lock, NULL) != 0) {
+        free(m);
+        return fp_fail(err, FP_ENOMEM, "out of resources for the PLD memo's lock");
+    }
+    *out = m;
+    return FP_OK;
+}
+
+void pld_step_memo_free(PldStepMemo *m) {
+    if (!m)
+        return;
+    for (int i = 0; i < m->n; i++) {
+        free(m->e[i].up);
+        free(m->e[i].down);
+    }
+    pthread_mutex_destroy(&m->lock);
+    free(m);
+}
+
+long pld_step_memo_bins(PldStepMemo *m) {
+    long n = 0;
+    pthread_mutex_lock(&m->lock);
+    for (int i = 0; i < m->n; i++)
+        n += m->e[i].n;
+    pthread_mutex_unlock(&m->lock);
+    return n;
+}
 
 void pld_accountant_free(PldAccountant *acc) {
     if (!acc)
@@ -792,10 +912,11 @@ void pld_accountant_free(PldAccountant *acc) {
     free(acc);
 }
 
-static FpStatus one_phase_epsilon(double q, double sigma, long long steps, double delta, double grid, double *eps,
-                                  FpError *err) {
+static FpStatus one_phase_epsilon(double q, double sigma, long long steps, double delta, double grid,
+                                  PldStepMemo *memo, double *eps, FpError *err) {
     PldAccountant *acc;
     FP_TRY(pld_accountant_create(grid, &acc, err));
+    acc->memo = memo;
     FpStatus st = pld_accountant_add(acc, q, sigma, steps, err);
     PldEpsilon r;
     if (st == FP_OK)
@@ -807,7 +928,12 @@ static FpStatus one_phase_epsilon(double q, double sigma, long long steps, doubl
 }
 
 FpStatus pld_epsilon(double q, double sigma, long long steps, double delta, double *eps, FpError *err) {
-    return one_phase_epsilon(q, sigma, steps, delta, PLD_DEFAULT_GRID, eps, err);
+    return one_phase_epsilon(q, sigma, steps, delta, PLD_DEFAULT_GRID, NULL, eps, err);
+}
+
+FpStatus pld_epsilon_memo(double q, double sigma, long long steps, double delta, PldStepMemo *memo, double *eps,
+                          FpError *err) {
+    return one_phase_epsilon(q, sigma, steps, delta, PLD_DEFAULT_GRID, memo, eps, err);
 }
 
 // The search's ε at σ. When the accountant cannot account σ (its loss beyond the grid's
@@ -826,7 +952,7 @@ typedef struct {
 
 static FpStatus search_eval(SigmaSearch *ss, double sigma, double lo, double *eps, FpError *err) {
     FpError e = {0};
-    FpStatus st = one_phase_epsilon(ss->q, sigma, ss->steps, ss->delta, ss->grid, eps, &e);
+    FpStatus st = one_phase_epsilon(ss->q, sigma, ss->steps, ss->delta, ss->grid, NULL, eps, &e);
     ss->evals++;
     if (st == FP_EUNSUPPORTED || st == FP_ENOMEM) {
         ss->fail_sigma = sigma;
