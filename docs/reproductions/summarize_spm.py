@@ -144,7 +144,8 @@ def block_summary(res):
     n_boom = sum(1 for x in res["cells"] if x["method"] != "nodp" and x["loss_exploded_round"])
     n_dp = sum(1 for x in res["cells"] if x["method"] != "nodp")
     return (f"**Result in one line** (T = 50 as published, {len(seeds)} seed{'s' if len(seeds) > 1 else ''} per cell, "
-            f"final-round accuracy): NoDP ends at {lo_hi(means['nodp'])} over C = 5–50 against the paper's "
+            f"final-round accuracy, C = {', '.join(str(c) for c in CLIENTS if runs(res, 'nodp', c))}): NoDP ends at "
+            f"{lo_hi(means['nodp'])} against the paper's "
             f"84.5–84.6%; SPM as published at {lo_hi(means['spm-paper'])} against the paper's 82.6–84.0%; PNPM at "
             f"{lo_hi(means['pnpm'])} [80.6–81.9%], LDP-FL at {lo_hi(means['ldp-fl'])} [80.6–81.1%], PM at "
             f"{lo_hi(means['pm'])} [56.1–71.9%]. The test loss of {n_boom} of the {n_dp} local-DP runs exploded "
