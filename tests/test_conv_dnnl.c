@@ -138,14 +138,14 @@ START_TEST(dnnl_matches_im2col_random) {
         int pad = (int)rng_next_below(&rs, 3), h = 3 + (int)rng_next_below(&rs, 12), w = 3 + (int)rng_next_below(&rs, 12);
         if (h + 2 * pad < k || w + 2 * pad < k || pad >= k)
             continue;
-        static const int batches[] = {1, 2, 3, 5, 8, 16};
+        static const int batches[] = {1, 3, 4, 5, 8, 16}; // 1 and 3: the im2col path, as it must be
         ConvGeom g = geom(batches[rng_next_below(&rs, 6)], 1 + (int)rng_next_below(&rs, 9), h, w,
                           1 + (int)rng_next_below(&rs, 17), k, stride, pad);
         taken += check_case(&g, (uint32_t)cases);
         cases++;
     }
     // most of the directions must really run on oneDNN, or this compared im2col with itself
-    ck_assert_int_ge(taken, 2 * cases);
+    ck_assert_int_ge(taken, cases);
 }
 END_TEST
 
@@ -154,6 +154,9 @@ START_TEST(dnnl_matches_im2col_lenet) {
     for (int i = 0; i < 3; i++)
         taken += check_case(&lenet[i], 100 + (uint32_t)i);
     ck_assert_int_eq(taken, 8); // all but the first layer's input gradient (left to im2col)
+    ConvGeom one = lenet[1];
+    one.n = 1;
+    ck_assert_int_eq(dnnl_conv2d_takes(&one, 0, NULL, 0), 0); // batches under 4 too
 }
 END_TEST
 

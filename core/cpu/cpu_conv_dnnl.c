@@ -158,11 +158,18 @@ static void operand_free(Operand *o) {
     free(o->buf);
 }
 
-// Geometries left to im2col although oneDNN takes them: the input gradient of a layer
-// with fewer than 4 input channels (LeNet's first, which DLG and Inverting Gradients
-// differentiate), where its blocked kernel plus reorders took 1.5 ms at batch 64 against
-// im2col's 0.8 (and its plain-layout GEMM kernel was no faster than im2col's).
-static int left_to_im2col(ConvDir dir, const ConvGeom *g) { return dir == DIR_BWD_DATA && g->c_in < 4; }
+// Geometries left to im2col although oneDNN takes them, measured on LeNet's three 5×5
+// convolutions of 12 channels, one thread (µs per call, oneDNN / im2col):
+//   - batches under 4: each call here builds descriptors and reorders (about 10 µs), which
+//     small batches do not pay back: at batch 1 (DLG's, and DP-SGD's per-example weight
+//     gradients) the forward took 11 / 7 and the weight gradient 18–36 / 7–26; at batch 4
+//     oneDNN was ahead in every direction (34 / 83 for the forward of 12 channels);
+//   - the input gradient of a layer with fewer than 4 input channels (LeNet's first,
+//     which DLG and Inverting Gradients differentiate): 1530 / 780 at batch 64 with the
+//     blocked kernel and its reorders, and oneDNN's plain-layout GEMM was no faster.
+static int left_to_im2col(ConvDir dir, const ConvGeom *g) {
+    return g->n < 4 || (dir == DIR_BWD_DATA && g->c_in < 4);
+}
 
 // Runs dir on oneDNN; 0 when it does not take the geometry (the caller runs im2col).
 static int conv_run(ConvDir dir, const ConvGeom *g, const ConvArgs *a) {
