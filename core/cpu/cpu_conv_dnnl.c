@@ -20,7 +20,8 @@
 // thread's OpenMP setting allows, and its weight gradient splits the sum over the batch
 // between threads, so its bits would depend on that count. fedpriv runs its own worker
 // threads (one client or closure each); every call here runs oneDNN on one OpenMP thread
-// (the calling thread's setting is lowered for the call and restored after it), so each
+// (the calling thread's setting is lowered for the whole call, primitive creation
+// included, and restored after it), so each
 // call sums in one order whatever the thread count, and workers never oversubscribe.
 //
 // State: none of ours. Every call describes its geometry and asks for the primitive;
@@ -173,10 +174,8 @@ static int left_to_im2col(ConvDir dir, const ConvGeom *g) {
     return g->n < 4 || (dir == DIR_BWD_DATA && g->c_in < 4);
 }
 
-// Runs dir on oneDNN; 0 when it does not take the geometry (the caller runs im2col).
-static int conv_run(ConvDir dir, const ConvGeom *g, const ConvArgs *a) {
-    if (left_to_im2col(dir, g))
-        return 0;
+// Runs dir on oneDNN (on one OpenMP thread: conv_run); 0 when it does not take the geometry.
+static int conv_run_one_thread(ConvDir dir, const ConvGeom *g, const ConvArgs *a) {
     dnnl_engine_t eng;
     DNNL_CHECK(dnnl_engine_create(&eng, dnnl_cpu, 0));
     dnnl_primitive_desc_t pd = conv_pd(eng, dir, g, 1);
@@ -204,9 +203,6 @@ static int conv_run(ConvDir dir, const ConvGeom *g, const ConvArgs *a) {
     dnnl_exec_arg_t args[3] = {{xa, ox.inner}, {wa, ow.inner}, {ya, oy.inner}};
     dnnl_stream_t stream;
     DNNL_CHECK(dnnl_stream_create(&stream, eng, dnnl_stream_default_flags));
-    int threads = omp_get_max_threads();
-    if (threads != 1)
-        omp_set_num_threads(1);
     if (dir != DIR_BWD_DATA)
         operand_reorder(&ox, stream, 0);
     if (dir != DIR_BWD_FILTER)
@@ -221,8 +217,6 @@ static int conv_run(ConvDir dir, const ConvGeom *g, const ConvArgs *a) {
     else
         operand_reorder(&oy, stream, 1);
     DNNL_CHECK(dnnl_stream_wait(stream));
-    if (threads != 1)
-        omp_set_num_threads(threads);
     DNNL_CHECK(dnnl_stream_destroy(stream));
     operand_free(&ox);
     operand_free(&ow);
@@ -231,6 +225,22 @@ static int conv_run(ConvDir dir, const ConvGeom *g, const ConvArgs *a) {
     DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
     DNNL_CHECK(dnnl_engine_destroy(eng));
     return 1;
+}
+
+// Runs dir on oneDNN; 0 when it does not take the geometry (the caller runs im2col).
+// The calling thread's OpenMP setting is 1 for the whole call, not only the execution:
+// creating primitives and reorders opens parallel regions too, and a team of more
+// threads there leaves them spinning (libgomp's wait policy) beside our workers.
+static int conv_run(ConvDir dir, const ConvGeom *g, const ConvArgs *a) {
+    if (left_to_im2col(dir, g))
+        return 0;
+    int threads = omp_get_max_threads();
+    if (threads != 1)
+        omp_set_num_threads(1);
+    int ran = conv_run_one_thread(dir, g, a);
+    if (threads != 1)
+        omp_set_num_threads(threads);
+    return ran;
 }
 
 // The slots keep no columns (conv2d_columns_size is NULL in this backend), so cols is
@@ -258,6 +268,9 @@ void dnnl_conv2d_backward_filter(const ConvGeom *g, const float *x, const float 
 int dnnl_conv2d_takes(const ConvGeom *g, int dir, char *impl, size_t impl_size) {
     if (left_to_im2col((ConvDir)dir, g))
         return 0;
+    int threads = omp_get_max_threads();
+    if (threads != 1)
+        omp_set_num_threads(1);
     dnnl_engine_t eng;
     DNNL_CHECK(dnnl_engine_create(&eng, dnnl_cpu, 0));
     dnnl_primitive_desc_t pd = conv_pd(eng, (ConvDir)dir, g, 1);
@@ -269,5 +282,7 @@ int dnnl_conv2d_takes(const ConvGeom *g, int dir, char *impl, size_t impl_size) 
     if (pd)
         DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
     DNNL_CHECK(dnnl_engine_destroy(eng));
+    if (threads != 1)
+        omp_set_num_threads(threads);
     return pd != NULL;
 }
