@@ -88,12 +88,31 @@ ifeq ($(HAVE_MPI),1)
   LDLIBS += $(MPI_LIBS)
 endif
 
+# oneDNN (libdnnl-dev) runs the CPU backend's convolutions (core/cpu/cpu_conv_dnnl.c):
+# auto = when its header compiles; 1 = insist; 0 = never (the im2col + OpenBLAS path,
+# which stays the oracle, runs them). It has no pkg-config file, hence the header probe.
+DNNL    ?= auto
+ifeq ($(DNNL),auto)
+  HAVE_DNNL := $(shell printf '\043include <oneapi/dnnl/dnnl.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1 || echo 0)
+else ifeq ($(DNNL),1)
+  HAVE_DNNL := 1
+  ifneq ($(shell printf '\043include <oneapi/dnnl/dnnl.h>\n' | $(CC) -E -x c - >/dev/null 2>&1 && echo 1),1)
+    $(error DNNL=1 but oneapi/dnnl/dnnl.h was not found (make deps installs libdnnl-dev))
+  endif
+else
+  HAVE_DNNL := 0
+endif
+ifeq ($(HAVE_DNNL),1)
+  CFLAGS += -DFEDPRIV_HAVE_DNNL
+  LDLIBS += -ldnnl -lgomp
+endif
+
 # Builds with and without the CUDA backend, and with and without MPI, live apart, so
 # switching never mixes objects.
-BUILD   := build/$(BUILD_KIND)$(if $(filter 1,$(HAVE_CUDA)),,-cpu)$(if $(filter 1,$(HAVE_MPI)),-mpi,)
+BUILD   := build/$(BUILD_KIND)$(if $(filter 1,$(HAVE_CUDA)),,-cpu)$(if $(filter 1,$(HAVE_MPI)),-mpi,)$(if $(filter 1,$(HAVE_DNNL)),,-nodnnl)
 
 MODULES := core core/cpu models datasets eval fl defenses/dp defenses attacks audits reports runner cli
-LIB_SRC := $(filter-out cli/main.c,$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
+LIB_SRC := $(filter-out cli/main.c $(if $(filter 1,$(HAVE_DNNL)),,core/cpu/cpu_conv_dnnl.c),$(foreach m,$(MODULES),$(wildcard $(m)/*.c)))
 
 ifeq ($(HAVE_CUDA),1)
   CUDA_HOME ?= $(patsubst %/bin/nvcc,%,$(NVCC))
@@ -209,7 +228,7 @@ $(TEST_BIN): | $(FAULT_SHIM)
 # --- set-up ---------------------------------------------------------------
 APT_PKGS := gcc make pkg-config libopenblas-dev libcjson-dev check zlib1g-dev libpng-dev \
             libvips-dev libfftw3-dev dataset-fashion-mnist libopenmpi-dev openmpi-bin python3 \
-            protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch python3-onnx libzip-dev
+            protobuf-c-compiler libprotobuf-c-dev libonnx-dev python3-torch python3-onnx libzip-dev libdnnl-dev
 DATA_DIR ?= data
 
 deps:
@@ -233,7 +252,7 @@ print-compile-flags:
 	@echo $(filter-out -MMD -MP,$(CFLAGS))
 
 summary:
-	@echo "fedpriv build: CPU backend ✓ (OpenBLAS)   CUDA backend $(if $(filter 1,$(HAVE_CUDA)),✓ ($(NVCC)),✗ ($(if $(filter 0,$(CUDA)),CUDA=0,no nvcc)))   MPI $(if $(filter 1,$(HAVE_MPI)),✓ ($(MPICC)),✗ ($(if $(filter 0,$(MPI)),MPI=0,no mpicc)))   sanitizers $(if $(filter 1,$(SANITIZE)),✓,off)"
+	@echo "fedpriv build: CPU backend ✓ (OpenBLAS$(if $(filter 1,$(HAVE_DNNL)),; convolutions: oneDNN,; convolutions: im2col$(if $(filter 0,$(DNNL)), (DNNL=0), (no oneDNN))))   CUDA backend $(if $(filter 1,$(HAVE_CUDA)),✓ ($(NVCC)),✗ ($(if $(filter 0,$(CUDA)),CUDA=0,no nvcc)))   MPI $(if $(filter 1,$(HAVE_MPI)),✓ ($(MPICC)),✗ ($(if $(filter 0,$(MPI)),MPI=0,no mpicc)))   sanitizers $(if $(filter 1,$(SANITIZE)),✓,off)"
 
 test: deps-check
 	@$(MAKE) --no-print-directory run-tests
@@ -273,7 +292,7 @@ FUZZ_CC      ?= clang
 FUZZ_DIR     := build/fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer -O1 -g
 FUZZ_CFLAGS  := -std=c11 -D_GNU_SOURCE -I. -I$(ONNX_GEN) $(PKG_CFLAGS) -pthread -MMD -MP $(FUZZ_SAN)
-FUZZ_OBJ     := $(filter-out %/cli/main.o,$(foreach m,$(MODULES),$(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(wildcard $(m)/*.c)))) \
+FUZZ_OBJ     := $(filter-out %/cli/main.o %/cpu_conv_dnnl.o,$(foreach m,$(MODULES),$(patsubst %.c,$(FUZZ_DIR)/obj/%.o,$(wildcard $(m)/*.c)))) \
                 $(FUZZ_DIR)/obj/gen/onnx.pb-c.o
 FUZZ_BINS    := $(patsubst fuzz/%.c,$(FUZZ_DIR)/%,$(wildcard fuzz/fuzz_*.c))
 VALGRIND_SUITES ?= rng autodiff png datasets_partition hardening
@@ -301,10 +320,11 @@ $(FUZZ_DIR)/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_util.h fuzz/fuzz_run_dir.h $(FUZZ_DI
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_DIR)/libfedpriv.a $(PKG_LIBS) -lm -pthread
 
 # Valgrind cannot run -march=native code (AVX-512), so the suites run from their own
-# portable -O1 build in build/valgrind; OpenBLAS runs single-threaded there.
+# portable -O1 build in build/valgrind; OpenBLAS runs single-threaded there, and the
+# convolutions run im2col (oneDNN's JIT kernels are AVX-512 too).
 VALGRIND_BUILD := build/valgrind
 valgrind:
-	@$(MAKE) --no-print-directory BUILD=$(VALGRIND_BUILD) OPT="-O1 -g" SANITIZE=0 CUDA=0 MPI=0 \
+	@$(MAKE) --no-print-directory BUILD=$(VALGRIND_BUILD) OPT="-O1 -g" SANITIZE=0 CUDA=0 MPI=0 DNNL=0 \
 	  $(VALGRIND_BUILD)/fedpriv $(VALGRIND_BUILD)/fedpriv-tests
 	@for s in $(VALGRIND_SUITES); do \
 	  echo "valgrind: suite $$s"; \

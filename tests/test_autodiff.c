@@ -102,6 +102,10 @@ static GcCase cases[] = {
     {"conv2d_s1p0", 2, {4, 4}, {{2, 2, 5, 5}, {3, 2, 3, 3}}, -1, 1, b_conv, &conv_s1p0, 1},
     {"conv2d_s2p2", 2, {4, 4}, {{2, 3, 6, 6}, {2, 3, 5, 5}}, -1, 1, b_conv, &conv_s2p2, 1},
     {"conv2d_s1p2", 2, {4, 4}, {{1, 2, 4, 4}, {2, 2, 5, 5}}, -1, 1, b_conv, &conv_s1p2, 1},
+    // batches of 4: the CPU backend runs these on oneDNN where it is built (smaller
+    // batches stay on im2col), so its three directions are differentiated twice too
+    {"conv2d_s2p2_b4", 2, {4, 4}, {{4, 3, 6, 6}, {5, 3, 5, 5}}, -1, 1, b_conv, &conv_s2p2, 1},
+    {"conv2d_s1p0_b4", 2, {4, 4}, {{4, 5, 5, 5}, {3, 5, 3, 3}}, -1, 1, b_conv, &conv_s1p0, 1},
     {"conv2d_bias_sigmoid", 3, {4, 4, 1}, {{1, 3, 8, 8}, {4, 3, 5, 5}, {4}}, -0.5f, 0.5f, b_conv_bias_sig, NULL, 1},
     {"maxpool", 1, {4}, {{2, 2, 4, 4}}, -4, 4, b_maxpool, NULL, 1},
     {"avgpool", 1, {4}, {{2, 2, 4, 4}}, -1, 1, b_avgpool, NULL, 1},

@@ -1,7 +1,9 @@
 // The CPU backend: the reference implementation of every kernel in core/backend.h.
 // Plain loops (the compiler vectorises them) and OpenBLAS for GEMM. This file holds
 // memory, elementwise, reductions and optimiser steps; convolution and pooling are in
-// cpu_conv.c.
+// cpu_conv.c, and the convolutions run through oneDNN (cpu_conv_dnnl.c) in builds that
+// found it (FEDPRIV_HAVE_DNNL; `make DNNL=0` keeps the im2col ones). This file and the
+// Makefile are the only places that know.
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -262,10 +264,18 @@ static const Backend cpu_backend = {
     .sum_broadcast = cpu_sum_broadcast,
     .softmax = cpu_softmax,
     .log_softmax = cpu_log_softmax,
+#ifdef FEDPRIV_HAVE_DNNL
+    // oneDNN (cpu_conv_dnnl.c), which keeps no columns; im2col for what it does not run
+    .conv2d_forward = dnnl_conv2d_forward,
+    .conv2d_backward_data = dnnl_conv2d_backward_data,
+    .conv2d_backward_filter = dnnl_conv2d_backward_filter,
+    .conv2d_columns_size = NULL,
+#else
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_backward_data = cpu_conv2d_backward_data,
     .conv2d_backward_filter = cpu_conv2d_backward_filter,
     .conv2d_columns_size = cpu_conv2d_columns_size,
+#endif
     .maxpool_forward = cpu_maxpool_forward,
     .maxpool_scatter = cpu_maxpool_scatter,
     .maxpool_gather = cpu_maxpool_gather,
