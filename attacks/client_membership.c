@@ -225,6 +225,11 @@ static FpStatus cm_round_scores(const float *delta, const float *updates, int N,
     return FP_OK;
 }
 
+static int cmp_int(const void *a, const void *b) {
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
 static FpStatus cm_run(const AttackEnv *env, cJSON *result, FpError *err) {
     CmConfig cfg = {0};
     FP_TRY(cm_parse(env, &cfg, err));
@@ -268,14 +273,9 @@ static FpStatus cm_run(const AttackEnv *env, cJSON *result, FpError *err) {
         perm[k] = (uint32_t)k;
     RngStream rc = rng_stream(attacker_seed, RNG_ATTACK, 0, 0);
     rng_shuffle_u32(&rc, perm, (uint32_t)K);
-    memset(cand, 0, sizeof(int) * (size_t)K);
-    for (int i = 0; i < N; i++)
-        cand[perm[i]] = 1;
-    for (int k = 0, i = 0; k < K; k++)
-        if (cand[k])
-            perm[i++] = (uint32_t)k;
     for (int i = 0; i < N; i++)
         cand[i] = (int)perm[i];
+    qsort(cand, (size_t)N, sizeof(int), cmp_int);
     const Partition *part = fed_partition(f);
     double every = env->progress_seconds > 0 ? env->progress_seconds : 10.0;
     FpProgress pr = fp_progress_start(env->quiet ? env->progress : stderr, T, every, every, "rounds", "%s: replaying %d clients",

@@ -21,19 +21,13 @@
 #include "core/jsonv.h"
 #include "core/json_number.h"
 #include "tests/cli_run.h"
+#include "tests/matrix_compare.h" // load_json
 #include "tests/scratch.h"
 
 #define ACCURACY_TOLERANCE 0.005
 #define LOSS_RELATIVE_TOLERANCE 0.01
 
 static char out_buf[1 << 16], err_buf[1 << 16];
-
-static cJSON *load(const char *path) {
-    cJSON *j = NULL;
-    FpError err = {0};
-    ck_assert_msg(jv_load_file(path, &j, &err) == FP_OK, "%s", err.msg);
-    return j;
-}
 
 static const cJSON *get(const cJSON *o, const char *key) { return cJSON_GetObjectItemCaseSensitive(o, key); }
 
@@ -53,7 +47,7 @@ static const cJSON *committed_run(const cJSON *results, int clients, const char 
 static void first_round(const char *variant, int clients, double *accuracy, double *loss) {
     char dir[256], cfg[320], res[320];
     scratch_make(dir, sizeof dir, "repro-smoke");
-    cJSON *c = load("fixtures/repro/spm/spm-paper.json");
+    cJSON *c = load_json("fixtures/repro/spm/spm-paper.json");
     cJSON *fed = cJSON_GetObjectItemCaseSensitive(c, "federation");
     cJSON_ReplaceItemInObjectCaseSensitive(fed, "clients", cJSON_CreateNumber(clients));
     cJSON_ReplaceItemInObjectCaseSensitive(fed, "rounds", cJSON_CreateNumber(1));
@@ -68,7 +62,7 @@ static void first_round(const char *variant, int clients, double *accuracy, doub
                           "--threads", "2", NULL};
     int rc = cli_run(args, out_buf, err_buf, sizeof out_buf);
     ck_assert_msg(rc == 0, "train exited %d: %s", rc, err_buf);
-    cJSON *r = load(res);
+    cJSON *r = load_json(res);
     const cJSON *r1 = cJSON_GetArrayItem(get(r, "rounds"), 0);
     *accuracy = jnum_value(get(r1, "test_accuracy"));
     *loss = jnum_value(get(r1, "test_loss"));
@@ -87,7 +81,7 @@ START_TEST(spm_first_round_matches_the_committed_run) {
         printf("SKIP spm_first_round_matches_the_committed_run: FEDPRIV_BIN is not set (make test sets it)\n");
         return;
     }
-    cJSON *results = load("docs/reproductions/results/spm.json");
+    cJSON *results = load_json("docs/reproductions/results/spm.json");
     const cJSON *run = committed_run(results, 5, "spm-paper", 1);
     ck_assert_msg(run != NULL, "results/spm.json has no run of SPM paper at C = 5, seed 1");
     double acc, loss;
@@ -111,7 +105,7 @@ START_TEST(spm_document_is_what_its_results_generate) {
     // The control: one final accuracy changed in a copy of the results is caught.
     char dir[256], bad[320], cmd[1200];
     scratch_make(dir, sizeof dir, "repro-doc");
-    cJSON *results = load("docs/reproductions/results/spm.json");
+    cJSON *results = load_json("docs/reproductions/results/spm.json");
     cJSON *first = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(results, "cells"), 0);
     double acc = jnum_value(get(first, "final_accuracy"));
     cJSON_ReplaceItemInObjectCaseSensitive(first, "final_accuracy", cJSON_CreateNumber(acc > 0.5 ? acc - 0.1 : acc + 0.1));
