@@ -36,9 +36,14 @@
 // Dirac to its own bound, the largest change a client's upload can make.
 #define AUDIT_CANARY_NORM_MEASURED 1e6
 
-enum { SCORE_SIGNED = 0, SCORE_MAGNITUDE = 1, N_SCORES = 2 };
+// The canaries' scores. signed and magnitude are sums over what the observer sees;
+// likelihood (one-run, aggregates observer, sampled clients, a Gaussian defense with its
+// multiplier z) weighs each round by the likelihood ratio of "the canary took part with
+// probability q" against "it did not" (round_likelihood). Multi-run audits keep the
+// first N_RUN_SCORES (one canary per run leaves no other to measure a round's noise by).
+enum { SCORE_SIGNED = 0, SCORE_MAGNITUDE = 1, SCORE_LIKELIHOOD = 2, N_SCORES = 3, N_RUN_SCORES = 2 };
 _Static_assert(N_SCORES <= TRAINING_AUDIT_MAX_SCORES, "a canary holds every score");
-static const char *const score_names[] = {"signed", "magnitude"};
+static const char *const score_names[] = {"signed", "magnitude", "likelihood"};
 static const char *const method_names[] = {"one-run", "multi-run", NULL};
 static const char *const observer_names[] = {"final-model", "aggregates", "uploads", NULL};
 static const char *const neighbour_names[] = {"default", "remove", "replace", NULL};
@@ -222,6 +227,50 @@ typedef struct Canary {
     double score[TRAINING_AUDIT_MAX_SCORES];
 } Canary;
 
+// log(1 − q + q·e^u) without overflow: the log-likelihood ratio of a round in which a
+// mechanism's output is N(μ, σ²) with probability q and N(0, σ²) otherwise, against
+// N(0, σ²), at u = (μ·x − μ²/2)/σ².
+static double log_mixture(double q, double u) {
+    if (u > 30) // e^u ≥ 1e13: log(q·e^u·(1 + (1 − q)/(q·e^u)))
+        return u + log(q) + log1p((1 - q) / q * exp(-u));
+    return log1p(q * expm1(u));
+}
+
+static int compare_doubles(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+// One round's likelihood-ratio scores. y[c] is canary c's coordinate of the released
+// change, signed so that its Dirac moves it up. The round's noise is Gaussian with the
+// same σ at every canary's coordinate: σ and the centre are measured across the canaries
+// (median and 1.4826·MAD, robust to the few that took part), and a canary's Dirac, the
+// clip C, is 1/z of σ = z·C. With canaries in each round with probability q, the score
+// adds log((1 − q) + q·e^{(a·x − a²/2)}) for x = (y − centre)/σ, a = 1/z (Nasr et al.
+// 2023's white-box scores over steps, Poisson-sampled); against replace neighbours (an
+// out canary sends −C) it is that minus the same at −x. Any score keeps the bound valid
+// (the one-run bound holds for every function of the output); this one only decides how
+// tight it is. work holds n doubles.
+static void round_likelihood(Canary *cn, int n, const double *y, double q, double z, int replace, double *work) {
+    memcpy(work, y, sizeof(double) * (size_t)n);
+    qsort(work, (size_t)n, sizeof(double), compare_doubles);
+    double centre = n % 2 ? work[n / 2] : 0.5 * (work[n / 2 - 1] + work[n / 2]);
+    for (int c = 0; c < n; c++)
+        work[c] = fabs(y[c] - centre);
+    qsort(work, (size_t)n, sizeof(double), compare_doubles);
+    double sigma = 1.4826 * (n % 2 ? work[n / 2] : 0.5 * (work[n / 2 - 1] + work[n / 2]));
+    if (!(sigma > 0) || !isfinite(sigma))
+        return; // a round without noise at the canaries' coordinates says nothing this way
+    double a = 1 / z;
+    for (int c = 0; c < n; c++) {
+        double x = (y[c] - centre) / sigma;
+        double l = log_mixture(q, a * x - 0.5 * a * a);
+        if (replace)
+            l -= log_mixture(q, -a * x - 0.5 * a * a);
+        cn[c].score[SCORE_LIKELIHOOD] += l;
+    }
+}
+
 typedef struct AuditCtx {
     Experiment *ex;
     const TrainingAuditConfig *cfg;
@@ -235,6 +284,7 @@ typedef struct AuditCtx {
     int has_upload_notion; // the account states a separate upload-observer bound
     int has_coordinate_notion; // ... and one for uploads that differ in one coordinate
     cJSON *privacy;        // privacy_record_json of rec
+    int n_scores;          // the canaries' scores the last run filled (N_SCORES with likelihood)
 } AuditCtx;
 
 static double clip_of(const cJSON *defense) {
@@ -291,7 +341,7 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
     }
     FedSetup s = {.cfg = ex->fed, .seed = seed, .threads = ex->threads, .backend = ex->backend, .global = a->model,
                   .train = ex->train, .test = ex->test, .defense = ex->defense, .defense_json = ex->defense_json,
-                  .quiet = 1, .canaries = dc, .memo = ex->memo};
+                  .quiet = 1, .canaries = dc, .memo = ex->memo, .account_final_only = 1};
     Federation *f = fed_create(&s, err);
     if (!f) {
         free(dc);
@@ -318,6 +368,7 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
     int *which = malloc(sizeof(int) * (size_t)K);
     float *w0 = malloc(sizeof(float) * np), *prev = malloc(sizeof(float) * np), *cur = malloc(sizeof(float) * np);
     float *update = calloc(np, sizeof(float)), *sent = malloc(sizeof(float) * np);
+    double *ys = NULL; // the likelihood score's round values and scratch, 2 per canary
     FpStatus st = FP_OK;
     if (!which || !w0 || !prev || !cur || !update || !sent) {
         st = fp_fail(err, FP_ENOMEM, "out of memory for the audit's canaries");
@@ -328,7 +379,18 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
     for (int c = 0; c < n_canaries; c++) {
         if (!a->records)
             which[cn[c].client] = c;
-        cn[c].score[SCORE_SIGNED] = cn[c].score[SCORE_MAGNITUDE] = 0;
+        cn[c].score[SCORE_SIGNED] = cn[c].score[SCORE_MAGNITUDE] = cn[c].score[SCORE_LIKELIHOOD] = 0;
+    }
+    // The likelihood score: canary clients seen in every aggregate, sampled, under a
+    // defense with a Gaussian multiplier (its resolved "noise_multiplier").
+    const cJSON *zj = cJSON_GetObjectItemCaseSensitive(a->defense, "noise_multiplier");
+    double z = cJSON_IsNumber(zj) ? zj->valuedouble : 0, q = ex->fed.sample_rate;
+    int likelihood = a->cfg->observer == AUDIT_OBSERVER_AGGREGATES && !a->records && n_canaries >= 2 && z > 0 &&
+                     isfinite(z) && q > 0 && q < 1;
+    a->n_scores = likelihood ? N_SCORES : N_RUN_SCORES;
+    if (likelihood && !(ys = malloc(sizeof(double) * 2 * (size_t)n_canaries))) {
+        st = fp_fail(err, FP_ENOMEM, "out of memory for the audit's canaries");
+        goto done;
     }
     model_get_params(a->model, w0);
     memcpy(prev, w0, sizeof(float) * np);
@@ -374,12 +436,17 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
         if (st != FP_OK)
             break;
         model_get_params(a->model, cur);
-        if (a->cfg->observer == AUDIT_OBSERVER_AGGREGATES)
+        if (a->cfg->observer == AUDIT_OBSERVER_AGGREGATES) {
             for (int c = 0; c < n_canaries; c++) {
                 double dw = (double)cur[cn[c].coord] - prev[cn[c].coord];
                 cn[c].score[SCORE_SIGNED] += wdir * dw;
                 cn[c].score[SCORE_MAGNITUDE] += fabs(dw);
+                if (ys)
+                    ys[c] = wdir * dw;
             }
+            if (ys)
+                round_likelihood(cn, n_canaries, ys, q, z, a->replace, ys + n_canaries);
+        }
         memcpy(prev, cur, sizeof(float) * np);
     }
     if (st == FP_OK && a->cfg->observer == AUDIT_OBSERVER_FINAL_MODEL)
@@ -389,7 +456,7 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
             cn[c].score[SCORE_MAGNITUDE] = fabs(dw);
         }
     for (int c = 0; c < n_canaries && st == FP_OK; c++)
-        for (int sc = 0; sc < N_SCORES; sc++)
+        for (int sc = 0; sc < a->n_scores; sc++)
             if (!isfinite(cn[c].score[sc])) {
                 st = fp_fail(err, FP_EDIVERGED, "the %s score of canary %d is not finite (%g)", score_names[sc], c,
                              cn[c].score[sc]);
@@ -409,6 +476,7 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
         a->record_unit = last->privacy.unit && strcmp(last->privacy.unit, "record") == 0;
     }
 done:
+    free(ys);
     free(dc);
     free(dc_coords);
     free(which);
@@ -607,24 +675,24 @@ typedef struct {
     TrainingAuditScores view;
 } ScoreColumns;
 
-static FpStatus score_columns(const Canary *cn, int n, ScoreColumns *o, FpError *err) {
+static FpStatus score_columns(const Canary *cn, int n, int n_scores, ScoreColumns *o, FpError *err) {
     memset(o, 0, sizeof *o);
-    o->in = malloc(sizeof(int) * (size_t)(n ? n : 1));
-    for (int s = 0; s < N_SCORES; s++)
-        o->col[s] = malloc(sizeof(double) * (size_t)(n ? n : 1));
-    if (!o->in || !o->col[0] || !o->col[1]) {
+    int ok = (o->in = malloc(sizeof(int) * (size_t)(n ? n : 1))) != NULL;
+    for (int s = 0; s < n_scores; s++)
+        ok &= (o->col[s] = malloc(sizeof(double) * (size_t)(n ? n : 1))) != NULL;
+    if (!ok) {
         free(o->in);
-        for (int s = 0; s < N_SCORES; s++)
+        for (int s = 0; s < n_scores; s++)
             free(o->col[s]);
         return fp_fail(err, FP_ENOMEM, "out of memory for %d scores", n);
     }
     for (int i = 0; i < n; i++) {
         o->in[i] = cn[i].in;
-        for (int s = 0; s < N_SCORES; s++)
+        for (int s = 0; s < n_scores; s++)
             o->col[s][i] = cn[i].score[s];
     }
-    o->view = (TrainingAuditScores){.n = n, .n_scores = N_SCORES, .in = o->in};
-    for (int s = 0; s < N_SCORES; s++) {
+    o->view = (TrainingAuditScores){.n = n, .n_scores = n_scores, .in = o->in};
+    for (int s = 0; s < n_scores; s++) {
         o->view.names[s] = score_names[s];
         o->view.score[s] = o->col[s];
     }
@@ -633,13 +701,13 @@ static FpStatus score_columns(const Canary *cn, int n, ScoreColumns *o, FpError 
 
 static void score_columns_free(ScoreColumns *o) {
     free(o->in);
-    for (int s = 0; s < N_SCORES; s++)
+    for (int s = 0; s < o->view.n_scores; s++)
         free(o->col[s]);
 }
 
 // DIR/scores.csv: the scores the bound was computed from, for `fedpriv audit-scores`
-// (which reproduces ε̂ from them): a header "canary,in,signed,magnitude" (one-run) or
-// "run,in,signed,magnitude" (multi-run), then one row per canary or run in order, %.17g
+// (which reproduces ε̂ from them): a header "canary,in,signed,magnitude" (one-run; with
+// ",likelihood" where that score applies) or "run,in,signed,magnitude" (multi-run), then one row per canary or run in order, %.17g
 // so that every score reads back as the same double. Written through fp_open_beneath
 // (no link below DIR is followed) and renamed into place.
 static FpStatus write_scores(const char *dir, const char *id_name, const TrainingAuditScores *sc, FpError *err) {
@@ -696,7 +764,7 @@ static FpStatus one_run(AuditCtx *a, cJSON *res, FpError *err) {
     if (st == FP_OK)
         st = train_with_canaries(a, ex->seed, cn, m, err);
     ScoreColumns cols;
-    if (st == FP_OK && (st = score_columns(cn, m, &cols, err)) == FP_OK) {
+    if (st == FP_OK && (st = score_columns(cn, m, a->n_scores, &cols, err)) == FP_OK) {
         st = training_audit_one_run_scores(&cols.view, audit_delta(a), cfg->confidence, res, err);
         if (st == FP_OK && cfg->state_dir && (st = write_scores(cfg->state_dir, "canary", &cols.view, err)) == FP_OK)
             cJSON_AddStringToObject(res, "scores_file", "scores.csv");
@@ -1038,7 +1106,7 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
     if (st == FP_OK)
         cJSON_AddNumberToObject(res, "runs_resumed", resumed);
     ScoreColumns cols;
-    if (st == FP_OK && (st = score_columns(runs, R, &cols, err)) == FP_OK) {
+    if (st == FP_OK && (st = score_columns(runs, R, N_RUN_SCORES, &cols, err)) == FP_OK) {
         st = training_audit_multi_run_scores(&cols.view, audit_delta(a), cfg->confidence, res, err);
         if (st == FP_OK && cfg->state_dir && (st = write_scores(cfg->state_dir, "run", &cols.view, err)) == FP_OK)
             cJSON_AddStringToObject(res, "scores_file", "scores.csv");

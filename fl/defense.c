@@ -165,13 +165,13 @@ void privacy_record_settle(PrivacyRecord *rec) {
         rec->epsilon_total_coordinate = rec->epsilon_total_coordinate_conditional = NAN;
 }
 
-void privacy_record_unaccounted(PrivacyRecord *rec) {
+void privacy_record_unaccounted(PrivacyRecord *rec, const char *reason) {
     *rec = (PrivacyRecord){.sigma = -1, .guarantee = GUARANTEE_NONE, .upload_guarantee = GUARANTEE_NONE};
     rec->epsilon_round_nominal = rec->epsilon_total_nominal = rec->epsilon_total_sound = NAN;
     rec->epsilon_total_conditional = rec->epsilon_total_upload = rec->epsilon_total_upload_conditional = NAN;
     rec->epsilon_total_coordinate = rec->epsilon_total_coordinate_conditional = NAN;
     rec->epsilon_standard_rdp = rec->epsilon_standard_pld = rec->delta = NAN;
-    privacy_assume(rec, PRIVACY_UNACCOUNTED_REASON);
+    privacy_assume(rec, reason);
 }
 
 FpStatus defense_privacy(const DefenseOps *ops, const void *state, int rounds_done, PrivacyRecord *rec,

@@ -347,10 +347,12 @@ typedef struct DefenseOps {
     int (*takes_param)(const char *key);
 } DefenseOps;
 
-// The record of a round a rank other than 0 did not account (fl/fed.c: only rank 0
-// writes results): every figure NaN, no guarantee, one sentence saying so.
-void privacy_record_unaccounted(PrivacyRecord *rec);
+// The record of a round the federation did not account (fl/fed.c): every figure NaN, no
+// guarantee, one sentence saying why. A rank other than 0 (only rank 0 writes results),
+// or a round before the last of a federation asked for its final account only (audits).
+void privacy_record_unaccounted(PrivacyRecord *rec, const char *reason);
 #define PRIVACY_UNACCOUNTED_REASON "not accounted on this rank: rank 0 accounts the federation and writes its results"
+#define PRIVACY_NOT_FINAL_REASON "not accounted: only the final round's account was asked for (an audit reads no other)"
 
 // The privacy record of a defense after rounds_done rounds, settled
 // (privacy_record_settle): what the engine and every result report. FP_ENOMEM ("out of

@@ -797,13 +797,15 @@ FpStatus fed_round_finish(Federation *f, FpError *err) {
     // changes no state that training uses (DefenseOps.privacy; dp-sgd caches figures
     // only), and every calibration and noise scale comes from create(), the same on every
     // rank. Their record says it was not accounted (privacy_record_unaccounted).
-    if (fed_rank(f) == 0) {
+    if (f->s.account_final_only && r + 1 != f->s.cfg.rounds) {
+        privacy_record_unaccounted(&res->privacy, PRIVACY_NOT_FINAL_REASON);
+    } else if (fed_rank(f) == 0) {
         FpStatus pst = defense_privacy(f->s.defense, f->defense_state, r + 1, &res->privacy, err);
         if (pst != FP_OK && fed_ranks(f) > 1)
             fed_rank_abort(f, err); // this rank's own failure: the others would wait for it next round
         FP_TRY(pst);
     } else {
-        privacy_record_unaccounted(&res->privacy);
+        privacy_record_unaccounted(&res->privacy, PRIVACY_UNACCOUNTED_REASON);
     }
     f->rounds_done = r + 1;
     if (!all_finite(f->global_host, np)) {

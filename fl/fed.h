@@ -140,6 +140,9 @@ typedef struct FedSetup {
                                     // audit canary records, handed to the defense in its DefenseRound; only
                                     // for a defense with record_canaries (fed_create refuses them otherwise)
     DefenseMemo *memo;              // optional, borrowed: the experiment's memo (DefenseSetup.memo)
+    int account_final_only;         // 1: only round cfg.rounds is accounted, the rounds before it say so
+                                    // (PRIVACY_NOT_FINAL_REASON): for callers that read the final record
+                                    // alone (audits), where the per-round account was most of a run's time
     int replay_sampling;            // 1: the server samples clients from sampling_seed's RNG_CLIENT_SAMPLE
     uint64_t sampling_seed;         // stream instead of seed's: the same participants, round by round, as
                                     // the federation of that seed (a membership target's reference

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define FP_SUITE(fn) Suite *fn(void);
@@ -73,7 +74,14 @@ typedef struct {
     size_t suite;
     int result_fd;  // read end of its counts pipe
     char log[64];   // its output file, printed when it ends
+    double started; // monotonic seconds when it was started
 } Job;
+
+static double now_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
 
 // In the child: suite i, output into the log file, its counts into result_fd.
 static void child_run(size_t i, int result_fd, const char *log) {
@@ -126,13 +134,15 @@ static int start_job(Job *j, size_t i) {
     j->pid = pid; // j->log already names its output file
     j->suite = i;
     j->result_fd = fds[0];
+    j->started = now_seconds();
     return 0;
 }
 
 // The ended job's output, printed whole; its failure lines (those after Check's summary
 // line) appended to failures; its counts added to total. 0, or -1 when the suite's
 // process died without reporting (counted as an error).
-static int finish_job(Job *j, int status, Counts *total, char **failures, size_t *fail_len) {
+static int finish_job(Job *j, int status, Counts *total, char **failures, size_t *fail_len, double *seconds) {
+    seconds[j->suite] = now_seconds() - j->started;
     Counts c = {0, 0, 0};
     ssize_t got = read(j->result_fd, &c, sizeof c);
     close(j->result_fd);
@@ -156,6 +166,7 @@ static int finish_job(Job *j, int status, Counts *total, char **failures, size_t
     if (f)
         fclose(f);
     unlink(j->log);
+    printf("%s: %.1f s\n", all_suites[j->suite].name, seconds[j->suite]);
     fflush(stdout);
     if (got != (ssize_t)sizeof c || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         printf("%s: the suite's process ended without its counts (status %d)\n", all_suites[j->suite].name, status);
@@ -170,7 +181,8 @@ static int finish_job(Job *j, int status, Counts *total, char **failures, size_t
 }
 
 // Runs the suites of order[0..n) with up to jobs processes at once.
-static void run_pool(const size_t *order, size_t n, int jobs, Counts *total, char **failures, size_t *fail_len) {
+static void run_pool(const size_t *order, size_t n, int jobs, Counts *total, char **failures, size_t *fail_len,
+                     double *seconds) {
     Job *running = calloc((size_t)jobs, sizeof *running);
     size_t next = 0;
     int active = 0;
@@ -198,12 +210,29 @@ static void run_pool(const size_t *order, size_t n, int jobs, Counts *total, cha
         }
         for (int s = 0; s < jobs; s++)
             if (running[s].pid == pid) {
-                finish_job(&running[s], status, total, failures, fail_len);
+                finish_job(&running[s], status, total, failures, fail_len, seconds);
                 running[s].pid = 0;
                 active--;
             }
     }
     free(running);
+}
+
+// The slowest suites and the whole run's wall time: where make test spends its time.
+static void print_slowest(const double *seconds, double wall) {
+    size_t order[N_SUITES];
+    for (size_t i = 0; i < N_SUITES; i++)
+        order[i] = i;
+    for (size_t i = 1; i < N_SUITES; i++) // insertion sort, slowest first
+        for (size_t k = i; k > 0 && seconds[order[k]] > seconds[order[k - 1]]; k--) {
+            size_t t = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = t;
+        }
+    printf("Wall time %.0f s; slowest suites:", wall);
+    for (size_t i = 0; i < 8 && i < N_SUITES && seconds[order[i]] > 0; i++)
+        printf("%s %s %.0f s", i ? "," : "", all_suites[order[i]].name, seconds[order[i]]);
+    printf("\n");
 }
 
 int main(void) {
@@ -229,8 +258,10 @@ int main(void) {
     Counts total = {0, 0, 0};
     char *failures = NULL;
     size_t fail_len = 0;
-    run_pool(order, n_free, jobs, &total, &failures, &fail_len);
-    run_pool(alone, n_alone, 1, &total, &failures, &fail_len);
+    double seconds[N_SUITES] = {0}, began = now_seconds();
+    run_pool(order, n_free, jobs, &total, &failures, &fail_len, seconds);
+    run_pool(alone, n_alone, 1, &total, &failures, &fail_len, seconds);
+    print_slowest(seconds, now_seconds() - began);
     int passed = total.run - total.failures - total.errors;
     printf("%d%%: Checks: %d, Failures: %d, Errors: %d\n", total.run ? (int)(100.0 * passed / total.run) : 0, total.run,
            total.failures, total.errors);

@@ -505,7 +505,7 @@ START_TEST(train_across_ranks_is_bit_identical) {
             // by the check above and by the comparison below.
             cJSON *bad = cJSON_Duplicate(one, 1);
             PrivacyRecord un;
-            privacy_record_unaccounted(&un);
+            privacy_record_unaccounted(&un, PRIVACY_UNACCOUNTED_REASON);
             cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(bad, "rounds"), 1),
                                                    "privacy", privacy_record_json(&un));
             ck_assert_msg(!cJSON_Compare(one, bad, 1), "a round's unaccounted record should differ from its account");

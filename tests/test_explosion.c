@@ -2,7 +2,7 @@
 // loss explodes while its weights stay finite is marked in train's result, in a matrix
 // cell, in the report's warnings and in results.json, never shown as a plain "ok".
 // The headline case is the one that motivated the rule: SPM as published
-// (fixtures/repro/spm/spm-paper.json) at C = 5 clients, T = 50 rounds.
+// (fixtures/repro/spm/spm-paper.json) at C = 5 clients, its first 12 of T = 50 rounds.
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -47,7 +47,7 @@ static void assert_marker_matches_rounds(const cJSON *marker, const cJSON *round
     ck_assert_str_eq(get(marker, "kind")->valuestring, "loss_exploded");
 }
 
-// SPM as published, C = 5, T = 50, the rest of the paper's Table 3 setting unchanged.
+// SPM as published, C = 5, the first 12 of T = 50 rounds, the rest of the paper's Table 3 setting unchanged.
 START_TEST(spm_paper_at_five_clients_is_marked) {
     if (!cli_have_bin()) {
         printf("SKIP spm_paper_at_five_clients_is_marked: FEDPRIV_BIN is not set (make test sets it)\n");
@@ -59,6 +59,11 @@ START_TEST(spm_paper_at_five_clients_is_marked) {
     cJSON *fed = cJSON_GetObjectItemCaseSensitive(c, "federation");
     ck_assert_int_eq((int)jnum_value(get(fed, "rounds")), 50); // the paper's T
     cJSON_ReplaceItemInObjectCaseSensitive(fed, "clients", cJSON_CreateNumber(5));
+    // Its first 12 rounds, where the committed 50-round run (docs/reproductions/spm.md)
+    // passes 10 ln K (23.0) at round 7 and stands at 378 by round 12: the marker is the same,
+    // for a quarter of the run's time (50 rounds were 163 s of make test, more under the
+    // sanitizers). The full run's figures are the reproduction's, checked by repro_smoke.
+    cJSON_ReplaceItemInObjectCaseSensitive(fed, "rounds", cJSON_CreateNumber(12));
     char *text = cJSON_Print(c);
     write_text(scratch_path(dir, "spm-c5.json", cfg, sizeof cfg), text);
     free(text);
@@ -71,9 +76,10 @@ START_TEST(spm_paper_at_five_clients_is_marked) {
     ck_assert_str_eq(get(r, "status")->valuestring, "ok"); // finite weights: not "diverged"
     const cJSON *fin = get(r, "final");
     assert_marker_matches_rounds(get(fin, "loss_exploded"), get(r, "rounds"), 10);
-    // The finding of docs/reproductions/spm.md: it ends near chance with a huge loss.
+    // The finding of docs/reproductions/spm.md: near chance with a loss far above a
+    // uniform guess's ln 10 (6e11 by round 50).
     ck_assert_double_lt(jnum_value(get(fin, "test_accuracy")), 0.2);
-    ck_assert_double_gt(jnum_value(get(fin, "test_loss")), 1e6);
+    ck_assert_double_gt(jnum_value(get(fin, "test_loss")), 100);
     ck_assert_str_eq(get(cJSON_GetArrayItem(get(r, "warnings"), 0), "kind")->valuestring, "loss_exploded");
     ck_assert_msg(strstr(err_buf, "fedpriv train: warning: the test loss exploded"), "%s", err_buf);
     cJSON_Delete(r);
@@ -140,7 +146,7 @@ END_TEST
 Suite *suite_explosion(void) {
     Suite *s = suite_create("explosion");
     TCase *t = tcase_create("rule");
-    tcase_set_timeout(t, 600); // 50 rounds of the full Fashion-MNIST: ~1 min, x3 under sanitizers
+    tcase_set_timeout(t, 600); // 12 rounds of the full Fashion-MNIST at 5 clients: ~40 s, x3 under sanitizers
     tcase_add_test(t, spm_paper_at_five_clients_is_marked);
     tcase_add_test(t, matrix_and_report_mark_it);
     suite_add_tcase(s, t);
