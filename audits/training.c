@@ -285,6 +285,7 @@ typedef struct AuditCtx {
     int has_coordinate_notion; // ... and one for uploads that differ in one coordinate
     cJSON *privacy;        // privacy_record_json of rec
     int n_scores;          // the canaries' scores the last run filled (N_SCORES with likelihood)
+    DefenseMemo *memo;     // the experiment's memo, else the audit's own: σ and accounts derived once
 } AuditCtx;
 
 static double clip_of(const cJSON *defense) {
@@ -341,7 +342,7 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
     }
     FedSetup s = {.cfg = ex->fed, .seed = seed, .threads = ex->threads, .backend = ex->backend, .global = a->model,
                   .train = ex->train, .test = ex->test, .defense = ex->defense, .defense_json = ex->defense_json,
-                  .quiet = 1, .canaries = dc, .memo = ex->memo, .account_final_only = 1};
+                  .quiet = 1, .canaries = dc, .memo = a->memo, .account_final_only = 1};
     Federation *f = fed_create(&s, err);
     if (!f) {
         free(dc);
@@ -1172,6 +1173,11 @@ FpStatus training_audit_run(Experiment *ex, const TrainingAuditConfig *cfg, int 
     a.model = model_clone(ex->model, ex->backend, err);
     if (!a.model)
         return err ? err->code : FP_ENOMEM;
+    // The runs share one memo (the experiment's, or one for this audit when the caller has
+    // none): a run's calibration and accounts are those of the run before (NULL when out
+    // of memory: each run derives them again, the same figures).
+    DefenseMemo *own_memo = ex->memo ? NULL : defense_memo_create();
+    a.memo = ex->memo ? ex->memo : own_memo;
     cJSON_AddStringToObject(res, "method", method_names[cfg->method]);
     cJSON_AddStringToObject(res, "observer", observer_names[cfg->observer]);
     cJSON_AddStringToObject(res, "canary", a.records ? "record" : "client");
@@ -1222,6 +1228,7 @@ FpStatus training_audit_run(Experiment *ex, const TrainingAuditConfig *cfg, int 
     cJSON_Delete(a.defense);
     cJSON_Delete(a.privacy);
     model_free(a.model);
+    defense_memo_free(own_memo);
     return st;
 }
 
