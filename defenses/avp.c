@@ -186,6 +186,7 @@ static FpStatus avp_create_common(const cJSON *params, const char *path, const D
     double orders[RDP_EXTENDED_ORDER_COUNT];
     int no = rdp_extended_orders(orders);
     FP_TRY(clip_noise_parse(params, path, setup->params, &s.noise, err));
+    s.noise.memo = setup->memo;
     double ratio = 0;
     for (int m = 1; m <= s.rounds; m++)
         ratio = fmax(ratio, sqrt(avp_variance(&s, m)) / s.sens);

@@ -53,16 +53,53 @@ FpStatus clip_noise_parse(const cJSON *params, const char *path, const ParamTabl
     return FP_OK;
 }
 
+static void free_table(void *t) {
+    dgauss_wide_free(t);
+    free(t);
+}
+
 FpStatus clip_noise_build(ClipNoise *n, double ratio, FpError *err) {
     if (!n->safe || n->table.hi)
         return FP_OK;
     double s = fmin(fmax(256.0 * sqrt((double)n->d) * fmax(ratio, 1.0), 64.0), DGAUSS_WIDE_SIGMA_MAX);
-    return n->rounded ? dgauss_wide_init_rounded(&n->table, s, err) : dgauss_wide_init(&n->table, s, err);
+    // The table is a function of (law, S) alone, and building it is most of a defense's
+    // create() (an audit of 100 runs built it 100 times): the memo holds one per key, read
+    // only once built (dgauss_wide_add takes it const), so sharing draws the same values.
+    char key[96];
+    snprintf(key, sizeof key, "noise table: %s S %a", n->rounded ? "rounded" : "discrete", s);
+    const DGaussWide *shared = defense_memo_get_object(n->memo, key);
+    if (shared) {
+        n->table = *shared;
+        n->borrowed = 1;
+        return FP_OK;
+    }
+    DGaussWide *t = calloc(1, sizeof *t);
+    if (!t)
+        return fp_fail(err, FP_ENOMEM, "out of memory for the noise table");
+    FpStatus st = n->rounded ? dgauss_wide_init_rounded(t, s, err) : dgauss_wide_init(t, s, err);
+    if (st != FP_OK) {
+        free(t);
+        return st;
+    }
+    shared = defense_memo_put_object(n->memo, key, t, free_table);
+    if (shared) { // the memo's now (t itself, or another thread's of the same key)
+        if (shared != t)
+            free_table(t);
+        n->table = *shared;
+        n->borrowed = 1;
+    } else { // no memo, or out of memory: this defense's own
+        n->table = *t;
+        free(t);
+        n->borrowed = 0;
+    }
+    return FP_OK;
 }
 
 void clip_noise_free(ClipNoise *n) {
-    if (n->safe)
+    if (n->safe && !n->borrowed)
         dgauss_wide_free(&n->table);
+    if (n->borrowed)
+        memset(&n->table, 0, sizeof n->table);
 }
 
 void clip_noise_add_at(const ClipNoise *n, float *x, size_t count, const RngStream *rng, uint64_t first, double std) {
@@ -526,6 +563,7 @@ FpStatus clip_gaussian_parse(const cJSON *params, const char *path, const Defens
     g->q = g->cohort > 0 ? (double)g->cohort / g->n_clients : setup->sample_rate;
     g->m = g->cohort > 0 ? g->cohort : fmax(1.0, setup->sample_rate * g->n_clients);
     FP_TRY(clip_noise_parse(params, path, setup->params, &g->noise, err));
+    g->noise.memo = setup->memo;
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(params, "noise_multiplier");
     const cJSON *ep = cJSON_GetObjectItemCaseSensitive(params, "epsilon");
     const cJSON *se = cJSON_GetObjectItemCaseSensitive(params, "sensitivity");

@@ -66,6 +66,10 @@ typedef struct ClipNoise {
                              // draw on one lattice sum: then the continuous accounts hold)
     size_t d;                // trainable elements (what the inflation counts)
     DGaussWide table;        // safe: N_Z(0, S²), S = table.sigma
+    DefenseMemo *memo;       // optional (set before clip_noise_build): the experiment's memo, which
+                             // then holds the table and shares it between the federations that
+                             // draw from the same one (an audit's runs, a matrix's cells)
+    int borrowed;            // the table is the memo's (clip_noise_free leaves it)
 } ClipNoise;
 
 // Reads "sampler" ("safe" | "float", default safe) for t's trainable elements;

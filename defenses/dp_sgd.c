@@ -166,6 +166,7 @@ static FpStatus dpsgd_create(const cJSON *params, const char *path, const Defens
         (st = clip_noise_parse(params, path, setup->params, &s->noise, err)) != FP_OK)
         goto fail;
     s->noise.rounded = 1;   // one draw per step on the rounded sum (banner)
+    s->noise.memo = setup->memo;
     s->d = s->noise.d;
     s->use_rdp = acc == 1;
     // The largest rate and the most steps over the configured clients.

@@ -42,7 +42,9 @@ void privacy_assume_upload(PrivacyRecord *rec, const char *sentence) {
 typedef struct MemoEntry {
     char *key;
     double values[DEFENSE_MEMO_VALUES];
-    int n;
+    int n;                      // values held (0 for an object)
+    void *obj;                  // defense_memo_put_object's, owned
+    void (*free_obj)(void *);
 } MemoEntry;
 
 struct DefenseMemo {
@@ -63,8 +65,11 @@ DefenseMemo *defense_memo_create(void) {
 void defense_memo_free(DefenseMemo *m) {
     if (!m)
         return;
-    for (int i = 0; i < m->n; i++)
+    for (int i = 0; i < m->n; i++) {
         free(m->entries[i].key);
+        if (m->entries[i].obj)
+            m->entries[i].free_obj(m->entries[i].obj);
+    }
     free(m->entries);
     pthread_mutex_destroy(&m->lock);
     free(m);
@@ -91,28 +96,61 @@ int defense_memo_get(DefenseMemo *m, const char *key, double *values, int n) {
     return found;
 }
 
+// A new entry for key, or NULL out of memory (the caller holds the lock).
+static MemoEntry *memo_add(DefenseMemo *m, const char *key) {
+    if (m->n == m->cap) {
+        int cap = m->cap ? 2 * m->cap : 8;
+        MemoEntry *grown = realloc(m->entries, sizeof *grown * (size_t)cap);
+        if (!grown)
+            return NULL;
+        m->entries = grown;
+        m->cap = cap;
+    }
+    char *k = strdup(key);
+    if (!k)
+        return NULL;
+    MemoEntry *e = &m->entries[m->n++];
+    *e = (MemoEntry){.key = k};
+    return e;
+}
+
 void defense_memo_put(DefenseMemo *m, const char *key, const double *values, int n) {
     if (!m || n < 1 || n > DEFENSE_MEMO_VALUES)
         return;
     pthread_mutex_lock(&m->lock);
-    if (!memo_find(m, key)) {
-        if (m->n == m->cap) {
-            int cap = m->cap ? 2 * m->cap : 8;
-            MemoEntry *grown = realloc(m->entries, sizeof *grown * (size_t)cap);
-            if (grown) {
-                m->entries = grown;
-                m->cap = cap;
-            }
-        }
-        char *k = m->n < m->cap ? strdup(key) : NULL;
-        if (k) {
-            MemoEntry *e = &m->entries[m->n++];
-            e->key = k;
-            e->n = n;
-            memcpy(e->values, values, sizeof(double) * (size_t)n);
-        }
+    MemoEntry *e = memo_find(m, key) ? NULL : memo_add(m, key);
+    if (e) {
+        e->n = n;
+        memcpy(e->values, values, sizeof(double) * (size_t)n);
     }
     pthread_mutex_unlock(&m->lock);
+}
+
+void *defense_memo_get_object(DefenseMemo *m, const char *key) {
+    if (!m)
+        return NULL;
+    pthread_mutex_lock(&m->lock);
+    const MemoEntry *e = memo_find(m, key);
+    void *obj = e ? e->obj : NULL;
+    pthread_mutex_unlock(&m->lock);
+    return obj;
+}
+
+void *defense_memo_put_object(DefenseMemo *m, const char *key, void *obj, void (*free_obj)(void *)) {
+    if (!m || !obj || !free_obj)
+        return NULL;
+    pthread_mutex_lock(&m->lock);
+    MemoEntry *e = memo_find(m, key);
+    void *stored = NULL;
+    if (e)
+        stored = e->obj; // another thread's (NULL if the key holds values)
+    else if ((e = memo_add(m, key)) != NULL) {
+        e->obj = obj;
+        e->free_obj = free_obj;
+        stored = obj;
+    }
+    pthread_mutex_unlock(&m->lock);
+    return stored;
 }
 
 int defense_memo_size(DefenseMemo *m) {

@@ -57,6 +57,14 @@ int defense_memo_get(DefenseMemo *m, const char *key, double *values, int n);
 // Remembers n <= DEFENSE_MEMO_VALUES values under key (a key already there keeps its values;
 // out of memory, nothing is remembered).
 void defense_memo_put(DefenseMemo *m, const char *key, const double *values, int n);
+// An object under key, built once and shared read-only by every federation of the
+// experiment (a noise table: defenses/clip.c). get: the object, or NULL. put: remembers
+// obj under key and owns it from then on (free_obj releases it with the memo), and
+// returns the object now stored under key: obj, or the one another thread put first
+// (then obj is the caller's still, to free). NULL when m is NULL or out of memory (obj
+// stays the caller's). A key names values or an object, never both.
+void *defense_memo_get_object(DefenseMemo *m, const char *key);
+void *defense_memo_put_object(DefenseMemo *m, const char *key, void *obj, void (*free_obj)(void *));
 // How many keys it holds (0 for NULL).
 int defense_memo_size(DefenseMemo *m);
 

@@ -548,6 +548,48 @@ START_TEST(dgauss_wide_noise) {
 }
 END_TEST
 
+// The noise table shared through a memo (ClipNoise.memo, an audit's runs): two builds of
+// one law and S share one table, draw exactly what an unshared build draws, and free
+// without touching it (the memo frees it last; ASan checks the frees). Control: a
+// different multiplier (another S) gets its own table.
+START_TEST(noise_table_shared_through_the_memo) {
+    enum { N = 64 }; // S = 256·√N·ratio: 3072 and 6144, below DGAUSS_WIDE_SIGMA_MAX
+    ParamLayer layer = {.offset = 0, .count = N, .trainable = 1};
+    ParamTable t = {.layers = &layer, .n_layers = 1, .n_params = N, .n_trainable = N};
+    cJSON *params = cJSON_Parse("{}");
+    DefenseMemo *memo = defense_memo_create();
+    ck_assert_ptr_nonnull(memo);
+    ClipNoise own, a, b, other;
+    ClipNoise *all[] = {&own, &a, &b, &other};
+    for (int k = 0; k < 4; k++) {
+        ck_assert_int_eq(clip_noise_parse(params, "defense", &t, all[k], NULL), FP_OK);
+        all[k]->rounded = 1;
+        all[k]->memo = k ? memo : NULL;
+        ck_assert_int_eq(clip_noise_build(all[k], k == 3 ? 3.0 : 1.5, NULL), FP_OK);
+    }
+    ck_assert_int_eq(own.borrowed, 0);
+    ck_assert(a.borrowed && b.borrowed && other.borrowed);
+    ck_assert_ptr_eq(a.table.hi, b.table.hi);
+    ck_assert_ptr_ne(a.table.hi, own.table.hi);
+    ck_assert_ptr_ne(a.table.hi, other.table.hi);
+    ck_assert_int_eq(defense_memo_size(memo), 2);
+    float *x = malloc(3 * N * sizeof(float));
+    for (size_t i = 0; i < 3 * N; i++)
+        x[i] = 0.25f;
+    RngStream rs = rng_stream(9, RNG_TEST, 3, 0);
+    clip_noise_add(&own, x, &t, &rs, 0.8);
+    clip_noise_add(&a, x + N, &t, &rs, 0.8);
+    clip_noise_add(&b, x + 2 * N, &t, &rs, 0.8);
+    ck_assert_int_eq(memcmp(x, x + N, N * sizeof(float)), 0);
+    ck_assert_int_eq(memcmp(x, x + 2 * N, N * sizeof(float)), 0);
+    for (int k = 0; k < 4; k++)
+        clip_noise_free(all[k]);
+    defense_memo_free(memo);
+    free(x);
+    cJSON_Delete(params);
+}
+END_TEST
+
 // Element i's words (dgauss_wide_words): the head word is word i mod 4 of the head
 // sub-stream's block i/4, the tail words words 1 and 3 of the tail sub-stream's block i;
 // the two sub-streams differ from each other and from the stream, also for a secure
@@ -659,6 +701,7 @@ Suite *suite_samplers(void) {
     tcase_add_test(t, dgauss_add_noise);
     tcase_add_test(t, dgauss_wide_table);
     tcase_add_test(t, dgauss_wide_noise);
+    tcase_add_test(t, noise_table_shared_through_the_memo);
     tcase_add_test(t, dgauss_wide_element_words);
     tcase_add_test(t, grid_rounding_sensitivity);
     suite_add_tcase(s, t);
