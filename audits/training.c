@@ -241,6 +241,12 @@ static int compare_doubles(const void *x, const void *y) {
     return (a > b) - (a < b);
 }
 
+// The median of v[0..n), n >= 1 (v is sorted in place).
+static double median_sorting(double *v, int n) {
+    qsort(v, (size_t)n, sizeof(double), compare_doubles);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 // One round's likelihood-ratio scores. y[c] is canary c's coordinate of the released
 // change, signed so that its Dirac moves it up. The round's noise is Gaussian with the
 // same σ at every canary's coordinate: σ and the centre are measured across the canaries
@@ -253,12 +259,10 @@ static int compare_doubles(const void *x, const void *y) {
 // tight it is. work holds n doubles.
 static void round_likelihood(Canary *cn, int n, const double *y, double q, double z, int replace, double *work) {
     memcpy(work, y, sizeof(double) * (size_t)n);
-    qsort(work, (size_t)n, sizeof(double), compare_doubles);
-    double centre = n % 2 ? work[n / 2] : 0.5 * (work[n / 2 - 1] + work[n / 2]);
+    double centre = median_sorting(work, n);
     for (int c = 0; c < n; c++)
         work[c] = fabs(y[c] - centre);
-    qsort(work, (size_t)n, sizeof(double), compare_doubles);
-    double sigma = 1.4826 * (n % 2 ? work[n / 2] : 0.5 * (work[n / 2 - 1] + work[n / 2]));
+    double sigma = 1.4826 * median_sorting(work, n);
     if (!(sigma > 0) || !isfinite(sigma))
         return; // a round without noise at the canaries' coordinates says nothing this way
     double a = 1 / z;
@@ -708,8 +712,9 @@ static void score_columns_free(ScoreColumns *o) {
 
 // DIR/scores.csv: the scores the bound was computed from, for `fedpriv audit-scores`
 // (which reproduces ε̂ from them): a header "canary,in,signed,magnitude" (one-run; with
-// ",likelihood" where that score applies) or "run,in,signed,magnitude" (multi-run), then one row per canary or run in order, %.17g
-// so that every score reads back as the same double. Written through fp_open_beneath
+// ",likelihood" where that score applies) or "run,in,signed,magnitude" (multi-run), then
+// one row per canary or run in order, %.17g so that every score reads back as the same
+// double. Written through fp_open_beneath
 // (no link below DIR is followed) and renamed into place.
 static FpStatus write_scores(const char *dir, const char *id_name, const TrainingAuditScores *sc, FpError *err) {
     char tmp[64];

@@ -17,8 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "core/clock.h"
 
 #define FP_SUITE(fn) Suite *fn(void);
 #include "suites.h"
@@ -77,12 +78,6 @@ typedef struct {
     double started; // monotonic seconds when it was started
 } Job;
 
-static double now_seconds(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 // In the child: suite i, output into the log file, its counts into result_fd.
 static void child_run(size_t i, int result_fd, const char *log) {
     FILE *f = freopen(log, "w", stdout);
@@ -134,7 +129,7 @@ static int start_job(Job *j, size_t i) {
     j->pid = pid; // j->log already names its output file
     j->suite = i;
     j->result_fd = fds[0];
-    j->started = now_seconds();
+    j->started = fp_monotonic_seconds();
     return 0;
 }
 
@@ -142,7 +137,7 @@ static int start_job(Job *j, size_t i) {
 // line) appended to failures; its counts added to total. 0, or -1 when the suite's
 // process died without reporting (counted as an error).
 static int finish_job(Job *j, int status, Counts *total, char **failures, size_t *fail_len, double *seconds) {
-    seconds[j->suite] = now_seconds() - j->started;
+    seconds[j->suite] = fp_monotonic_seconds() - j->started;
     Counts c = {0, 0, 0};
     ssize_t got = read(j->result_fd, &c, sizeof c);
     close(j->result_fd);
@@ -258,10 +253,10 @@ int main(void) {
     Counts total = {0, 0, 0};
     char *failures = NULL;
     size_t fail_len = 0;
-    double seconds[N_SUITES] = {0}, began = now_seconds();
+    double seconds[N_SUITES] = {0}, began = fp_monotonic_seconds();
     run_pool(order, n_free, jobs, &total, &failures, &fail_len, seconds);
     run_pool(alone, n_alone, 1, &total, &failures, &fail_len, seconds);
-    print_slowest(seconds, now_seconds() - began);
+    print_slowest(seconds, fp_monotonic_seconds() - began);
     int passed = total.run - total.failures - total.errors;
     printf("%d%%: Checks: %d, Failures: %d, Errors: %d\n", total.run ? (int)(100.0 * passed / total.run) : 0, total.run,
            total.failures, total.errors);
