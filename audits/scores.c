@@ -75,7 +75,7 @@ static FpStatus read_npy(const char *path, const unsigned char *buf, size_t len,
     t->kind_from_file = SCORES_KIND_UNKNOWN;
     t->bit_is_member = 1;
     for (int k = 0; k < t->n_scores; k++) {
-        char nm[16];
+        char nm[24]; // "score" and any int: no truncation
         if (t->n_scores == 1)
             snprintf(nm, sizeof nm, "score");
         else

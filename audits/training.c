@@ -680,7 +680,8 @@ typedef struct {
     TrainingAuditScores view;
 } ScoreColumns;
 
-static FpStatus score_columns(const Canary *cn, int n, int n_scores, ScoreColumns *o, FpError *err) {
+// Scores first .. first + n_scores − 1 of each canary.
+static FpStatus score_columns(const Canary *cn, int n, int first, int n_scores, ScoreColumns *o, FpError *err) {
     memset(o, 0, sizeof *o);
     int ok = (o->in = malloc(sizeof(int) * (size_t)(n ? n : 1))) != NULL;
     for (int s = 0; s < n_scores; s++)
@@ -694,11 +695,11 @@ static FpStatus score_columns(const Canary *cn, int n, int n_scores, ScoreColumn
     for (int i = 0; i < n; i++) {
         o->in[i] = cn[i].in;
         for (int s = 0; s < n_scores; s++)
-            o->col[s][i] = cn[i].score[s];
+            o->col[s][i] = cn[i].score[first + s];
     }
     o->view = (TrainingAuditScores){.n = n, .n_scores = n_scores, .in = o->in};
     for (int s = 0; s < n_scores; s++) {
-        o->view.names[s] = score_names[s];
+        o->view.names[s] = score_names[first + s];
         o->view.score[s] = o->col[s];
     }
     return FP_OK;
@@ -711,8 +712,8 @@ static void score_columns_free(ScoreColumns *o) {
 }
 
 // DIR/scores.csv: the scores the bound was computed from, for `fedpriv audit-scores`
-// (which reproduces ε̂ from them): a header "canary,in,signed,magnitude" (one-run; with
-// ",likelihood" where that score applies) or "run,in,signed,magnitude" (multi-run), then
+// (which reproduces ε̂ from them): a header "canary,in,signed,magnitude" (one-run;
+// "canary,in,likelihood" where that score applies) or "run,in,signed,magnitude" (multi-run), then
 // one row per canary or run in order, %.17g so that every score reads back as the same
 // double. Written through fp_open_beneath
 // (no link below DIR is followed) and renamed into place.
@@ -769,8 +770,12 @@ static FpStatus one_run(AuditCtx *a, cJSON *res, FpError *err) {
                          .in = (int)(rng_next_u32(&bits) & 1u)};
     if (st == FP_OK)
         st = train_with_canaries(a, ex->seed, cn, m, err);
+    // The likelihood score, where it applies, is the audit's score by rule (audits/training.h):
+    // the bound and scores.csv hold it alone, so audit-scores on the file gives the same ε̂.
+    int likelihood = a->n_scores == N_SCORES;
     ScoreColumns cols;
-    if (st == FP_OK && (st = score_columns(cn, m, a->n_scores, &cols, err)) == FP_OK) {
+    if (st == FP_OK && (st = score_columns(cn, m, likelihood ? SCORE_LIKELIHOOD : 0, likelihood ? 1 : a->n_scores,
+                                           &cols, err)) == FP_OK) {
         st = training_audit_one_run_scores(&cols.view, audit_delta(a), cfg->confidence, res, err);
         if (st == FP_OK && cfg->state_dir && (st = write_scores(cfg->state_dir, "canary", &cols.view, err)) == FP_OK)
             cJSON_AddStringToObject(res, "scores_file", "scores.csv");
@@ -1112,7 +1117,7 @@ static FpStatus multi_run(AuditCtx *a, cJSON *res, int quiet, FpError *err) {
     if (st == FP_OK)
         cJSON_AddNumberToObject(res, "runs_resumed", resumed);
     ScoreColumns cols;
-    if (st == FP_OK && (st = score_columns(runs, R, N_RUN_SCORES, &cols, err)) == FP_OK) {
+    if (st == FP_OK && (st = score_columns(runs, R, 0, N_RUN_SCORES, &cols, err)) == FP_OK) {
         st = training_audit_multi_run_scores(&cols.view, audit_delta(a), cfg->confidence, res, err);
         if (st == FP_OK && cfg->state_dir && (st = write_scores(cfg->state_dir, "run", &cols.view, err)) == FP_OK)
             cJSON_AddStringToObject(res, "scores_file", "scores.csv");

@@ -21,8 +21,14 @@
 // Two scores per canary: signed (the sum along +e_j, oriented so that "in" pushes it
 // up: the likelihood-ratio statistic for Gaussian noise) and magnitude (the sum of
 // |·| per round, which sees data-dependent supports: an exact zero where the noise
-// should be). Which score, and how many guesses or which threshold, is chosen on data
-// the bound does not use (below), so the reported bound needs no correction for it.
+// should be). With canary clients seen in every aggregate of a sampled federation under a
+// Gaussian defense, a third, likelihood (audits/training.c, round_likelihood): the
+// likelihood ratio of the claimed mechanism summed over rounds. Where it applies it is
+// the audit's score, fixed before any score is seen (the Neyman–Pearson test of the
+// claim: picking among three on the selection half lost it to a sum by chance, at half
+// the bound it gives); elsewhere the score, and everywhere how many guesses or which
+// threshold, is chosen on data the bound does not use (below), so the reported bound
+// needs no correction for it.
 //
 // One-run audit (Steinke, Nasr, Jagielski 2023, "Privacy auditing with one (1) training
 // run", arXiv 2305.08846). m canary clients (the last m client ids of the federation,

@@ -17,6 +17,7 @@ reconstructions matched to originals by the Hungarian algorithm on SSIM
   /usr/bin/python3 bench/ig_bench.py --model lenet --weights W.bin --images 0,1,2,3
       [--batch 4] [--local-steps 1] [--fed-lr 0.01] [--steps 2000] [--restarts 1]
       [--tv 1e-4] [--lr 0.1] [--seed 1] [--threads 1] [--device cpu|cuda] [--time-closure N]
+      [--true-labels]
 
 With --time-closure N it inverts nothing: it times N closure evaluations at one x' on the
 first batch (CPU ms, median of three runs) and the convolution kernels' share of them.
@@ -184,6 +185,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--device", default="cpu")
+    ap.add_argument("--true-labels", action="store_true",
+                    help="give the batch's true labels instead of reading them off the gradient (the parity rows)")
     ap.add_argument("--time-closure", type=int, default=0, metavar="N",
                     help="no inversion: time N closure evaluations on the first batch (CPU)")
     a = ap.parse_args()
@@ -204,7 +207,8 @@ def main():
         x, y = load(root, indices[b:b + a.batch])
         x, y = x.to(a.device), y.to(a.device)
         target = [t.detach() for t in local_estimate(a.model, params, x, y, a.local_steps, a.fed_lr, False)]
-        labels = torch.tensor(labels_from_gradient(target[6], a.batch), dtype=torch.long, device=a.device)
+        labels = y.clone() if a.true_labels else \
+            torch.tensor(labels_from_gradient(target[6], a.batch), dtype=torch.long, device=a.device)
         rest = [int(v) for v in labels]
         for v in y.tolist():
             if v in rest:

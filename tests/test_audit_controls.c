@@ -4,10 +4,11 @@
 // (defenses/dp/accountant.h) fed a wrong input for the run as trained: q ten times too
 // small, one round's ε reported as the total (composition ignored), and a fixed-size
 // cohort (replace one client) accounted as Poisson sampling (add/remove). The broken
-// accounts understate the run's own; they are not yet caught (ε̂ above them), which needs
-// a stronger audit than 1000 canaries give (docs/auditing.md, "Many rounds"). The
+// accounts understate the run's own. Over 100 rounds at multiplier 2 the first two are
+// caught (ε̂ above them); over 20 rounds none is, and the fixed cohort accounted as
+// Poisson is not caught at any setting measured (docs/auditing.md, "Many rounds"). The
 // corrected defense, audited the same way against its own account, is not flagged over
-// SEEDS seeds, and the per-round likelihood score is the one the audit picks in most.
+// SEEDS seeds, its score the per-round likelihood ratio (the audit's score by rule).
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -109,9 +110,8 @@ static double rdp_eps(double q, double z, long long steps) {
 // same run, as the audit reads it (epsilon_claimed), by a factor the audit would have to
 // resolve. At Z = 0.5 they are 6.1, 7.4 and 18.1 against 18.1 (Poisson) and the fixed
 // cohort's larger figure, all above this audit's ceiling (claim_testable false): 1000
-// canary clients that take part in 2 of 20 rounds on average cannot refute them (and at
-// Z = 2, claims 0.21, 0.53 and 1.23, the audit finds eps_hat 0). Catching them needs a
-// stronger test than the sum over rounds (docs/auditing.md, Limits).
+// canary clients that take part in 2 of 20 rounds on average cannot refute them. Over
+// 100 rounds they can: two_controls_caught_over_100_rounds below.
 START_TEST(broken_accounts_understate_the_run) {
     cJSON *r = audit(FED_POISSON, "{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":0.5}", AUDIT(""), 1);
     double own = num(r, "epsilon_claimed");
@@ -130,16 +130,49 @@ START_TEST(broken_accounts_understate_the_run) {
 }
 END_TEST
 
+// Where two of the controls are caught: 100 rounds at multiplier 2, 2500 canary clients
+// beside 10 that train (the MLP's 2627 coordinates hold them). The likelihood score over
+// rounds finds more than one round's ε (0.526) and more than the account fed q/10
+// (0.257) in most of SEEDS seeds, while the run's own account (2.59) stays above ε̂ in
+// every one (the corrected defense is not flagged). Measured when written: ε̂ 0.621, 1.238,
+// 0.594, 0.767 and 1.135 in seeds 1–5, both controls caught in all five.
+#define FED_LONG "{\"clients\": 2510, \"rounds\": 100, \"sample_rate\": 0.1, \"sampling\": \"bernoulli\", " \
+                 "\"batch_size\": 2, \"lr\": 0.05}"
+#define Z_LONG 2.0
+START_TEST(two_controls_caught_over_100_rounds) {
+    double one_round = rdp_eps(Q, Z_LONG, 1), tenth = rdp_eps(Q / 10, Z_LONG, 100);
+    int composition = 0, rate = 0;
+    for (uint64_t seed = 1; seed <= SEEDS; seed++) {
+        cJSON *r = audit(FED_LONG, "{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":2,\"noise\":\"server\"}",
+                         "{\"name\": \"audit-training\", \"canaries\": 2500, \"observer\": \"aggregates\"}", seed);
+        double e = num(r, "epsilon_lower_bound"), own = num(r, "epsilon_claimed");
+        printf("two_controls_caught_over_100_rounds seed %llu: eps_hat %.3f (%s) against one round %.3f, q/10 %.3f, "
+               "own %.3f\n", (unsigned long long)seed, e, cJSON_GetObjectItem(r, "score")->valuestring, one_round,
+               tenth, own);
+        ck_assert_str_eq(cJSON_GetObjectItem(r, "score")->valuestring, "likelihood");
+        ck_assert_msg(e <= own, "seed %llu: the corrected defense flagged: eps_hat %.3f above its own %.3f",
+                      (unsigned long long)seed, e, own);
+        composition += e > one_round;
+        rate += e > tenth;
+        cJSON_Delete(r);
+    }
+    ck_assert_msg(2 * composition > SEEDS, "composition ignored (%.3f) caught in %d of %d seeds", one_round,
+                  composition, SEEDS);
+    ck_assert_msg(2 * rate > SEEDS, "q/10 (%.3f) caught in %d of %d seeds", tenth, rate, SEEDS);
+}
+END_TEST
+
 // The corrected defense at ε 4 (its own account: Poisson for Bernoulli, fixed-size for
 // the fixed cohort) is not flagged over SEEDS seeds, and the audit finds evidence.
 static void no_false_alarm(const char *fed, const char *defense) {
     double best = 0;
-    int likelihood = 0;
     for (uint64_t seed = 1; seed <= SEEDS; seed++) {
         cJSON *r = audit(fed, defense, AUDIT(""), seed);
         double e = num(r, "epsilon_lower_bound"), c = num(r, "epsilon_claimed");
         const char *score = cJSON_GetObjectItem(r, "score")->valuestring;
-        likelihood += strcmp(score, "likelihood") == 0;
+        // The likelihood ratio of the claimed mechanism is the score wherever it applies
+        // (audits/training.h): fixed by rule, not picked on the selection half.
+        ck_assert_str_eq(score, "likelihood");
         printf("no_false_alarm seed %llu: eps_hat %.3f (%s; selection %.3f) claim %.3f\n", (unsigned long long)seed, e,
                score, num(cJSON_GetObjectItem(r, "selection"), "epsilon"), c);
         ck_assert_msg(isfinite(c) && c > 0, "%s: no claim", defense);
@@ -148,11 +181,6 @@ static void no_false_alarm(const char *fed, const char *defense) {
         cJSON_Delete(r);
     }
     ck_assert_msg(best > 0, "%s: no evidence in %d seeds", defense, SEEDS);
-    // The likelihood-ratio score over rounds (audits/training.c, round_likelihood) is the
-    // strongest of the three here: the selection half picks it in most seeds (4 and 5
-    // of 5 when written). A score that carried no signal would lose to the sums.
-    ck_assert_msg(2 * likelihood > SEEDS, "%s: the likelihood score was picked in %d of %d seeds", defense, likelihood,
-                  SEEDS);
 }
 
 START_TEST(corrected_poisson_no_false_alarm) {
@@ -243,6 +271,7 @@ Suite *suite_audit_controls(void) {
     TCase *t = tcase_create("controls");
     tcase_set_timeout(t, 300);
     tcase_add_test(t, broken_accounts_understate_the_run);
+    tcase_add_test(t, two_controls_caught_over_100_rounds);
     tcase_add_test(t, corrected_poisson_no_false_alarm);
     tcase_add_test(t, corrected_fixed_no_false_alarm);
     tcase_add_test(t, final_only_account_is_the_full_one);

@@ -25,16 +25,19 @@ static cJSON *load(const char *path) {
     return r;
 }
 
+#define FED_ONE_ROUND "{\"clients\": 210, \"rounds\": 1, \"batch_size\": 2}"
+#define DPFEDAVG "{\"name\": \"gaussian-dpfedavg\", \"epsilon\": 2}"
+
 // audit-training on a small federation (the config of test_audit_training.c's CLI tests).
-static cJSON *audit_training(const char *dir, const char *attack, char *outdir, size_t n) {
+static cJSON *audit_training_of(const char *dir, const char *fed, const char *defense, const char *attack,
+                                char *outdir, size_t n) {
     char cfg[700];
     scratch_path(dir, "c.json", cfg, sizeof cfg);
     char json[1200];
     snprintf(json, sizeof json,
              "{\"seed\": 3, \"dataset\": {\"name\": \"fashion-mnist\", \"train_samples\": 600, \"test_samples\": 50},"
-             " \"model\": {\"name\": \"logreg\"}, \"federation\": {\"clients\": 210, \"rounds\": 1, \"batch_size\": 2},"
-             " \"defense\": {\"name\": \"gaussian-dpfedavg\", \"epsilon\": 2}, \"attack\": %s}",
-             attack);
+             " \"model\": {\"name\": \"logreg\"}, \"federation\": %s, \"defense\": %s, \"attack\": %s}",
+             fed, defense, attack);
     write_text(cfg, json);
     scratch_path(dir, "out", outdir, n);
     char out[8192], err[8192];
@@ -43,6 +46,10 @@ static cJSON *audit_training(const char *dir, const char *attack, char *outdir, 
     ck_assert_msg(rc == 0, "rc %d: %s", rc, err);
     char res[800];
     return load(scratch_path(outdir, "result.json", res, sizeof res));
+}
+
+static cJSON *audit_training(const char *dir, const char *attack, char *outdir, size_t n) {
+    return audit_training_of(dir, FED_ONE_ROUND, DPFEDAVG, attack, outdir, n);
 }
 
 // `fedpriv audit-scores ARGS... --json`: the parsed result (exit status in *rc).
@@ -83,6 +90,43 @@ START_TEST(reproduces_audit_training_one_run) {
     ck_assert(num(s, "correct") == num(r, "correct") && num(s, "guesses") == num(r, "guesses"));
     ck_assert_str_eq(cJSON_GetObjectItem(s, "score")->valuestring, cJSON_GetObjectItem(r, "score")->valuestring);
     ck_assert(num(s, "epsilon_lower_bound") > 0); // a bound that means something, not 0 = 0
+    cJSON_Delete(s);
+    cJSON_Delete(r);
+    scratch_remove(dir);
+}
+END_TEST
+
+// A sampled federation audited from every aggregate under server noise: the likelihood
+// score is the audit's by rule, scores.csv holds it alone, and audit-scores on the file
+// gives the same bound and names the same score.
+START_TEST(reproduces_audit_training_likelihood) {
+    if (!cli_have_bin() || access("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz", R_OK) != 0)
+        return;
+    char dir[512], outdir[700], scores[800], delta[64], conf[64], err[8192];
+    scratch_make(dir, sizeof dir, "scores");
+    cJSON *r = audit_training_of(dir, "{\"clients\": 210, \"rounds\": 10, \"batch_size\": 2, \"sample_rate\": 0.1,"
+                                 " \"sampling\": \"bernoulli\"}",
+                                 "{\"name\": \"gaussian-dpfedavg\", \"noise_multiplier\": 0.7, \"noise\": \"server\"}",
+                                 "{\"name\": \"audit-training\", \"canaries\": 200, \"observer\": \"aggregates\"}",
+                                 outdir, sizeof outdir);
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "score")->valuestring, "likelihood");
+    scratch_path(outdir, "scores.csv", scores, sizeof scores);
+    FILE *f = fopen(scores, "r");
+    char header[128] = "";
+    ck_assert_ptr_nonnull(f);
+    ck_assert_ptr_nonnull(fgets(header, sizeof header, f));
+    fclose(f);
+    ck_assert_str_eq(header, "canary,in,likelihood\n");
+    snprintf(delta, sizeof delta, "%.17g", num(r, "delta"));
+    snprintf(conf, sizeof conf, "%.17g", num(r, "confidence"));
+    const char *extra[] = {"--scores", scores, "--delta", delta, "--confidence", conf, NULL};
+    int rc;
+    cJSON *s = audit_scores(extra, &rc, err, sizeof err);
+    ck_assert_msg(rc == 0 && s, "rc %d: %s", rc, err);
+    same_bound(s, r, "likelihood");
+    ck_assert_str_eq(cJSON_GetObjectItem(s, "score")->valuestring, "likelihood");
+    ck_assert(num(s, "correct") == num(r, "correct") && num(s, "guesses") == num(r, "guesses"));
+    ck_assert(num(s, "epsilon_lower_bound") > 0);
     cJSON_Delete(s);
     cJSON_Delete(r);
     scratch_remove(dir);
@@ -371,6 +415,7 @@ Suite *suite_audit_scores(void) {
     TCase *tc = tcase_create("scores");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, reproduces_audit_training_one_run);
+    tcase_add_test(tc, reproduces_audit_training_likelihood);
     tcase_add_test(tc, reproduces_audit_training_multi_run);
     tcase_add_test(tc, null_scores_give_zero_and_separated_the_ceiling);
     tcase_add_test(tc, bounds_from_arrays);

@@ -268,7 +268,7 @@ START_TEST(a_cell_runs_its_missing_reference_itself) {
     ck_assert_msg(!strstr(err_buf, "here, its reference"), "one process ran none first, yet:\n%s", err_buf);
     int ran_here = 0;
     for (int k = 3; k >= 1; k--) {
-        char shard[8];
+        char shard[32];
         snprintf(shard, sizeof shard, "%d/3", k);
         rc = run_matrix(REAL_MATRIX, dir, "--shard", shard);
         ck_assert_msg(rc == 0, "--shard %s exited %d:\n%s", shard, rc, err_buf);
