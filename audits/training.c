@@ -256,8 +256,12 @@ static double median_sorting(double *v, int n) {
 // 2023's white-box scores over steps, Poisson-sampled); against replace neighbours (an
 // out canary sends −C) it is that minus the same at −x. Any score keeps the bound valid
 // (the one-run bound holds for every function of the output); this one only decides how
-// tight it is. work holds n doubles.
-static void round_likelihood(Canary *cn, int n, const double *y, double q, double z, int replace, double *work) {
+// tight it is. Canary record canaries of one client's upload are scored the same way:
+// its one local step's noisy clipped sum samples each with the step's rate q and adds
+// noise z·C, so x and a are the same quantities in that upload. idx lists the canaries
+// y[0..n) belong to (NULL: canaries 0..n−1). work holds n doubles.
+static void round_likelihood(Canary *cn, const int *idx, int n, const double *y, double q, double z, int replace,
+                             double *work) {
     memcpy(work, y, sizeof(double) * (size_t)n);
     double centre = median_sorting(work, n);
     for (int c = 0; c < n; c++)
@@ -271,7 +275,7 @@ static void round_likelihood(Canary *cn, int n, const double *y, double q, doubl
         double l = log_mixture(q, a * x - 0.5 * a * a);
         if (replace)
             l -= log_mixture(q, -a * x - 0.5 * a * a);
-        cn[c].score[SCORE_LIKELIHOOD] += l;
+        cn[idx ? idx[c] : c].score[SCORE_LIKELIHOOD] += l;
     }
 }
 
@@ -374,6 +378,7 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
     float *w0 = malloc(sizeof(float) * np), *prev = malloc(sizeof(float) * np), *cur = malloc(sizeof(float) * np);
     float *update = calloc(np, sizeof(float)), *sent = malloc(sizeof(float) * np);
     double *ys = NULL; // the likelihood score's round values and scratch, 2 per canary
+    int *by_client = NULL; // canary records grouped by client, then the groups' offsets
     FpStatus st = FP_OK;
     if (!which || !w0 || !prev || !cur || !update || !sent) {
         st = fp_fail(err, FP_ENOMEM, "out of memory for the audit's canaries");
@@ -386,16 +391,33 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
             which[cn[c].client] = c;
         cn[c].score[SCORE_SIGNED] = cn[c].score[SCORE_MAGNITUDE] = cn[c].score[SCORE_LIKELIHOOD] = 0;
     }
-    // The likelihood score: canary clients seen in every aggregate, sampled, under a
-    // defense with a Gaussian multiplier (its resolved "noise_multiplier").
+    // The likelihood score, under a defense with a Gaussian multiplier (its resolved
+    // "noise_multiplier"): canary clients seen in every aggregate, sampled at the
+    // federation's rate; or canary records seen in each upload of a defense that takes one
+    // local step a round, sampled at the step's rate ("accountant_sample_rate").
     const cJSON *zj = cJSON_GetObjectItemCaseSensitive(a->defense, "noise_multiplier");
-    double z = cJSON_IsNumber(zj) ? zj->valuedouble : 0, q = ex->fed.sample_rate;
-    int likelihood = a->cfg->observer == AUDIT_OBSERVER_AGGREGATES && !a->records && n_canaries >= 2 && z > 0 &&
-                     isfinite(z) && q > 0 && q < 1;
+    const cJSON *qj = cJSON_GetObjectItemCaseSensitive(a->defense, "accountant_sample_rate");
+    const cJSON *ej = cJSON_GetObjectItemCaseSensitive(a->defense, "local_steps_per_round");
+    double z = cJSON_IsNumber(zj) ? zj->valuedouble : 0;
+    double q = a->records ? (cJSON_IsNumber(qj) ? qj->valuedouble : 0) : ex->fed.sample_rate;
+    int observed = a->records ? a->cfg->observer == AUDIT_OBSERVER_UPLOADS && cJSON_IsNumber(ej) &&
+                                ej->valuedouble == 1
+                              : a->cfg->observer == AUDIT_OBSERVER_AGGREGATES;
+    int likelihood = observed && n_canaries >= 2 && z > 0 && isfinite(z) && q > 0 && q < 1;
     a->n_scores = likelihood ? N_SCORES : N_RUN_SCORES;
-    if (likelihood && !(ys = malloc(sizeof(double) * 2 * (size_t)n_canaries))) {
+    if (likelihood && (!(ys = malloc(sizeof(double) * 2 * (size_t)n_canaries)) ||
+                       (a->records && !(by_client = calloc((size_t)n_canaries + 2 * ((size_t)K + 1), sizeof(int)))))) {
         st = fp_fail(err, FP_ENOMEM, "out of memory for the audit's canaries");
         goto done;
+    }
+    int *start = by_client ? by_client + n_canaries : NULL, *fill = start ? start + K + 1 : NULL;
+    if (by_client) { // each client's canary records, contiguous: by_client[start[k] .. start[k + 1])
+        for (int c = 0; c < n_canaries; c++)
+            start[cn[c].client + 1]++;
+        for (int k = 0; k < K; k++)
+            start[k + 1] += start[k];
+        for (int c = 0; c < n_canaries; c++)
+            by_client[start[cn[c].client] + fill[cn[c].client]++] = c;
     }
     model_get_params(a->model, w0);
     memcpy(prev, w0, sizeof(float) * np);
@@ -417,6 +439,16 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
                         cn[c].score[SCORE_SIGNED] += sign * u;
                         cn[c].score[SCORE_MAGNITUDE] += fabs(u);
                     }
+                if (by_client) { // this upload's canaries, scored against each other's noise
+                    int k = clients[slot], m = start[k + 1] - start[k];
+                    const int *mine = by_client + start[k];
+                    for (int i = 0; i < m; i++) {
+                        uint32_t j = cn[mine[i]].coord;
+                        ys[i] = sign * ((double)up[j] - (kind == UPLOAD_WEIGHTS ? prev[j] : 0));
+                    }
+                    if (m >= 2)
+                        round_likelihood(cn, mine, m, ys, q, z, a->replace, ys + m);
+                }
             }
         }
         if (kind == UPLOAD_WEIGHTS) // the Dirac on top of the round's global weights
@@ -450,7 +482,7 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
                     ys[c] = wdir * dw;
             }
             if (ys)
-                round_likelihood(cn, n_canaries, ys, q, z, a->replace, ys + n_canaries);
+                round_likelihood(cn, NULL, n_canaries, ys, q, z, a->replace, ys + n_canaries);
         }
         memcpy(prev, cur, sizeof(float) * np);
     }
@@ -482,6 +514,7 @@ static FpStatus train_with_canaries(AuditCtx *a, uint64_t seed, Canary *cn, int 
     }
 done:
     free(ys);
+    free(by_client);
     free(dc);
     free(dc_coords);
     free(which);

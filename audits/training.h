@@ -21,9 +21,10 @@
 // Two scores per canary: signed (the sum along +e_j, oriented so that "in" pushes it
 // up: the likelihood-ratio statistic for Gaussian noise) and magnitude (the sum of
 // |·| per round, which sees data-dependent supports: an exact zero where the noise
-// should be). With canary clients seen in every aggregate of a sampled federation under a
-// Gaussian defense, a third, likelihood (audits/training.c, round_likelihood): the
-// likelihood ratio of the claimed mechanism summed over rounds. Where it applies it is
+// should be). With canary clients seen in every aggregate of a sampled federation, or
+// canary records seen in every upload of a defense that takes one local step a round,
+// under a Gaussian defense, a third, likelihood (audits/training.c, round_likelihood):
+// the likelihood ratio of the claimed mechanism summed over rounds. Where it applies it is
 // the audit's score, fixed before any score is seen (the Neyman–Pearson test of the
 // claim: picking among three on the selection half lost it to a sum by chance, at half
 // the bound it gives); elsewhere the score, and everywhere how many guesses or which

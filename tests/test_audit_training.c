@@ -321,6 +321,29 @@ START_TEST(under_noised_dpsgd_is_caught) {
 }
 END_TEST
 
+// Over 10 rounds of one local step at the step's rate q = B/n_k = 2/4, each upload shows
+// the canary records its step sampled: the likelihood ratio of the claimed step is the
+// score (by rule, audits/training.h), the corrected defense passes in each of 5 seeds
+// with evidence found, and the under-noised one (a quarter of the multiplier) declaring
+// ε 2 is caught (its ε̂ is near this audit's ceiling of 4.4, far above 2).
+#define FED_RECORD_ROUNDS "{\"clients\": 10, \"rounds\": 10, \"local_steps\": 1, \"batch_size\": 2, \"lr\": 0.05}"
+START_TEST(dpsgd_records_over_rounds_scored_by_likelihood) {
+    cJSON *r = audit(FED_RECORD_ROUNDS, "{\"name\":\"dp-sgd\",\"epsilon\":4}", RECORDS(""), 1);
+    ck_assert_str_eq(cJSON_GetObjectItem(r, "score")->valuestring, "likelihood");
+    double sigma = num(cJSON_GetObjectItem(r, "defense_resolved"), "noise_multiplier");
+    cJSON_Delete(r);
+    no_false_alarm_in(FED_RECORD_ROUNDS, "{\"name\":\"dp-sgd\",\"epsilon\":4}", RECORDS(""), 1);
+    char def[128];
+    snprintf(def, sizeof def, "{\"name\":\"dp-sgd\",\"noise_multiplier\":%.17g}", sigma / 4);
+    r = audit(FED_RECORD_ROUNDS, def, RECORDS(", \"epsilon_claimed\": 2"), 1);
+    double e = num(r, "epsilon_lower_bound");
+    printf("dpsgd_records_over_rounds_scored_by_likelihood: sigma %.3f; at sigma/4 eps_hat %.3f (%s)\n", sigma, e,
+           cJSON_GetObjectItem(r, "score")->valuestring);
+    ck_assert_msg(e > 2, "under-noised DP-SGD over rounds not caught: eps_hat %g <= claimed 2", e);
+    cJSON_Delete(r);
+}
+END_TEST
+
 START_TEST(corrected_dpsgd_no_false_alarm) {
     no_false_alarm_in(FED_RECORDS, "{\"name\":\"dp-sgd\",\"epsilon\":4}", RECORDS(""), 1);
 }
@@ -775,6 +798,7 @@ Suite *suite_audit_training(void) {
     tcase_add_test(t, corrected_dp_fedasgp_no_false_alarm);
     tcase_add_test(t, under_noised_dpsgd_is_caught);
     tcase_add_test(t, corrected_dpsgd_no_false_alarm);
+    tcase_add_test(t, dpsgd_records_over_rounds_scored_by_likelihood);
     tcase_add_test(t, record_level_claims_need_canary_records);
     tcase_add_test(t, ceiling_says_when_a_pass_is_vacuous);
     tcase_add_test(t, ldp_is_audited_per_coordinate);

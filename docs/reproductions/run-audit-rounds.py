@@ -4,11 +4,14 @@
 Bernoulli client sampling at q = 0.1 on Fashion-MNIST logistic regression, 7000 canary
 clients beside 10 that train.
 
-  1. the 20-round table: server and client noise at eps 1, 4 and 8 (seed 1);
-  2. the same six rows over seeds 1..REPEATS (false alarms, largest eps_hat / eps);
+  1. the 20-round table: server and client noise at eps 1, 4 and 8, and dp-sgd with
+     canary records at q = 0.1, one local step a round (seed 1);
+  2. the same nine rows over seeds 1..REPEATS (false alarms, largest eps_hat / eps);
   3. the accounting controls at 20 and 100 rounds: the standard RDP account (fedpriv accountant)
      fed q/10, one round's eps as the total, and a fixed cohort (replace one client)
-     accounted as Poisson (add/remove), against eps_hat of the run as trained.
+     accounted as Poisson (add/remove), against eps_hat of the run as trained;
+  4. the same at 100 rounds with 28000 canaries on the MLP (its 203,530 coordinates hold
+     them; about 3.5 minutes an audit at 2 threads).
 
 usage: docs/reproductions/run-audit-rounds.py [--fedpriv build/release-cpu/fedpriv]
            [--out DIR] [--repeats 20] [--jobs 2]
@@ -28,15 +31,30 @@ os.makedirs(args.out, exist_ok=True)
 DELTA, Q = 1e-5, 0.1
 
 
-def config(defense, rounds, seed, sampling="bernoulli"):
+def config(defense, rounds, seed, sampling="bernoulli", model="logreg", canaries=7000):
+    # canary clients beside 10 that train, two samples a client; one coordinate each
+    # (logreg: 7850 coordinates, mlp: 203,530)
     return {"seed": seed,
-            "dataset": {"name": "fashion-mnist", "train_samples": 14040, "test_samples": 100},
-            "model": {"name": "logreg"},
-            "federation": {"clients": 7010, "rounds": rounds, "batch_size": 2, "sample_rate": Q,
+            "dataset": {"name": "fashion-mnist", "train_samples": 2 * (canaries + 10) + 20, "test_samples": 100},
+            "model": {"name": model},
+            "federation": {"clients": canaries + 10, "rounds": rounds, "batch_size": 2, "sample_rate": Q,
                            "sampling": sampling},
             "defense": defense,
-            "attack": {"name": "audit-training", "method": "one-run", "canaries": 7000,
+            "attack": {"name": "audit-training", "method": "one-run", "canaries": canaries,
                        "observer": "aggregates"}}
+
+
+def records_config(defense, rounds, seed):
+    # dp-sgd's record-level claim: 7000 canary records dealt to 10 clients of 20 records
+    # (700 each), every client every round, one local step a round at the step's rate
+    # q = B / n_k = 2 / 20 = 0.1; observer: each client's upload (the claim's observer)
+    return {"seed": seed,
+            "dataset": {"name": "fashion-mnist", "train_samples": 200, "test_samples": 100},
+            "model": {"name": "logreg"},
+            "federation": {"clients": 10, "sample_rate": 1.0, "rounds": rounds, "local_steps": 1, "batch_size": 2,
+                           "lr": 0.05},
+            "defense": defense,
+            "attack": {"name": "audit-training", "method": "one-run", "canaries": 7000, "observer": "uploads"}}
 
 
 def run(name, cfg):
@@ -65,20 +83,26 @@ def many(jobs):
         return list(ex.map(lambda j: run(*j), jobs))
 
 
-ROWS = [(noise, eps) for noise in ("server", "client") for eps in (1, 4, 8)]
+ROWS = [(noise, eps) for noise in ("server", "client", "dp-sgd") for eps in (1, 4, 8)]
 
 
-def dpfedavg(noise, eps):
-    return {"name": "gaussian-dpfedavg", "epsilon": eps, "noise": noise}
+def row_config(n, e, seed):
+    if n == "dp-sgd":
+        return records_config({"name": "dp-sgd", "epsilon": e}, 20, seed)
+    return config({"name": "gaussian-dpfedavg", "epsilon": e, "noise": n}, 20, seed)
+
+
+def row_label(n):
+    return "dp-sgd (canary records, uploads)" if n == "dp-sgd" else f"gaussian-dpfedavg ({n} noise)"
 
 
 # 1. The 20-round table, seed 1.
-table = many([(f"t20-{n}-eps{e}-s1", config(dpfedavg(n, e), 20, 1)) for n, e in ROWS])
+table = many([(f"t20-{n}-eps{e}-s1", row_config(n, e, 1)) for n, e in ROWS])
 print("| defense | eps | z drawn | claimed (source) | one-run eps_hat | SNJ | f-DP | score | guesses (correct) | ceiling | s |")
 print("|---|---|---|---|---|---|---|---|---|---|---|")
 for (n, e), r in zip(ROWS, table):
     z = r["defense_resolved"]["noise_multiplier"]
-    print(f"| gaussian-dpfedavg ({n} noise) | {e} | {z:.4g} | {r['epsilon_claimed']:.3f} ({r['claim_source']}) "
+    print(f"| {row_label(n)} | {e} | {z:.4g} | {r['epsilon_claimed']:.3f} ({r['claim_source']}) "
           f"| **{r['epsilon_lower_bound']:.3f}** | {r['epsilon_steinke_nasr_jagielski']:.3f} | {r['epsilon_fdp']:.3f} "
           f"| {r['score']} | {r['guesses']} ({r['correct']}) | {r['epsilon_ceiling']:.3f} | {r['seconds']:.1f} |")
 
@@ -88,7 +112,7 @@ print("| noise | eps | mean eps_hat | largest eps_hat (eps_hat/eps) | flagged |"
 print("|---|---|---|---|---|")
 flagged_total = 0
 for n, e in ROWS:
-    rs = many([(f"t20-{n}-eps{e}-s{s}", config(dpfedavg(n, e), 20, s)) for s in range(1, args.repeats + 1)])
+    rs = many([(f"t20-{n}-eps{e}-s{s}", row_config(n, e, s)) for s in range(1, args.repeats + 1)])
     hats = [r["epsilon_lower_bound"] for r in rs]
     flagged = sum(not r["pass"] for r in rs)
     flagged_total += flagged
@@ -112,3 +136,20 @@ for rounds in (20, 100):
               f"| {poisson['epsilon_lower_bound']:.3f} | {verdict(q10, poisson)} | {verdict(one, poisson)} | — |")
         print(f"| {rounds} | {z} | fixed cohort, replace | {fixed['epsilon_claimed']:.3f} ({fixed['claim_source']}) "
               f"| {fixed['epsilon_lower_bound']:.3f} | — | — | {verdict(as_poisson, fixed)} |")
+
+# 4. More canaries: the MLP, 28000 canary clients, 100 rounds.
+print()
+print("| canaries (model) | z | sampling | own account | eps_hat | q/10 control | one round as the total | fixed cohort as Poisson |")
+print("|---|---|---|---|---|---|---|---|")
+for z in (2, 3):
+    d = {"name": "gaussian-dpfedavg", "noise_multiplier": z, "noise": "server"}
+    poisson, fixed = many([(f"m100-bernoulli-z{z}", config(d, 100, 1, "bernoulli", "mlp", 28000)),
+                           (f"m100-fixed-z{z}", config(d, 100, 1, "fixed", "mlp", 28000))])
+    q10, one, as_poisson = accountant(Q / 10, 100, z), accountant(Q, 1, z), accountant(Q, 100, z)
+
+    def verdict(claim, r):
+        return f"{claim:.3f}: **caught**" if r["epsilon_lower_bound"] > claim else f"{claim:.3f}: not caught"
+    print(f"| 28000 (mlp) | {z} | Poisson (bernoulli), remove | {poisson['epsilon_claimed']:.3f} "
+          f"| {poisson['epsilon_lower_bound']:.3f} | {verdict(q10, poisson)} | {verdict(one, poisson)} | — |")
+    print(f"| 28000 (mlp) | {z} | fixed cohort, replace | {fixed['epsilon_claimed']:.3f} ({fixed['claim_source']}) "
+          f"| {fixed['epsilon_lower_bound']:.3f} | — | — | {verdict(as_poisson, fixed)} |")
