@@ -119,37 +119,33 @@ for n, e in ROWS:
     print(f"| {n} | {e} | {sum(hats) / len(hats):.3f} | {max(hats):.3f} ({max(hats) / e:.2f}) | {flagged} of {len(rs)} |")
 print(f"\n{flagged_total} of {len(ROWS) * args.repeats} audits flagged")
 
-# 3. The controls at 20 and 100 rounds.
+# 3 and 4. The controls: both samplings at multiplier z, and the three broken accounts.
+def verdict(claim, r):
+    return f"{claim:.3f}: **caught**" if r["epsilon_lower_bound"] > claim else f"{claim:.3f}: not caught"
+
+
+def controls(first, tag, rounds, z, model="logreg", canaries=7000):
+    d = {"name": "gaussian-dpfedavg", "noise_multiplier": z, "noise": "server"}
+    poisson, fixed = many([(f"{tag}-bernoulli-z{z}", config(d, rounds, 1, "bernoulli", model, canaries)),
+                           (f"{tag}-fixed-z{z}", config(d, rounds, 1, "fixed", model, canaries))])
+    q10, one, as_poisson = accountant(Q / 10, rounds, z), accountant(Q, 1, z), accountant(Q, rounds, z)
+    print(f"| {first} | {z} | Poisson (bernoulli), remove | {poisson['epsilon_claimed']:.3f} "
+          f"| {poisson['epsilon_lower_bound']:.3f} | {verdict(q10, poisson)} | {verdict(one, poisson)} | — |")
+    print(f"| {first} | {z} | fixed cohort, replace | {fixed['epsilon_claimed']:.3f} ({fixed['claim_source']}) "
+          f"| {fixed['epsilon_lower_bound']:.3f} | — | — | {verdict(as_poisson, fixed)} |")
+
+
+COLUMNS = "| z | sampling | own account | eps_hat | q/10 control | one round as the total | fixed cohort as Poisson |"
 print()
-print("| rounds | z | sampling | own account | eps_hat | q/10 control | one round as the total | fixed cohort as Poisson |")
-print("|---|---|---|---|---|---|---|---|")
+print("| rounds " + COLUMNS)
+print("|---" * 8 + "|")
 for rounds in (20, 100):
     for z in (0.5, 1, 1.5, 2):
-        d = {"name": "gaussian-dpfedavg", "noise_multiplier": z, "noise": "server"}
-        poisson, fixed = many([(f"t{rounds}-bernoulli-z{z}", config(d, rounds, 1)),
-                               (f"t{rounds}-fixed-z{z}", config(d, rounds, 1, "fixed"))])
-        q10, one, as_poisson = accountant(Q / 10, rounds, z), accountant(Q, 1, z), accountant(Q, rounds, z)
+        controls(rounds, f"t{rounds}", rounds, z)
 
-        def verdict(claim, r):
-            return f"{claim:.3f}: **caught**" if r["epsilon_lower_bound"] > claim else f"{claim:.3f}: not caught"
-        print(f"| {rounds} | {z} | Poisson (bernoulli), remove | {poisson['epsilon_claimed']:.3f} "
-              f"| {poisson['epsilon_lower_bound']:.3f} | {verdict(q10, poisson)} | {verdict(one, poisson)} | — |")
-        print(f"| {rounds} | {z} | fixed cohort, replace | {fixed['epsilon_claimed']:.3f} ({fixed['claim_source']}) "
-              f"| {fixed['epsilon_lower_bound']:.3f} | — | — | {verdict(as_poisson, fixed)} |")
-
-# 4. More canaries: the MLP, 28000 canary clients, 100 rounds.
+# More canaries: the MLP, 28000 canary clients, 100 rounds.
 print()
-print("| canaries (model) | z | sampling | own account | eps_hat | q/10 control | one round as the total | fixed cohort as Poisson |")
-print("|---|---|---|---|---|---|---|---|")
+print("| canaries (model) " + COLUMNS)
+print("|---" * 8 + "|")
 for z in (2, 3):
-    d = {"name": "gaussian-dpfedavg", "noise_multiplier": z, "noise": "server"}
-    poisson, fixed = many([(f"m100-bernoulli-z{z}", config(d, 100, 1, "bernoulli", "mlp", 28000)),
-                           (f"m100-fixed-z{z}", config(d, 100, 1, "fixed", "mlp", 28000))])
-    q10, one, as_poisson = accountant(Q / 10, 100, z), accountant(Q, 1, z), accountant(Q, 100, z)
-
-    def verdict(claim, r):
-        return f"{claim:.3f}: **caught**" if r["epsilon_lower_bound"] > claim else f"{claim:.3f}: not caught"
-    print(f"| 28000 (mlp) | {z} | Poisson (bernoulli), remove | {poisson['epsilon_claimed']:.3f} "
-          f"| {poisson['epsilon_lower_bound']:.3f} | {verdict(q10, poisson)} | {verdict(one, poisson)} | — |")
-    print(f"| 28000 (mlp) | {z} | fixed cohort, replace | {fixed['epsilon_claimed']:.3f} ({fixed['claim_source']}) "
-          f"| {fixed['epsilon_lower_bound']:.3f} | — | — | {verdict(as_poisson, fixed)} |")
+    controls("28000 (mlp)", "m100", 100, z, "mlp", 28000)
