@@ -168,6 +168,10 @@ def dp_fedasgp(results, figs):
             nom = fmt_eps(p["nominal"]["epsilon_total"]) if p else "—"
             snd = f"{fmt_sound(p)} ({p['sound']['delta']:g})" if p else "—"
             print(f"| {e} | {LABEL[m]} | {final_acc(rm)} | {paper if paper else '—'} | {final_acc(rf)} | {nom} | {snd} |")
+    print()
+    for tag, title in (("mnist", "MNIST"), ("fmnist", "Fashion-MNIST")):
+        for e in eps_list:
+            print(f"![{title}, ε = {e}](figures/dp-fedasgp-{tag}-eps{e}.svg)")
     print("\n### A larger ΔS = 0.15 (MNIST, paper calibration)\n")
     print("| ε (nominal, per round) | method | MNIST, ours, ΔS = 0.05 | MNIST, ours, ΔS = 0.15 | MNIST, paper |"
           " sound ε after all rounds, ΔS = 0.15 (δ) |")
@@ -179,6 +183,9 @@ def dp_fedasgp(results, figs):
             paper = PAPER_MNIST.get((m, float(e)))
             snd = f"{fmt_sound(p)} ({p['sound']['delta']:g})" if p else "—"
             print(f"| {e} | {LABEL[m]} | {final_acc(r1)} | {final_acc(r2)} | {paper if paper else '—'} | {snd} |")
+    print()
+    for e in (0.1, 2):
+        print(f"![MNIST, ε = {e}, ΔS = 0.15](figures/dp-fedasgp-mnist-ds0.15-eps{e}.svg)")
     print("\n### Corrected variants at the same sound total ε (MNIST)\n")
     print("| sound ε after all rounds (target) | method | MNIST, ours | sound ε at the last round run (δ) | noise |")
     print("|---|---|---|---|---|")
@@ -297,12 +304,21 @@ if __name__ == "__main__":
     with contextlib.redirect_stdout(out):
         (dp_fedasgp if sys.argv[1] == "dp-fedasgp" else avp)(sys.argv[2], sys.argv[3])
     print(out.getvalue(), end="")
-    # The document's generated block, where it has one, is these tables: its numbers are
-    # the results', never typed.
+    # The document's generated blocks are these tables: its numbers are the results', never
+    # typed. Block "results" takes the whole output; block "results-K" the K-th "### "
+    # section's body (its heading stays in the document, with any prose beside it).
     doc = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{sys.argv[1]}.md")
     text = open(doc, encoding="utf-8").read()
-    block = re.compile(r"(<!-- generated: results -->\n).*?(<!-- end generated: results -->)", re.S)
-    if block.search(text):
+    sections = [sec.split("\n", 1)[1] if "\n" in sec else "" for sec in re.split(r"^### ", out.getvalue(), flags=re.M)[1:]]
+    blocks = {"results": out.getvalue()}
+    blocks.update({f"results-{k + 1}": body for k, body in enumerate(sections)})
+    rewritten = 0
+    for name, body in blocks.items():
+        pat = re.compile(r"(<!-- generated: %s -->\n).*?(<!-- end generated: %s -->)" % (name, name), re.S)
+        if pat.search(text):
+            text = pat.sub(lambda m: m.group(1) + body.strip("\n") + "\n" + m.group(2), text, count=1)
+            rewritten += 1
+    if rewritten:
         with open(doc, "w", encoding="utf-8") as f:
-            f.write(block.sub(lambda m: m.group(1) + out.getvalue().strip("\n") + "\n" + m.group(2), text, count=1))
-        print(f"{doc}: generated block rewritten", file=sys.stderr)
+            f.write(text)
+        print(f"{doc}: {rewritten} generated block(s) rewritten", file=sys.stderr)
