@@ -256,7 +256,7 @@ static double median_sorting(double *v, int n) {
 // 2023's white-box scores over steps, Poisson-sampled); against replace neighbours (an
 // out canary sends −C) it is that minus the same at −x. Any score keeps the bound valid
 // (the one-run bound holds for every function of the output); this one only decides how
-// tight it is. Canary record canaries of one client's upload are scored the same way:
+// tight it is. The canary records in one client's upload are scored the same way:
 // its one local step's noisy clipped sum samples each with the step's rate q and adds
 // noise z·C, so x and a are the same quantities in that upload. idx lists the canaries
 // y[0..n) belong to (NULL: canaries 0..n−1). work holds n doubles.
