@@ -6,7 +6,8 @@
 // cohort (replace one client) accounted as Poisson sampling (add/remove). The broken
 // accounts understate the run's own. Over 100 rounds at multiplier 2 the first two are
 // caught (ε̂ above them); over 20 rounds none is, and the fixed cohort accounted as
-// Poisson is not caught at any setting measured (docs/auditing.md, "Many rounds"). The
+// Poisson needs 28000 canaries on a larger model (docs/auditing.md, "Many rounds": caught
+// at multiplier 3), beyond a test's time. The
 // corrected defense, audited the same way against its own account, is not flagged over
 // SEEDS seeds, its score the per-round likelihood ratio (the audit's score by rule).
 #include <check.h>
@@ -142,9 +143,12 @@ END_TEST
 START_TEST(two_controls_caught_over_100_rounds) {
     double one_round = rdp_eps(Q, Z_LONG, 1), tenth = rdp_eps(Q / 10, Z_LONG, 100);
     int composition = 0, rate = 0;
+    char defense[128];
+    snprintf(defense, sizeof defense,
+             "{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":%.17g,\"noise\":\"server\"}", Z_LONG);
+    const char *attack = "{\"name\": \"audit-training\", \"canaries\": 2500, \"observer\": \"aggregates\"}";
     for (uint64_t seed = 1; seed <= SEEDS; seed++) {
-        cJSON *r = audit(FED_LONG, "{\"name\":\"gaussian-dpfedavg\",\"noise_multiplier\":2,\"noise\":\"server\"}",
-                         "{\"name\": \"audit-training\", \"canaries\": 2500, \"observer\": \"aggregates\"}", seed);
+        cJSON *r = audit(FED_LONG, defense, attack, seed);
         double e = num(r, "epsilon_lower_bound"), own = num(r, "epsilon_claimed");
         printf("two_controls_caught_over_100_rounds seed %llu: eps_hat %.3f (%s) against one round %.3f, q/10 %.3f, "
                "own %.3f\n", (unsigned long long)seed, e, cJSON_GetObjectItem(r, "score")->valuestring, one_round,
