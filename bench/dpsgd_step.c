@@ -14,6 +14,7 @@
 // its seeded initialisation; the medians are printed as one JSON line: CPU milliseconds
 // per step on the CPU backend, wall milliseconds (the device synchronised) on CUDA.
 // Usage: dpsgd_step MODEL BATCH [steps [repeats [cpu|cuda]]]   (MODEL: mlp, cnn-mnist, lenet, logreg)
+//        dpsgd_step --kernels   prints the OpenBLAS kernel set in use
 #include <cblas.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,10 @@ static double time_private(Model *m, Tape *t, const Dataset *d, const uint32_t *
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--kernels") == 0) { // the OpenBLAS kernel set in use
+        printf("%s\n", backend_cpu_blas_kernels());
+        return 0;
+    }
     if (argc < 3) {
         fprintf(stderr, "usage: dpsgd_step MODEL BATCH [steps [repeats [cpu|cuda]]]\n");
         return 2;

@@ -6,7 +6,8 @@
 # (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS and torch.set_num_threads), process
 # CPU time (holds on a busy machine), medians of REPEATS rounds, the three PyTorch steps
 # interleaved. The load average is printed before and after.
-# Prints, per model and batch size: ms per ordinary step, ms per DP-SGD step (the safe
+# Prints, per model and batch size: ms per ordinary step, PyTorch's ordinary step and how many
+# times faster fedpriv's is, ms per DP-SGD step (the safe
 # sampler, dp-sgd's default), their ratio, the same with the float sampler (the step's noise
 # before the safe sampler), the ratio without the noise draws, PyTorch's DP-SGD step with
 # vmap and with microbatches, and fedpriv's speed-up over the faster of the two (PyTorch's
@@ -21,10 +22,13 @@ bash bench/link.sh bench/dpsgd_step.c "$build/dpsgd_step"
 /usr/bin/python3 -c "import torch" 2>/dev/null || bash tools/install-deps.sh --missing python3-torch python3-numpy
 export FASHION_MNIST_DIR="${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 MKL_NUM_THREADS=1
-echo "== DP-SGD step vs ordinary step, 1 thread, CPU time, median of $repeats; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+# PyTorch runs on the same system OpenBLAS and oneDNN, so OPENBLAS_CORETYPE (when set) picks
+# both sides' GEMM kernels alike; the kernel set in use is printed with the load.
+kernels=$("$build/dpsgd_step" --kernels 2>/dev/null || echo unknown)
+echo "== DP-SGD step vs ordinary step, 1 thread, CPU time, median of $repeats; OpenBLAS $kernels kernels; load: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 : > "$build/dpsgd-fedpriv.jsonl"
 : > "$build/dpsgd-torch.jsonl"
-for job in "mlp 64" "mlp 256" "mlp 1024" "cnn-mnist 64" "cnn-mnist 256" "lenet 64"; do
+for job in "mlp 64" "mlp 256" "mlp 1024" "cnn-mnist 64" "cnn-mnist 256" "lenet 64" "lenet 256"; do
   set -- $job
   steps=$(( 6400 / $2 > 40 ? 40 : 6400 / $2 ))
   tsteps=$(( 1280 / $2 > 10 ? 10 : (1280 / $2 > 2 ? 1280 / $2 : 2) ))
@@ -37,11 +41,12 @@ import json, sys
 b = sys.argv[1]
 fp = [json.loads(l) for l in open(f"{b}/dpsgd-fedpriv.jsonl")]
 tp = [json.loads(l) for l in open(f"{b}/dpsgd-torch.jsonl")]
-print(f"{'model':10s} {'B':>5s} | {'step ms':>8s} {'DP ms':>8s} {'DP/step':>7s} | {'float ms':>8s} "
+print(f"{'model':10s} {'B':>5s} | {'step ms':>8s} {'torch step':>10s} {'step x':>6s} | {'DP ms':>8s} {'DP/step':>7s} | {'float ms':>8s} "
       f"{'float/step':>10s} | {'no-noise':>8s} | {'torch vmap':>10s} {'torch micro':>11s} {'vs best':>8s}")
 for f, t in zip(fp, tp):
     best = min(t['dpsgd_vmap_ms_per_step'], t['dpsgd_ms_per_step'])
-    print(f"{f['model']:10s} {f['batch']:5d} | {f['ms_per_step']:8.3f} {f['dpsgd_ms_per_step']:8.3f} "
+    print(f"{f['model']:10s} {f['batch']:5d} | {f['ms_per_step']:8.3f} {t['ms_per_step']:10.3f} "
+          f"{t['ms_per_step'] / f['ms_per_step']:5.2f}x | {f['dpsgd_ms_per_step']:8.3f} "
           f"{f['ratio']:7.2f} | {f['dpsgd_float_ms_per_step']:8.3f} "
           f"{f['dpsgd_float_ms_per_step'] / f['ms_per_step']:10.2f} | "
           f"{f['dpsgd_no_noise_ms_per_step'] / f['ms_per_step']:8.2f} | "
