@@ -6,12 +6,12 @@
 # (OMP_NUM_THREADS, OPENBLAS_NUM_THREADS, MKL_NUM_THREADS and torch.set_num_threads), process
 # CPU time (holds on a busy machine), medians of REPEATS rounds, the three PyTorch steps
 # interleaved. The load average is printed before and after.
-# Prints, per model and batch size: ms per ordinary step, PyTorch's ordinary step and how many
-# times faster fedpriv's is, ms per DP-SGD step (the safe
-# sampler, dp-sgd's default), their ratio, the same with the float sampler (the step's noise
-# before the safe sampler), the ratio without the noise draws, PyTorch's DP-SGD step with
-# vmap and with microbatches, and fedpriv's speed-up over the faster of the two (PyTorch's
-# best way for that model and batch).
+# Prints, per model and batch size: ms per ordinary step, PyTorch's ordinary step and how
+# many times faster fedpriv's is, ms per DP-SGD step (the safe sampler, dp-sgd's default),
+# their ratio, the same with the float sampler (the step's noise before the safe sampler),
+# the ratio without the noise draws, PyTorch's DP-SGD step with vmap and with microbatches,
+# and fedpriv's speed-up over the faster of the two (PyTorch's best way for that model and
+# batch).
 # Usage: bash bench/run-dpsgd.sh [repeats]      (bench/run.sh runs it too)
 set -euo pipefail
 cd "$(dirname "$0")/.."
