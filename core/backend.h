@@ -23,7 +23,11 @@ typedef enum {
     UN_COUNT
 } UnaryOp;
 
-typedef enum { BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV, BIN_COUNT } BinaryOp;
+typedef enum {
+    BIN_ADD, BIN_SUB, BIN_MUL, BIN_DIV,
+    BIN_SIGMOID_GRAD, // a·b(1 − b): the sigmoid's backward, a = dy, b = σ(x), in one pass
+    BIN_COUNT
+} BinaryOp;
 
 // 2-D convolution: x (n, c_in, h_in, w_in), w (c_out, c_in, kh, kw), y (n, c_out, h_out, w_out),
 // h_out = (h_in + 2 pad - kh) / stride + 1.

@@ -378,7 +378,7 @@ static void backward_unary(Tape *t, Var *v, Var *g, Var **g0) {
     case UN_NEG: *g0 = ad_scale(t, g, -1.0f); break;
     case UN_EXP: *g0 = ad_mul(t, g, v); break;
     case UN_LOG: *g0 = ad_div(t, g, x); break;
-    case UN_SIGMOID: *g0 = ad_mul(t, g, ad_mul(t, v, ad_affine(t, v, -1.0f, 1.0f))); break; // σ(1-σ)
+    case UN_SIGMOID: *g0 = same_shape_binary(t, BIN_SIGMOID_GRAD, g, v); break; // g σ(1-σ), one pass
     case UN_TANH: *g0 = ad_mul(t, g, ad_affine(t, ad_unary(t, UN_SQUARE, v), -1.0f, 1.0f)); break; // 1 - tanh²
     case UN_RELU: *g0 = ad_mul(t, g, ad_unary(t, UN_STEP, x)); break;
     case UN_SQUARE: *g0 = ad_mul(t, g, ad_scale(t, x, 2.0f)); break;
@@ -411,6 +411,11 @@ static void backward_binary(Tape *t, Var *v, Var *g, Var **g0, Var **g1) {
         if (needs(v, 0)) *g0 = ad_binary_bc(t, BIN_DIV, g, b, inner);
         if (needs(v, 1))
             *g1 = ad_scale(t, unbroadcast(t, ad_binary_bc(t, BIN_DIV, ad_mul(t, g, v), b, inner), inner, nb, b), -1.0f);
+        break;
+    case BIN_SIGMOID_GRAD: // y = a b(1 − b): dy/da = b(1 − b), dy/db = a(1 − 2b)
+        if (needs(v, 0)) *g0 = ad_binary_bc(t, BIN_SIGMOID_GRAD, g, b, inner);
+        if (needs(v, 1))
+            *g1 = unbroadcast(t, ad_binary_bc(t, BIN_MUL, ad_mul(t, g, a), ad_affine(t, b, -2.0f, 1.0f), inner), inner, nb, b);
         break;
     case BIN_COUNT: break;
     }

@@ -20,6 +20,8 @@ static Var *b_div(Tape *t, Var **x, void *c) { return ad_div(t, x[0], x[1]); }
 static Var *b_sub(Tape *t, Var **x, void *c) { return ad_sub(t, x[0], x[1]); }
 static Var *b_row_bias_mul(Tape *t, Var **x, void *c) { return ad_binary_bc(t, BIN_MUL, x[0], x[1], 1); }
 static Var *b_chan_div(Tape *t, Var **x, void *c) { return ad_binary_bc(t, BIN_DIV, x[0], x[1], 6); }
+static Var *b_sigmoid_grad(Tape *t, Var **x, void *c) { return ad_binary_bc(t, BIN_SIGMOID_GRAD, x[0], x[1], 1); }
+static Var *b_chan_sigmoid_grad(Tape *t, Var **x, void *c) { return ad_binary_bc(t, BIN_SIGMOID_GRAD, x[0], x[1], 6); }
 static Var *b_col_sub(Tape *t, Var **x, void *c) { return ad_binary_bc(t, BIN_SUB, x[0], x[1], 4); }
 static Var *b_expand(Tape *t, Var **x, void *c) {
     int shape[2] = {3, 4};
@@ -93,6 +95,8 @@ static GcCase cases[] = {
     {"sub", 2, {2, 2}, {{3, 4}, {3, 4}}, -1, 1, b_sub, NULL, 1},
     {"mul_row_broadcast", 2, {2, 1}, {{3, 4}, {4}}, -1, 1, b_row_bias_mul, NULL, 1},
     {"div_channel_broadcast", 2, {4, 1}, {{2, 3, 2, 3}, {3}}, 0.5f, 1.5f, b_chan_div, NULL, 1},
+    {"sigmoid_grad", 2, {2, 2}, {{3, 4}, {3, 4}}, 0.1f, 0.9f, b_sigmoid_grad, NULL, 1},
+    {"sigmoid_grad_channel_broadcast", 2, {4, 1}, {{2, 3, 2, 3}, {3}}, 0.1f, 0.9f, b_chan_sigmoid_grad, NULL, 1},
     {"sub_column_broadcast", 2, {2, 1}, {{3, 4}, {3}}, -1, 1, b_col_sub, NULL, 1},
     {"expand", 1, {1}, {{4}}, -1, 1, b_expand, NULL, 1},
     {"sum_broadcast", 1, {3}, {{2, 3, 2}}, -1, 1, b_sumbc, NULL, 1},

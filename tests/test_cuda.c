@@ -91,7 +91,7 @@ START_TEST(cuda_memory_and_elementwise) {
     const size_t n2 = 6 * 5 * 7 * 3; // (6,5,7,3)
     const struct { size_t inner, nb; const char *name; } bc[] = {
         {1, n2, "same"}, {1, 3, "row"}, {21, 5, "channel"}, {105, 6, "column"}, {n2, 1, "scalar"}, {7, 15, "mixed"}};
-    static const char *bin_name[BIN_COUNT] = {"add", "sub", "mul", "div"};
+    static const char *bin_name[BIN_COUNT] = {"add", "sub", "mul", "div", "sigmoid_grad"};
     for (size_t k = 0; k < sizeof bc / sizeof bc[0]; k++) {
         for (int op = 0; op < BIN_COUNT; op++) {
             c->binary((BinaryOp)op, n2, x, b, bc[k].inner, bc[k].nb, ref);

@@ -115,6 +115,7 @@ static void cpu_binary(BinaryOp op, size_t n, const float *a, const float *b, si
     case BIN_SUB: BINARY_LOOP(av - bv); break;
     case BIN_MUL: BINARY_LOOP(av * bv); break;
     case BIN_DIV: BINARY_LOOP(av / bv); break;
+    case BIN_SIGMOID_GRAD: BINARY_LOOP(av * (bv * (1.0f - bv))); break;
     case BIN_COUNT: break;
     }
 }

@@ -111,6 +111,7 @@ __device__ __forceinline__ float binary_op(int op, float a, float b) {
     case BIN_ADD: return __fadd_rn(a, b);
     case BIN_SUB: return __fsub_rn(a, b);
     case BIN_MUL: return __fmul_rn(a, b);
+    case BIN_SIGMOID_GRAD: return __fmul_rn(a, __fmul_rn(b, __fsub_rn(1.0f, b)));
     default: return a / b; // BIN_DIV, IEEE-rounded
     }
 }
