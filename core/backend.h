@@ -85,6 +85,9 @@ typedef struct Backend {
     void (*conv2d_backward_data)(const ConvGeom *g, const float *dy, const float *w, float *dx);
     void (*conv2d_backward_filter)(const ConvGeom *g, const float *x, const float *dy, float *dw, float *cols,
                                    int cols_filled);
+    // Per-example weight gradients (DP-SGD): row i of dw (g->n rows of c_out·c_in·kh·kw)
+    // is example i's alone, written (=).
+    void (*conv2d_backward_filter_per_example)(const ConvGeom *g, const float *x, const float *dy, float *dw);
     // Optional (NULL: the backend keeps no columns): floats of the columns of x for g, 0
     // where it keeps none for this geometry (too large to hold).
     size_t (*conv2d_columns_size)(const ConvGeom *g);

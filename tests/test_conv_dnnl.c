@@ -183,6 +183,60 @@ START_TEST(dnnl_wrong_result_is_caught) {
 }
 END_TEST
 
+// Per-example weight gradients (DP-SGD's): oneDNN's batched matmul over each example's
+// columns against cpu_conv2d_backward_filter on that example alone, element by element
+// within 2·γ_k·S_i (k = h_out·w_out, S_i the example's own Σ|x·dy|); the same bits with a
+// caller allowing 4 OpenMP threads; and a moved element is caught.
+static void check_per_example(const ConvGeom *g, uint32_t seed) {
+    ConvCase c;
+    case_init(&c, g, seed);
+    ConvGeom g1 = *g;
+    g1.n = 1;
+    size_t xs = (size_t)g->c_in * g->h_in * g->w_in, ys = (size_t)g->c_out * g->h_out * g->w_out;
+    float *d = malloc(c.nw * g->n * 4), *d4 = malloc(c.nw * g->n * 4), *r = malloc(c.nw * g->n * 4);
+    double *s = calloc(c.nw * g->n, 8);
+    ck_assert(d && d4 && r && s);
+    dnnl_conv2d_backward_filter_per_example(g, c.x, c.dy, d);
+    int before = omp_get_max_threads();
+    omp_set_num_threads(4);
+    dnnl_conv2d_backward_filter_per_example(g, c.x, c.dy, d4);
+    omp_set_num_threads(before);
+    ck_assert_int_eq(memcmp(d, d4, c.nw * g->n * 4), 0);
+    for (int i = 0; i < g->n; i++) {
+        cpu_conv2d_backward_filter(&g1, c.x + i * xs, c.dy + i * ys, r + i * c.nw, NULL, 0);
+        for (int co = 0; co < g->c_out; co++)
+            for (int ci = 0; ci < g->c_in; ci++)
+                for (int ki = 0; ki < g->kh; ki++)
+                    for (int kj = 0; kj < g->kw; kj++)
+                        for (int oy = 0; oy < g->h_out; oy++)
+                            for (int ox = 0; ox < g->w_out; ox++) {
+                                int iy = oy * g->stride - g->pad + ki, ix = ox * g->stride - g->pad + kj;
+                                if (iy < 0 || iy >= g->h_in || ix < 0 || ix >= g->w_in)
+                                    continue;
+                                double xv = c.x[i * xs + ((size_t)ci * g->h_in + iy) * g->w_in + ix];
+                                double yv = c.dy[i * ys + ((size_t)co * g->h_out + oy) * g->w_out + ox];
+                                s[i * c.nw + (((size_t)co * g->c_in + ci) * g->kh + ki) * g->kw + kj] += fabs(xv * yv);
+                            }
+    }
+    double k = (double)g->h_out * g->w_out;
+    ck_assert_msg(beyond_bound(d, r, s, c.nw * g->n, k) == 0, "per-example weight gradients differ, case %u", seed);
+    size_t at = c.nw * g->n / 2;
+    d[at] += (float)(1e-3 * s[at]);
+    ck_assert_uint_eq(beyond_bound(d, r, s, c.nw * g->n, k), 1);
+    free(d), free(d4), free(r), free(s), case_free(&c);
+}
+
+START_TEST(dnnl_per_example_matches_im2col) {
+    for (int i = 0; i < 3; i++)
+        check_per_example(&lenet[i], 400 + (uint32_t)i);
+    ConvGeom odd = geom(5, 3, 9, 11, 7, 3, 2, 1); // a batch that is not a multiple of anything
+    check_per_example(&odd, 410);
+    // the product really ran on oneDNN at LeNet's sizes (else this compared OpenBLAS with itself)
+    float a[4 * 12 * 49] = {0}, b[4 * 300 * 49] = {0}, out[4 * 12 * 300];
+    ck_assert_int_eq(dnnl_batched_product_nt_run(4, 12, 300, 49, a, b, out), 1);
+}
+END_TEST
+
 // Two runs give the same bits, and so does a caller whose OpenMP setting allows 4 threads
 // (each call runs oneDNN on one thread, whatever the caller's setting).
 START_TEST(dnnl_is_deterministic) {
@@ -222,6 +276,7 @@ Suite *suite_conv_dnnl(void) {
     tcase_add_test(tc, dnnl_matches_im2col_lenet);
     tcase_add_test(tc, dnnl_wrong_result_is_caught);
     tcase_add_test(tc, dnnl_is_deterministic);
+    tcase_add_test(tc, dnnl_per_example_matches_im2col);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -364,6 +364,22 @@ START_TEST(cuda_conv_matches_cpu) {
         g->free(gdx);
         g->free(gdw);
     }
+    // per-example weight gradients (DP-SGD's): row i is example i's alone
+    float *pw = host_floats(nw * geo.n);
+    c->conv2d_backward_filter_per_example(&geo, x, dy, pw);
+    float *gx = dev_empty(g, nx), *gdy = dev_empty(g, ny), *gpw = dev_empty(g, nw * geo.n);
+    g->upload(gx, x, nx * sizeof(float));
+    g->upload(gdy, dy, ny * sizeof(float));
+    g->conv2d_backward_filter_per_example(&geo, gx, gdy, gpw);
+    float *hpw = from_dev(g, gpw, nw * geo.n);
+    char pwhat[96];
+    snprintf(pwhat, sizeof pwhat, "conv%d bwd_filter per example", _i);
+    expect_close(pwhat, pw, hpw, nw * geo.n, 1e-4, 1e-4 * mean_abs(pw, nw * geo.n));
+    free(hpw);
+    free(pw);
+    g->free(gx);
+    g->free(gdy);
+    g->free(gpw);
 #ifdef FEDPRIV_HAVE_CUDA
     char plans[2048];
     cuda_conv_describe_plans(plans, sizeof plans);

@@ -270,11 +270,13 @@ static const Backend cpu_backend = {
     .conv2d_forward = dnnl_conv2d_forward,
     .conv2d_backward_data = dnnl_conv2d_backward_data,
     .conv2d_backward_filter = dnnl_conv2d_backward_filter,
+    .conv2d_backward_filter_per_example = dnnl_conv2d_backward_filter_per_example,
     .conv2d_columns_size = NULL,
 #else
     .conv2d_forward = cpu_conv2d_forward,
     .conv2d_backward_data = cpu_conv2d_backward_data,
     .conv2d_backward_filter = cpu_conv2d_backward_filter,
+    .conv2d_backward_filter_per_example = cpu_conv2d_backward_filter_per_example,
     .conv2d_columns_size = cpu_conv2d_columns_size,
 #endif
     .maxpool_forward = cpu_maxpool_forward,

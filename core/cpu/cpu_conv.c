@@ -7,6 +7,7 @@
 // Shapes: x (n, c_in, h_in, w_in), w (c_out, c_in, kh, kw), y (n, c_out, h_out, w_out).
 // cols (ckk, g·hw) with ckk = c_in·kh·kw, hw = h_out·w_out, g samples per group.
 #include <cblas.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -398,6 +399,45 @@ void cpu_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *
     }
     free(cols);
     free(tmp);
+}
+
+void cpu_batched_product_nt(int batch, int m, int n, int k, const float *a, const float *b, float *c) {
+    for (int i = 0; i < batch; i++)
+        cpu_gemm_rm(0, 1, m, n, k, 1.0f, a + (size_t)i * m * k, b + (size_t)i * n * k, 0.0f, c + (size_t)i * m * n);
+}
+
+// Floats of columns built per call of the per-example weight gradients (4 MB): a chunk
+// of examples whose columns stay in cache for the product that reads them.
+#define PER_EXAMPLE_COLUMN_FLOATS ((size_t)1 << 20)
+
+// Each example's columns as cpu_conv2d_backward_filter builds them at batch 1, a chunk of
+// examples at a time, then one batched product dw_i = dy_i · cols_iᵀ for the chunk: with
+// the loop of GEMMs above, the same sums as cpu_conv2d_backward_filter on each example
+// alone; oneDNN's batched matmul (cpu_conv_dnnl.c) runs the chunk as one call.
+void cpu_conv2d_backward_filter_per_example_by(const ConvGeom *g, const float *x, const float *dy, float *dw,
+                                               CpuBatchedProductNT product) {
+    ConvGeom g1 = *g;
+    g1.n = 1;
+    int hw = g->h_out * g->w_out, ckk = g->c_in * g->kh * g->kw;
+    size_t per = (size_t)ckk * hw, xs = (size_t)g->c_in * g->h_in * g->w_in, numel = (size_t)g->c_out * ckk;
+    int chunk = per >= PER_EXAMPLE_COLUMN_FLOATS ? 1 : (int)(PER_EXAMPLE_COLUMN_FLOATS / per);
+    chunk = chunk < g->n ? chunk : g->n;
+    float *cols = malloc(sizeof(float) * (per * (size_t)chunk + padded_size(g)));
+    if (!cols) {
+        fprintf(stderr, "fedpriv: out of memory for per-example convolution columns\n");
+        abort();
+    }
+    for (int i0 = 0; i0 < g->n; i0 += chunk) {
+        int cnt = g->n - i0 < chunk ? g->n - i0 : chunk;
+        for (int i = 0; i < cnt; i++)
+            im2col(&g1, x + (size_t)(i0 + i) * xs, 0, 1, cols + (size_t)i * per, cols + per * (size_t)chunk);
+        product(cnt, g->c_out, ckk, hw, dy + (size_t)i0 * g->c_out * hw, cols, dw + (size_t)i0 * numel);
+    }
+    free(cols);
+}
+
+void cpu_conv2d_backward_filter_per_example(const ConvGeom *g, const float *x, const float *dy, float *dw) {
+    cpu_conv2d_backward_filter_per_example_by(g, x, dy, dw, cpu_batched_product_nt);
 }
 
 void cpu_conv2d_forward_naive(const ConvGeom *g, const float *x, const float *w, float *y) {

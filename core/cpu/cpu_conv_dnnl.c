@@ -290,3 +290,73 @@ int dnnl_conv2d_takes(const ConvGeom *g, int dir, char *impl, size_t impl_size) 
         omp_set_num_threads(threads);
     return pd != NULL;
 }
+
+// -- per-example weight gradients: the batched product on oneDNN's matmul ------------------
+// c_i = a_i · b_iᵀ for the chunk in one call: src a (batch, m, k), weights bᵀ as
+// (batch, k, n) with strides (n·k, 1, k) (b itself, read transposed), dst (batch, m, n).
+// At LeNet's per-example weight gradients, 256 examples of 12 × 49 by 49 × 300, one
+// thread, it ran in 1.8–2.0 ms against 3.8–4.0 ms for 256 OpenBLAS calls (its
+// "brg:avx512_core" kernel on this machine). Same threading as the convolutions: one
+// OpenMP thread for the whole call, so the sums do not depend on the thread count.
+static int batched_product_one_thread(int batch, int m, int n, int k, const float *a, const float *b, float *c) {
+    dnnl_engine_t eng;
+    DNNL_CHECK(dnnl_engine_create(&eng, dnnl_cpu, 0));
+    dnnl_memory_desc_t ma, mb, mc;
+    dnnl_dims_t da = {batch, m, k}, db = {batch, k, n}, dc = {batch, m, n};
+    dnnl_dims_t sa = {(dnnl_dim_t)m * k, k, 1}, sb = {(dnnl_dim_t)n * k, 1, k}, sc = {(dnnl_dim_t)m * n, n, 1};
+    DNNL_CHECK(dnnl_memory_desc_init_by_strides(&ma, 3, da, dnnl_f32, sa));
+    DNNL_CHECK(dnnl_memory_desc_init_by_strides(&mb, 3, db, dnnl_f32, sb));
+    DNNL_CHECK(dnnl_memory_desc_init_by_strides(&mc, 3, dc, dnnl_f32, sc));
+    dnnl_matmul_desc_t md;
+    dnnl_primitive_desc_t pd = NULL;
+    const char *impl = NULL;
+    if (dnnl_matmul_desc_init(&md, &ma, &mb, NULL, &mc) != dnnl_success ||
+        dnnl_primitive_desc_create(&pd, &md, NULL, eng, NULL) != dnnl_success ||
+        dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl) != dnnl_success || !impl ||
+        strncmp(impl, "ref", 3) == 0) {
+        if (pd)
+            DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
+        DNNL_CHECK(dnnl_engine_destroy(eng));
+        return 0;
+    }
+    dnnl_primitive_t prim;
+    DNNL_CHECK(dnnl_primitive_create(&prim, pd));
+    dnnl_memory_t xa, xb, xc;
+    DNNL_CHECK(dnnl_memory_create(&xa, &ma, eng, (void *)a)); // read only, as the conv operands
+    DNNL_CHECK(dnnl_memory_create(&xb, &mb, eng, (void *)b));
+    DNNL_CHECK(dnnl_memory_create(&xc, &mc, eng, c));
+    dnnl_stream_t stream;
+    DNNL_CHECK(dnnl_stream_create(&stream, eng, dnnl_stream_default_flags));
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_SRC, xa}, {DNNL_ARG_WEIGHTS, xb}, {DNNL_ARG_DST, xc}};
+    DNNL_CHECK(dnnl_primitive_execute(prim, stream, 3, args));
+    DNNL_CHECK(dnnl_stream_wait(stream));
+    DNNL_CHECK(dnnl_stream_destroy(stream));
+    DNNL_CHECK(dnnl_memory_destroy(xa));
+    DNNL_CHECK(dnnl_memory_destroy(xb));
+    DNNL_CHECK(dnnl_memory_destroy(xc));
+    DNNL_CHECK(dnnl_primitive_destroy(prim));
+    DNNL_CHECK(dnnl_primitive_desc_destroy(pd));
+    DNNL_CHECK(dnnl_engine_destroy(eng));
+    return 1;
+}
+
+int dnnl_batched_product_nt_run(int batch, int m, int n, int k, const float *a, const float *b, float *c) {
+    int threads = omp_get_max_threads();
+    if (threads != 1)
+        omp_set_num_threads(1);
+    int ran = batched_product_one_thread(batch, m, n, k, a, b, c);
+    if (threads != 1)
+        omp_set_num_threads(threads);
+    return ran;
+}
+
+// Chunks under 4 examples stay on OpenBLAS: the descriptors and the primitive lookup per
+// call (about 10 µs, as for the convolutions) are not paid back.
+static void dnnl_batched_product_nt(int batch, int m, int n, int k, const float *a, const float *b, float *c) {
+    if (batch < 4 || !dnnl_batched_product_nt_run(batch, m, n, k, a, b, c))
+        cpu_batched_product_nt(batch, m, n, k, a, b, c);
+}
+
+void dnnl_conv2d_backward_filter_per_example(const ConvGeom *g, const float *x, const float *dy, float *dw) {
+    cpu_conv2d_backward_filter_per_example_by(g, x, dy, dw, dnnl_batched_product_nt);
+}

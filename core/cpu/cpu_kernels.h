@@ -27,7 +27,7 @@ static inline uint32_t cpu_bits_float(float f) {
 // back from the float's bits, so no float-to-int conversion), e^r from Cephes' degree-7
 // polynomial for expf, then 2ⁿ built in the exponent field. Below ln 2⁻¹²⁶ it returns 0
 // (the true value is under 1.2e-38, a subnormal). NaN stays NaN. Within 2 ulp of e^a
-// (tests/test_cpu_kernels.c measures it against double precision).
+// (tests/test_cpu_sigmoid.c measures σ built on it against double precision).
 static inline float cpu_exp_nonpositive(float a) {
     const float magic = 12582912.0f; // 1.5·2²³: adding it rounds to an integer, in the low bits
     float t = a * 1.44269504088896341f + magic;
@@ -57,6 +57,15 @@ void cpu_conv2d_backward_data(const ConvGeom *g, const float *dy, const float *w
 void cpu_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *dy, float *dw, float *cols,
                                 int cols_filled);
 size_t cpu_conv2d_columns_size(const ConvGeom *g);
+// c_i (m × n) = a_i (m × k) · b_iᵀ (b_i is n × k) for i < batch, each operand packed row-major
+// and the batch's matrices consecutive: the product the per-example weight gradients need.
+typedef void (*CpuBatchedProductNT)(int batch, int m, int n, int k, const float *a, const float *b, float *c);
+// The loop of OpenBLAS GEMMs (the oracle, and the product without oneDNN).
+void cpu_batched_product_nt(int batch, int m, int n, int k, const float *a, const float *b, float *c);
+// Row i of dw (g->n rows of c_out·c_in·kh·kw floats) = example i's weight gradient (=).
+void cpu_conv2d_backward_filter_per_example_by(const ConvGeom *g, const float *x, const float *dy, float *dw,
+                                               CpuBatchedProductNT product);
+void cpu_conv2d_backward_filter_per_example(const ConvGeom *g, const float *x, const float *dy, float *dw);
 void cpu_maxpool_forward(const PoolGeom *g, const float *x, float *y, int32_t *argmax);
 void cpu_maxpool_scatter(const PoolGeom *g, const float *dy, const int32_t *argmax, float *dx);
 void cpu_maxpool_gather(const PoolGeom *g, const float *x, const int32_t *argmax, float *y);
@@ -74,6 +83,11 @@ void dnnl_conv2d_forward(const ConvGeom *g, const float *x, const float *w, floa
 void dnnl_conv2d_backward_data(const ConvGeom *g, const float *dy, const float *w, float *dx);
 void dnnl_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *dy, float *dw, float *cols,
                                  int cols_filled);
+// Per-example weight gradients with the chunk's product on oneDNN's batched matmul.
+void dnnl_conv2d_backward_filter_per_example(const ConvGeom *g, const float *x, const float *dy, float *dw);
+// The batched product alone (tests compare it with cpu_batched_product_nt); 0 when oneDNN
+// would run it with its reference loops, and then c is untouched.
+int dnnl_batched_product_nt_run(int batch, int m, int n, int k, const float *a, const float *b, float *c);
 // 1 when oneDNN runs direction dir (0 forward, 1 backward-data, 2 backward-filter) of g,
 // with its implementation's name in impl; 0 when the im2col path runs it.
 int dnnl_conv2d_takes(const ConvGeom *g, int dir, char *impl, size_t impl_size);

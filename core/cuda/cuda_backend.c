@@ -192,6 +192,7 @@ static const Backend cuda_backend = {
     .conv2d_forward = cuda_conv2d_forward, // cuDNN, deterministic FMA-math algorithms
     .conv2d_backward_data = cuda_conv2d_backward_data,
     .conv2d_backward_filter = cuda_conv2d_backward_filter,
+    .conv2d_backward_filter_per_example = cuda_conv2d_backward_filter_per_example,
     .maxpool_forward = cuda_maxpool_forward, // own kernels: argmax as the CPU records it
     .maxpool_scatter = cuda_maxpool_scatter,
     .maxpool_gather = cuda_maxpool_gather,

@@ -319,6 +319,15 @@ void cuda_conv2d_backward_filter(const ConvGeom *g, const float *x, const float 
     conv_call(g, DIR_BWD_FILTER, x, x_count(g), dy, y_count(g), dw, w_count(g));
 }
 
+// One cuDNN weight gradient per example (batch 1).
+void cuda_conv2d_backward_filter_per_example(const ConvGeom *g, const float *x, const float *dy, float *dw) {
+    ConvGeom g1 = *g;
+    g1.n = 1;
+    size_t xs = x_count(&g1), ys = y_count(&g1), ws = w_count(&g1);
+    for (int i = 0; i < g->n; i++)
+        conv_call(&g1, DIR_BWD_FILTER, x + (size_t)i * xs, xs, dy + (size_t)i * ys, ys, dw + (size_t)i * ws, ws);
+}
+
 size_t cuda_conv_describe_plans(char *buf, size_t n) {
     static const char *dir_name[DIR_COUNT] = {"fwd", "bwd_data", "bwd_filter"};
     size_t used = 0;

@@ -154,6 +154,7 @@ void cuda_conv2d_forward(const ConvGeom *g, const float *x, const float *w, floa
 void cuda_conv2d_backward_data(const ConvGeom *g, const float *dy, const float *w, float *dx);
 void cuda_conv2d_backward_filter(const ConvGeom *g, const float *x, const float *dy, float *dw, float *cols,
                                  int cols_filled);
+void cuda_conv2d_backward_filter_per_example(const ConvGeom *g, const float *x, const float *dy, float *dw);
 CudaConvCache *cuda_conv_cache_create(void);
 
 #ifdef __cplusplus
