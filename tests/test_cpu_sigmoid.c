@@ -53,13 +53,21 @@ static float *grid(void) {
     return x;
 }
 
-START_TEST(sigmoid_within_its_error_bound) {
+// The CPU backend's σ on the grid into *y (both arrays the caller's to free).
+static float *sigmoid_on_grid(const Backend **be, float **y) {
     FpError err;
-    const Backend *be = backend_by_name("cpu", &err);
-    ck_assert_ptr_nonnull(be);
-    float *x = grid(), *y = malloc(sizeof(float) * GRID_N);
-    ck_assert_ptr_nonnull(y);
-    be->unary(UN_SIGMOID, GRID_N, x, y);
+    *be = backend_by_name("cpu", &err);
+    ck_assert_ptr_nonnull(*be);
+    float *x = grid();
+    *y = malloc(sizeof(float) * GRID_N);
+    ck_assert_ptr_nonnull(*y);
+    (*be)->unary(UN_SIGMOID, GRID_N, x, *y);
+    return x;
+}
+
+START_TEST(sigmoid_within_its_error_bound) {
+    const Backend *be;
+    float *y, *x = sigmoid_on_grid(&be, &y);
     double small, worst = max_ulp_error(x, y, GRID_N, &small);
     fprintf(stderr, "sigmoid: largest error %.3f ulp, %.3g absolute below FLT_MIN (bound %.2f ulp)\n", worst, small,
             SIGMOID_ULP_BOUND);
@@ -78,12 +86,8 @@ END_TEST
 // The same measure catches a sigmoid whose outputs are 5 ulp off (in either direction,
 // alternating), just past the bound.
 START_TEST(sigmoid_check_catches_an_inaccurate_kernel) {
-    FpError err;
-    const Backend *be = backend_by_name("cpu", &err);
-    ck_assert_ptr_nonnull(be);
-    float *x = grid(), *y = malloc(sizeof(float) * GRID_N);
-    ck_assert_ptr_nonnull(y);
-    be->unary(UN_SIGMOID, GRID_N, x, y);
+    const Backend *be;
+    float *y, *x = sigmoid_on_grid(&be, &y);
     for (size_t i = 0; i < GRID_N; i++)
         for (int k = 0; k < 5; k++)
             y[i] = nextafterf(y[i], i % 2 ? 2.0f : 0.0f);

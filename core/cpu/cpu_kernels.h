@@ -5,21 +5,9 @@
 #include <math.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <string.h>
 
 #include "core/backend.h"
-
-static inline float cpu_float_bits(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
-static inline uint32_t cpu_bits_float(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
+#include "core/float_bits.h"
 
 // e^a for a ≤ 0, written so that a loop over it vectorises (no libm call, no branch):
 // LeNet's sigmoids spent 46% of its training step in scalar expf calls. Cody–Waite
@@ -32,7 +20,7 @@ static inline float cpu_exp_nonpositive(float a) {
     const float magic = 12582912.0f; // 1.5·2²³: adding it rounds to an integer, in the low bits
     float t = a * 1.44269504088896341f + magic;
     float n = t - magic;
-    int32_t ni = (int32_t)(cpu_bits_float(t) - cpu_bits_float(magic)); // n, for |n| < 2²²
+    int32_t ni = (int32_t)(float_to_bits(t) - float_to_bits(magic)); // n, for |n| < 2²²
     float r = a - n * 0.693359375f - n * -2.12194440e-4f;               // ln 2 split, Cody–Waite
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
@@ -41,7 +29,7 @@ static inline float cpu_exp_nonpositive(float a) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    float e = p * cpu_float_bits((uint32_t)(ni + 127) << 23);
+    float e = p * float_from_bits((uint32_t)(ni + 127) << 23);
     return a < -87.33654475f ? 0.0f : e;
 }
 

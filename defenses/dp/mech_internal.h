@@ -12,19 +12,10 @@
 #include <math.h>
 #include <string.h>
 
+#include "core/float_bits.h"
 #include "core/philox.h"
 #include "defenses/dp/mech.h"
 
-static inline float mech_bits_f(uint32_t u) {
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-static inline uint32_t mech_f_bits(float f) {
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
 
 static inline float mech_clipf(float x, float lo, float hi) {
     x = x < lo ? lo : x;
@@ -46,9 +37,9 @@ static inline int mech_ratio_within(double a, double b, double eps) { return a <
 // |error| <= 2^-23 + 2^-23·|ln u| (MECH_LOGF_ERR; tested against libm).
 #define MECH_LOGF_ERR(lnu) (0x1p-23 + 0x1p-23 * fabs(lnu))
 static inline float mech_logf(float u) {
-    uint32_t ix = mech_f_bits(u) - 0x3f3504f3u;
+    uint32_t ix = float_to_bits(u) - 0x3f3504f3u;
     float fk = (float)((int32_t)ix >> 23);
-    float m = mech_bits_f((ix & 0x007fffffu) + 0x3f3504f3u);
+    float m = float_from_bits((ix & 0x007fffffu) + 0x3f3504f3u);
     float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
     float p = fmaf(s2, 0.22222222f, 0.28571429f);
     p = fmaf(p, s2, 0.4f);
@@ -77,8 +68,8 @@ static inline void mech_gauss2(uint32_t w0, uint32_t w1, float *z0, float *z1) {
     cs = fmaf(cs * a2, a2, fmaf(-0.5f, a2, 1.0f));
     uint32_t swap = (w1 >> 30) & 1u, neg = w1 & 0x80000000u;
     float c = swap ? sn : cs, s = swap ? cs : sn;
-    *z0 = mech_bits_f(mech_f_bits(r * c) ^ neg);
-    *z1 = mech_bits_f(mech_f_bits(r * s) ^ neg);
+    *z0 = float_from_bits(float_to_bits(r * c) ^ neg);
+    *z1 = float_from_bits(float_to_bits(r * s) ^ neg);
 }
 
 // floor(w / c) for 32-bit w and 0 < c < 2^32, given inv = 1/c in double: exact, because

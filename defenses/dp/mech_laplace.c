@@ -47,7 +47,7 @@ static inline float laplace_kernel(float x, uint32_t w, float lo, float hi, floa
     float xc = mech_clipf(x, lo, hi);
     float mag = fmaf((float)(w & 0x7fffffffu), 0x1p-31f, 0x1p-32f);   // (0, 1]
     float e = -mech_logf(mag);                                          // Exp(1)
-    return fmaf(b, mech_bits_f(mech_f_bits(e) ^ (w & 0x80000000u)), xc);
+    return fmaf(b, float_from_bits(float_to_bits(e) ^ (w & 0x80000000u)), xc);
 }
 
 static float laplace_float_one(const Mech *m, float x, const uint32_t w[4], int j) {

@@ -60,7 +60,7 @@ static inline float pm_kernel(float x, uint32_t w, float lo, float hi, float c, 
     float shift = v < l + big_c ? big_c : 1.0f;
     float yf = v - shift;
     uint32_t mk = 0u - (uint32_t)keep;   // a bitwise select: the compiler if-converts it
-    float y = mech_bits_f((mech_f_bits(yk) & mk) | (mech_f_bits(yf) & ~mk));
+    float y = float_from_bits((float_to_bits(yk) & mk) | (float_to_bits(yf) & ~mk));
     return fmaf(r, y, c);
 }
 
