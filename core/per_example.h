@@ -10,7 +10,8 @@
 //   linear  Y = X Wᵀ  (X: B×in, one row per example)   ∇_W ℓ_i = dY_iᵀ X_i (an outer product)
 //           ‖∇_W ℓ_i‖² = ‖dY_i‖² ‖X_i‖², so the norm never forms the B×out×in tensor;
 //   conv    Y = conv(X, W) (X: B×C×H×W)                 ∇_W ℓ_i = the filter gradient of
-//           example i alone (im2col of X_i times dY_i: the backend's backward-filter with n = 1);
+//           example i alone (im2col of X_i times dY_i: the backend's per-example
+//           backward-filter, one call for a chunk of examples);
 //   bias    Z = A + b broadcast (per example nb·inner)  ∇_b ℓ_i = dZ_i summed over inner.
 // A parameter used several times (an LSTM's recurrent weight, once per time step) sums its
 // uses' contributions per example; its norm then comes from the per-example gradients
