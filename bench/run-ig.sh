@@ -34,6 +34,9 @@ if [ "$TORCH" = 1 ]; then
 fi
 BASELINE="${BASELINE:-}"
 comma() { echo "$*" | tr ' ' ','; }
+if [ "$STEPS" -lt 2000 ] || [ "$TORCH_STEPS" -lt 2000 ]; then
+  echo "== Inverting Gradients at $STEPS steps (PyTorch $TORCH_STEPS): a timing run; the ms/eval ratio holds, the recovery columns need the default 2000 steps" >&2
+fi
 printf '%-10s %2s %2s | %-44s | %-44s | %s%s\n' model B E "fedpriv: recovered SSIM PSNR labels ms/eval" \
   "pytorch: recovered SSIM PSNR labels ms/eval" "ratio" "${BASELINE:+ | baseline: ms/eval ratio}"
 for m in $MODELS; do
