@@ -27,13 +27,54 @@ static void default_variants(const InversionConfig *base, Attacker *a) {
     a->v[2].inv.restarts = ATTACKER_EXTRA_STARTS;
 }
 
-static FpStatus parse_variant(const cJSON *vj, const char *path, const InversionConfig *base, AttackerVariant *v,
-                              int k, FpError *err) {
+// The analytic variant (attacks/inversion.h, inversion_analytic_run): no starts drawn.
+static void analytic_variant(const InversionConfig *base, AttackerVariant *v) {
+    *v = (AttackerVariant){.inv = *base};
+    snprintf(v->name, sizeof v->name, "analytic");
+    v->inv.optimizer = INV_OPTIMIZER_ANALYTIC;
+    v->inv.restarts = 1;
+    v->inv.tv = 0;
+}
+
+// The default set over base, and the analytic variant after it where it applies.
+static void default_set(const InversionConfig *base, AttackerSet set, int analytic, Attacker *a) {
+    (set ? set : default_variants)(base, a);
+    if (!set && analytic && a->n < ATTACKER_MAX_VARIANTS)
+        analytic_variant(base, &a->v[a->n++]);
+}
+
+static void number_starts(Attacker *a) {
+    uint32_t first = 0;
+    for (int k = 0; k < a->n; k++) {
+        a->v[k].first_restart = first;
+        first += (uint32_t)a->v[k].inv.restarts;
+    }
+}
+
+long long attacker_variant_steps(const AttackerVariant *v) {
+    return v->inv.optimizer == INV_OPTIMIZER_ANALYTIC ? 0 : (long long)v->inv.steps * v->inv.restarts;
+}
+
+static const char *const method_names[] = {"gradient-matching", "analytic", NULL};
+
+static FpStatus parse_variant(const cJSON *vj, const char *path, const InversionConfig *base, int analytic,
+                              AttackerVariant *v, int k, FpError *err) {
     if (!cJSON_IsObject(vj))
         return fp_fail(err, FP_EPARAM, "%s: must be an object", path);
-    static const char *const keys[] = {"name", "distance", "tv", "restarts", "steps", NULL};
+    static const char *const keys[] = {"name", "method", "distance", "tv", "restarts", "steps", NULL};
     FP_TRY(jv_keys(vj, path, keys, err));
-    v->inv = *base;
+    int method;
+    FP_TRY(jv_choice(vj, path, "method", method_names, 0, &method, err));
+    if (method == 1) {
+        static const char *const analytic_keys[] = {"name", "method", NULL};
+        char p[300];
+        if (!analytic)
+            return fp_fail(err, FP_EPARAM, "%s: the analytic recovery needs a model whose first layer is dense with "
+                           "a bias on the input (mlp, logreg)", jv_path(p, sizeof p, path, "method"));
+        FP_TRY(jv_keys(vj, path, analytic_keys, err));
+        analytic_variant(base, v);
+    } else
+        v->inv = *base;
     v->inv.restarts = 1;
     v->inv.tv = 0;
     const char *name;
@@ -43,6 +84,8 @@ static FpStatus parse_variant(const cJSON *vj, const char *path, const Inversion
     if (!name[0] || strlen(name) >= sizeof v->name)
         return fp_fail(err, FP_EPARAM, "%s.name: 1 to %zu characters", path, sizeof v->name - 1);
     snprintf(v->name, sizeof v->name, "%s", name);
+    if (method == 1)
+        return FP_OK;
     int choice;
     FP_TRY(jv_choice(vj, path, "distance", distance_names, INV_DISTANCE_L2, &choice, err));
     v->inv.distance = (InvDistance)choice;
@@ -56,7 +99,7 @@ static FpStatus parse_variant(const cJSON *vj, const char *path, const Inversion
 }
 
 FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig *base, int explicit, int takes_adaptive,
-                        AttackerSet set, Attacker *a, FpError *err) {
+                        AttackerSet set, int analytic, Attacker *a, FpError *err) {
     memset(a, 0, sizeof *a);
     char p[256];
     static const char *const kinds[] = {"single", "adaptive", NULL};
@@ -78,7 +121,7 @@ FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig 
                  base->distance == INV_DISTANCE_COSINE ? (base->tv > 0 ? "cosine-tv" : "cosine")
                                                        : (base->tv > 0 ? "l2-tv" : "dlg-l2"));
     } else if (!vs)
-        (set ? set : default_variants)(base, a);
+        default_set(base, set, analytic, a);
     else {
         const char *vp = jv_path(p, sizeof p, path, "variants");
         if (!cJSON_IsArray(vs) || cJSON_GetArraySize(vs) < 1 || cJSON_GetArraySize(vs) > ATTACKER_MAX_VARIANTS)
@@ -87,30 +130,22 @@ FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig 
         for (int k = 0; k < a->n; k++) {
             char ep[300];
             snprintf(ep, sizeof ep, "%s[%d]", vp, k);
-            FP_TRY(parse_variant(cJSON_GetArrayItem(vs, k), ep, base, &a->v[k], k, err));
+            FP_TRY(parse_variant(cJSON_GetArrayItem(vs, k), ep, base, analytic, &a->v[k], k, err));
             for (int i = 0; i < k; i++)
                 if (strcmp(a->v[i].name, a->v[k].name) == 0)
                     return fp_fail(err, FP_EPARAM, "%s.name: \"%s\" is the name of variant %d too", ep, a->v[k].name, i);
         }
     }
-    uint32_t first = 0;
-    for (int k = 0; k < a->n; k++) {
-        a->v[k].first_restart = first;
-        first += (uint32_t)a->v[k].inv.restarts;
-    }
+    number_starts(a);
     return FP_OK;
 }
 
-void attacker_default_adaptive(const InversionConfig *base, AttackerSet set, Attacker *a) {
+void attacker_default_adaptive(const InversionConfig *base, AttackerSet set, int analytic, Attacker *a) {
     memset(a, 0, sizeof *a);
     a->adaptive = 1;
     a->reference = 1;
-    (set ? set : default_variants)(base, a);
-    uint32_t first = 0;
-    for (int k = 0; k < a->n; k++) {
-        a->v[k].first_restart = first;
-        first += (uint32_t)a->v[k].inv.restarts;
-    }
+    default_set(base, set, analytic, a);
+    number_starts(a);
 }
 
 void attacker_describe(const Attacker *a, cJSON *obj) {
@@ -120,6 +155,12 @@ void attacker_describe(const Attacker *a, cJSON *obj) {
         const AttackerVariant *v = &a->v[k];
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "name", v->name);
+        int analytic = v->inv.optimizer == INV_OPTIMIZER_ANALYTIC;
+        cJSON_AddStringToObject(e, "method", method_names[analytic]);
+        if (analytic) {
+            cJSON_AddItemToArray(vs, e);
+            continue;
+        }
         cJSON_AddStringToObject(e, "distance", distance_names[v->inv.distance]);
         cJSON_AddNumberToObject(e, "tv", v->inv.tv);
         cJSON_AddNumberToObject(e, "restarts", v->inv.restarts);

@@ -10,8 +10,13 @@
 //                   eq. 4), ATTACKER_COSINE_TV, one start;
 //   l2-restarts     the L2 distance again from ATTACKER_EXTRA_STARTS other starts, the
 //                   lowest final matching loss kept (what the attacker can choose alone);
+//   analytic        where the model's first layer is dense with a bias on the input (mlp,
+//                   logreg): the closed-form recovery from that layer's gradients
+//                   (attacks/inversion.h, inversion_analytic_run), no optimisation; left
+//                   out of the default set for other models;
 // each {"name", "distance", "tv", "restarts", "steps"} (steps, lbfgs and snapshot_every
-// default to the attack's). Every start of every variant is a different draw: variant v
+// default to the attack's) or {"name", "method": "analytic"} ("method" is
+// "gradient-matching" by default). Every start of every variant is a different draw: variant v
 // uses the restart streams after those of variants 0..v−1 (InversionProblem.first_restart),
 // so variant 0 with one start is exactly the single attacker. "attacker": "single" runs one
 // configuration: the attack's own keys steps, restarts, distance, tv, lbfgs (with the
@@ -72,11 +77,18 @@ typedef struct Attacker {
 // one configuration (no "attacker" key). set: the attack's own default adaptive set over
 // base (NULL: the set above).
 typedef void (*AttackerSet)(const InversionConfig *base, Attacker *out);
+// analytic: the attacked model admits the analytic variant (inversion_analytic_applies):
+// the default set (set NULL) then ends with it, and a listed "method": "analytic" is
+// accepted (refused otherwise, naming the path).
 FpStatus attacker_parse(const cJSON *j, const char *path, const InversionConfig *base, int explicit, int takes_adaptive,
-                        AttackerSet set, Attacker *out, FpError *err);
-// The default adaptive attacker over base (its variants' defaults; set as above), "reference" on.
-void attacker_default_adaptive(const InversionConfig *base, AttackerSet set, Attacker *out);
-// {"attacker", "variants": [{"name", "distance", "tv", "restarts", "steps", "first_restart"}]}
+                        AttackerSet set, int analytic, Attacker *out, FpError *err);
+// The default adaptive attacker over base (its variants' defaults; set and analytic as
+// above), "reference" on.
+void attacker_default_adaptive(const InversionConfig *base, AttackerSet set, int analytic, Attacker *out);
+// The optimiser steps a variant runs over its starts (0 for the analytic one).
+long long attacker_variant_steps(const AttackerVariant *v);
+// {"attacker", "variants": [{"name", "method", "distance", "tv", "restarts", "steps",
+// "first_restart"}]} (the analytic variant: {"name", "method"})
 // added to obj (the resolved configuration).
 void attacker_describe(const Attacker *a, cJSON *obj);
 

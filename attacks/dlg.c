@@ -174,7 +174,8 @@ static FpStatus dlg_parse(const AttackEnv *env, const InversionAttack *a, DlgOpt
                    (cJSON_GetObjectItemCaseSensitive(j, "restarts") || cJSON_GetObjectItemCaseSensitive(j, "distance") ||
                     cJSON_GetObjectItemCaseSensitive(j, "tv"));
     if (st == FP_OK)
-        st = attacker_parse(j, path, &o->inv, explicit, a->takes_adaptive, a->adaptive_set, &o->attacker, err);
+        st = attacker_parse(j, path, &o->inv, explicit, a->takes_adaptive, a->adaptive_set,
+                            inversion_analytic_applies(ex->model), &o->attacker, err);
     if (st != FP_OK) {
         free(o->images);
         o->images = NULL;
@@ -206,7 +207,7 @@ FpStatus inversion_attack_work(const AttackEnv *env, const InversionAttack *a, A
                                                 : (uint64_t)env->ex->train->n;
     uint64_t starts_steps = 0;
     for (int v = 0; v < o.attacker.n; v++)
-        starts_steps += (uint64_t)o.attacker.v[v].inv.restarts * (uint64_t)o.attacker.v[v].inv.steps;
+        starts_steps += (uint64_t)attacker_variant_steps(&o.attacker.v[v]);
     uint64_t runs = o.attacker.reference && !env->reference_given && env->ex->defense &&
                             strcmp(env->ex->defense->name, "none") != 0
                         ? 2 : 1;
@@ -381,7 +382,7 @@ static InvJob *inversions_run(const Experiment *ex, const DlgOptions *o, const T
     long long steps = 0;
     for (int k = 0; k < n; k++) {
         jobs[k] = (InvJob){.bt = &tg->t[k / V], .v = &o->attacker.v[k % V], .batch = k / V};
-        steps += (long long)jobs[k].v->inv.steps * jobs[k].v->inv.restarts;
+        steps += attacker_variant_steps(jobs[k].v);
     }
     InvProgress pr;
     inv_progress_init(&pr, progress, label, steps);
@@ -804,7 +805,7 @@ FpStatus inversion_attack_run(const AttackEnv *env, const InversionAttack *a, cJ
     // adaptive one, run against the federation without the defense.
     if (st == FP_OK && ap.decided && !ap.applicable && !ap.by_adaptive && a->takes_adaptive && o.attacker.reference) {
         DlgOptions strong = o;
-        attacker_default_adaptive(&o.inv, a->adaptive_set, &strong.attacker);
+        attacker_default_adaptive(&o.inv, a->adaptive_set, inversion_analytic_applies(ex->model), &strong.attacker);
         Applicability sa = {0};
         st = reference_run(env, &strong, d, idx, "a reference run of the adaptive attacker against the federation "
                            "without a defense (this run's single attacker recovered nothing there)", &sa, err);

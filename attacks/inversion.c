@@ -311,6 +311,8 @@ static int better(double a, double b) { return !isnan(a) && (isnan(b) || a < b);
 
 FpStatus inversion_run(const InversionProblem *p, const InversionConfig *cfg, InversionResult *out, FpError *err) {
     memset(out, 0, sizeof *out);
+    if (cfg->optimizer == INV_OPTIMIZER_ANALYTIC)
+        return inversion_analytic_run(p, out, err);
     if (cfg->steps < 1 || cfg->restarts < 1 || cfg->snapshot_every < 0 || !(cfg->tv >= 0))
         return fp_fail(err, FP_EPARAM, "gradient inversion: bad configuration (steps %d, restarts %d)", cfg->steps,
                        cfg->restarts);

@@ -30,7 +30,9 @@
 #include "models/model.h"
 
 typedef enum { INV_DISTANCE_L2 = 0, INV_DISTANCE_COSINE = 1 } InvDistance;
-typedef enum { INV_OPTIMIZER_LBFGS = 0, INV_OPTIMIZER_ADAM_SIGNED = 1 } InvOptimizer;
+// INV_OPTIMIZER_ANALYTIC is no optimiser: the closed form below (inversion_analytic_run),
+// which inversion_run dispatches to; steps, restarts, distance and tv play no part.
+typedef enum { INV_OPTIMIZER_LBFGS = 0, INV_OPTIMIZER_ADAM_SIGNED = 1, INV_OPTIMIZER_ANALYTIC = 2 } InvOptimizer;
 
 // Adam on signed gradients (Geiping et al. 2020): PyTorch's Adam (β 0.9, 0.999, ε 1e-8)
 // fed sign(∂D/∂x′).
@@ -109,6 +111,29 @@ typedef struct InversionResult {
 // without image input or classes), FP_ENOMEM, or whatever the tape reports.
 FpStatus inversion_run(const InversionProblem *p, const InversionConfig *cfg, InversionResult *out, FpError *err);
 void inversion_result_free(InversionResult *r);
+
+// The closed-form input recovery from a first dense layer with a bias (Phong et al. 2017,
+// "Privacy-Preserving Deep Learning via Additively Homomorphic Encryption", §3; Geiping et
+// al. 2020, §3; breaching's analytic attacks). For z = W·x + b on the input x, the batch-mean
+// loss has ∂L/∂W_i = (1/B) Σ_b δ_bi x_b and ∂L/∂b_i = (1/B) Σ_b δ_bi, so each unit i with
+// ∂L/∂b_i ≠ 0 gives the ratio r_i = (∂L/∂W_i)/(∂L/∂b_i), a weighted mean of the images
+// that reach it. With B = 1 every r_i is the image, exactly up to float rounding; with
+// B > 1 a unit that only one image activates (a ReLU) gives that image, and such ratios
+// recur. The recovery takes the INV_ANALYTIC_UNITS units of largest |∂L/∂b_i|, groups
+// ratios within INV_ANALYTIC_SAME relative L2 distance, and returns the B groups with the
+// most members (ties: the larger |∂L/∂b|), padding with the first. Any scaling of the
+// target (a clip, 1/m, lr) divides out; noise does not. Its matching loss is the
+// first layer's residual Σ_i min_j ‖g_Wi − g_bi·x̂_j‖² / Σ_i ‖g_Wi‖² (0 when every unit
+// is explained), NaN when no unit has a finite non-zero bias gradient. DLG's labels
+// (p->labels NULL) are iDLG's rule on the last layer, one-hot, in the rule's order.
+// No randomness, no optimisation: one entry in the loss curve, no snapshots, no
+// evaluations.
+#define INV_ANALYTIC_UNITS 256
+#define INV_ANALYTIC_SAME 1e-3
+// 1 when m's forward starts with a dense layer on its input (ModelOps.dense_input) whose
+// weight (layer 0, rows × the input size) and bias (layer 1) are trainable.
+int inversion_analytic_applies(const Model *m);
+FpStatus inversion_analytic_run(const InversionProblem *p, InversionResult *out, FpError *err);
 
 // One evaluation of D and ∂D/∂[x′, y′] at z (for tests and benchmarks): the same
 // closure the optimiser calls. grad may be NULL.

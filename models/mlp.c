@@ -65,6 +65,7 @@ const ModelOps model_mlp = {
     .configure = mlp_configure,
     .layout = mlp_layout,
     .forward = mlp_forward,
+    .dense_input = 1,
 };
 
 static FpStatus logreg_configure(ModelConfig *cfg, const cJSON *json, const char *path, const DataShape *in,
@@ -81,4 +82,5 @@ const ModelOps model_logreg = {
     .configure = logreg_configure,
     .layout = mlp_layout,
     .forward = mlp_forward,
+    .dense_input = 1,
 };

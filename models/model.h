@@ -63,6 +63,9 @@ typedef struct ModelOps {
     // with one more owner, release() drops one (an imported ONNX graph, models/onnx.h).
     void *(*state_share)(void *state);
     void (*state_release)(void *state);
+    // 1: the forward's first operation is x·Wᵀ + b on the flattened input, W and b the
+    // table's layers 0 and 1 (the closed-form input recovery of attacks/inversion.h applies).
+    int dense_input;
 } ModelOps;
 
 struct Model {
