@@ -493,7 +493,8 @@ FpStatus experiment_describe(const Experiment *ex, const Federation *f, cJSON *r
     cJSON_AddNumberToObject(d, "train_samples", ex->train->n);
     cJSON_AddNumberToObject(d, "test_samples", ex->test->n);
     cJSON_AddItemToObject(cfg, "model", cJSON_Duplicate(ex->model_json, 1));
-    cJSON_AddNumberToObject(cJSON_GetObjectItem(cfg, "model"), "parameters", (double)ex->model->table.n_params);
+    if (ex->model) // a matrix cell whose model could not be made (out of memory) describes the rest
+        cJSON_AddNumberToObject(cJSON_GetObjectItem(cfg, "model"), "parameters", (double)ex->model->table.n_params);
     cJSON_AddItemToObject(cfg, "federation", fed_config_to_json(&ex->fed));
     if (f) {
         cJSON *dj = fed_defense_json(f, err);
