@@ -162,6 +162,20 @@ START_TEST(analytic_recovers_at_every_seed) {
 }
 END_TEST
 
+// `fedpriv attack dlg` on LeNet (U(-0.5, 0.5)) over the 20-image set in dir with the given
+// attack keys, into dir/out; its exit status, stderr in err.
+static int lenet_attack(const char *dir, const char *out, const char *attack_keys, char *err, size_t n) {
+    char cfg[600], text[2048], cmd[2048];
+    snprintf(cfg, sizeof cfg, "%s/%s.json", dir, out);
+    snprintf(text, sizeof text,
+             "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\", \"split\": \"test\"},"
+             " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"}, \"federation\": {\"clients\": 2},"
+             " \"attack\": {%s}}", dir, attack_keys);
+    write_text(cfg, text);
+    snprintf(cmd, sizeof cmd, "%s attack dlg --config %s --out %s/%s", bin(), cfg, dir, out);
+    return run_cmd(cmd, err, n);
+}
+
 // The analytic variant needs a first dense layer on the input: on LeNet (a convolution
 // first) the default set leaves it out, and listing it is refused in one line naming the
 // variant's path, without a partial result.
@@ -173,30 +187,19 @@ START_TEST(analytic_only_where_it_applies) {
     char dir[] = "/tmp/fedpriv-test-atkdef-XXXXXX", err[4096];
     ck_assert_ptr_nonnull(mkdtemp(dir));
     write_idx_set(dir, 20);
-    char cfg[600], text[2048], cmd[2048];
-    snprintf(cfg, sizeof cfg, "%s/c.json", dir);
-    snprintf(text, sizeof text,
-             "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\", \"split\": \"test\"},"
-             " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"}, \"federation\": {\"clients\": 2},"
-             " \"attack\": {\"images\": [0], \"variants\": [{\"name\": \"a\", \"method\": \"analytic\"}]}}", dir);
-    write_text(cfg, text);
-    snprintf(cmd, sizeof cmd, "%s attack dlg --config %s --out %s/out", bin(), cfg, dir);
-    ck_assert_int_eq(run_cmd(cmd, err, sizeof err), 2);
+    char p[700];
+    ck_assert_int_eq(lenet_attack(dir, "out", "\"images\": [0], \"variants\": [{\"name\": \"a\", \"method\": \"analytic\"}]",
+                                  err, sizeof err), 2);
     ck_assert_int_eq(count_lines(err), 1);
     ck_assert_msg(strstr(err, "attack.variants[0].method") && strstr(err, "dense"), "%s", err);
-    snprintf(cmd, sizeof cmd, "%s/out/result.json", dir);
-    ck_assert_int_ne(access(cmd, F_OK), 0);
+    snprintf(p, sizeof p, "%s/out/result.json", dir);
+    ck_assert_int_ne(access(p, F_OK), 0);
     // The default set on LeNet: the three gradient-matching variants, as before.
-    snprintf(text, sizeof text,
-             "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\", \"split\": \"test\"},"
-             " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"}, \"federation\": {\"clients\": 2},"
-             " \"attack\": {\"images\": [0], \"steps\": 2}}", dir);
-    write_text(cfg, text);
-    snprintf(cmd, sizeof cmd, "%s attack dlg --config %s --out %s/out2", bin(), cfg, dir);
-    ck_assert_msg(run_cmd(cmd, err, sizeof err) == 0, "%s", err);
-    snprintf(cmd, sizeof cmd, "%s/out2/result.json", dir);
+    int rc = lenet_attack(dir, "out2", "\"images\": [0], \"steps\": 2", err, sizeof err);
+    ck_assert_msg(rc == 0, "%s", err);
+    snprintf(p, sizeof p, "%s/out2/result.json", dir);
     cJSON *r = NULL;
-    ck_assert_int_eq(jv_load_file(cmd, &r, NULL), FP_OK);
+    ck_assert_int_eq(jv_load_file(p, &r, NULL), FP_OK);
     cJSON *vs = cJSON_GetObjectItem(r, "variants");
     ck_assert_int_eq(cJSON_GetArraySize(vs), 3);
     for (int k = 0; k < 3; k++)
@@ -216,15 +219,8 @@ START_TEST(single_keys_without_attacker_are_refused) {
     char dir[] = "/tmp/fedpriv-test-atkdef-XXXXXX", err[4096];
     ck_assert_ptr_nonnull(mkdtemp(dir));
     write_idx_set(dir, 20);
-    char cfg[600], text[2048], cmd[2048];
-    snprintf(cfg, sizeof cfg, "%s/c.json", dir);
-    snprintf(text, sizeof text,
-             "{\"seed\": 1, \"dataset\": {\"name\": \"fashion-mnist\", \"path\": \"%s\", \"split\": \"test\"},"
-             " \"model\": {\"name\": \"lenet\", \"init\": \"uniform\"}, \"federation\": {\"clients\": 2},"
-             " \"attack\": {\"images\": [0], \"restarts\": 2}}", dir);
-    write_text(cfg, text);
-    snprintf(cmd, sizeof cmd, "%s attack dlg --config %s --out %s/out", bin(), cfg, dir);
-    ck_assert_int_eq(run_cmd(cmd, err, sizeof err), 2);
+    char cmd[700];
+    ck_assert_int_eq(lenet_attack(dir, "out", "\"images\": [0], \"restarts\": 2", err, sizeof err), 2);
     ck_assert_int_eq(count_lines(err), 1);
     ck_assert_msg(strstr(err, "attack.attacker") && strstr(err, "(the default)") && strstr(err, "\"single\""), "%s",
                   err);
