@@ -73,10 +73,11 @@ static FpStatus parse_variant(const cJSON *vj, const char *path, const Inversion
                            "a bias on the input (mlp, logreg)", jv_path(p, sizeof p, path, "method"));
         FP_TRY(jv_keys(vj, path, analytic_keys, err));
         analytic_variant(base, v);
-    } else
+    } else {
         v->inv = *base;
-    v->inv.restarts = 1;
-    v->inv.tv = 0;
+        v->inv.restarts = 1;
+        v->inv.tv = 0;
+    }
     const char *name;
     char dflt[32];
     snprintf(dflt, sizeof dflt, "variant %d", k);

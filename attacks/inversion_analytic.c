@@ -86,9 +86,10 @@ FpStatus inversion_analytic_run(const InversionProblem *p, InversionResult *out,
     float *cand = malloc(sizeof(float) * (size_t)n_top * D); // one representative per group
     int *members = calloc((size_t)n_top, sizeof(int)), *order = malloc(sizeof(int) * (size_t)n_top);
     int32_t *labels = malloc(sizeof(int32_t) * (size_t)B);
+    float *r = malloc(sizeof(float) * D); // the unit's ratio
     FpStatus st = FP_OK;
     if (!out->x || (!p->labels && !out->label_probs) || !out->loss_curve || !out->snapshot_steps ||
-        !out->snapshots || !out->restart_losses || !units || !cand || !members || !order || !labels) {
+        !out->snapshots || !out->restart_losses || !units || !cand || !members || !order || !labels || !r) {
         st = fp_fail(err, FP_ENOMEM, "out of memory for the analytic recovery");
         goto done;
     }
@@ -102,11 +103,6 @@ FpStatus inversion_analytic_run(const InversionProblem *p, InversionResult *out,
     if (usable > n_top)
         usable = n_top;
     int groups = 0;
-    float *r = malloc(sizeof(float) * D);
-    if (!r) {
-        st = fp_fail(err, FP_ENOMEM, "out of memory for the analytic recovery");
-        goto done;
-    }
     for (int u = 0; u < usable; u++) {
         const float *g = gw + (size_t)units[u].index * D;
         double inv = 1.0 / (double)gb[units[u].index], norm = 0;
@@ -124,7 +120,6 @@ FpStatus inversion_analytic_run(const InversionProblem *p, InversionResult *out,
         }
         members[found]++;
     }
-    free(r);
     // Groups by members, then by first appearance (the larger |∂L/∂b|): a stable insertion sort.
     for (int q = 0; q < groups; q++) {
         int k = q;
@@ -152,6 +147,7 @@ FpStatus inversion_analytic_run(const InversionProblem *p, InversionResult *out,
     out->seconds = fp_clock_seconds(CLOCK_MONOTONIC) - t0;
     out->cpu_seconds = fp_clock_seconds(CLOCK_THREAD_CPUTIME_ID) - c0;
 done:
+    free(r);
     free(units);
     free(cand);
     free(members);
